@@ -1,0 +1,2 @@
+// placeholder translation unit; real code arrives with its issue
+namespace rdmad::sim {}
