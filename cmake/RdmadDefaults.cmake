@@ -2,7 +2,7 @@
 # so their warnings never fail our build).
 set(RDMAD_WARNINGS
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
-    -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough -Wformat=2
+    -Woverloaded-virtual -Wimplicit-fallthrough -Wformat=2
     -Wmisleading-indentation -Wduplicated-cond -Wlogical-op)
 if(RDMAD_WERROR)
   list(APPEND RDMAD_WARNINGS -Werror)

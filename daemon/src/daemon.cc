@@ -1,2 +1,160 @@
-// placeholder translation unit; real code arrives with its issue
-namespace rdmad::daemon {}
+#include "rdmad/daemon/daemon.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "rdmad/config/loader.h"
+#include "rdmad/daemon/logging.h"
+#include "rdmad/metrics/daemon_metrics.h"
+#include "rdmad/metrics/exporter.h"
+#include "rdmad/version.h"
+
+namespace rdmad::daemon {
+
+Daemon::Daemon(config::Config config, std::string config_path)
+    : config_(std::move(config)),
+      config_path_(std::move(config_path)),
+      signals_(io_, SIGTERM, SIGINT, SIGHUP),
+      watchdog_timer_(io_) {}
+
+Daemon::~Daemon() = default;
+
+bool Daemon::start() {
+  auto log = log::get("daemon");
+  log->info("rdmad {} (commit {}) starting with {}", kVersion, kCommit,
+            config_path_.empty() ? std::string("the embedded default configuration") : config_path_);
+
+  std::error_code ec;
+  std::filesystem::create_directories(config_.daemon.runtime_dir, ec);
+  if (ec) {
+    log->error("cannot create runtime directory {}: {}", config_.daemon.runtime_dir, ec.message());
+    return false;
+  }
+
+  std::string error;
+  exporter_ = metrics::Exporter::start(config_.metrics.listen, error);
+  if (!exporter_) {
+    log::get("metrics")->error("{}", error);
+    return false;
+  }
+  const double now_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);
+  metrics_->set_node_labels(config_.metrics.labels);
+  log::get("metrics")->info("serving metrics at {}", exporter_->url());
+
+  log::get("cc")->info("dcqcn profile {}: {}", config_.cc.profile, cc::describe(config_.cc.params));
+  if (config_.nics.empty()) {
+    log::get("verbs")->info("no [[nic]] configured");
+  }
+  for (const auto& nic : config_.nics) {
+    log::get("verbs")->info("nic {}: backend {} address {} device {} port {}", nic.name, nic.backend,
+                            nic.address.empty() ? "-" : nic.address, nic.device.empty() ? "-" : nic.device,
+                            nic.port);
+  }
+  return true;
+}
+
+int Daemon::run() {
+  if (!start()) {
+    notifier_.status("start-up failed");
+    return 1;
+  }
+  wait_for_signal();
+  watchdog_interval_ = notifier_.watchdog_interval();
+  if (watchdog_interval_.count() > 0) {
+    log::get("daemon")->info("systemd watchdog every {} ms", watchdog_interval_.count() / 1000);
+    arm_watchdog();
+  }
+  notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
+  log::get("daemon")->info("ready");
+  io_.run();
+
+  notifier_.stopping();
+  log::get("daemon")->info("stopping");
+  exporter_.reset();  // stops the HTTP server before the registry it serves goes away
+  log::get("daemon")->info("stopped");
+  return 0;
+}
+
+void Daemon::wait_for_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      reload();
+      wait_for_signal();
+      return;
+    }
+    log::get("daemon")->info("received {}, shutting down", strsignal(sig));
+    io_.stop();
+  });
+}
+
+void Daemon::arm_watchdog() {
+  notifier_.watchdog();
+  watchdog_timer_.expires_after(watchdog_interval_);
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) arm_watchdog();
+  });
+}
+
+void Daemon::reload() {
+  auto log = log::get("daemon");
+  if (config_path_.empty()) {
+    log->warn("reload requested but the daemon runs on the embedded default configuration; nothing to re-read");
+    metrics_->reload_succeeded();
+    return;
+  }
+  notifier_.reloading();
+  log->info("reloading {}", config_path_);
+  config::LoadResult next = config::load_file(config_path_);
+  if (next.ok()) {
+    if (std::string env_error = config::apply_environment(next.config); !env_error.empty()) {
+      next.errors.push_back(config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
+    }
+  }
+  if (!next.ok()) {
+    for (const auto& e : next.errors) log::get("config")->error("{}", e.to_string());
+    log->error("reload failed with {} error(s); still running on the previous configuration", next.errors.size());
+    metrics_->reload_failed();
+    notifier_.ready("reload failed; running on the previous configuration");
+    return;
+  }
+  apply_live(next.config);
+  metrics_->reload_succeeded();
+  notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
+}
+
+void Daemon::apply_live(const config::Config& next) {
+  auto log = log::get("daemon");
+  if (next.daemon.log_level != config_.daemon.log_level) {
+    log->info("log level {} -> {}", config_.daemon.log_level, next.daemon.log_level);
+    log::set_level(*log::parse_level(next.daemon.log_level));
+  }
+  if (next.metrics.labels != config_.metrics.labels) {
+    metrics_->set_node_labels(next.metrics.labels);
+    log->info("metrics labels updated");
+  }
+  // Keys that need a restart: say so once instead of half-applying them.
+  auto restart_needed = [&](const char* key, bool changed) {
+    if (changed) log->warn("{} changed; it takes effect at the next restart", key);
+  };
+  restart_needed("metrics.listen", next.metrics.listen != config_.metrics.listen);
+  restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);
+  restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
+  restart_needed("cc", next.cc.params != config_.cc.params);
+  restart_needed("nic", next.nics.size() != config_.nics.size());
+  // Live keys are taken; restart-only keys keep their running values until the restart.
+  config_.daemon.log_level = next.daemon.log_level;
+  config_.metrics.labels = next.metrics.labels;
+  log->info("reload done");
+}
+
+}  // namespace rdmad::daemon

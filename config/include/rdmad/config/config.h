@@ -1,0 +1,47 @@
+#pragma once
+// The daemon's configuration as typed values. Every field is described once, in the field table
+// (field.h); parsing, `--print-default-config` and docs/configuration.md are generated from it.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rdmad/cc/dcqcn_params.h"
+
+namespace rdmad::config {
+
+struct DaemonSection {
+  std::string runtime_dir;
+  std::string socket_path;
+  std::string log_level;
+};
+
+struct MetricsSection {
+  std::string listen;                         // host:port of the /metrics endpoint
+  std::map<std::string, std::string> labels;  // constant labels of rdmad_node_info
+};
+
+struct CcSection {
+  std::string profile;                        // "mlx5" or "paper"
+  std::map<std::string, int64_t> overrides;   // mlx5 knob name -> value, applied over the profile
+  cc::DcqcnParams params;                     // profile + overrides, filled by the loader
+};
+
+struct NicSection {
+  std::string name;
+  std::string backend;  // soft | rdma_core | dpdk
+  std::string address;  // IP address (soft, dpdk); optional for rdma_core (selects the GID)
+  std::string device;   // rdma-core device name (rdma_core)
+  int64_t port = 1;     // device port number (rdma_core)
+  int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)
+};
+
+struct Config {
+  DaemonSection daemon;
+  MetricsSection metrics;
+  CcSection cc;
+  std::vector<NicSection> nics;
+  std::string source;  // file the config came from ("<default>" for the embedded one)
+};
+
+}  // namespace rdmad::config

@@ -1,0 +1,52 @@
+#pragma once
+// The field table: one entry per configuration key {key, type, default, doc, validator}. It is the
+// single source for parsing, the default config file and the reference documentation.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "rdmad/config/config.h"
+
+namespace rdmad::config {
+
+enum class FieldType : uint8_t { kString, kInt, kBool, kStringMap };
+
+using StringMap = std::map<std::string, std::string>;
+using Value = std::variant<std::monostate, std::string, int64_t, bool, StringMap>;
+
+struct Section {
+  std::string name;  // "daemon", "nic", ...
+  std::string doc;   // one sentence
+  bool is_array = false;  // [[name]] array of tables
+};
+
+struct Field {
+  std::string section;  // "daemon"
+  std::string name;     // "log_level"
+  FieldType type = FieldType::kString;
+  // Default when the key is absent. monostate: no default; the key is optional (or `required`).
+  Value default_value;
+  std::string doc;       // one sentence
+  std::string expected;  // what a valid value looks like, for errors and docs
+  bool required = false;
+  // Returns an empty string when the value is valid, else what was expected instead.
+  std::function<std::string(const Value&)> validate;
+  // Stores a valid value; `index` is the entry of an array section.
+  std::function<void(Config&, size_t index, const Value&)> apply;
+
+  std::string path() const { return section + "." + name; }
+};
+
+// All sections and fields, in documentation order.
+std::span<const Section> sections();
+std::span<const Field> fields();
+
+// Renders a value as a TOML literal ("\"info\"", "4791", "{ rack = \"r1\" }").
+std::string to_toml(const Value& v);
+const char* type_name(FieldType t);
+
+}  // namespace rdmad::config

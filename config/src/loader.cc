@@ -1,0 +1,264 @@
+#include "rdmad/config/loader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <tuple>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "rdmad/config/field.h"
+#include "validators.h"
+
+namespace rdmad::config {
+
+std::string Error::to_string() const {
+  std::string where = file;
+  if (line > 0) where += fmt::format(":{}:{}", line, column);
+  if (key.empty()) return fmt::format("{}: {}", where, message);
+  return fmt::format("{}: {}: {}", where, key, message);
+}
+
+namespace {
+
+const Section* find_section(std::string_view name) {
+  for (const auto& s : sections())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const Field* find_field(std::string_view section, std::string_view name) {
+  for (const auto& f : fields())
+    if (f.section == section && f.name == name) return &f;
+  return nullptr;
+}
+
+const char* node_type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+class Parser {
+ public:
+  Parser(std::string file, LoadResult& out) : file_(std::move(file)), out_(out) {}
+
+  void error(const toml::source_region& where, std::string key, std::string message) {
+    out_.errors.push_back(Error{file_, where.begin.line, where.begin.column, std::move(key), std::move(message)});
+  }
+
+  // Converts a TOML node to a field value; returns monostate (and records an error) on a type mismatch.
+  Value convert(const Field& f, const toml::node& n, const std::string& key) {
+    switch (f.type) {
+      case FieldType::kString:
+        if (auto s = n.value<std::string>(); s && n.is_string()) return *s;
+        break;
+      case FieldType::kInt:
+        if (n.is_integer()) return *n.value<int64_t>();
+        break;
+      case FieldType::kBool:
+        if (n.is_boolean()) return *n.value<bool>();
+        break;
+      case FieldType::kStringMap:
+        if (const toml::table* t = n.as_table()) {
+          StringMap m;
+          bool ok = true;
+          for (auto&& [k, item] : *t) {
+            if (!item.is_string()) {
+              error(item.source(), key + "." + std::string(k.str()),
+                    fmt::format("expected a string, got {}", node_type_name(item)));
+              ok = false;
+              continue;
+            }
+            m[std::string(k.str())] = *item.value<std::string>();
+          }
+          if (!ok) return std::monostate{};
+          return m;
+        }
+        break;
+    }
+    error(n.source(), key, fmt::format("expected {} ({}), got {}", type_name(f.type), f.expected, node_type_name(n)));
+    return std::monostate{};
+  }
+
+  void parse_table(const Section& section, const toml::table& table, size_t index, const std::string& prefix) {
+    std::set<std::string> seen;
+    for (auto&& [k, node] : table) {
+      const std::string name(k.str());
+      const std::string key = prefix + "." + name;
+      const Field* f = find_field(section.name, name);
+      if (f == nullptr) {
+        std::vector<std::string> known;
+        for (const auto& fld : fields())
+          if (fld.section == section.name) known.push_back(fld.name);
+        error(k.source(), key,
+              fmt::format("unknown key in [{}]; known keys: {}", section.name, fmt::join(known, ", ")));
+        continue;
+      }
+      seen.insert(name);
+      Value v = convert(*f, node, key);
+      if (std::holds_alternative<std::monostate>(v)) continue;
+      if (f->validate) {
+        if (std::string expected = f->validate(v); !expected.empty()) {
+          error(node.source(), key, fmt::format("invalid value {}: expected {}", to_toml(v), expected));
+          continue;
+        }
+      }
+      f->apply(out_.config, index, v);
+    }
+    for (const auto& f : fields()) {
+      if (f.section == section.name && f.required && !seen.count(f.name)) {
+        error(table.source(), prefix + "." + f.name, fmt::format("missing required key ({})", f.expected));
+      }
+    }
+  }
+
+  void parse_root(const toml::table& root) {
+    for (auto&& [k, node] : root) {
+      const std::string name(k.str());
+      const Section* s = find_section(name);
+      if (s == nullptr) {
+        std::vector<std::string> known;
+        for (const auto& sec : sections()) known.push_back(sec.is_array ? "[[" + sec.name + "]]" : "[" + sec.name + "]");
+        error(k.source(), name, fmt::format("unknown section; known sections: {}", fmt::join(known, ", ")));
+        continue;
+      }
+      if (s->is_array) {
+        const toml::array* arr = node.as_array();
+        if (arr == nullptr || !arr->is_array_of_tables()) {
+          error(node.source(), name, fmt::format("expected an array of tables ([[{}]]), got {}", name, node_type_name(node)));
+          continue;
+        }
+        for (size_t i = 0; i < arr->size(); ++i) {
+          apply_defaults(*s, i);
+          parse_table(*s, *arr->get(i)->as_table(), i, fmt::format("{}[{}]", name, i));
+          array_tables_.push_back(arr->get(i)->source());
+        }
+      } else {
+        const toml::table* t = node.as_table();
+        if (t == nullptr) {
+          error(node.source(), name, fmt::format("expected a table ([{}]), got {}", name, node_type_name(node)));
+          continue;
+        }
+        parse_table(*s, *t, 0, name);
+      }
+    }
+  }
+
+  void apply_defaults(const Section& section, size_t index) {
+    for (const auto& f : fields()) {
+      if (f.section == section.name && !std::holds_alternative<std::monostate>(f.default_value)) {
+        f.apply(out_.config, index, f.default_value);
+      }
+    }
+  }
+
+  // Rules that involve more than one key.
+  void check_nics() {
+    std::set<std::string> names;
+    for (size_t i = 0; i < out_.config.nics.size() && i < array_tables_.size(); ++i) {
+      const NicSection& n = out_.config.nics[i];
+      const auto& where = array_tables_[i];
+      const std::string key = fmt::format("nic[{}]", i);
+      if (!n.name.empty() && !names.insert(n.name).second) {
+        error(where, key + ".name", fmt::format("duplicate NIC name '{}'", n.name));
+      }
+      if ((n.backend == "soft" || n.backend == "dpdk") && n.address.empty()) {
+        error(where, key + ".address", fmt::format("backend {} needs an address (an IPv4 or IPv6 address)", n.backend));
+      }
+      if (n.backend == "rdma_core" && n.device.empty()) {
+        error(where, key + ".device", "backend rdma_core needs a device (an rdma-core device name such as mlx5_0)");
+      }
+#ifndef RDMAD_WITH_DPDK
+      if (n.backend == "dpdk") {
+        error(where, key + ".backend", "backend dpdk is not built into this binary (configure with -DRDMAD_WITH_DPDK=ON)");
+      }
+#endif
+    }
+  }
+
+  void finish_cc() {
+    auto params = cc::profile_by_name(out_.config.cc.profile);
+    if (!params) return;  // already reported by the profile validator
+    for (const auto& [name, value] : out_.config.cc.overrides) cc::find_mlx5_knob(name)->set(*params, value);
+    out_.config.cc.params = *params;
+  }
+
+  void run(std::string_view text) {
+    out_.config.source = file_;
+    for (const auto& s : sections())
+      if (!s.is_array) apply_defaults(s, 0);
+    toml::table root;
+    try {
+      root = toml::parse(text, file_);
+    } catch (const toml::parse_error& e) {
+      error(e.source(), "", fmt::format("TOML syntax error: {}", e.description()));
+      return;
+    }
+    parse_root(root);
+    check_nics();
+    finish_cc();
+  }
+
+ private:
+  std::string file_;
+  LoadResult& out_;
+  std::vector<toml::source_region> array_tables_;
+};
+
+}  // namespace
+
+LoadResult load_string(std::string_view text, const std::string& name) {
+  LoadResult r;
+  Parser(name, r).run(text);
+  // Report in file order (TOML tables iterate in key order, not source order).
+  std::stable_sort(r.errors.begin(), r.errors.end(), [](const Error& a, const Error& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  });
+  return r;
+}
+
+LoadResult load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    r.errors.push_back(Error{path, 0, 0, "", fmt::format("cannot read file: {}", std::strerror(errno))});
+    return r;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_string(ss.str(), path);
+}
+
+Config default_config() {
+  LoadResult r = load_string("", "<default>");
+  return r.config;
+}
+
+std::string apply_environment(Config& config) {
+  const char* level = std::getenv("RDMAD_LOG_LEVEL");
+  if (level == nullptr || *level == '\0') return "";
+  const Field* f = find_field("daemon", "log_level");
+  const Value v = std::string(level);
+  if (std::string expected = f->validate(v); !expected.empty()) {
+    return fmt::format("RDMAD_LOG_LEVEL: invalid value \"{}\": expected {}", level, expected);
+  }
+  config.daemon.log_level = level;
+  return "";
+}
+
+}  // namespace rdmad::config

@@ -1,0 +1,104 @@
+#include "validators.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace rdmad::config::validators {
+
+Validator one_of(std::initializer_list<const char*> choices) {
+  std::vector<std::string> c(choices.begin(), choices.end());
+  return [c](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if (std::find(c.begin(), c.end(), s) != c.end()) return "";
+    return fmt::format("one of {}", fmt::join(c, ", "));
+  };
+}
+
+Validator int_range(int64_t min, int64_t max) {
+  return [min, max](const Value& v) -> std::string {
+    const int64_t x = std::get<int64_t>(v);
+    if (x >= min && x <= max) return "";
+    return fmt::format("an integer in [{}, {}]", min, max);
+  };
+}
+
+Validator absolute_path() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if (!s.empty() && s.front() == '/' && s.find('\0') == std::string::npos) return "";
+    return "an absolute path";
+  };
+}
+
+bool is_ip_address(const std::string& s) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
+bool split_host_port(const std::string& s, std::string& host, int64_t& port) {
+  std::string port_text;
+  if (!s.empty() && s.front() == '[') {
+    const auto close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
+    host = s.substr(1, close - 1);
+    port_text = s.substr(close + 2);
+  } else {
+    const auto colon = s.rfind(':');
+    if (colon == std::string::npos || s.find(':') != colon) return false;
+    host = s.substr(0, colon);
+    port_text = s.substr(colon + 1);
+  }
+  if (host.empty() || port_text.empty() || port_text.size() > 5) return false;
+  if (!std::all_of(port_text.begin(), port_text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return false;
+  port = std::stoll(port_text);
+  return port <= 65535;
+}
+
+Validator listen_address() {
+  return [](const Value& v) -> std::string {
+    std::string host;
+    int64_t port = 0;
+    const auto& s = std::get<std::string>(v);
+    if (split_host_port(s, host, port) && is_ip_address(host)) return "";
+    return "an IP address and port, like 127.0.0.1:9842 or [::1]:9842 (port 0 picks a free port)";
+  };
+}
+
+Validator ip_address(bool allow_empty) {
+  return [allow_empty](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if ((allow_empty && s.empty()) || is_ip_address(s)) return "";
+    return "an IPv4 or IPv6 address";
+  };
+}
+
+Validator identifier(bool allow_empty) {
+  return [allow_empty](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    const bool chars_ok = std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+    if (chars_ok && (allow_empty || !s.empty()) && s.size() <= 64) return "";
+    return "a name of 1-64 letters, digits, '_', '.' or '-'";
+  };
+}
+
+Validator label_map() {
+  return [](const Value& v) -> std::string {
+    for (const auto& [k, val] : std::get<StringMap>(v)) {
+      const bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) && k.rfind("__", 0) != 0 &&
+                      std::all_of(k.begin(), k.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                      });
+      if (!ok) return fmt::format("Prometheus label names ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __); got '{}'", k);
+    }
+    return "";
+  };
+}
+
+}  // namespace rdmad::config::validators

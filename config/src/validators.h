@@ -1,0 +1,27 @@
+#pragma once
+// Reusable validators for the field table. Each returns "" when the value is valid, else a
+// description of what was expected.
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+
+#include "rdmad/config/field.h"
+
+namespace rdmad::config::validators {
+
+using Validator = std::function<std::string(const Value&)>;
+
+Validator one_of(std::initializer_list<const char*> choices);
+Validator int_range(int64_t min, int64_t max);
+Validator absolute_path();
+Validator listen_address();  // host:port, [v6]:port; port 0 picks a free port
+Validator ip_address(bool allow_empty);
+Validator identifier(bool allow_empty);  // [A-Za-z0-9_.-]+
+Validator label_map();                   // Prometheus label names -> values
+
+// Parses "host:port" / "[v6]:port"; false on malformed input.
+bool split_host_port(const std::string& s, std::string& host, int64_t& port);
+bool is_ip_address(const std::string& s);
+
+}  // namespace rdmad::config::validators

@@ -1,0 +1,54 @@
+#pragma once
+// The service: wiring and lifecycle. One Boost.Asio io_context runs the control plane (signals,
+// reload, watchdog, and the subsystems later issues add); datapaths run on their own threads.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "rdmad/config/config.h"
+#include "rdmad/daemon/notifier.h"
+
+namespace rdmad::metrics {
+class Exporter;
+class DaemonMetrics;
+}  // namespace rdmad::metrics
+
+namespace rdmad::daemon {
+
+class Daemon {
+ public:
+  // `config_path` is re-read on SIGHUP; empty when running on the embedded default.
+  Daemon(config::Config config, std::string config_path);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Starts every subsystem, notifies READY=1 and runs until SIGTERM/SIGINT. Returns the process
+  // exit code: 0 after a graceful stop, 1 when start-up failed (the reason is logged).
+  int run();
+
+  // Re-reads the configuration file and applies what can change live (what SIGHUP does).
+  void reload();
+
+ private:
+  bool start();
+  void wait_for_signal();
+  void arm_watchdog();
+  void apply_live(const config::Config& next);
+
+  config::Config config_;
+  std::string config_path_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer watchdog_timer_;
+  std::chrono::microseconds watchdog_interval_{0};
+  Notifier notifier_;
+  std::unique_ptr<metrics::Exporter> exporter_;
+  std::unique_ptr<metrics::DaemonMetrics> metrics_;
+};
+
+}  // namespace rdmad::daemon

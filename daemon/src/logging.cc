@@ -1,0 +1,80 @@
+#include "rdmad/daemon/logging.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace rdmad::log {
+namespace {
+
+// "%*" → the syslog priority of the message level, as sd-daemon(3) prefixes expect.
+class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    static constexpr const char* kPrio[] = {"<7>", "<7>", "<6>", "<4>", "<3>", "<2>", "<6>"};
+    const auto i = static_cast<size_t>(msg.level);
+    const char* p = i < std::size(kPrio) ? kPrio[i] : "<6>";
+    dest.append(p, p + 3);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SyslogPriorityFlag>(); }
+};
+
+}  // namespace
+
+bool stderr_is_journal() {
+  // JOURNAL_STREAM is "device:inode" of the journal stream; only trust it if it is our stderr
+  // (a child that inherited the variable but not the fd must not use the journal format).
+  const char* js = std::getenv("JOURNAL_STREAM");
+  if (js == nullptr) return false;
+  unsigned long long dev = 0;
+  unsigned long long ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  if (fstat(STDERR_FILENO, &st) != 0) return false;
+  return st.st_dev == dev && st.st_ino == ino;
+}
+
+void setup(spdlog::level::level_enum level, std::optional<bool> journal) {
+  const bool use_journal = journal.value_or(stderr_is_journal());
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(use_journal ? spdlog::color_mode::never
+                                                                               : spdlog::color_mode::automatic);
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  if (use_journal) {
+    formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("%*[%n] %v");
+  } else {
+    formatter->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
+  }
+  sink->set_formatter(std::move(formatter));
+  for (std::string_view c : kComponents) {
+    const std::string name(c);
+    spdlog::drop(name);
+    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    logger->set_level(level);
+    logger->flush_on(spdlog::level::info);
+    spdlog::register_logger(logger);
+  }
+  spdlog::set_default_logger(spdlog::get("daemon"));
+}
+
+void set_level(spdlog::level::level_enum level) {
+  spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });
+}
+
+std::optional<spdlog::level::level_enum> parse_level(std::string_view name) {
+  const auto level = spdlog::level::from_str(std::string(name));
+  // from_str maps unknown names to "off"; only accept "off" when it was asked for.
+  if (level == spdlog::level::off && name != "off") return std::nullopt;
+  return level;
+}
+
+std::shared_ptr<spdlog::logger> get(std::string_view component) {
+  auto l = spdlog::get(std::string(component));
+  return l ? l : spdlog::default_logger();
+}
+
+}  // namespace rdmad::log

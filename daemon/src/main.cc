@@ -1,0 +1,77 @@
+// rdmad: the per-node RDMA daemon. See README.md and docs/ for what it does.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "rdmad/config/loader.h"
+#include "rdmad/daemon/daemon.h"
+#include "rdmad/daemon/logging.h"
+#include "rdmad/version.h"
+
+namespace {
+
+int check_config(const std::string& path) {
+  const rdmad::config::LoadResult r = rdmad::config::load_file(path);
+  for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %zu error(s)\n", path.c_str(), r.errors.size());
+    return 1;
+  }
+  std::printf("%s: ok\n", path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdmad: per-node RDMA daemon for GPU servers (RoCEv2 and InfiniBand).\n"
+               "Runs in the foreground; under systemd use Type=notify. SIGHUP reloads the config,\n"
+               "SIGTERM/SIGINT stop gracefully.",
+               "rdmad"};
+  std::string config_path;
+  std::string check_path;
+  bool print_default = false;
+  bool print_doc = false;
+  bool version = false;
+  app.add_option("-c,--config", config_path, "Configuration file (TOML); without it the embedded default is used")
+      ->check(CLI::ExistingFile);
+  app.add_option("--check-config", check_path, "Check a configuration file, print every error, exit 0 or 1");
+  app.add_flag("--print-default-config", print_default, "Print the default configuration, every key documented");
+  app.add_flag("--print-config-doc", print_doc, "Print the configuration reference (docs/configuration.md)");
+  app.add_flag("-V,--version", version, "Print the version and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (version) {
+    std::printf("rdmad %s (commit %s)\n", rdmad::kVersion, rdmad::kCommit);
+    return 0;
+  }
+  if (print_default) {
+    std::fputs(rdmad::config::render_default_config().c_str(), stdout);
+    return 0;
+  }
+  if (print_doc) {
+    std::fputs(rdmad::config::render_markdown().c_str(), stdout);
+    return 0;
+  }
+  if (!check_path.empty()) return check_config(check_path);
+
+  rdmad::config::LoadResult loaded;
+  if (config_path.empty()) {
+    loaded.config = rdmad::config::default_config();
+  } else {
+    loaded = rdmad::config::load_file(config_path);
+  }
+  if (std::string env_error = rdmad::config::apply_environment(loaded.config); !env_error.empty()) {
+    loaded.errors.push_back(rdmad::config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
+  }
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    std::fprintf(stderr, "rdmad: not starting: %zu configuration error(s)\n", loaded.errors.size());
+    return 1;
+  }
+  rdmad::log::setup(*rdmad::log::parse_level(loaded.config.daemon.log_level));
+  rdmad::daemon::Daemon daemon(std::move(loaded.config), config_path);
+  return daemon.run();
+}

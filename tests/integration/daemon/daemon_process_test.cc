@@ -1,0 +1,226 @@
+// The daemon as a real process: metrics over HTTP, SIGHUP reloads, SIGTERM, systemd notifications.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "support/http_get.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace rdmad::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string config_text(const TempDir& dir, const std::string& level, const std::string& listen = "127.0.0.1:0") {
+  return fmt::format(
+      "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"{1}\"\n"
+      "[metrics]\nlisten = \"{2}\"\n",
+      dir.path(), level, listen);
+}
+
+// Polls /metrics until `needle` appears or the deadline passes.
+bool metrics_contain(int port, const std::string& needle, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  do {
+    if (auto r = http_get("127.0.0.1", port, "/metrics"); r && r->body.find(needle) != std::string::npos) return true;
+    usleep(10'000);
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
+class DaemonProcess : public ::testing::Test {
+ protected:
+  // Starts rdmad on `config` and returns the metrics port it printed.
+  int start(std::vector<std::string> env = {}) {
+    config_ = dir_.write("rdmad.toml", config_text(dir_, "info"));
+    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_},
+                                         std::move(env));
+    EXPECT_TRUE(proc_->wait_for_output("] ready", 10s)) << proc_->output();
+    std::smatch m;
+    const std::string out = proc_->output();
+    if (!std::regex_search(out, m, std::regex(R"(serving metrics at http://127\.0\.0\.1:(\d+)/metrics)"))) {
+      ADD_FAILURE() << "no metrics URL in output:\n" << out;
+      return 0;
+    }
+    return std::stoi(m[1]);
+  }
+
+  TempDir dir_;
+  std::string config_;
+  std::unique_ptr<Subprocess> proc_;
+};
+
+TEST_F(DaemonProcess, ServesBuildInfoOverHttp) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  const auto r = http_get("127.0.0.1", port, "/metrics");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(std::regex_search(r->body, std::regex(R"(rdmad_build_info\{commit="[^"]+",version="0\.1\.0"\} 1)")))
+      << r->body;
+  EXPECT_NE(r->body.find("rdmad_start_time_seconds "), std::string::npos);
+  EXPECT_NE(r->body.find("rdmad_config_reloads_total{result=\"ok\"} 0"), std::string::npos);
+}
+
+TEST_F(DaemonProcess, SighupAppliesNewLogLevelAndCountsOk) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  dir_.write("rdmad.toml", config_text(dir_, "debug") + "labels = { rack = \"r9\" }\n");
+  proc_->signal(SIGHUP);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_config_reloads_total{result=\"ok\"} 1", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_node_info{rack=\"r9\"} 1", 5s));
+  EXPECT_TRUE(proc_->wait_for_output("log level info -> debug", 5s)) << proc_->output();
+}
+
+TEST_F(DaemonProcess, SighupWithBrokenFileKeepsServingAndCountsError) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  dir_.write("rdmad.toml", "[daemon]\nlog_level = \"loud\"\n");
+  proc_->signal(SIGHUP);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_config_reloads_total{result=\"error\"} 1", 5s));
+  // Every error is logged with file:line:column and key.
+  EXPECT_TRUE(proc_->wait_for_output(config_ + ":2:13: daemon.log_level: invalid value", 5s)) << proc_->output();
+  // Still serving, on the old configuration.
+  EXPECT_TRUE(metrics_contain(port, "rdmad_config_reloads_total{result=\"ok\"} 0", 1s));
+  EXPECT_FALSE(proc_->wait_exit(0ms).has_value());
+}
+
+TEST_F(DaemonProcess, SigtermExitsZeroWithinOneSecond) {
+  ASSERT_GT(start(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  proc_->signal(SIGTERM);
+  const auto code = proc_->wait_exit(5s);
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(code.has_value()) << proc_->output();
+  EXPECT_EQ(*code, 0) << proc_->output();
+  EXPECT_LT(elapsed, 1s);
+}
+
+TEST_F(DaemonProcess, SigintAlsoStopsGracefully) {
+  ASSERT_GT(start(), 0);
+  proc_->signal(SIGINT);
+  EXPECT_EQ(proc_->wait_exit(5s), 0) << proc_->output();
+  EXPECT_NE(proc_->output().find("stopped"), std::string::npos);
+}
+
+// A fake systemd: an AF_UNIX datagram socket the daemon notifies through NOTIFY_SOCKET.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{0, 100'000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~NotifySocket() { close(fd_); }
+  // Collects datagrams until one contains `needle` or the deadline passes.
+  bool wait_for(const std::string& needle, std::chrono::milliseconds deadline) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end) {
+      char buf[4096];
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) messages.emplace_back(buf, static_cast<size_t>(n));
+      for (const auto& m : messages)
+        if (m.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  size_t count(const std::string& needle) const {
+    size_t c = 0;
+    for (const auto& m : messages) c += m.find(needle) != std::string::npos;
+    return c;
+  }
+  std::vector<std::string> messages;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+TEST_F(DaemonProcess, NotifiesSystemdReadyReloadingStoppingAndWatchdog) {
+  NotifySocket notify(dir_.path() + "/notify.sock");
+  ASSERT_GT(start({"NOTIFY_SOCKET=" + dir_.path() + "/notify.sock", "WATCHDOG_USEC=100000"}), 0);
+  EXPECT_TRUE(notify.wait_for("READY=1", 5s));
+  EXPECT_TRUE(notify.wait_for("STATUS=serving metrics at http://127.0.0.1:", 1s));
+  // Half of WATCHDOG_USEC: at least three pings within a second.
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (notify.count("WATCHDOG=1") < 3 && std::chrono::steady_clock::now() < end) notify.wait_for("\x01", 50ms);
+  EXPECT_GE(notify.count("WATCHDOG=1"), 3u);
+  proc_->signal(SIGHUP);
+  EXPECT_TRUE(notify.wait_for("RELOADING=1", 5s));
+  proc_->signal(SIGTERM);
+  EXPECT_TRUE(notify.wait_for("STOPPING=1", 5s));
+  EXPECT_EQ(proc_->wait_exit(5s), 0);
+}
+
+TEST_F(DaemonProcess, JournalStreamUsesSyslogPrefixesWithoutTimestamps) {
+  ASSERT_GT(start({"JOURNAL_STREAM=@pipe"}), 0);
+  EXPECT_NE(proc_->output().find("<6>[daemon] ready"), std::string::npos) << proc_->output();
+  EXPECT_EQ(proc_->output().find("2026-"), std::string::npos);
+}
+
+TEST(DaemonStartup, PortInUseIsAClearErrorNotACrash) {
+  TempDir dir;
+  const int busy = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(busy, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  const std::string cfg = dir.write("rdmad.toml", config_text(dir, "info", fmt::format("127.0.0.1:{}", port)));
+  Subprocess p({binary("daemon/rdmad"), "--config", cfg});
+  EXPECT_EQ(p.wait_exit(10s), 1) << p.output();
+  EXPECT_NE(p.output().find(fmt::format("cannot serve metrics on 127.0.0.1:{}", port)), std::string::npos)
+      << p.output();
+  close(busy);
+}
+
+TEST(DaemonCli, CheckConfigPrintsEveryErrorAndExitsOne) {
+  TempDir dir;
+  const std::string cfg = dir.write("bad.toml", "[daemon]\nlog_level = \"loud\"\n[metrics]\nlisten = \"x\"\n");
+  Subprocess p({binary("daemon/rdmad"), "--check-config", cfg});
+  EXPECT_EQ(p.wait_exit(10s), 1);
+  EXPECT_NE(p.output().find(cfg + ":2:13: daemon.log_level"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find(cfg + ":4:10: metrics.listen"), std::string::npos) << p.output();
+}
+
+TEST(DaemonCli, PrintedDefaultConfigPassesCheckConfig) {
+  TempDir dir;
+  Subprocess print({binary("daemon/rdmad"), "--print-default-config"});
+  ASSERT_EQ(print.wait_exit(10s), 0);
+  const std::string cfg = dir.write("default.toml", print.output());
+  Subprocess check({binary("daemon/rdmad"), "--check-config", cfg});
+  EXPECT_EQ(check.wait_exit(10s), 0) << check.output();
+  EXPECT_NE(check.output().find(": ok"), std::string::npos);
+}
+
+TEST(DaemonCli, VersionAndInvalidConfigRefusesToStart) {
+  Subprocess v({binary("daemon/rdmad"), "--version"});
+  EXPECT_EQ(v.wait_exit(10s), 0);
+  EXPECT_EQ(v.output().rfind("rdmad 0.1.0 (commit ", 0), 0u) << v.output();
+  TempDir dir;
+  const std::string cfg = dir.write("bad.toml", "[cc]\nprofile = \"x\"\n");
+  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+  EXPECT_EQ(d.wait_exit(10s), 1);
+  EXPECT_NE(d.output().find("not starting: 1 configuration error(s)"), std::string::npos) << d.output();
+}
+
+}  // namespace
+}  // namespace rdmad::test
