@@ -40,7 +40,8 @@ struct Endpoint {
   std::unique_ptr<CompletionQueue> rcq;
   std::unique_ptr<QueuePair> qp;
 
-  ~Endpoint() {  // QP → CQ → PD → device
+  ~Endpoint() { reset(); }
+  void reset() {  // QP → CQ → PD → device
     qp.reset();
     scq.reset();
     rcq.reset();
