@@ -8,6 +8,9 @@
 #include <memory>
 #include <vector>
 
+#include "rdmad/cc/notification_point.h"
+#include "rdmad/cc/pacer.h"
+#include "rdmad/cc/reaction_point.h"
 #include "rdmad/cc/time.h"
 #include "rdmad/roce/ip_udp.h"
 #include "rdmad/verbs/types.h"
@@ -92,11 +95,10 @@ struct QpContext {
   uint32_t resp_head = 0;
   uint32_t resp_count = 0;
 
-  // ---- congestion control ----
-  TimeNs next_tx_ns = 0;  // pacing: earliest time of the next data packet
-  TimeNs last_cnp_ns = cc::kNever;
-  bool cnp_pending = false;
-  uint32_t rate_mbps = 0;  // 0: unpaced
+  // ---- congestion control (DCQCN; data packets of both directions are paced) ----
+  cc::RpState rp;
+  cc::NpState np;
+  cc::PacerState pacer;
 };
 
 }  // namespace rdmad::verbs::soft

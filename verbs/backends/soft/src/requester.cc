@@ -100,7 +100,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
   int sent = 0;
   while (sent < budget && qp.send_idx < qp.accepted) {
     if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(kWindowPsns)) break;
-    if (qp.rate_mbps != 0 && now < qp.next_tx_ns) break;
+    if (!may_send_data(qp, now)) break;
     const SendWr& wr = sq.at(qp.send_idx);
     SendSlot& s = qp.slots[sq.slot(qp.send_idx)];
     if (s.error != WcStatus::kSuccess) break;
@@ -138,10 +138,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       ++counters_.retransmitted_packets;
     }
     send_packet(qp, p, roce::kEcnEct0);
-    if (qp.rate_mbps != 0) {
-      qp.next_tx_ns = std::max(qp.next_tx_ns, now) +
-                      static_cast<TimeNs>((bytes + 64) * 8000 / qp.rate_mbps);
-    }
+    on_data_sent(qp, now, bytes + kWireOverheadBytes);
     ++sent;
   }
   return sent > 0;
@@ -269,8 +266,8 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
 void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
   if (qp.state != QpState::kRts) return;
   if (qp.rnr_until_ns > now) *next_deadline = std::min(*next_deadline, qp.rnr_until_ns);
-  if (qp.rate_mbps != 0 && qp.send_idx < qp.accepted) {
-    *next_deadline = std::min(*next_deadline, qp.next_tx_ns);
+  if (qp.send_idx < qp.accepted && !may_send_data(qp, now)) {
+    *next_deadline = std::min(*next_deadline, qp.pacer.next_departure_ns);
   }
   if (psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
   TimeNs timeout_ns = TimeNs{4096} << std::min<uint8_t>(qp.attr.timeout, 31);

@@ -157,7 +157,7 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   if (pkt.bth.ack_req) ack_coalesced(qp, psn);
 }
 
-bool SoftNic::responder_tx(QpContext& qp, int budget) {
+bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
   int sent = 0;
   while (sent < budget && qp.resp_count > 0) {
     Response& r = qp.responses[qp.resp_head];
@@ -165,6 +165,8 @@ bool SoftNic::responder_tx(QpContext& qp, int budget) {
     p.bth.dest_qp = qp.attr.dest_qp_num;
     p.bth.psn = r.psn;
     bool done = true;
+    size_t data_bytes = 0;
+    if (r.kind == Response::Kind::kRead && !may_send_data(qp, now)) break;
     if (r.kind != Response::Kind::kRead) {
       p.bth.opcode = Opcode::kAcknowledge;
       p.aeth = r.kind == Response::Kind::kAck ? roce::Aeth::ack(qp.msn) : roce::Aeth{r.syndrome, qp.msn};
@@ -179,8 +181,10 @@ bool SoftNic::responder_tx(QpContext& qp, int budget) {
       p.payload = {reinterpret_cast<const uint8_t*>(r.va + offset), bytes};
       r.psn = psn_add(r.psn, 1);
       done = last;
+      data_bytes = bytes + kWireOverheadBytes;
     }
     send_packet(qp, p, roce::kEcnEct0);
+    if (data_bytes != 0) on_data_sent(qp, now, data_bytes);
     if (done) {
       qp.resp_head = (qp.resp_head + 1) % kResponseDepth;
       --qp.resp_count;

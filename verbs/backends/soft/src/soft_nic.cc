@@ -49,6 +49,9 @@ constexpr TimeNs kSpinNs = 50'000;
 SoftNic::SoftNic(const DeviceConfig& config)
     : config_(config),
       id_(g_next_nic_id.fetch_add(1)),
+      rp_(config.dcqcn, config.line_rate_mbps),
+      np_(config.dcqcn),
+      pacer_(config.line_rate_mbps),
       tx_(false),
       rx_(false),
       qps_(kMaxQps),
@@ -149,13 +152,16 @@ void SoftNic::loop() {
     for (int round = 0; round < 16; ++round) {
       bool progress = false;
       for (QpContext* qp : active_) {
-        progress |= responder_tx(*qp, 16);
+        progress |= responder_tx(*qp, now, 16);
         progress |= requester_tx(*qp, now, 16);
       }
       work |= progress;
       if (!progress) break;
     }
-    for (QpContext* qp : active_) check_timers(*qp, now, &next_deadline);
+    for (QpContext* qp : active_) {
+      check_timers(*qp, now, &next_deadline);
+      if (config_.cc_enabled) cc_timers(*qp, now, &next_deadline);
+    }
     flush_tx();
     uint64_t seq = doorbell_seq_.load();
     if (seq != seen_seq) {

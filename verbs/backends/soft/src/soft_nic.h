@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "qp_context.h"
+#include "rdmad/cc/notification_point.h"
+#include "rdmad/cc/pacer.h"
+#include "rdmad/cc/reaction_point.h"
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/registry.h"
@@ -27,6 +30,8 @@ inline constexpr uint32_t kMaxQps = 1024;
 inline constexpr uint32_t kMaxMrs = 4096;
 inline constexpr uint32_t kWindowPsns = 512;  // requester packets in flight per QP
 inline constexpr uint32_t kResponseDepth = 64;
+// Ethernet + IPv4 + UDP + BTH + ICRC + FCS around a payload, counted by the pacer and DCQCN.
+inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
 
 struct MrEntry {
   uint64_t addr = 0;
@@ -84,10 +89,16 @@ class SoftNic {
   void fail_head(QpContext& qp, WcStatus status);
   // responder (responder.cc)
   void on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now);
-  bool responder_tx(QpContext& qp, int budget);
+  bool responder_tx(QpContext& qp, TimeNs now, int budget);
   void push_response(QpContext& qp, const Response& r);
   void ack_coalesced(QpContext& qp, uint32_t psn);
   bool check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint32_t rkey, uint32_t access) const;
+  // congestion control (soft_nic_cc.cc)
+  bool may_send_data(const QpContext& qp, TimeNs now) const;
+  void on_data_sent(QpContext& qp, TimeNs now, size_t bytes);
+  void on_ce_marked(QpContext& qp, TimeNs now);
+  void on_cnp(QpContext& qp, TimeNs now);
+  void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
   // common (soft_nic_qp.cc)
   const MrEntry* find_mr(uint32_t key) const;
   bool check_local(const QpContext& qp, const Sge& sge, bool need_write) const;
@@ -106,6 +117,9 @@ class SoftNic {
   uint16_t local_port_ = 0;
   int fd_ = -1;
   int event_fd_ = -1;
+  cc::ReactionPoint rp_;
+  cc::NotificationPoint np_;
+  cc::Pacer pacer_;
   roce::DecodeCounters decode_counters_;
   NicCounters counters_;
   UdpBatch tx_;

@@ -1,5 +1,6 @@
 // Control-side operations executed on the datapath thread: memory regions, QP creation and the
 // ibverbs state machine, plus the shared completion/flush/transmit helpers.
+#include <chrono>
 #include <cstring>
 
 #include "soft_nic.h"
@@ -163,6 +164,13 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     qp->ip.dst = dst;
     qp->ip.src_port = local_port_;
     qp->ip.dst_port = q.dest_udp_port;
+    // Read responses leave from RTR on, so the flow's DCQCN state starts here.
+    TimeNs now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
+    rp_.start(qp->rp, now);
+    qp->pacer = cc::PacerState{};
+    qp->np = cc::NpState{};
   } else if (to == QpState::kRts) {
     qp->next_assign_psn = q.sq_psn;
     qp->send_psn = q.sq_psn;
@@ -172,7 +180,6 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     qp->send_idx = qp->accepted;
     qp->retries_left = q.retry_cnt;
     qp->rnr_left = q.rnr_retry;
-    qp->rate_mbps = 0;
   }
   qp->state = to;
   q.state = to;

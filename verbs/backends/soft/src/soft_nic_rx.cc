@@ -34,13 +34,17 @@ void SoftNic::on_packet(const roce::Packet& pkt, uint8_t tos, TimeNs now) {
       return;
     }
     ++counters_.rp_cnp_handled;
+    on_cnp(*qp, now);
     return;
   }
   if (qp == nullptr) {
     ++counters_.rx_dropped;
     return;
   }
-  if ((tos & roce::kEcnMask) == roce::kEcnCe) ++counters_.np_ecn_marked_roce_packets;
+  if ((tos & roce::kEcnMask) == roce::kEcnCe && pkt.bth.opcode != roce::Opcode::kAcknowledge) {
+    ++counters_.np_ecn_marked_roce_packets;
+    if (config_.cc_enabled) on_ce_marked(*qp, now);
+  }
   switch (pkt.bth.opcode) {
     case roce::Opcode::kAcknowledge: on_ack(*qp, pkt, now); break;
     case roce::Opcode::kReadResponseFirst:
