@@ -23,7 +23,7 @@ DcqcnParams paper_profile() {
   p.min_rate_mbps = 1;  // the paper has no floor; a zero rate cannot be paced
   p.max_rate_mbps = 0;
   p.rate_on_first_cnp_mbps = 0;
-  p.clamp_target_rate = false;
+  p.clamp_target_rate = true;  // SIGCOMM'15 Alg. 1: every cut sets Rt ← Rc
   p.clamp_target_rate_after_time_inc = false;
   p.np_cnp_interval_us = 50;
   p.cnp_dscp = 48;

@@ -1,0 +1,133 @@
+#pragma once
+// Hierarchical timing wheel (Varghese & Lauck, "Hashed and Hierarchical Timing Wheels", SOSP'87;
+// the layout of Linux's timer wheel). Up to 4 levels of 256 slots; level l slots are
+// slot_ns·256^l wide. An entry sits at the level of the highest byte in which its due tick differs
+// from the wheel's cursor and moves down (cascades) when the cursor reaches its slot, so insert,
+// cancel and expiry are O(1) and each entry cascades at most levels−1 times. Entries beyond the
+// horizon (slot_ns·256^levels) wait in an overflow list that is re-sorted each time the cursor
+// crosses a horizon boundary, so nothing is lost. Occupancy bitmaps let advance() skip idle time.
+//
+// Entries are intrusive (TimerNode, owned by the caller, usually inside its per-flow state): no
+// allocation per insert. Expiry is at slot granularity: an entry due at t is handed back by the
+// first advance(now) with now ≥ the start of t's slot... precisely, once floor(now/slot_ns) ≥
+// floor(t/slot_ns); callers needing exact times check the entry's due_ns.
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "rdmad/cc/time.h"
+
+namespace rdmad::cc {
+
+struct TimerNode {
+  TimeNs due_ns = 0;
+  uint64_t cookie = 0;  // caller's data (a flow index, say)
+
+ private:
+  friend class TimingWheel;
+  TimerNode* next_ = nullptr;
+  TimerNode** pprev_ = nullptr;  // nullptr: not in the wheel
+  uint32_t where_ = 0;           // level·256 + slot, or kOverflow
+};
+
+class TimingWheel {
+ public:
+  static constexpr unsigned kLevelBits = 8;
+  static constexpr unsigned kSlots = 1u << kLevelBits;
+  static constexpr unsigned kMaxLevels = 4;
+
+  // `slot_ns`: granularity (e.g. 1000 for 1 µs); `levels`: 1..4 (horizon slot_ns·256^levels);
+  // `start_ns`: the wheel's initial time.
+  explicit TimingWheel(TimeNs slot_ns, unsigned levels = kMaxLevels, TimeNs start_ns = 0);
+  TimingWheel(const TimingWheel&) = delete;
+  TimingWheel& operator=(const TimingWheel&) = delete;
+
+  // Schedules `node` at node.due_ns (set it first), rescheduling it if already scheduled. A due
+  // time already passed is handed back by the next advance().
+  void insert(TimerNode& node);
+  void insert(TimerNode& node, TimeNs due_ns) {
+    node.due_ns = due_ns;
+    insert(node);
+  }
+  // Removes `node` if scheduled; no-op otherwise.
+  void cancel(TimerNode& node);
+  static bool scheduled(const TimerNode& node) { return node.pprev_ != nullptr; }
+
+  // Hands every entry due by `now` (slot granularity) to `on_expire(TimerNode&)`, in due-slot
+  // order. The callback may insert or cancel any node, including the one it got; an entry
+  // inserted with a due time ≤ now is handed back in this same call if its slot is still ahead of
+  // the cursor, otherwise by the next advance().
+  template <typename F>
+  void advance(TimeNs now, F&& on_expire);
+  // Same, appending the due entries to `out`.
+  void advance(TimeNs now, std::vector<TimerNode*>& out) {
+    advance(now, [&out](TimerNode& n) { out.push_back(&n); });
+  }
+
+  // Earliest tick-start time at which advance() could hand something back, or kNever if empty.
+  // (Cost: a few bitmap scans; an overflow-only wheel answers its next horizon boundary.)
+  TimeNs next_expiry_hint_ns() const;
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  TimeNs slot_ns() const { return slot_ns_; }
+  TimeNs horizon_ns() const { return slot_ns_ * static_cast<TimeNs>(horizon_ticks_); }
+  // Time up to which everything has been handed back (exclusive start of the next slot).
+  TimeNs cursor_ns() const { return static_cast<TimeNs>(cursor_) * slot_ns_; }
+
+ private:
+  static constexpr uint32_t kOverflow = 0xffffffffu;
+  static constexpr uint64_t kNoTick = ~0ULL;
+  struct Level {
+    std::array<TimerNode*, kSlots> heads{};
+    std::array<uint64_t, kSlots / 64> occupied{};
+  };
+
+  uint64_t tick_of(TimeNs t) const;
+  void link(TimerNode& node);  // places by due tick relative to cursor_
+  void push(TimerNode*& head, TimerNode& node, uint32_t where);
+  void unlink(TimerNode& node);
+  // First tick ≥ cursor_ at which something must happen (expiry or cascade), or kNoTick.
+  uint64_t next_interesting_tick() const;
+  void cascade_at(uint64_t tick);
+  TimerNode* take_slot(unsigned level, unsigned slot);
+
+  TimeNs slot_ns_;
+  unsigned levels_;
+  uint64_t horizon_ticks_;
+  uint64_t cursor_;  // first tick not yet handed back
+  size_t size_ = 0;
+  std::array<Level, kMaxLevels> level_{};
+  TimerNode* overflow_ = nullptr;
+};
+
+template <typename F>
+void TimingWheel::advance(TimeNs now, F&& on_expire) {
+  if (now < 0) return;
+  const uint64_t target = tick_of(now);
+  while (size_ != 0) {
+    const uint64_t t = next_interesting_tick();
+    if (t == kNoTick || t > target) break;
+    cursor_ = t;
+    cascade_at(t);
+    // The cursor moves past t before callbacks run, so re-inserted entries never land in the slot
+    // being emptied.
+    TimerNode* list = take_slot(0, static_cast<unsigned>(t & (kSlots - 1)));
+    cursor_ = t + 1;
+    if (list != nullptr) list->pprev_ = &list;
+    while (list != nullptr) {
+      TimerNode* n = list;
+      list = n->next_;
+      if (list != nullptr) list->pprev_ = &list;
+      n->next_ = nullptr;
+      n->pprev_ = nullptr;
+      --size_;
+      on_expire(*n);
+    }
+  }
+  if (target + 1 > cursor_) cursor_ = target + 1;
+}
+
+}  // namespace rdmad::cc

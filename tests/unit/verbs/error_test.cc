@@ -1,0 +1,208 @@
+// Failure semantics as ibverbs specifies them: remote access violations, local protection and length
+// errors, RNR and transport retry exhaustion, flushes after the QP enters ERR, state-machine rules.
+#include <gtest/gtest.h>
+
+#include "verbs_test_util.h"
+
+namespace rdmad::verbs::test {
+namespace {
+
+class ErrorTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { SetUp(ConnectOptions{}); }
+  void SetUp(const ConnectOptions& o) {
+    std::string skip;
+    auto da = open_device(GetParam(), soft_config(), &skip);
+    if (!da) GTEST_SKIP() << skip;
+    make_endpoint(a_, std::move(da));
+    make_endpoint(b_, open_device(GetParam(), soft_config(), &skip));
+    connect_pair(a_, b_, o);
+    local_.assign(8192, 0x11);
+    remote_.assign(8192, 0x22);
+    local_mr_ = std::move(a_.pd->reg_mr(local_.data(), local_.size(), kAccessLocalWrite).value());
+    remote_mr_ = std::move(
+        b_.pd->reg_mr(remote_.data(), remote_.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)
+            .value());
+  }
+  void TearDown() override {
+    local_mr_.reset();
+    remote_mr_.reset();
+  }
+  SendWr write(uint64_t id, uint32_t len, uint64_t remote_off = 0) const {
+    SendWr w;
+    w.wr_id = id;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.sge = {reinterpret_cast<uint64_t>(local_.data()), len, local_mr_->lkey()};
+    w.remote_addr = reinterpret_cast<uint64_t>(remote_.data()) + remote_off;
+    w.rkey = remote_mr_->rkey();
+    return w;
+  }
+  void expect_unchanged_remote() {
+    for (uint8_t v : remote_) ASSERT_EQ(v, 0x22) << "target memory was modified";
+  }
+  void expect_state(QueuePair& qp, QpState s) { EXPECT_EQ(qp.query().state, s) << to_string(qp.query().state); }
+
+  Endpoint a_, b_;
+  std::vector<uint8_t> local_, remote_;
+  std::unique_ptr<MemoryRegion> local_mr_, remote_mr_;
+};
+
+TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
+  SendWr wrs[3] = {write(1, 100), write(2, 100), write(3, 100)};
+  wrs[1].rkey ^= 0x100;  // another table slot: no such region
+  std::fill(local_.begin(), local_.end(), 0x33);
+  wrs[0].remote_addr += 4096;  // the good write lands in the upper half
+  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  auto wcs = wait_completions(*a_.scq, 3);
+  ASSERT_EQ(wcs.size(), 3u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wcs[1].status, WcStatus::kRemoteAccessError) << to_string(wcs[1].status);
+  EXPECT_EQ(wcs[2].status, WcStatus::kWrFlushed);
+  EXPECT_EQ(wcs[2].wr_id, 3u);
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(remote_[i], 0x22);
+  for (size_t i = 4096; i < 4196; ++i) ASSERT_EQ(remote_[i], 0x33);
+  expect_state(*a_.qp, QpState::kError);
+  expect_state(*b_.qp, QpState::kError);
+  EXPECT_GE(a_.dev->counters().req_remote_access_errors, 1u);
+  EXPECT_GE(b_.dev->counters().resp_remote_access_errors, 1u);
+  // Posting in ERR is allowed and completes as flushed.
+  SendWr late = write(9, 1);
+  ASSERT_TRUE(a_.qp->post_send({&late, 1}).is_ok());
+  auto more = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].status, WcStatus::kWrFlushed);
+}
+
+TEST_P(ErrorTest, OutOfBoundsWriteLeavesTargetUntouched) {
+  SendWr w = write(1, 200, remote_.size() - 100);
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  expect_unchanged_remote();
+}
+
+TEST_P(ErrorTest, OutOfBoundsReadLeavesLocalUntouched) {
+  SendWr w = write(1, 64, remote_.size() - 8);
+  w.opcode = WrOpcode::kRdmaRead;
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  for (uint8_t v : local_) ASSERT_EQ(v, 0x11);
+}
+
+TEST_P(ErrorTest, MissingRemoteWritePermission) {
+  std::vector<uint8_t> ro(4096, 0x44);
+  auto ro_mr = std::move(b_.pd->reg_mr(ro.data(), ro.size(), kAccessRemoteRead).value());
+  SendWr w = write(1, 16);
+  w.remote_addr = reinterpret_cast<uint64_t>(ro.data());
+  w.rkey = ro_mr->rkey();
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  for (uint8_t v : ro) ASSERT_EQ(v, 0x44);
+}
+
+TEST_P(ErrorTest, BadLkeyIsLocalProtectionError) {
+  SendWr w = write(1, 16);
+  w.sge.lkey ^= 0x300;
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kLocalProtectionError);
+  expect_unchanged_remote();
+  expect_state(*a_.qp, QpState::kError);
+}
+
+TEST_P(ErrorTest, SendLongerThanReceiveBuffer) {
+  RecvWr r;
+  r.wr_id = 5;
+  r.sge = {reinterpret_cast<uint64_t>(remote_.data()), 10, remote_mr_->lkey()};
+  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
+  SendWr w = write(1, 11);
+  w.opcode = WrOpcode::kSend;
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteInvalidRequest);
+  auto rwcs = wait_completions(*b_.rcq, 1);
+  ASSERT_EQ(rwcs.size(), 1u);
+  EXPECT_EQ(rwcs[0].status, WcStatus::kLocalLengthError);
+  expect_unchanged_remote();
+}
+
+TEST_P(ErrorTest, RnrRetryExceeded) {
+  ConnectOptions o;
+  o.rnr_retry = 2;
+  TearDown();
+  a_.reset();
+  b_.reset();
+  SetUp(o);
+  SendWr w = write(1, 16);
+  w.opcode = WrOpcode::kSend;
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRnrRetryExceeded);
+  EXPECT_EQ(a_.dev->counters().rnr_nak_retry_err, 3u);  // the first try and two retries
+}
+
+TEST_P(ErrorTest, RnrThenReceivePostedSucceeds) {
+  SendWr w = write(1, 16);
+  w.opcode = WrOpcode::kSend;
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (a_.dev->counters().rnr_nak_retry_err == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_GT(a_.dev->counters().rnr_nak_retry_err, 0u);
+  RecvWr r;
+  r.wr_id = 5;
+  r.sge = {reinterpret_cast<uint64_t>(remote_.data()), 16, remote_mr_->lkey()};
+  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  auto rwcs = wait_completions(*b_.rcq, 1);
+  ASSERT_EQ(rwcs.size(), 1u);
+  EXPECT_EQ(rwcs[0].byte_len, 16u);
+  for (size_t i = 0; i < 16; ++i) ASSERT_EQ(remote_[i], 0x11);
+}
+
+TEST_P(ErrorTest, PeerGoneRetryExceededThenFlushed) {
+  ConnectOptions o;
+  o.timeout = 8;  // 1 ms
+  o.retry_cnt = 2;
+  TearDown();
+  a_.reset();
+  b_.reset();
+  SetUp(o);
+  SendWr wrs[2] = {write(1, 16), write(2, 16)};
+  remote_mr_.reset();
+  b_.reset();  // the peer disappears: nothing answers
+  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  auto wcs = wait_completions(*a_.scq, 2);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRetryExceeded) << to_string(wcs[0].status);
+  EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushed);
+  EXPECT_EQ(a_.dev->counters().local_ack_timeout_err, 3u);  // two retries, then the third timeout fails
+  expect_state(*a_.qp, QpState::kError);
+}
+
+TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {
+  SendWr wrs[3] = {write(1, 8), write(2, 8), write(3, 8)};
+  wrs[0].signaled = wrs[1].signaled = false;
+  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  auto wcs = wait_completions(*a_.scq, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 3u);
+  WorkCompletion extra[4];
+  EXPECT_EQ(a_.scq->poll(extra), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Verbs, ErrorTest, ::testing::Values("soft", "rdma_core"));
+
+}  // namespace
+}  // namespace rdmad::verbs::test

@@ -1,0 +1,133 @@
+// The ibverbs QP state machine and the registry/capability contract.
+#include <gtest/gtest.h>
+
+#include "verbs_test_util.h"
+
+namespace rdmad::verbs::test {
+namespace {
+
+class StateTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    auto d = open_device(GetParam(), soft_config(), &skip);
+    if (!d) GTEST_SKIP() << skip;
+    make_endpoint(e_, std::move(d));
+  }
+  Endpoint e_;
+};
+
+TEST_P(StateTest, IllegalTransitionsAreRejected) {
+  QpAttr a;
+  a.state = QpState::kRtr;
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok());  // RESET → RTR
+  a.state = QpState::kRts;
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok());  // RESET → RTS
+  a.state = QpState::kInit;
+  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).is_ok());
+  EXPECT_EQ(e_.qp->query().state, QpState::kInit);
+  a.state = QpState::kRtr;
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok()) << "INIT → RTR needs the path attributes";
+  a.path_mtu_bytes = 1000;
+  a.dest_gid = *Gid::from_ip("127.0.0.1");
+  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).is_ok()) << "bad MTU";
+  EXPECT_EQ(e_.qp->query().state, QpState::kInit);
+  a.state = QpState::kRts;
+  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpSqPsn).is_ok());  // INIT → RTS
+}
+
+TEST_P(StateTest, PostSendOutsideRtsFails) {
+  SendWr w;
+  EXPECT_FALSE(e_.qp->post_send({&w, 1}).is_ok());
+  QpAttr a;
+  a.state = QpState::kInit;
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  EXPECT_FALSE(e_.qp->post_send({&w, 1}).is_ok());
+}
+
+TEST_P(StateTest, ErrorFlushesPostedReceives) {
+  QpAttr a;
+  a.state = QpState::kInit;
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  RecvWr r[3];
+  for (int i = 0; i < 3; ++i) r[i].wr_id = 10 + i;
+  ASSERT_TRUE(e_.qp->post_recv(r).is_ok());
+  a.state = QpState::kError;
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  auto wcs = wait_completions(*e_.rcq, 3);
+  ASSERT_EQ(wcs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(wcs[i].wr_id, 10u + i);
+    EXPECT_EQ(wcs[i].status, WcStatus::kWrFlushed);
+  }
+  a.state = QpState::kReset;
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  EXPECT_EQ(e_.qp->query().state, QpState::kReset);
+}
+
+TEST_P(StateTest, SendQueueFullIsNoResource) {
+  Endpoint peer;
+  std::string skip;
+  make_endpoint(peer, open_device(GetParam(), soft_config(), &skip));
+  ConnectOptions o;
+  connect_pair(e_, peer, o);
+  // RNR-stalled sends (no receive posted) keep the queue full.
+  std::vector<SendWr> wrs(300);
+  for (auto& w : wrs) w.opcode = WrOpcode::kSend;
+  size_t posted = 0;
+  Status st = e_.qp->post_send(wrs, &posted);
+  EXPECT_EQ(st.code(), StatusCode::kNoResource);
+  EXPECT_EQ(posted, 256u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Verbs, StateTest, ::testing::Values("soft", "rdma_core"));
+
+TEST(Registry, UnknownBackendIsAnError) {
+  auto r = registry().open("nosuch", DeviceConfig{});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("nosuch"), std::string::npos);
+  EXPECT_NE(registry().find("soft"), nullptr);
+}
+
+TEST(Registry, SoftBadAddressIsAnError) {
+  auto r = registry().open("soft", soft_config("not-an-ip"));
+  EXPECT_FALSE(r.is_ok());
+}
+
+// Every advertised capability of the soft backend behaves as advertised.
+TEST(Capabilities, SoftMatchesBehaviour) {
+  const BackendInfo* b = registry().find("soft");
+  ASSERT_NE(b, nullptr);
+  const Capabilities& caps = b->caps;
+  Endpoint e;
+  std::string skip;
+  make_endpoint(e, open_device("soft", soft_config(), &skip));
+  auto dm = e.pd->reg_dmabuf_mr(-1, 0, 4096, 0, kAccessLocalWrite);
+  EXPECT_EQ(dm.status().code(), caps.dmabuf_mr ? StatusCode::kOk : StatusCode::kNotSupported);
+  if (caps.ipv6) {
+    std::string why;
+    auto d6 = open_device("soft", soft_config("::1"), &why);
+    if (!d6) GTEST_SKIP() << "no IPv6 loopback here: " << why;
+    EXPECT_EQ(d6->query_port(1).value().gid.to_ip_string(), "::1");
+  }
+  EXPECT_TRUE(caps.software_cc);
+  QpInitAttr ia;
+  ia.send_cq = e.scq.get();
+  ia.recv_cq = e.rcq.get();
+  ia.max_send_wr = caps.max_qp_wr + 1;
+  EXPECT_FALSE(e.pd->create_qp(ia).is_ok()) << "max_qp_wr + 1 accepted";
+  ia.max_send_wr = 4;
+  ia.max_recv_wr = 4;
+  std::vector<std::unique_ptr<QueuePair>> qps;
+  for (uint32_t i = 1; i < caps.max_qp; ++i) {  // make_endpoint already made one
+    auto q = e.pd->create_qp(ia);
+    ASSERT_TRUE(q.is_ok()) << "qp " << i << ": " << q.status().message();
+    qps.push_back(std::move(q.value()));
+  }
+  auto over = e.pd->create_qp(ia);
+  EXPECT_EQ(over.status().code(), StatusCode::kNoResource);
+  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).is_ok());
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::test

@@ -1,0 +1,104 @@
+#pragma once
+// Datapath state of one RC queue pair. Owned by the NIC's datapath thread; the application side
+// only touches the SPSC rings in QpShared.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "rdmad/cc/notification_point.h"
+#include "rdmad/cc/pacer.h"
+#include "rdmad/cc/reaction_point.h"
+#include "rdmad/cc/time.h"
+#include "rdmad/roce/ip_udp.h"
+#include "rdmad/verbs/types.h"
+#include "spsc_ring.h"
+
+namespace rdmad::verbs::soft {
+
+using cc::TimeNs;
+
+/// Completion queue storage: the datapath produces, the application consumes.
+struct CqShared {
+  explicit CqShared(uint32_t depth, uint32_t nic) : ring(depth), nic_id(nic) {}
+  SpscRing<WorkCompletion> ring;
+  uint32_t nic_id;
+};
+
+/// What the application and the datapath share for one QP.
+struct QpShared {
+  QpShared(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth) {}
+  SpscRing<SendWr> sq;
+  SpscRing<RecvWr> rq;
+  std::atomic<QpState> state{QpState::kReset};
+};
+
+/// Requester bookkeeping per send-queue slot (parallel to QpShared::sq).
+struct SendSlot {
+  uint32_t first_psn = 0;
+  uint32_t npkts = 0;          // PSNs the message takes (READ: response packets)
+  uint32_t read_next_psn = 0;  // READ: next response PSN expected
+  WcStatus error = WcStatus::kSuccess;  // local error found when the WR was accepted
+};
+
+/// One pending responder action, emitted in order so an ACK never overtakes a READ response.
+struct Response {
+  enum class Kind : uint8_t { kAck, kNak, kRead } kind = Kind::kAck;
+  uint8_t syndrome = 0;
+  uint32_t psn = 0;       // ACK/NAK: the PSN; READ: the next response PSN to send
+  uint32_t last_psn = 0;  // READ: PSN of the last response packet
+  uint32_t first_psn = 0;  // READ: PSN of the first response packet of the request
+  uint64_t va = 0;        // READ: address of the first byte of the request
+  uint32_t length = 0;    // READ: bytes of the request
+};
+
+struct QpContext {
+  uint32_t qpn = 0;
+  uint32_t pd_id = 0;
+  std::shared_ptr<QpShared> shared;
+  std::shared_ptr<CqShared> send_cq;
+  std::shared_ptr<CqShared> recv_cq;
+  QpAttr attr;
+  QpState state = QpState::kReset;
+  uint32_t mtu = 1024;
+  sockaddr_storage dest_sa{};  // where packets go: the peer, or a fabric emulator port
+  socklen_t dest_len = 0;
+  roce::IpUdpInfo ip;          // IP/UDP description of our packets to dest (for the ICRC)
+
+  // ---- requester ----
+  std::vector<SendSlot> slots;
+  uint64_t accepted = 0;   // absolute SQ index: WRs below it have PSNs assigned
+  uint32_t next_assign_psn = 0;
+  uint64_t send_idx = 0;   // absolute SQ index of the WR being transmitted
+  uint32_t send_psn = 0;   // next PSN to transmit
+  uint32_t sent_hi = 0;    // one past the highest PSN transmitted
+  uint32_t una_psn = 0;    // oldest PSN not acknowledged
+  TimeNs last_progress_ns = 0;
+  TimeNs rnr_until_ns = 0;
+  uint8_t retries_left = 7;
+  uint8_t rnr_left = 7;
+  bool gbn_active = false;  // rewound to gbn_psn and not yet past it: ignore repeats of the same cause
+  uint32_t gbn_psn = 0;
+
+  // ---- responder ----
+  uint32_t epsn = 0;
+  uint32_t msn = 0;
+  bool nak_sent = false;   // a sequence NAK for epsn is out; stay quiet until epsn moves
+  bool recv_active = false;  // a multi-packet SEND is being placed into the head receive WR
+  uint32_t recv_offset = 0;
+  uint64_t write_va = 0;    // next byte of the WRITE in progress
+  uint32_t write_left = 0;  // bytes still expected for it
+  uint32_t write_len = 0;   // bytes of the whole WRITE (reported with an immediate)
+  std::vector<Response> responses;  // ring
+  uint32_t resp_head = 0;
+  uint32_t resp_count = 0;
+
+  // ---- congestion control (DCQCN; data packets of both directions are paced) ----
+  cc::RpState rp;
+  cc::NpState np;
+  cc::PacerState pacer;
+};
+
+}  // namespace rdmad::verbs::soft

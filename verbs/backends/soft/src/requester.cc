@@ -1,0 +1,290 @@
+// Requester side of RC (IB spec 9.7): PSN assignment, segmentation at the path MTU, the send window,
+// ACK/NAK processing, go-back-N, retransmission timeout with retry_cnt, RNR back-off with rnr_retry,
+// and in-order completions.
+#include <algorithm>
+#include <cstring>
+
+#include "soft_nic.h"
+
+namespace rdmad::verbs::soft {
+namespace {
+
+using roce::psn_add;
+using roce::psn_diff;
+
+constexpr uint32_t kMaxMessageBytes = 1u << 31;
+constexpr uint32_t kAckReqEvery = 32;  // ask for an ACK at least every this many packets
+
+// RNR NAK timer codes in ns (IB spec table 45: code 0 is the longest, 655.36 ms).
+constexpr TimeNs kRnrTimerNs[32] = {
+    655'360'000, 10'000,     20'000,     30'000,     40'000,     60'000,      80'000,      120'000,
+    160'000,     240'000,    320'000,    480'000,    640'000,    960'000,     1'280'000,   1'920'000,
+    2'560'000,   3'840'000,  5'120'000,  7'680'000,  10'240'000, 15'360'000,  20'480'000,  30'720'000,
+    40'960'000,  61'440'000, 81'920'000, 122'880'000, 163'840'000, 245'760'000, 327'680'000, 491'520'000};
+
+uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
+
+uint32_t end_psn(const SendSlot& s) { return psn_add(s.first_psn, s.npkts); }
+
+WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    default: return WcOpcode::kSend;
+  }
+}
+
+}  // namespace
+
+void SoftNic::accept_new_wrs(QpContext& qp) {
+  auto& sq = qp.shared->sq;
+  uint64_t tail = sq.tail();
+  for (; qp.accepted < tail; ++qp.accepted) {
+    const SendWr& wr = sq.at(qp.accepted);
+    SendSlot& s = qp.slots[sq.slot(qp.accepted)];
+    s = SendSlot{};
+    bool read = wr.opcode == WrOpcode::kRdmaRead;
+    if (wr.sge.length > kMaxMessageBytes) {
+      s.error = WcStatus::kLocalLengthError;
+    } else if (!check_local(qp, wr.sge, read)) {
+      s.error = WcStatus::kLocalProtectionError;
+    }
+    if (s.error != WcStatus::kSuccess) continue;
+    s.first_psn = qp.next_assign_psn;
+    s.npkts = packets_for(wr.sge.length, qp.mtu);
+    s.read_next_psn = s.first_psn;
+    qp.next_assign_psn = psn_add(qp.next_assign_psn, s.npkts);
+  }
+}
+
+void SoftNic::complete_sends(QpContext& qp) {
+  auto& sq = qp.shared->sq;
+  while (sq.head() < qp.accepted && qp.state == QpState::kRts) {
+    const SendWr& wr = sq.at(sq.head());
+    const SendSlot& s = qp.slots[sq.slot(sq.head())];
+    if (s.error != WcStatus::kSuccess) {
+      fail_head(qp, s.error);
+      return;
+    }
+    if (qp.send_idx == sq.head() || psn_diff(qp.una_psn, end_psn(s)) < 0) return;
+    if (wr.signaled) {
+      WorkCompletion wc{wr.wr_id, WcStatus::kSuccess, wc_opcode(wr.opcode), false, qp.qpn,
+                        wr.opcode == WrOpcode::kRdmaRead ? wr.sge.length : 0, 0};
+      if (!push_completion(*qp.send_cq, wc)) return;  // CQ full: retry on the next pass
+    }
+    sq.release();
+  }
+}
+
+void SoftNic::fail_head(QpContext& qp, WcStatus status) {
+  auto& sq = qp.shared->sq;
+  if (!sq.empty()) {
+    const SendWr& wr = sq.at(sq.head());
+    push_completion(*qp.send_cq, {wr.wr_id, status, wc_opcode(wr.opcode), false, qp.qpn, 0, 0});
+    sq.release();
+  }
+  set_error(qp);
+}
+
+bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
+  if (qp.state == QpState::kError) {
+    flush(qp);
+    return false;
+  }
+  if (qp.state != QpState::kRts) return false;
+  accept_new_wrs(qp);
+  complete_sends(qp);
+  if (qp.state != QpState::kRts || now < qp.rnr_until_ns) return false;
+  auto& sq = qp.shared->sq;
+  int sent = 0;
+  while (sent < budget && qp.send_idx < qp.accepted) {
+    if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(kWindowPsns)) break;
+    if (!may_send_data(qp, now)) break;
+    const SendWr& wr = sq.at(qp.send_idx);
+    SendSlot& s = qp.slots[sq.slot(qp.send_idx)];
+    if (s.error != WcStatus::kSuccess) break;
+    uint32_t seg = static_cast<uint32_t>(psn_diff(qp.send_psn, s.first_psn));
+    uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
+    roce::Packet p;
+    p.bth.dest_qp = qp.attr.dest_qp_num;
+    p.bth.psn = qp.send_psn;
+    size_t bytes = 0;
+    if (wr.opcode == WrOpcode::kRdmaRead) {
+      p.bth.opcode = roce::Opcode::kReadRequest;
+      p.bth.ack_req = true;
+      p.reth = {wr.remote_addr + offset, wr.rkey, static_cast<uint32_t>(wr.sge.length - offset)};
+      s.read_next_psn = qp.send_psn;
+      qp.send_psn = end_psn(s);
+      ++qp.send_idx;
+    } else {
+      bool first = seg == 0;
+      bool last = seg + 1 == s.npkts;
+      bool imm = wr.opcode == WrOpcode::kSendWithImm || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+      bool write = wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+      p.bth.opcode = write ? roce::write_opcode(first, last, imm) : roce::send_opcode(first, last, imm);
+      p.bth.ack_req = last || (seg % kAckReqEvery) == kAckReqEvery - 1;
+      if (write && first) p.reth = {wr.remote_addr, wr.rkey, wr.sge.length};
+      p.imm_data = wr.imm_data;
+      bytes = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
+      p.payload = {reinterpret_cast<const uint8_t*>(wr.sge.addr + offset), bytes};
+      qp.send_psn = psn_add(qp.send_psn, 1);
+      if (last) ++qp.send_idx;
+    }
+    if (qp.una_psn == qp.sent_hi) qp.last_progress_ns = now;  // the timer starts with the first packet
+    if (psn_diff(qp.send_psn, qp.sent_hi) > 0) {
+      qp.sent_hi = qp.send_psn;
+    } else {
+      ++counters_.retransmitted_packets;
+    }
+    send_packet(qp, p, roce::kEcnEct0);
+    on_data_sent(qp, now, bytes + kWireOverheadBytes);
+    ++sent;
+  }
+  return sent > 0;
+}
+
+void SoftNic::go_back_n(QpContext& qp, uint32_t psn) {
+  if (qp.gbn_active && qp.gbn_psn == psn) return;
+  qp.gbn_active = true;
+  qp.gbn_psn = psn;
+  auto& sq = qp.shared->sq;
+  uint64_t idx = sq.head();
+  while (idx < qp.accepted && psn_diff(psn, end_psn(qp.slots[sq.slot(idx)])) >= 0) ++idx;
+  qp.send_idx = idx;
+  qp.send_psn = psn;
+  if (idx < qp.accepted) {
+    SendSlot& s = qp.slots[sq.slot(idx)];
+    if (psn_diff(psn, s.first_psn) < 0) qp.send_psn = s.first_psn;
+  }
+}
+
+void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
+  if (psn_diff(psn, qp.una_psn) <= 0) return;
+  auto& sq = qp.shared->sq;
+  bool implied_nak = false;
+  // An ACK beyond a READ whose responses are missing means they were lost (IB spec 9.7.5.1.3).
+  for (uint64_t i = sq.head(); i < qp.accepted; ++i) {
+    const SendSlot& s = qp.slots[sq.slot(i)];
+    if (psn_diff(s.first_psn, psn) >= 0) break;
+    if (sq.at(i).opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, end_psn(s)) < 0 &&
+        psn_diff(psn, s.read_next_psn) > 0) {
+      psn = s.read_next_psn;
+      implied_nak = true;
+      break;
+    }
+  }
+  if (psn_diff(psn, qp.una_psn) > 0) {
+    qp.una_psn = psn;
+    qp.last_progress_ns = now;
+    qp.retries_left = qp.attr.retry_cnt;
+    qp.rnr_left = qp.attr.rnr_retry;
+    if (qp.gbn_active && psn_diff(psn, qp.gbn_psn) > 0) qp.gbn_active = false;
+  }
+  if (implied_nak) {
+    ++counters_.implied_nak_seq_err;
+    go_back_n(qp, psn);
+  }
+  complete_sends(qp);
+}
+
+void SoftNic::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
+  if (qp.state != QpState::kRts) return;
+  uint32_t psn = pkt.bth.psn;
+  const roce::Aeth& a = pkt.aeth;
+  if (a.type() == roce::AckType::kAck) {
+    uint32_t next = psn_add(psn, 1);
+    if (psn_diff(next, qp.sent_hi) <= 0) advance_una(qp, next, now);
+    return;
+  }
+  if (psn_diff(psn, qp.una_psn) < 0 || psn_diff(psn, qp.sent_hi) >= 0) return;  // stale
+  advance_una(qp, psn, now);
+  if (qp.state != QpState::kRts) return;
+  if (a.type() == roce::AckType::kRnrNak) {
+    ++counters_.rnr_nak_retry_err;
+    if (qp.attr.rnr_retry != 7) {  // 7 means retry forever
+      if (qp.rnr_left == 0) {
+        fail_head(qp, WcStatus::kRnrRetryExceeded);
+        return;
+      }
+      --qp.rnr_left;
+    }
+    qp.rnr_until_ns = now + kRnrTimerNs[a.value()];
+    qp.last_progress_ns = qp.rnr_until_ns;
+    qp.gbn_active = false;
+    go_back_n(qp, psn);
+    return;
+  }
+  if (a.type() != roce::AckType::kNak) return;
+  switch (a.nak_code()) {
+    case roce::NakCode::kPsnSequenceError:
+      ++counters_.packet_seq_err;
+      go_back_n(qp, psn);
+      return;
+    case roce::NakCode::kRemoteAccessError:
+      ++counters_.req_remote_access_errors;
+      fail_head(qp, WcStatus::kRemoteAccessError);
+      return;
+    case roce::NakCode::kRemoteOperationalError:
+      fail_head(qp, WcStatus::kRemoteOperationalError);
+      return;
+    default:
+      fail_head(qp, WcStatus::kRemoteInvalidRequest);
+      return;
+  }
+}
+
+void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
+  if (qp.state != QpState::kRts) return;
+  uint32_t psn = pkt.bth.psn;
+  auto& sq = qp.shared->sq;
+  for (uint64_t i = sq.head(); i < qp.send_idx || i < qp.accepted; ++i) {
+    const SendWr& wr = sq.at(i);
+    SendSlot& s = qp.slots[sq.slot(i)];
+    if (psn_diff(psn, end_psn(s)) >= 0) continue;
+    if (wr.opcode != WrOpcode::kRdmaRead || psn_diff(psn, s.first_psn) < 0) return;
+    int32_t d = psn_diff(psn, s.read_next_psn);
+    if (d < 0) return;  // duplicate response
+    if (d > 0) {        // a response went missing: re-request from the gap
+      ++counters_.implied_nak_seq_err;
+      go_back_n(qp, s.read_next_psn);
+      return;
+    }
+    uint64_t offset = static_cast<uint64_t>(psn_diff(psn, s.first_psn)) * qp.mtu;
+    uint64_t expect = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
+    if (pkt.payload.size() != expect) {
+      ++counters_.rx_dropped;
+      return;
+    }
+    if (expect != 0) std::memcpy(reinterpret_cast<void*>(wr.sge.addr + offset), pkt.payload.data(), expect);
+    s.read_next_psn = psn_add(psn, 1);
+    advance_una(qp, s.read_next_psn, now);
+    return;
+  }
+}
+
+void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
+  if (qp.state != QpState::kRts) return;
+  if (qp.rnr_until_ns > now) *next_deadline = std::min(*next_deadline, qp.rnr_until_ns);
+  if (qp.send_idx < qp.accepted && !may_send_data(qp, now)) {
+    *next_deadline = std::min(*next_deadline, qp.pacer.next_departure_ns);
+  }
+  if (psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
+  TimeNs timeout_ns = TimeNs{4096} << std::min<uint8_t>(qp.attr.timeout, 31);
+  TimeNs deadline = qp.last_progress_ns + timeout_ns;
+  if (now >= deadline) {
+    ++counters_.local_ack_timeout_err;
+    if (qp.retries_left == 0) {
+      fail_head(qp, WcStatus::kRetryExceeded);
+      return;
+    }
+    --qp.retries_left;
+    qp.gbn_active = false;
+    go_back_n(qp, qp.una_psn);
+    qp.last_progress_ns = now;
+    deadline = now + timeout_ns;
+  }
+  *next_deadline = std::min(*next_deadline, deadline);
+}
+
+}  // namespace rdmad::verbs::soft

@@ -1,0 +1,199 @@
+// The application-facing objects of the soft backend. They hold the NIC alive (shared_ptr) and reach
+// its datapath thread through SoftNic::run for control operations; posting and polling touch only
+// the SPSC rings.
+#include <cstring>
+#include <stdexcept>
+
+#include "rdmad/verbs/soft/soft_backend.h"
+#include "soft_nic.h"
+
+namespace rdmad::verbs::soft {
+namespace {
+
+constexpr uint32_t kMaxWr = 16384;
+constexpr uint32_t kMaxCqDepth = 1u << 20;
+
+class SoftMr final : public MemoryRegion {
+ public:
+  SoftMr(std::shared_ptr<SoftNic> nic, uint64_t addr, size_t len, uint32_t key, uint32_t access)
+      : nic_(std::move(nic)), addr_(addr), len_(len), key_(key), access_(access) {}
+  ~SoftMr() override {
+    nic_->run([&] { nic_->remove_mr(key_); });
+  }
+  uint64_t addr() const override { return addr_; }
+  size_t length() const override { return len_; }
+  uint32_t lkey() const override { return key_; }
+  uint32_t rkey() const override { return key_; }
+  uint32_t access() const override { return access_; }
+
+ private:
+  std::shared_ptr<SoftNic> nic_;
+  uint64_t addr_;
+  size_t len_;
+  uint32_t key_;
+  uint32_t access_;
+};
+
+class SoftCq final : public CompletionQueue {
+ public:
+  SoftCq(std::shared_ptr<SoftNic> nic, uint32_t depth)
+      : nic_(std::move(nic)), shared_(std::make_shared<CqShared>(depth, nic_->id())) {}
+  size_t poll(std::span<WorkCompletion> out) override {
+    size_t n = 0;
+    while (n < out.size() && shared_->ring.pop(&out[n])) ++n;
+    return n;
+  }
+  uint32_t depth() const override { return static_cast<uint32_t>(shared_->ring.capacity()); }
+  const std::shared_ptr<CqShared>& shared() const { return shared_; }
+
+ private:
+  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<CqShared> shared_;
+};
+
+class SoftQp final : public QueuePair {
+ public:
+  SoftQp(std::shared_ptr<SoftNic> nic, std::shared_ptr<QpShared> shared, uint32_t qpn)
+      : nic_(std::move(nic)), shared_(std::move(shared)), qpn_(qpn) {}
+  ~SoftQp() override {
+    nic_->run([&] { nic_->remove_qp(qpn_); });
+  }
+  uint32_t qp_num() const override { return qpn_; }
+  Status modify(const QpAttr& attr, uint32_t mask) override {
+    Status st;
+    nic_->run([&] { st = nic_->modify_qp(qpn_, attr, mask); });
+    return st;
+  }
+  QpAttr query() const override {
+    QpAttr a;
+    nic_->run([&] { a = nic_->query_qp(qpn_); });
+    return a;
+  }
+  Status post_send(std::span<const SendWr> wrs, size_t* posted) override {
+    QpState s = shared_->state.load(std::memory_order_acquire);
+    if (s != QpState::kRts && s != QpState::kError) {
+      if (posted) *posted = 0;
+      return Status::error("post_send: qp not in RTS");
+    }
+    return post(shared_->sq, wrs, posted);
+  }
+  Status post_recv(std::span<const RecvWr> wrs, size_t* posted) override {
+    if (shared_->state.load(std::memory_order_acquire) == QpState::kReset) {
+      if (posted) *posted = 0;
+      return Status::error("post_recv: qp in RESET");
+    }
+    return post(shared_->rq, wrs, posted);
+  }
+
+ private:
+  template <class Wr>
+  Status post(SpscRing<Wr>& ring, std::span<const Wr> wrs, size_t* posted) {
+    size_t n = 0;
+    while (n < wrs.size() && ring.push(wrs[n])) ++n;
+    if (posted) *posted = n;
+    if (n > 0) nic_->doorbell();
+    return n == wrs.size() ? Status::ok() : Status(StatusCode::kNoResource, {});
+  }
+
+  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<QpShared> shared_;
+  uint32_t qpn_;
+};
+
+class SoftPd final : public ProtectionDomain {
+ public:
+  SoftPd(std::shared_ptr<SoftNic> nic, uint32_t id) : nic_(std::move(nic)), id_(id) {}
+  Result<std::unique_ptr<MemoryRegion>> reg_mr(void* addr, size_t length, uint32_t access) override {
+    if (addr == nullptr && length != 0) return Status::error("reg_mr: null address");
+    uint32_t key = 0;
+    Status st;
+    nic_->run([&] { st = nic_->add_mr(addr, length, access, id_, &key); });
+    if (!st.is_ok()) return st;
+    return std::unique_ptr<MemoryRegion>(
+        std::make_unique<SoftMr>(nic_, reinterpret_cast<uint64_t>(addr), length, key, access));
+  }
+  Result<std::unique_ptr<MemoryRegion>> reg_dmabuf_mr(int, uint64_t, size_t, uint64_t, uint32_t) override {
+    return Status::not_supported("soft backend: dma-buf memory cannot be reached by a user-space datapath");
+  }
+  Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr& attr) override {
+    auto* scq = dynamic_cast<SoftCq*>(attr.send_cq);
+    auto* rcq = dynamic_cast<SoftCq*>(attr.recv_cq);
+    if (scq == nullptr || rcq == nullptr) return Status::error("create_qp: send_cq and recv_cq are required");
+    if (scq->shared()->nic_id != nic_->id() || rcq->shared()->nic_id != nic_->id()) {
+      return Status::error("create_qp: completion queue belongs to another device");
+    }
+    if (attr.max_send_wr == 0 || attr.max_send_wr > kMaxWr || attr.max_recv_wr > kMaxWr) {
+      return Status::error("create_qp: max_send_wr/max_recv_wr out of range");
+    }
+    auto shared = std::make_shared<QpShared>(attr.max_send_wr, std::max<uint32_t>(attr.max_recv_wr, 1));
+    Result<QpContext*> ctx = Status::error("unreached");
+    nic_->run([&] { ctx = nic_->add_qp(id_, shared, scq->shared(), rcq->shared()); });
+    if (!ctx.is_ok()) return ctx.status();
+    return std::unique_ptr<QueuePair>(std::make_unique<SoftQp>(nic_, shared, (*ctx)->qpn));
+  }
+
+ private:
+  std::shared_ptr<SoftNic> nic_;
+  uint32_t id_;
+};
+
+class SoftDevice final : public Device {
+ public:
+  explicit SoftDevice(const DeviceConfig& config) : nic_(std::make_shared<SoftNic>(config)) {
+    info_.name = config.name.empty() ? "soft" + std::to_string(nic_->id()) : config.name;
+    info_.backend = "soft";
+  }
+  const DeviceInfo& info() const override { return info_; }
+  Result<PortInfo> query_port(uint8_t port_num) const override {
+    if (port_num != 1) return Status::error("soft device has one port");
+    PortInfo p;
+    p.state = PortState::kActive;
+    p.speed_mbps = nic_->config().line_rate_mbps;
+    p.gid = *Gid::from_ip(nic_->config().address);
+    p.udp_port = nic_->local_port();
+    return p;
+  }
+  Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
+    return std::unique_ptr<ProtectionDomain>(std::make_unique<SoftPd>(nic_, next_pd_++));
+  }
+  Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t depth) override {
+    if (depth == 0 || depth > kMaxCqDepth) return Status::error("create_cq: depth out of range");
+    return std::unique_ptr<CompletionQueue>(std::make_unique<SoftCq>(nic_, depth));
+  }
+  NicCounters counters() const override {
+    NicCounters c;
+    nic_->run([&] { c = nic_->counters(); });
+    return c;
+  }
+
+ private:
+  std::shared_ptr<SoftNic> nic_;
+  DeviceInfo info_;
+  std::atomic<uint32_t> next_pd_{1};
+};
+
+}  // namespace
+
+BackendInfo backend_info() {
+  BackendInfo b;
+  b.name = "soft";
+  b.caps.dmabuf_mr = false;
+  b.caps.software_cc = true;
+  b.caps.ipv6 = true;
+  b.caps.max_mr_size = uint64_t{1} << 40;
+  b.caps.max_qp = kMaxQps;
+  b.caps.max_qp_wr = kMaxWr;
+  b.caps.max_cq_depth = kMaxCqDepth;
+  b.caps.max_msg_size = 1u << 31;
+  b.open = [](const DeviceConfig& config) -> Result<std::unique_ptr<Device>> {
+    try {
+      return std::unique_ptr<Device>(std::make_unique<SoftDevice>(config));
+    } catch (const std::exception& e) {
+      return Status::error(e.what());
+    }
+  };
+  b.list_devices = [] { return std::vector<std::string>{}; };
+  return b;
+}
+
+}  // namespace rdmad::verbs::soft

@@ -1,0 +1,195 @@
+#include "soft_nic.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace rdmad::verbs::soft {
+namespace {
+
+std::atomic<uint32_t> g_next_nic_id{1};
+
+TimeNs now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error("soft nic: " + what + ": " + std::strerror(errno));
+}
+
+roce::IpAddr to_ip_addr(const Gid& gid) {
+  if (gid.is_ipv4_mapped()) {
+    roce::IpAddr a;
+    std::memcpy(a.bytes.data(), gid.raw.data() + 12, 4);
+    return a;
+  }
+  return roce::IpAddr::from_v6(gid.raw);
+}
+
+void set_buffer(int fd, int opt_force, int opt, uint32_t bytes) {
+  int v = static_cast<int>(bytes);
+  // The *FORCE variants pass rmem_max/wmem_max when we have CAP_NET_ADMIN; fall back otherwise.
+  if (setsockopt(fd, SOL_SOCKET, opt_force, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
+}
+
+// Spin this long without work before sleeping in ppoll: keeps round trips short without burning
+// a core when idle.
+constexpr TimeNs kSpinNs = 50'000;
+
+}  // namespace
+
+SoftNic::SoftNic(const DeviceConfig& config)
+    : config_(config),
+      id_(g_next_nic_id.fetch_add(1)),
+      rp_(config.dcqcn, config.line_rate_mbps),
+      np_(config.dcqcn),
+      pacer_(config.line_rate_mbps),
+      tx_(false),
+      rx_(false),
+      qps_(kMaxQps),
+      mrs_(kMaxMrs) {
+  auto gid = Gid::from_ip(config.address);
+  if (!gid) throw std::runtime_error("soft nic: bad address '" + config.address + "'");
+  local_ip_ = to_ip_addr(*gid);
+  tx_ = UdpBatch(local_ip_.v6);
+  rx_ = UdpBatch(local_ip_.v6);
+  int family = local_ip_.v6 ? AF_INET6 : AF_INET;
+  fd_ = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) fail("socket");
+  int one = 1;
+  int tos = roce::kEcnEct0;
+  if (local_ip_.v6) {
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof tos);
+  } else {
+    setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+    // DF set and IP id 0: what compute_icrc assumes for the headers the kernel builds.
+    int pmtu = IP_PMTUDISC_DO;
+    setsockopt(fd_, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  }
+  set_buffer(fd_, SO_SNDBUFFORCE, SO_SNDBUF, config.socket_buffer_bytes);
+  set_buffer(fd_, SO_RCVBUFFORCE, SO_RCVBUF, config.socket_buffer_bytes);
+  sockaddr_storage sa{};
+  socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    int e = errno;
+    close(fd_);
+    errno = e;
+    fail("bind " + config.address + ":" + std::to_string(config.udp_port));
+  }
+  len = sizeof sa;
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+  roce::IpAddr bound;
+  from_sockaddr(sa, &bound, &local_port_);
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) fail("eventfd");
+  active_.reserve(kMaxQps);
+  thread_ = std::thread([this] { loop(); });
+}
+
+SoftNic::~SoftNic() {
+  stop_.store(true);
+  doorbell_seq_.fetch_add(1);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = write(event_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  close(fd_);
+  close(event_fd_);
+}
+
+void SoftNic::run(const std::function<void()>& fn) {
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    fn();
+    return;
+  }
+  Command cmd{&fn, {}};
+  auto done = cmd.done.get_future();
+  {
+    std::lock_guard lock(command_mutex_);
+    while (!commands_.push(&cmd)) std::this_thread::yield();
+  }
+  doorbell();
+  done.wait();
+}
+
+void SoftNic::doorbell() {
+  doorbell_seq_.fetch_add(1);
+  if (sleeping_.load()) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = write(event_fd_, &one, sizeof one);
+  }
+}
+
+bool SoftNic::drain_commands() {
+  Command* cmd = nullptr;
+  bool any = false;
+  while (commands_.pop(&cmd)) {
+    (*cmd->fn)();
+    cmd->done.set_value();
+    any = true;
+  }
+  return any;
+}
+
+void SoftNic::loop() {
+  TimeNs last_work = now_ns();
+  uint64_t seen_seq = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    TimeNs now = now_ns();
+    bool work = drain_commands();
+    work |= rx_burst(now);
+    TimeNs next_deadline = cc::kNever;
+    // Round robin: each QP sends a few packets per round so one long message does not starve others.
+    for (int round = 0; round < 16; ++round) {
+      bool progress = false;
+      for (QpContext* qp : active_) {
+        progress |= responder_tx(*qp, now, 16);
+        progress |= requester_tx(*qp, now, 16);
+      }
+      work |= progress;
+      if (!progress) break;
+    }
+    for (QpContext* qp : active_) {
+      check_timers(*qp, now, &next_deadline);
+      if (config_.cc_enabled) cc_timers(*qp, now, &next_deadline);
+    }
+    flush_tx();
+    uint64_t seq = doorbell_seq_.load();
+    if (seq != seen_seq) {
+      seen_seq = seq;
+      work = true;
+    }
+    if (work) {
+      last_work = now;
+    } else if (now - last_work > kSpinNs) {
+      idle_wait(now, next_deadline, seen_seq);
+      last_work = now_ns();
+    }
+  }
+}
+
+void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
+  sleeping_.store(true);
+  TimeNs wait_ns = next_deadline == cc::kNever ? 100'000'000 : next_deadline - now;
+  if (wait_ns > 0 && commands_.empty()) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {event_fd_, POLLIN, 0}};
+    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    // Posts that raced with going to sleep bumped doorbell_seq_ before reading sleeping_: the loop
+    // notices them on its next pass, and the eventfd wakes us for later ones.
+    if (doorbell_seq_.load() == seen_seq) ppoll(fds, 2, &ts, nullptr);
+    uint64_t v;
+    [[maybe_unused]] ssize_t r = read(event_fd_, &v, sizeof v);
+  }
+  sleeping_.store(false);
+}
+
+}  // namespace rdmad::verbs::soft

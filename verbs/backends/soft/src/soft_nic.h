@@ -1,0 +1,145 @@
+#pragma once
+// One software RoCEv2 NIC: a UDP socket bound to the NIC's address, a datapath thread that owns the
+// NIC's queue pairs, memory-region table and counters, and a bounded command queue through which
+// the control side (create/modify/destroy, registration) reaches it. The hot path takes no locks.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "qp_context.h"
+#include "rdmad/cc/notification_point.h"
+#include "rdmad/cc/pacer.h"
+#include "rdmad/cc/reaction_point.h"
+#include "rdmad/roce/packet.h"
+#include "rdmad/verbs/counters.h"
+#include "rdmad/verbs/registry.h"
+#include "spsc_ring.h"
+#include "udp_batch.h"
+
+namespace rdmad::verbs::soft {
+
+inline constexpr uint32_t kQpnBase = 0x100;
+inline constexpr uint32_t kMaxQps = 1024;
+inline constexpr uint32_t kMaxMrs = 4096;
+inline constexpr uint32_t kWindowPsns = 512;  // requester packets in flight per QP
+inline constexpr uint32_t kResponseDepth = 64;
+// Ethernet + IPv4 + UDP + BTH + ICRC + FCS around a payload, counted by the pacer and DCQCN.
+inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
+
+struct MrEntry {
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t pd_id = 0;
+  uint32_t key = 0;  // 0: free
+};
+
+class SoftNic {
+ public:
+  /// Binds the socket and starts the datapath thread; throws on setup failure (startup only).
+  explicit SoftNic(const DeviceConfig& config);
+  ~SoftNic();
+  SoftNic(const SoftNic&) = delete;
+  SoftNic& operator=(const SoftNic&) = delete;
+
+  uint32_t id() const { return id_; }
+  const DeviceConfig& config() const { return config_; }
+  const roce::IpAddr& local_ip() const { return local_ip_; }
+  uint16_t local_port() const { return local_port_; }
+
+  /// Runs fn on the datapath thread and waits for it (control path only).
+  void run(const std::function<void()>& fn);
+  /// Tells a sleeping datapath that new work was posted.
+  void doorbell();
+
+  // ---- datapath-thread only (reached through run()) ----
+  Status add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key);
+  void remove_mr(uint32_t key);
+  Result<QpContext*> add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared, std::shared_ptr<CqShared> scq,
+                            std::shared_ptr<CqShared> rcq);
+  void remove_qp(uint32_t qpn);
+  Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
+  QpAttr query_qp(uint32_t qpn);
+  const NicCounters& counters() const { return counters_; }
+
+ private:
+  void loop();
+  bool drain_commands();
+  void idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq);
+
+  // receive side (soft_nic_rx.cc)
+  bool rx_burst(TimeNs now);
+  void on_packet(const roce::Packet& pkt, uint8_t tos, TimeNs now);
+  // requester (requester.cc)
+  void accept_new_wrs(QpContext& qp);
+  bool requester_tx(QpContext& qp, TimeNs now, int budget);
+  void on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now);
+  void on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now);
+  void advance_una(QpContext& qp, uint32_t psn, TimeNs now);
+  void complete_sends(QpContext& qp);
+  void go_back_n(QpContext& qp, uint32_t psn);
+  void check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
+  void fail_head(QpContext& qp, WcStatus status);
+  // responder (responder.cc)
+  void on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now);
+  bool responder_tx(QpContext& qp, TimeNs now, int budget);
+  void push_response(QpContext& qp, const Response& r);
+  void ack_coalesced(QpContext& qp, uint32_t psn);
+  bool check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint32_t rkey, uint32_t access) const;
+  // congestion control (soft_nic_cc.cc)
+  bool may_send_data(const QpContext& qp, TimeNs now) const;
+  void on_data_sent(QpContext& qp, TimeNs now, size_t bytes);
+  void on_ce_marked(QpContext& qp, TimeNs now);
+  void on_cnp(QpContext& qp, TimeNs now);
+  void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
+  // common (soft_nic_qp.cc)
+  const MrEntry* find_mr(uint32_t key) const;
+  bool check_local(const QpContext& qp, const Sge& sge, bool need_write) const;
+  void set_error(QpContext& qp);
+  void flush(QpContext& qp);
+  bool push_completion(CqShared& cq, const WorkCompletion& wc);
+  QpContext* qp_by_num(uint32_t qpn);
+  /// Queues one packet for sending (flushes the batch when full).
+  void send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos);
+  void send_cnp(const QpContext& qp);
+  void flush_tx();
+
+  DeviceConfig config_;
+  uint32_t id_;
+  roce::IpAddr local_ip_;
+  uint16_t local_port_ = 0;
+  int fd_ = -1;
+  int event_fd_ = -1;
+  cc::ReactionPoint rp_;
+  cc::NotificationPoint np_;
+  cc::Pacer pacer_;
+  roce::DecodeCounters decode_counters_;
+  NicCounters counters_;
+  UdpBatch tx_;
+  UdpBatch rx_;
+
+  std::vector<std::unique_ptr<QpContext>> qps_;  // index qpn - kQpnBase
+  std::vector<QpContext*> active_;
+  std::vector<MrEntry> mrs_;
+  uint32_t mr_generation_ = 1;
+
+  struct Command {
+    const std::function<void()>* fn;
+    std::promise<void> done;
+  };
+  std::mutex command_mutex_;  // serialises control-side producers; never taken by the datapath
+  SpscRing<Command*> commands_{64};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<uint64_t> doorbell_seq_{0};
+  std::thread thread_;
+};
+
+}  // namespace rdmad::verbs::soft

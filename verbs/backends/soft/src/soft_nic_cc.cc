@@ -1,0 +1,40 @@
+// DCQCN on the soft datapath: the notification point answers CE-marked data packets with CNPs to
+// the sender's QP, the reaction point adjusts each QP's rate on CNPs and sent bytes, and the pacer
+// spaces each QP's data packets at that rate. Per-QP state lives in QpContext; the algorithms are
+// the cc/ ones shared with the simulator.
+#include "soft_nic.h"
+
+namespace rdmad::verbs::soft {
+
+bool SoftNic::may_send_data(const QpContext& qp, TimeNs now) const {
+  if (!config_.cc_enabled || rp_.at_line_rate(qp.rp)) return true;
+  return pacer_.may_send(qp.pacer, now);
+}
+
+void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
+  if (!config_.cc_enabled) return;
+  rp_.on_bytes_sent(qp.rp, now, bytes);
+  if (!rp_.at_line_rate(qp.rp)) pacer_.on_departure(qp.pacer, now, bytes, rp_.rate_mbps(qp.rp));
+}
+
+void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
+  if (np_.on_ce_packet(qp.np, now)) send_cnp(qp);
+}
+
+void SoftNic::on_cnp(QpContext& qp, TimeNs now) { rp_.on_cnp(qp.rp, now); }
+
+void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
+  if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
+  TimeNs due = np_.deferred_cnp_due(qp.np);
+  if (due <= now && np_.on_timer(qp.np, now)) send_cnp(qp);
+  due = np_.deferred_cnp_due(qp.np);
+  if (due < *next_deadline) *next_deadline = due;
+  TimeNs rp_due = rp_.next_event_ns(qp.rp);
+  if (rp_due <= now) {
+    rp_.on_timer(qp.rp, now);
+    rp_due = rp_.next_event_ns(qp.rp);
+  }
+  if (rp_due < *next_deadline) *next_deadline = rp_due;
+}
+
+}  // namespace rdmad::verbs::soft

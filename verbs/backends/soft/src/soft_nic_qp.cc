@@ -1,0 +1,242 @@
+// Control-side operations executed on the datapath thread: memory regions, QP creation and the
+// ibverbs state machine, plus the shared completion/flush/transmit helpers.
+#include <chrono>
+#include <cstring>
+
+#include "soft_nic.h"
+
+namespace rdmad::verbs::soft {
+namespace {
+
+bool valid_mtu(uint32_t mtu) { return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096; }
+
+// ibverbs' legal transitions (IB spec 10.3.1, RC subset without SQD/SQE).
+bool legal_transition(QpState from, QpState to) {
+  if (to == QpState::kReset || to == QpState::kError) return true;
+  switch (from) {
+    case QpState::kReset: return to == QpState::kInit;
+    case QpState::kInit: return to == QpState::kInit || to == QpState::kRtr;
+    case QpState::kRtr: return to == QpState::kRts;
+    case QpState::kRts: return to == QpState::kRts;
+    case QpState::kError: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key) {
+  for (uint32_t i = 1; i < kMaxMrs; ++i) {
+    if (mrs_[i].key != 0) continue;
+    mr_generation_ = (mr_generation_ + 1) & 0xFF;
+    if (mr_generation_ == 0) mr_generation_ = 1;
+    mrs_[i] = {reinterpret_cast<uint64_t>(addr), length, access, pd_id, (i << 8) | mr_generation_};
+    *key = mrs_[i].key;
+    return Status::ok();
+  }
+  return Status::no_resource("soft nic: memory region table full");
+}
+
+void SoftNic::remove_mr(uint32_t key) {
+  uint32_t i = key >> 8;
+  if (i < kMaxMrs && mrs_[i].key == key) mrs_[i] = MrEntry{};
+}
+
+const MrEntry* SoftNic::find_mr(uint32_t key) const {
+  uint32_t i = key >> 8;
+  if (i == 0 || i >= kMaxMrs || mrs_[i].key != key) return nullptr;
+  return &mrs_[i];
+}
+
+bool SoftNic::check_local(const QpContext& qp, const Sge& sge, bool need_write) const {
+  if (sge.length == 0) return true;
+  const MrEntry* mr = find_mr(sge.lkey);
+  if (mr == nullptr || mr->pd_id != qp.pd_id) return false;
+  if (need_write && (mr->access & kAccessLocalWrite) == 0) return false;
+  return sge.addr >= mr->addr && sge.addr + sge.length <= mr->addr + mr->length &&
+         sge.addr + sge.length >= sge.addr;
+}
+
+bool SoftNic::check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint32_t rkey,
+                           uint32_t access) const {
+  if ((qp.attr.access_flags & access) == 0) return false;
+  if (len == 0) return true;
+  const MrEntry* mr = find_mr(rkey);
+  if (mr == nullptr || mr->pd_id != qp.pd_id || (mr->access & access) == 0) return false;
+  return va >= mr->addr && va + len <= mr->addr + mr->length && va + len >= va;
+}
+
+Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared,
+                                   std::shared_ptr<CqShared> scq, std::shared_ptr<CqShared> rcq) {
+  for (uint32_t i = 0; i < kMaxQps; ++i) {
+    if (qps_[i]) continue;
+    auto qp = std::make_unique<QpContext>();
+    qp->qpn = kQpnBase + i;
+    qp->pd_id = pd_id;
+    qp->slots.resize(shared->sq.capacity());
+    qp->responses.resize(kResponseDepth);
+    qp->shared = std::move(shared);
+    qp->send_cq = std::move(scq);
+    qp->recv_cq = std::move(rcq);
+    QpContext* raw = qp.get();
+    qps_[i] = std::move(qp);
+    active_.push_back(raw);
+    return raw;
+  }
+  return Status::no_resource("soft nic: queue pair table full");
+}
+
+void SoftNic::remove_qp(uint32_t qpn) {
+  QpContext* qp = qp_by_num(qpn);
+  if (qp == nullptr) return;
+  std::erase(active_, qp);
+  qps_[qpn - kQpnBase].reset();
+}
+
+QpContext* SoftNic::qp_by_num(uint32_t qpn) {
+  if (qpn < kQpnBase || qpn >= kQpnBase + kMaxQps) return nullptr;
+  return qps_[qpn - kQpnBase].get();
+}
+
+Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
+  QpContext* qp = qp_by_num(qpn);
+  if (qp == nullptr) return Status::error("soft nic: no such qp");
+  QpState to = (mask & kQpState) ? a.state : qp->state;
+  if ((mask & kQpState) && !legal_transition(qp->state, to)) {
+    return Status::error("soft nic: illegal qp transition " + std::string(to_string(qp->state)) + " -> " +
+                         std::string(to_string(to)));
+  }
+  if (qp->state == QpState::kInit && to == QpState::kRtr) {
+    uint32_t need = kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv;
+    if ((mask & need) != need) return Status::error("soft nic: INIT->RTR needs path_mtu, dest_qpn, rq_psn, av");
+  }
+  if (qp->state == QpState::kRtr && to == QpState::kRts && (mask & kQpSqPsn) == 0) {
+    return Status::error("soft nic: RTR->RTS needs sq_psn");
+  }
+  if ((mask & kQpPathMtu) && !valid_mtu(a.path_mtu_bytes)) return Status::error("soft nic: bad path mtu");
+  if ((mask & kQpRetryCnt) && a.retry_cnt > 7) return Status::error("soft nic: retry_cnt > 7");
+  if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return Status::error("soft nic: rnr_retry > 7");
+  QpAttr& q = qp->attr;
+  if (mask & kQpAccessFlags) q.access_flags = a.access_flags;
+  if (mask & kQpPathMtu) q.path_mtu_bytes = a.path_mtu_bytes;
+  if (mask & kQpDestQpn) q.dest_qp_num = a.dest_qp_num & roce::kQpnMask;
+  if (mask & kQpRqPsn) q.rq_psn = a.rq_psn & roce::kPsnMask;
+  if (mask & kQpSqPsn) q.sq_psn = a.sq_psn & roce::kPsnMask;
+  if (mask & kQpTimeout) q.timeout = a.timeout;
+  if (mask & kQpRetryCnt) q.retry_cnt = a.retry_cnt;
+  if (mask & kQpRnrRetry) q.rnr_retry = a.rnr_retry;
+  if (mask & kQpMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer & 0x1F;
+  if (mask & kQpMaxRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kQpMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & kQpAv) {
+    q.dest_gid = a.dest_gid;
+    q.dest_udp_port = a.dest_udp_port;
+  }
+  if (!(mask & kQpState) || to == qp->state) return Status::ok();
+
+  if (to == QpState::kReset) {
+    QpShared& s = *qp->shared;
+    while (!s.sq.empty()) s.sq.release();
+    RecvWr r;
+    while (s.rq.pop(&r)) {
+    }
+    QpContext fresh;
+    fresh.qpn = qp->qpn;
+    fresh.pd_id = qp->pd_id;
+    fresh.shared = std::move(qp->shared);
+    fresh.send_cq = std::move(qp->send_cq);
+    fresh.recv_cq = std::move(qp->recv_cq);
+    fresh.slots = std::move(qp->slots);
+    fresh.responses = std::move(qp->responses);
+    *qp = std::move(fresh);
+  } else if (to == QpState::kRtr) {
+    qp->mtu = q.path_mtu_bytes;
+    qp->epsn = q.rq_psn;
+    roce::IpAddr dst;
+    if (q.dest_gid.is_ipv4_mapped()) {
+      std::memcpy(dst.bytes.data(), q.dest_gid.raw.data() + 12, 4);
+    } else {
+      dst = roce::IpAddr::from_v6(q.dest_gid.raw);
+    }
+    if (dst.v6 != local_ip_.v6) return Status::error("soft nic: peer address family differs from the nic's");
+    qp->dest_len = make_sockaddr(dst, q.dest_udp_port, &qp->dest_sa);
+    qp->ip.src = local_ip_;
+    qp->ip.dst = dst;
+    qp->ip.src_port = local_port_;
+    qp->ip.dst_port = q.dest_udp_port;
+    // Read responses leave from RTR on, so the flow's DCQCN state starts here.
+    TimeNs now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
+    rp_.start(qp->rp, now);
+    qp->pacer = cc::PacerState{};
+    qp->np = cc::NpState{};
+  } else if (to == QpState::kRts) {
+    qp->next_assign_psn = q.sq_psn;
+    qp->send_psn = q.sq_psn;
+    qp->sent_hi = q.sq_psn;
+    qp->una_psn = q.sq_psn;
+    qp->accepted = qp->shared->sq.head();
+    qp->send_idx = qp->accepted;
+    qp->retries_left = q.retry_cnt;
+    qp->rnr_left = q.rnr_retry;
+  }
+  qp->state = to;
+  q.state = to;
+  qp->shared->state.store(to, std::memory_order_release);
+  return Status::ok();
+}
+
+QpAttr SoftNic::query_qp(uint32_t qpn) {
+  QpContext* qp = qp_by_num(qpn);
+  return qp ? qp->attr : QpAttr{};
+}
+
+bool SoftNic::push_completion(CqShared& cq, const WorkCompletion& wc) { return cq.ring.push(wc); }
+
+void SoftNic::set_error(QpContext& qp) {
+  qp.state = QpState::kError;
+  qp.attr.state = QpState::kError;
+  qp.shared->state.store(QpState::kError, std::memory_order_release);
+  qp.resp_count = 0;
+  flush(qp);
+}
+
+void SoftNic::flush(QpContext& qp) {
+  QpShared& s = *qp.shared;
+  while (!s.sq.empty()) {
+    const SendWr& wr = s.sq.at(s.sq.head());
+    WorkCompletion wc{wr.wr_id, WcStatus::kWrFlushed, WcOpcode::kSend, false, qp.qpn, 0, 0};
+    if (!push_completion(*qp.send_cq, wc)) break;  // CQ full: the next pass continues
+    s.sq.release();
+  }
+  qp.accepted = qp.send_idx = s.sq.head();
+  while (!s.rq.empty()) {
+    const RecvWr& wr = s.rq.at(s.rq.head());
+    WorkCompletion wc{wr.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, false, qp.qpn, 0, 0};
+    if (!push_completion(*qp.recv_cq, wc)) break;
+    s.rq.release();
+  }
+  qp.recv_active = false;
+}
+
+void SoftNic::send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos) {
+  if (tx_.full()) flush_tx();
+  size_t n = roce::encode_datagram(qp.ip, pkt, tx_.next_buffer());
+  if (n == 0) return;
+  tx_.commit(n, qp.dest_sa, qp.dest_len, tos);
+  ++counters_.tx_packets;
+  counters_.tx_bytes += n;
+}
+
+void SoftNic::send_cnp(const QpContext& qp) {
+  roce::Packet cnp = roce::make_cnp(qp.attr.dest_qp_num);
+  send_packet(qp, cnp, static_cast<uint8_t>(config_.dcqcn.cnp_dscp << 2));
+  ++counters_.np_cnp_sent;
+}
+
+void SoftNic::flush_tx() {
+  if (tx_.count() > 0) tx_.send(fd_);
+}
+
+}  // namespace rdmad::verbs::soft

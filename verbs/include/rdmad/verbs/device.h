@@ -1,0 +1,85 @@
+#pragma once
+// The transport interface: device → protection domain → memory regions and queue pairs, plus
+// completion queues. One implementation per backend (soft, rdma_core, ...).
+//
+// Ownership mirrors ibverbs: every object is a move-only owner. Destroy in the order
+// QP → CQ → MR → PD → device (a backend may keep its shared state alive longer, never shorter).
+// Thread rules: post_send on one QP from one thread at a time, post_recv likewise, poll on one CQ
+// from one thread at a time; everything else (create, modify, destroy) from any thread.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "rdmad/verbs/counters.h"
+#include "rdmad/verbs/status.h"
+#include "rdmad/verbs/types.h"
+
+namespace rdmad::verbs {
+
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual uint64_t addr() const = 0;
+  virtual size_t length() const = 0;
+  virtual uint32_t lkey() const = 0;
+  virtual uint32_t rkey() const = 0;
+  virtual uint32_t access() const = 0;
+};
+
+class CompletionQueue {
+ public:
+  virtual ~CompletionQueue() = default;
+  /// Moves up to out.size() completions into out; returns how many. Never blocks.
+  virtual size_t poll(std::span<WorkCompletion> out) = 0;
+  virtual uint32_t depth() const = 0;
+};
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+  virtual uint32_t qp_num() const = 0;
+  /// Applies the attributes selected by mask (QpAttrMask bits); follows the ibverbs state machine.
+  virtual Status modify(const QpAttr& attr, uint32_t mask) = 0;
+  /// Current attributes, including the state (which the backend may have moved to kError).
+  virtual QpAttr query() const = 0;
+  /// Posts a batch; returns ok when all were queued. On kNoResource (send queue full) *posted
+  /// says how many of the batch went in. Errors found later complete with an error status.
+  virtual Status post_send(std::span<const SendWr> wrs, size_t* posted = nullptr) = 0;
+  /// Posts receive buffers; same contract as post_send.
+  virtual Status post_recv(std::span<const RecvWr> wrs, size_t* posted = nullptr) = 0;
+};
+
+class ProtectionDomain {
+ public:
+  virtual ~ProtectionDomain() = default;
+  /// Registers [addr, addr+length) with Access flags.
+  virtual Result<std::unique_ptr<MemoryRegion>> reg_mr(void* addr, size_t length, uint32_t access) = 0;
+  /// Registers a dma-buf (GPU memory exported by a client). kNotSupported where the backend
+  /// cannot (advertised by Capabilities::dmabuf_mr).
+  virtual Result<std::unique_ptr<MemoryRegion>> reg_dmabuf_mr(int fd, uint64_t offset, size_t length,
+                                                              uint64_t iova, uint32_t access) = 0;
+  /// Creates an RC queue pair in RESET.
+  virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr& attr) = 0;
+};
+
+struct DeviceInfo {
+  std::string name;     // "soft0", "mlx5_0", ...
+  std::string backend;  // registry name
+  uint8_t port_count = 1;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  /// Port attributes (ports are numbered from 1 as in ibverbs).
+  virtual Result<PortInfo> query_port(uint8_t port_num) const = 0;
+  virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
+  virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t depth) = 0;
+  /// Transport counters summed at read time.
+  virtual NicCounters counters() const = 0;
+};
+
+}  // namespace rdmad::verbs

@@ -1,0 +1,63 @@
+#pragma once
+// Backend registry {name, factory, capabilities}. All backends are built into one binary and
+// chosen by configuration (`[[nic]] backend = "soft"`) at startup.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmad/cc/dcqcn_params.h"
+#include "rdmad/verbs/device.h"
+
+namespace rdmad::verbs {
+
+/// What a backend implements. A test checks that each advertised capability behaves as claimed.
+struct Capabilities {
+  bool dmabuf_mr = false;        // ProtectionDomain::reg_dmabuf_mr works
+  bool software_cc = false;      // DCQCN runs in the backend (otherwise in NIC firmware)
+  bool ipv6 = false;             // GIDs may be IPv6
+  uint64_t max_mr_size = 0;      // bytes
+  uint32_t max_qp = 0;
+  uint32_t max_qp_wr = 0;
+  uint32_t max_cq_depth = 0;
+  uint32_t max_msg_size = 0;     // bytes of one work request
+  uint32_t min_mtu_bytes = 256;
+  uint32_t max_mtu_bytes = 4096;
+};
+
+/// How to open one NIC. Backends read the fields they need.
+struct DeviceConfig {
+  std::string name;                 // device name: soft NICs name themselves, rdma_core opens it
+  std::string address = "127.0.0.1";  // soft: IP the UDP socket binds to (the GID)
+  uint16_t udp_port = 4791;         // soft: 0 picks an ephemeral port (tests)
+  uint32_t line_rate_mbps = 100000;  // soft: port speed and DCQCN line rate
+  bool cc_enabled = true;           // soft: run DCQCN (reaction + notification point)
+  cc::DcqcnParams dcqcn = cc::mlx5_profile();
+  uint32_t socket_buffer_bytes = 8u << 20;  // soft: SO_SNDBUF/SO_RCVBUF
+  bool verify_icrc = true;          // soft: drop packets whose ICRC does not match their IP/UDP headers
+};
+
+struct BackendInfo {
+  std::string name;
+  Capabilities caps;
+  std::function<Result<std::unique_ptr<Device>>(const DeviceConfig&)> open;
+  /// Names of the devices present (empty when the hardware is absent).
+  std::function<std::vector<std::string>()> list_devices;
+};
+
+class BackendRegistry {
+ public:
+  /// Adds or replaces a backend by name.
+  void add(BackendInfo info);
+  /// nullptr when no backend has that name.
+  const BackendInfo* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  /// Opens a device with the named backend; an error names the backend when it is unknown.
+  Result<std::unique_ptr<Device>> open(const std::string& backend, const DeviceConfig& config) const;
+
+ private:
+  std::vector<BackendInfo> backends_;
+};
+
+}  // namespace rdmad::verbs

@@ -1,0 +1,66 @@
+#include "rdmad/roce/crc32.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+
+namespace rdmad::roce {
+namespace {
+
+constexpr uint32_t kPoly = 0xEDB88320u;  // reflected 0x04C11DB7 (IEEE 802.3, zlib)
+
+using Tables = std::array<std::array<uint32_t, 256>, 8>;
+
+// Slicing-by-8 (Kounavis & Berry, Intel 2005): table k advances a byte k positions further.
+constexpr Tables make_tables() {
+  Tables t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int b = 0; b < 8; ++b) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
+    t[0][i] = c;
+  }
+  for (uint32_t i = 0; i < 256; ++i) {
+    for (size_t k = 1; k < 8; ++k) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
+  }
+  return t;
+}
+
+constexpr Tables kTables = make_tables();
+static_assert(kTables[0][1] == 0x77073096u, "CRC-32 table entry 1 (zlib crc_table[1])");
+
+}  // namespace
+
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) {
+  uint32_t c = ~crc;
+  const uint8_t* p = data.data();
+  size_t n = data.size();
+  while (n >= 8) {
+    uint32_t lo;
+    uint32_t hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    if constexpr (std::endian::native == std::endian::big) {
+      lo = __builtin_bswap32(lo);
+      hi = __builtin_bswap32(hi);
+    }
+    lo ^= c;
+    c = kTables[7][lo & 0xFF] ^ kTables[6][(lo >> 8) & 0xFF] ^ kTables[5][(lo >> 16) & 0xFF] ^
+        kTables[4][lo >> 24] ^ kTables[3][hi & 0xFF] ^ kTables[2][(hi >> 8) & 0xFF] ^
+        kTables[1][(hi >> 16) & 0xFF] ^ kTables[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFF];
+  return ~c;
+}
+
+uint32_t crc32_bitwise_for_test(uint32_t crc, std::span<const uint8_t> data) {
+  uint32_t c = ~crc;
+  for (uint8_t byte : data) {
+    c ^= byte;
+    for (int b = 0; b < 8; ++b) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
+  }
+  return ~c;
+}
+
+}  // namespace rdmad::roce

@@ -1,0 +1,81 @@
+#include <algorithm>
+#include <cstring>
+
+#include "bytes.h"
+#include "rdmad/roce/crc32.h"
+#include "rdmad/roce/ip_udp.h"
+
+namespace rdmad::roce {
+
+using detail::store_be16;
+
+namespace {
+
+constexpr uint8_t kIpProtoUdp = 17;
+
+// Writes the masked IPv4/IPv6 + UDP pseudo-header (IBTA A17.8.1/A17.8.2) and returns its length.
+size_t write_masked_ip_udp(const IpUdpInfo& ip, size_t udp_payload_bytes, uint8_t* out) {
+  const auto udp_len = static_cast<uint16_t>(kUdpHeaderBytes + udp_payload_bytes);
+  size_t n;
+  if (ip.src.v6) {
+    out[0] = 0x6F;  // version 6, traffic class and flow label all ones
+    out[1] = 0xFF;
+    out[2] = 0xFF;
+    out[3] = 0xFF;
+    store_be16(out + 4, udp_len);
+    out[6] = kIpProtoUdp;
+    out[7] = 0xFF;  // hop limit
+    std::memcpy(out + 8, ip.src.bytes.data(), 16);
+    std::memcpy(out + 24, ip.dst.bytes.data(), 16);
+    n = kIpv6HeaderBytes;
+  } else {
+    out[0] = 0x45;
+    out[1] = 0xFF;  // TOS
+    store_be16(out + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udp_len));
+    store_be16(out + 4, ip.ip_id);
+    store_be16(out + 6, ip.dont_fragment ? 0x4000 : 0);
+    out[8] = 0xFF;  // TTL
+    out[9] = kIpProtoUdp;
+    out[10] = 0xFF;  // header checksum
+    out[11] = 0xFF;
+    std::memcpy(out + 12, ip.src.bytes.data(), 4);
+    std::memcpy(out + 16, ip.dst.bytes.data(), 4);
+    n = kIpv4HeaderBytes;
+  }
+  uint8_t* udp = out + n;
+  store_be16(udp, ip.src_port);
+  store_be16(udp + 2, ip.dst_port);
+  store_be16(udp + 4, udp_len);
+  udp[6] = 0xFF;  // checksum
+  udp[7] = 0xFF;
+  return n + kUdpHeaderBytes;
+}
+
+}  // namespace
+
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
+  // 8 ones + IPv6 + UDP + BTH fits in 68 bytes.
+  uint8_t head[8 + kIpv6HeaderBytes + kUdpHeaderBytes + kBthBytes];
+  std::memset(head, 0xFF, 8);
+  size_t n = 8 + write_masked_ip_udp(ip, transport.size() + kIcrcBytes, head + 8);
+  const size_t bth = std::min(transport.size(), kBthBytes);
+  std::memcpy(head + n, transport.data(), bth);
+  if (bth > 4) head[n + 4] = 0xFF;  // FECN, BECN and reserved bits change in flight
+  n += bth;
+  uint32_t crc = crc32_update(0, {head, n});
+  return crc32_update(crc, transport.subspan(bth));
+}
+
+void store_icrc(uint32_t icrc, uint8_t* out) {
+  out[0] = static_cast<uint8_t>(icrc);
+  out[1] = static_cast<uint8_t>(icrc >> 8);
+  out[2] = static_cast<uint8_t>(icrc >> 16);
+  out[3] = static_cast<uint8_t>(icrc >> 24);
+}
+
+uint32_t load_icrc(const uint8_t* in) {
+  return in[0] | (static_cast<uint32_t>(in[1]) << 8) | (static_cast<uint32_t>(in[2]) << 16) |
+         (static_cast<uint32_t>(in[3]) << 24);
+}
+
+}  // namespace rdmad::roce
