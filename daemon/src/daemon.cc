@@ -14,6 +14,7 @@
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
+#include "rdmad/verbs/soft/soft_backend.h"
 #include "rdmad/version.h"
 
 namespace rdmad::daemon {
@@ -22,7 +23,9 @@ Daemon::Daemon(config::Config config, std::string config_path)
     : config_(std::move(config)),
       config_path_(std::move(config_path)),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
-      watchdog_timer_(io_) {}
+      watchdog_timer_(io_) {
+  verbs::soft::register_backend(backends_);
+}
 
 Daemon::~Daemon() = default;
 
@@ -51,14 +54,13 @@ bool Daemon::start() {
   log::get("metrics")->info("serving metrics at {}", exporter_->url());
 
   log::get("cc")->info("dcqcn profile {}: {}", config_.cc.profile, cc::describe(config_.cc.params));
-  if (config_.nics.empty()) {
-    log::get("verbs")->info("no [[nic]] configured");
+  nics_ = std::make_unique<NicInventory>(backends_);
+  if (!nics_->open(config_, error)) {
+    log::get("verbs")->error("{}", error);
+    return false;
   }
-  for (const auto& nic : config_.nics) {
-    log::get("verbs")->info("nic {}: backend {} address {} device {} port {}", nic.name, nic.backend,
-                            nic.address.empty() ? "-" : nic.address, nic.device.empty() ? "-" : nic.device,
-                            nic.port);
-  }
+  nic_collector_ = nics_->collector();
+  exporter_->add_collectable(nic_collector_);
   return true;
 }
 

@@ -173,6 +173,37 @@ TEST_F(DaemonProcess, JournalStreamUsesSyslogPrefixesWithoutTimestamps) {
   EXPECT_EQ(proc_->output().find("2026-"), std::string::npos);
 }
 
+TEST(DaemonStartup, SoftNicIsOpenedLoggedAndExported) {
+  TempDir dir;
+  const std::string cfg = dir.write(
+      "rdmad.toml", config_text(dir, "info") +
+                        "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n");
+  Subprocess p({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(p.wait_for_output("] ready", 10s)) << p.output();
+  EXPECT_TRUE(std::regex_search(p.output(), std::regex(R"(nic rail0: backend soft device rail0 port 1: Ethernet ACTIVE \d+ Mb/s)")))
+      << p.output();
+  std::smatch m;
+  const std::string out = p.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  const int port = std::stoi(m[1]);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_state_id{device=\"rail0\",port=\"1\"} 4", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_nic_info{device=\"rail0\",port=\"1\",backend=\"soft\",link_layer=\"Ethernet\",nic=\"rail0\"} 1", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_np_cnp_packets_sent_total{device=\"rail0\",port=\"1\"} 0", 5s));
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_exit(5s), 0);
+}
+
+TEST(DaemonStartup, NicThatCannotOpenIsAStartupErrorNamingIt) {
+  TempDir dir;
+  // 192.0.2.1 (TEST-NET-1) is not an address of this host, so the soft NIC cannot bind it.
+  const std::string cfg = dir.write(
+      "rdmad.toml", config_text(dir, "info") +
+                        "[[nic]]\nname = \"rail9\"\nbackend = \"soft\"\naddress = \"192.0.2.1\"\nudp_port = 0\n");
+  Subprocess p({binary("daemon/rdmad"), "--config", cfg});
+  EXPECT_EQ(p.wait_exit(10s), 1) << p.output();
+  EXPECT_NE(p.output().find("nic rail9: cannot open with backend soft"), std::string::npos) << p.output();
+}
+
 TEST(DaemonStartup, PortInUseIsAClearErrorNotACrash) {
   TempDir dir;
   const int busy = socket(AF_INET, SOCK_STREAM, 0);

@@ -10,7 +10,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/config/config.h"
+#include "rdmad/daemon/nic_inventory.h"
 #include "rdmad/daemon/notifier.h"
+#include "rdmad/verbs/registry.h"
 
 namespace rdmad::metrics {
 class Exporter;
@@ -47,6 +49,10 @@ class Daemon {
   boost::asio::steady_timer watchdog_timer_;
   std::chrono::microseconds watchdog_interval_{0};
   Notifier notifier_;
+  verbs::BackendRegistry backends_;
+  // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.
+  std::unique_ptr<NicInventory> nics_;
+  std::shared_ptr<prometheus::Collectable> nic_collector_;
   std::unique_ptr<metrics::Exporter> exporter_;
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
 };

@@ -1,0 +1,127 @@
+#include "rdmad/daemon/nic_inventory.h"
+
+#include <fmt/format.h>
+
+#include "rdmad/daemon/logging.h"
+#include "rdmad/metrics/family_set.h"
+
+namespace rdmad::daemon {
+namespace {
+
+const char* link_layer_name(verbs::LinkLayer l) { return l == verbs::LinkLayer::kInfiniband ? "InfiniBand" : "Ethernet"; }
+
+// sysfs `state` numbering (and node_exporter's state_id): 1 DOWN, 2 INIT, 4 ACTIVE.
+int state_id(verbs::PortState s) {
+  switch (s) {
+    case verbs::PortState::kDown: return 1;
+    case verbs::PortState::kInit: return 2;
+    case verbs::PortState::kActive: return 4;
+  }
+  return 0;
+}
+
+const char* state_name(verbs::PortState s) {
+  switch (s) {
+    case verbs::PortState::kDown: return "DOWN";
+    case verbs::PortState::kInit: return "INIT";
+    case verbs::PortState::kActive: return "ACTIVE";
+  }
+  return "?";
+}
+
+class NicCollector final : public prometheus::Collectable {
+ public:
+  explicit NicCollector(const std::vector<Nic>& nics) : nics_(nics) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    metrics::FamilySet f;
+    for (const Nic& nic : nics_) {
+      const std::string device = nic.device->info().name;
+      for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
+        const metrics::LabelList l = {{"device", device}, {"port", std::to_string(p)}};
+        const auto port_result = nic.device->query_port(p);
+        if (port_result.is_ok()) {
+          const verbs::PortInfo* port = &port_result.value();
+          f.gauge("rdmad_nic_info", "Always 1; one series per NIC port with its backend and link layer.",
+                  {{"device", device}, {"port", std::to_string(p)}, {"backend", nic.config.backend},
+                   {"link_layer", link_layer_name(port->link_layer)}, {"nic", nic.config.name}},
+                  1);
+          f.gauge("rdmad_state_id", "Port state as sysfs numbers it (1 DOWN, 2 INIT, 4 ACTIVE).", l,
+                  state_id(port->state));
+          f.gauge("rdmad_rate_bytes_per_second", "Port link speed in bytes per second.", l,
+                  static_cast<double>(port->speed_mbps) * 1e6 / 8);
+        }
+      }
+      // Counters are per device; soft NICs have one port.
+      const verbs::NicCounters c = nic.device->counters();
+      const metrics::LabelList l = {{"device", device}, {"port", "1"}};
+      auto counter = [&](const char* name, const char* help, uint64_t v) {
+        f.counter(name, help, l, static_cast<double>(v));
+      };
+      counter("rdmad_port_data_received_bytes_total", "RoCEv2 payload bytes received.", c.rx_bytes);
+      counter("rdmad_port_data_transmitted_bytes_total", "RoCEv2 payload bytes transmitted.", c.tx_bytes);
+      counter("rdmad_port_packets_received_total", "RoCEv2 packets received.", c.rx_packets);
+      counter("rdmad_port_packets_transmitted_total", "RoCEv2 packets transmitted.", c.tx_packets);
+      counter("rdmad_np_cnp_packets_sent_total", "CNPs sent by the notification point.", c.np_cnp_sent);
+      counter("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.",
+              c.np_ecn_marked_roce_packets);
+      counter("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", c.rp_cnp_handled);
+      counter("rdmad_rp_cnp_ignored_packets_received_total",
+              "CNPs received but not applied (congestion control off or unknown QP).", c.rp_cnp_ignored);
+      counter("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
+              c.out_of_sequence);
+      counter("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", c.packet_seq_err);
+      counter("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", c.local_ack_timeout_err);
+      counter("rdmad_retransmitted_packets_total", "Packets retransmitted.", c.retransmitted_packets);
+      counter("rdmad_duplicate_requests_total", "Requests received with an already-seen PSN.", c.duplicate_request);
+      counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
+      counter("rdmad_remote_access_errors_total", "Remote access errors detected as responder.",
+              c.resp_remote_access_errors);
+      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive (malformed, unknown QP, bad state).",
+              c.rx_dropped);
+    }
+    return f.take();
+  }
+
+ private:
+  const std::vector<Nic>& nics_;
+};
+
+}  // namespace
+
+bool NicInventory::open(const config::Config& config, std::string& error) {
+  auto log = log::get("verbs");
+  for (const config::NicSection& n : config.nics) {
+    verbs::DeviceConfig dc;
+    dc.name = n.backend == "rdma_core" ? n.device : n.name;
+    dc.address = n.address;
+    dc.udp_port = static_cast<uint16_t>(n.udp_port);
+    dc.dcqcn = config.cc.params;
+    auto device = registry_.open(n.backend, dc);
+    if (!device.is_ok()) {
+      error = fmt::format("nic {}: cannot open with backend {}: {}", n.name, n.backend, device.status().message());
+      return false;
+    }
+    Nic nic{n, std::move(device.value())};
+    for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
+      const auto port_result = nic.device->query_port(p);
+      if (!port_result.is_ok()) {
+        log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
+        continue;
+      }
+      const verbs::PortInfo* port = &port_result.value();
+      log->info("nic {}: backend {} device {} port {}: {} {} {} Mb/s mtu {} gid {} udp {}", n.name, n.backend,
+                nic.device->info().name, p, link_layer_name(port->link_layer), state_name(port->state),
+                port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(), port->udp_port);
+    }
+    nics_.push_back(std::move(nic));
+  }
+  if (nics_.empty()) log->info("no [[nic]] configured");
+  return true;
+}
+
+std::shared_ptr<prometheus::Collectable> NicInventory::collector() const {
+  return std::make_shared<NicCollector>(nics_);
+}
+
+}  // namespace rdmad::daemon

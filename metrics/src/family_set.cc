@@ -1,0 +1,35 @@
+#include "rdmad/metrics/family_set.h"
+
+namespace rdmad::metrics {
+
+prometheus::ClientMetric& FamilySet::add(const std::string& name, const std::string& help,
+                                         prometheus::MetricType type, const LabelList& labels) {
+  auto [it, inserted] = index_.try_emplace(name, families_.size());
+  if (inserted) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = type;
+    families_.push_back(std::move(f));
+  }
+  auto& family = families_[it->second];
+  prometheus::ClientMetric m;
+  for (const auto& [k, v] : labels) m.label.push_back(prometheus::ClientMetric::Label{k, v});
+  family.metric.push_back(std::move(m));
+  return family.metric.back();
+}
+
+void FamilySet::counter(const std::string& name, const std::string& help, const LabelList& labels, double value) {
+  add(name, help, prometheus::MetricType::Counter, labels).counter.value = value;
+}
+
+void FamilySet::gauge(const std::string& name, const std::string& help, const LabelList& labels, double value) {
+  add(name, help, prometheus::MetricType::Gauge, labels).gauge.value = value;
+}
+
+std::vector<prometheus::MetricFamily> FamilySet::take() {
+  index_.clear();
+  return std::move(families_);
+}
+
+}  // namespace rdmad::metrics
