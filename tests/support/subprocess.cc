@@ -95,6 +95,9 @@ std::optional<int> Subprocess::wait_exit(std::chrono::milliseconds deadline) {
     const pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // Let the reader take everything the child wrote before it exited (EOF on the pipe).
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, end, [&] { return eof_; });
       return exit_code_;
     }
     if (std::chrono::steady_clock::now() >= end) return std::nullopt;
