@@ -1,0 +1,123 @@
+#include "rdmad/nic_cc/sysfs_root.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace rdmad::nic_cc {
+
+namespace fs = std::filesystem;
+
+std::string SysfsError::message() const {
+  return fmt::format("{}: {}", path, detail.empty() ? std::strerror(err) : detail);
+}
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  const auto b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(kSpace);
+  return s.substr(b, e - b + 1);
+}
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  s = trim(s);
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+SysfsRoot::SysfsRoot(fs::path root) : root_(std::move(root)) {}
+
+fs::path SysfsRoot::map(std::string_view host_path) const {
+  std::string_view rel = host_path;
+  while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+  return root_ / fs::path(rel);
+}
+
+SysfsResult<std::string> SysfsRoot::read(std::string_view host_path) const {
+  std::ifstream in(map(host_path), std::ios::binary);
+  if (!in) return SysfsError{std::string(host_path), errno != 0 ? errno : ENOENT, {}};
+  std::ostringstream out;
+  out << in.rdbuf();
+  // Some attributes (gid_attrs/types of an empty slot) open fine and fail on read with EINVAL.
+  if (in.bad()) return SysfsError{std::string(host_path), EIO, "read failed"};
+  return out.str();
+}
+
+SysfsResult<std::string> SysfsRoot::read_trimmed(std::string_view host_path) const {
+  auto r = read(host_path);
+  if (!r) return r.error();
+  return std::string(trim(*r));
+}
+
+SysfsResult<uint64_t> SysfsRoot::read_u64(std::string_view host_path) const {
+  auto r = read(host_path);
+  if (!r) return r.error();
+  const auto v = parse_u64(*r);
+  if (!v) return SysfsError{std::string(host_path), EINVAL, fmt::format("not a number: '{}'", trim(*r))};
+  return *v;
+}
+
+SysfsResult<bool> SysfsRoot::write(std::string_view host_path, std::string_view value) const {
+  std::string text(value);
+  if (write_filter_) {
+    auto filtered = write_filter_(host_path, value);
+    if (!filtered) return SysfsError{std::string(host_path), EINVAL, {}};
+    text = std::move(*filtered);
+  }
+  text.push_back('\n');
+  // No O_CREAT: sysfs attributes exist or the knob is not there, and a fixture must behave the same.
+  std::error_code ec;
+  const auto path = map(host_path);
+  if (!fs::is_regular_file(path, ec)) return SysfsError{std::string(host_path), ENOENT, {}};
+  std::ofstream out(path, std::ios::binary | std::ios::in | std::ios::trunc);
+  if (!out) return SysfsError{std::string(host_path), errno != 0 ? errno : EACCES, {}};
+  out << text;
+  out.flush();
+  if (!out) return SysfsError{std::string(host_path), errno != 0 ? errno : EIO, {}};
+  return true;
+}
+
+bool SysfsRoot::exists(std::string_view host_path) const {
+  std::error_code ec;
+  return fs::exists(map(host_path), ec);
+}
+
+std::vector<std::string> SysfsRoot::list(std::string_view host_path) const {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(map(host_path), ec), end; !ec && it != end; it.increment(ec)) {
+    names.push_back(it->path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+SysfsResult<std::string> SysfsRoot::resolve(std::string_view host_path) const {
+  std::error_code ec;
+  const fs::path real = fs::canonical(map(host_path), ec);
+  if (ec) return SysfsError{std::string(host_path), ec.value(), {}};
+  const fs::path base = fs::canonical(root_, ec);
+  if (ec) return SysfsError{root_.string(), ec.value(), {}};
+  const fs::path rel = real.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == "..") {
+    return SysfsError{std::string(host_path), EXDEV, "link leaves the sysfs root"};
+  }
+  return "/" + rel.generic_string();
+}
+
+}  // namespace rdmad::nic_cc
