@@ -16,6 +16,7 @@
 #include "hw_loopback.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 #include "rdmad/nic_cc/port_counters.h"
+#include "rdmad/verbs/rdma_core/device_caps.h"
 #include "rdmad/verbs/rdma_core/device_discovery.h"
 #include "rdmad/verbs/rdma_core/dmabuf_probe.h"
 #include "rdmad/verbs/rdma_core/gid_selector.h"
@@ -170,6 +171,38 @@ TEST_F(RdmaCoreHw, DmabufProbeMatchesARealRegistration) {
     close(memfd);
   }
   if (udmabuf >= 0) close(udmabuf);
+}
+
+// Advertised capabilities must hold: an MR of max_mr_size is not attempted, but one of a few MiB is,
+// and an imported context must be able to allocate a PD.
+TEST_F(RdmaCoreHw, AdvertisedCapabilitiesWork) {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    SCOPED_TRACE(infos_[i].name);
+    auto ctx = Context::open(devices_[i]);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+    auto pd = ProtectionDomain::allocate(*ctx);
+    ASSERT_TRUE(pd.ok()) << pd.error().message();
+    auto caps = query_caps(*ctx, *pd);
+    ASSERT_TRUE(caps.ok()) << caps.error().message();
+    std::printf("  %s: max_mr_size %llu, max_qp %u, dma-buf: %s, import: %s\n", infos_[i].name.c_str(),
+                static_cast<unsigned long long>(caps->max_mr_size), caps->max_qp, caps->dmabuf.detail.c_str(),
+                caps->import_detail.c_str());
+    EXPECT_EQ(caps->phys_port_cnt, infos_[i].ports.size());
+    constexpr size_t kBytes = 4 << 20;
+    ASSERT_GE(caps->max_mr_size, kBytes);
+    std::vector<uint8_t> buf(kBytes);
+    EXPECT_TRUE(MemoryRegion::register_host(*pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE).ok());
+    if (caps->import_context) {
+      const int fd = dup(ctx->get()->cmd_fd);
+      ASSERT_GE(fd, 0);
+      ibv_context* imported = ibv_import_device(fd);
+      ASSERT_NE(imported, nullptr);
+      ibv_pd* ipd = ibv_alloc_pd(imported);
+      EXPECT_NE(ipd, nullptr);
+      if (ipd != nullptr) ibv_dealloc_pd(ipd);
+      ibv_close_device(imported);
+    }
+  }
 }
 
 TEST_F(RdmaCoreHw, CountersAndCcParametersAreReadable) {
