@@ -55,6 +55,19 @@ class RdmaCoreHw : public ::testing::Test {
     if (!any) GTEST_SKIP() << "RDMA devices exist but no port is ACTIVE";
   }
 
+  // Calls `fn(index, ctx, pd)` with a fresh context and PD of every device.
+  template <class Fn>
+  void for_each_device(Fn fn) {
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      SCOPED_TRACE(infos_[i].name);
+      auto ctx = Context::open(devices_[i]);
+      ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+      auto pd = ProtectionDomain::allocate(*ctx);
+      ASSERT_TRUE(pd.ok()) << pd.error().message();
+      fn(i, *ctx, *pd);
+    }
+  }
+
   nic_cc::SysfsRoot root_;
   DeviceList list_{nullptr, &ibv_free_device_list};
   std::vector<ibv_device*> devices_;
@@ -146,16 +159,11 @@ TEST_F(RdmaCoreHw, RcLoopbackWriteAcrossSplitMrsIsByteExact) {
 // a GPU).
 TEST_F(RdmaCoreHw, DmabufProbeMatchesARealRegistration) {
   const int udmabuf = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    SCOPED_TRACE(infos_[i].name);
-    auto ctx = Context::open(devices_[i]);
-    ASSERT_TRUE(ctx.ok()) << ctx.error().message();
-    auto pd = ProtectionDomain::allocate(*ctx);
-    ASSERT_TRUE(pd.ok()) << pd.error().message();
-    const auto probe = probe_dmabuf(pd->get(), infos_[i].name);
+  for_each_device([&](size_t i, const Context&, const ProtectionDomain& pd) {
+    const auto probe = probe_dmabuf(pd.get(), infos_[i].name);
     std::printf("  %s\n", probe.detail.c_str());
     EXPECT_NE(probe.support, DmabufSupport::kUnknown) << probe.detail;
-    if (udmabuf < 0) continue;
+    if (udmabuf < 0) return;
     constexpr size_t kSize = 2 * 1024 * 1024;
     const int memfd = memfd_create("rdmad-hw", MFD_ALLOW_SEALING);
     ASSERT_GE(memfd, 0);
@@ -164,25 +172,20 @@ TEST_F(RdmaCoreHw, DmabufProbeMatchesARealRegistration) {
     udmabuf_create create{static_cast<uint32_t>(memfd), UDMABUF_FLAGS_CLOEXEC, 0, kSize};
     const int buf_fd = ioctl(udmabuf, UDMABUF_CREATE, &create);
     ASSERT_GE(buf_fd, 0) << std::strerror(errno);
-    auto mr = MemoryRegion::register_dmabuf(*pd, 0, kSize, 0, buf_fd, IBV_ACCESS_LOCAL_WRITE);
+    auto mr = MemoryRegion::register_dmabuf(pd, 0, kSize, 0, buf_fd, IBV_ACCESS_LOCAL_WRITE);
     EXPECT_EQ(mr.ok(), probe.support == DmabufSupport::kSupported)
         << (mr.ok() ? std::string("registered") : mr.error().message());
     close(buf_fd);
     close(memfd);
-  }
+  });
   if (udmabuf >= 0) close(udmabuf);
 }
 
 // Advertised capabilities must hold: an MR of max_mr_size is not attempted, but one of a few MiB is,
 // and an imported context must be able to allocate a PD.
 TEST_F(RdmaCoreHw, AdvertisedCapabilitiesWork) {
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    SCOPED_TRACE(infos_[i].name);
-    auto ctx = Context::open(devices_[i]);
-    ASSERT_TRUE(ctx.ok()) << ctx.error().message();
-    auto pd = ProtectionDomain::allocate(*ctx);
-    ASSERT_TRUE(pd.ok()) << pd.error().message();
-    auto caps = query_caps(*ctx, *pd);
+  for_each_device([&](size_t i, const Context& ctx, const ProtectionDomain& pd) {
+    auto caps = query_caps(ctx, pd);
     ASSERT_TRUE(caps.ok()) << caps.error().message();
     std::printf("  %s: max_mr_size %llu, max_qp %u, dma-buf: %s, import: %s\n", infos_[i].name.c_str(),
                 static_cast<unsigned long long>(caps->max_mr_size), caps->max_qp, caps->dmabuf.detail.c_str(),
@@ -191,9 +194,9 @@ TEST_F(RdmaCoreHw, AdvertisedCapabilitiesWork) {
     constexpr size_t kBytes = 4 << 20;
     ASSERT_GE(caps->max_mr_size, kBytes);
     std::vector<uint8_t> buf(kBytes);
-    EXPECT_TRUE(MemoryRegion::register_host(*pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE).ok());
+    EXPECT_TRUE(MemoryRegion::register_host(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE).ok());
     if (caps->import_context) {
-      const int fd = dup(ctx->get()->cmd_fd);
+      const int fd = dup(ctx.get()->cmd_fd);
       ASSERT_GE(fd, 0);
       ibv_context* imported = ibv_import_device(fd);
       ASSERT_NE(imported, nullptr);
@@ -202,7 +205,7 @@ TEST_F(RdmaCoreHw, AdvertisedCapabilitiesWork) {
       if (ipd != nullptr) ibv_dealloc_pd(ipd);
       ibv_close_device(imported);
     }
-  }
+  });
 }
 
 TEST_F(RdmaCoreHw, CountersAndCcParametersAreReadable) {
