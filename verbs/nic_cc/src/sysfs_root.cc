@@ -1,11 +1,12 @@
 #include "rdmad/nic_cc/sysfs_root.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -48,14 +49,40 @@ fs::path SysfsRoot::map(std::string_view host_path) const {
   return root_ / fs::path(rel);
 }
 
+namespace {
+
+// A sysfs attribute must be read and written with plain read()/write() calls: the kernel reports a
+// rejected value as the errno of write(), and some attributes fail on read() (EINVAL) after a
+// successful open().
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
 SysfsResult<std::string> SysfsRoot::read(std::string_view host_path) const {
-  std::ifstream in(map(host_path), std::ios::binary);
-  if (!in) return SysfsError{std::string(host_path), errno != 0 ? errno : ENOENT, {}};
-  std::ostringstream out;
-  out << in.rdbuf();
-  // Some attributes (gid_attrs/types of an empty slot) open fine and fail on read with EINVAL.
-  if (in.bad()) return SysfsError{std::string(host_path), EIO, "read failed"};
-  return out.str();
+  const Fd fd(::open(map(host_path).c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return SysfsError{std::string(host_path), errno, {}};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysfsError{std::string(host_path), errno, {}};
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
 }
 
 SysfsResult<std::string> SysfsRoot::read_trimmed(std::string_view host_path) const {
@@ -80,15 +107,14 @@ SysfsResult<bool> SysfsRoot::write(std::string_view host_path, std::string_view 
     text = std::move(*filtered);
   }
   text.push_back('\n');
-  // No O_CREAT: sysfs attributes exist or the knob is not there, and a fixture must behave the same.
-  std::error_code ec;
-  const auto path = map(host_path);
-  if (!fs::is_regular_file(path, ec)) return SysfsError{std::string(host_path), ENOENT, {}};
-  std::ofstream out(path, std::ios::binary | std::ios::in | std::ios::trunc);
-  if (!out) return SysfsError{std::string(host_path), errno != 0 ? errno : EACCES, {}};
-  out << text;
-  out.flush();
-  if (!out) return SysfsError{std::string(host_path), errno != 0 ? errno : EIO, {}};
+  // No O_CREAT: an attribute exists or the knob is not there, and a fixture must behave the same.
+  // O_TRUNC matters only for fixture files; sysfs and debugfs ignore it.
+  const Fd fd(::open(map(host_path).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (fd.get() < 0) return SysfsError{std::string(host_path), errno, {}};
+  // One write() call: sysfs parses the value of a single write.
+  const ssize_t n = ::write(fd.get(), text.data(), text.size());
+  if (n < 0) return SysfsError{std::string(host_path), errno, {}};
+  if (static_cast<size_t>(n) != text.size()) return SysfsError{std::string(host_path), EIO, "short write"};
   return true;
 }
 
