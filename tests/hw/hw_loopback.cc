@@ -1,8 +1,8 @@
 #include "hw_loopback.h"
 
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "rdmad/nic_cc/sysfs_root.h"
 #include "rdmad/verbs/rdma_core/gid_selector.h"
@@ -58,8 +58,9 @@ std::optional<Loopback> make_loopback(ibv_device* device, const PortInfo& port, 
 
   RcQpConfig cfg;
   cfg.port_num = static_cast<uint8_t>(port.port);
-  cfg.path_mtu = port.active_mtu_bytes >= 4096 ? IBV_MTU_4096 : port.active_mtu_bytes >= 2048 ? IBV_MTU_2048
-                                                                                               : IBV_MTU_1024;
+  cfg.path_mtu = port.active_mtu_bytes >= 4096   ? IBV_MTU_4096
+                 : port.active_mtu_bytes >= 2048 ? IBV_MTU_2048
+                                                 : IBV_MTU_1024;
   std::variant<RocePath, IbPath> path;
   std::string how;
   if (port.link_layer == LinkLayer::kEthernet) {
@@ -94,8 +95,8 @@ std::optional<Loopback> make_loopback(ibv_device* device, const PortInfo& port, 
     why = e;
     return std::nullopt;
   }
-  return Loopback{std::move(ctx).value(), std::move(pd).value(), std::move(cq).value(), std::move(*a),
-                  std::move(*b), how};
+  return Loopback{std::move(ctx).value(), std::move(pd).value(), std::move(cq).value(),
+                  std::move(*a),          std::move(*b),         how};
 }
 
 std::string write_and_wait(const QueuePair& qp, const CompletionQueue& cq, std::vector<ibv_sge> sges,
@@ -118,7 +119,8 @@ std::string write_and_wait(const QueuePair& qp, const CompletionQueue& cq, std::
     const int n = ibv_poll_cq(cq.get(), 1, &wc);
     if (n < 0) return "ibv_poll_cq failed";
     if (n == 0) continue;
-    if (wc.status != IBV_WC_SUCCESS) return fmt::format("completion status: {}", ibv_wc_status_str(wc.status));
+    if (wc.status != IBV_WC_SUCCESS)
+      return fmt::format("completion status: {}", ibv_wc_status_str(wc.status));
     if (wc.wr_id != 42) return fmt::format("unexpected wr_id {}", wc.wr_id);
     return {};
   }

@@ -1,12 +1,11 @@
 // Hardware suite for the rdma_core backend: needs RDMA devices (a real NIC or Soft-RoCE, see
 // docs/testing-on-hardware.md). Every test skips with the reason where there is nothing to test.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/udmabuf.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstring>
 #include <memory>
@@ -146,12 +145,14 @@ TEST_F(RdmaCoreHw, RcLoopbackWriteAcrossSplitMrsIsByteExact) {
                       static_cast<uint32_t>(piece.length), src_mrs[piece.slice].lkey()});
     }
     ASSERT_EQ(sges.size(), 3u);
-    const auto err = hw::write_and_wait(lb->a, lb->cq, sges, reinterpret_cast<uint64_t>(dst.data() + off),
-                                        dst_mr->rkey());
+    const auto err =
+        hw::write_and_wait(lb->a, lb->cq, sges, reinterpret_cast<uint64_t>(dst.data() + off), dst_mr->rkey());
     ASSERT_EQ(err, "");
     EXPECT_EQ(std::memcmp(dst.data() + off, src.data() + off, len), 0);
-    EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<long>(off), [](uint8_t b) { return b == 0; }));
-    EXPECT_TRUE(std::all_of(dst.begin() + static_cast<long>(off + len), dst.end(), [](uint8_t b) { return b == 0; }));
+    EXPECT_TRUE(
+        std::all_of(dst.begin(), dst.begin() + static_cast<long>(off), [](uint8_t b) { return b == 0; }));
+    EXPECT_TRUE(
+        std::all_of(dst.begin() + static_cast<long>(off + len), dst.end(), [](uint8_t b) { return b == 0; }));
   });
 }
 

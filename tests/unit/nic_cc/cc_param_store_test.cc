@@ -59,7 +59,7 @@ TEST(CcParams, MapsTheVendorTreeOntoDcqcnParams) {
   EXPECT_EQ(r.params, expected) << cc::describe(r.params);
   EXPECT_DOUBLE_EQ(r.params.alpha_gain, 5.0 / 1024);  // dce_tcp_g 1019
   EXPECT_DOUBLE_EQ(r.params.initial_alpha, 1023.0 / 1024);
-  EXPECT_EQ(r.params.byte_counter_bytes, 32767u);      // bytes, not 64-byte blocks
+  EXPECT_EQ(r.params.byte_counter_bytes, 32767u);  // bytes, not 64-byte blocks
   EXPECT_EQ(r.params.increase_timer_us, 300u);
   EXPECT_EQ(r.params.np_cnp_interval_us, 4u);
 }
@@ -91,10 +91,11 @@ TEST(CcApply, WritesOnlyChangedKnobsAndReadsThemBack) {
   WritableFixture fx("procfs");
   SysfsRoot root(fx.path());
   std::map<std::string, std::string> writes;
-  root.set_write_filter_for_test([&](std::string_view path, std::string_view value) -> std::optional<std::string> {
-    writes[std::string(path.substr(path.rfind('/') + 1))] = std::string(value);
-    return std::string(value);
-  });
+  root.set_write_filter_for_test(
+      [&](std::string_view path, std::string_view value) -> std::optional<std::string> {
+        writes[std::string(path.substr(path.rfind('/') + 1))] = std::string(value);
+        return std::string(value);
+      });
   cc::DcqcnParams want = cc::mlx5_profile();
   want.increase_timer_us = 55;
   want.rate_ai_mbps = 40;
@@ -119,12 +120,13 @@ TEST(CcApply, ReportsAKnobThatReadsBackDifferently) {
   WritableFixture fx("roce-cx6dx");
   SysfsRoot root(fx.path());
   // Firmware that keeps the increase timer in 64 µs steps and refuses AI rates above 100 Mb/s.
-  root.set_write_filter_for_test([](std::string_view path, std::string_view value) -> std::optional<std::string> {
-    const auto v = parse_u64(value).value_or(0);
-    if (path.ends_with("/rp_time_reset")) return std::to_string((v + 63) / 64 * 64);
-    if (path.ends_with("/rp_ai_rate") && v > 100) return std::nullopt;
-    return std::string(value);
-  });
+  root.set_write_filter_for_test(
+      [](std::string_view path, std::string_view value) -> std::optional<std::string> {
+        const auto v = parse_u64(value).value_or(0);
+        if (path.ends_with("/rp_time_reset")) return std::to_string((v + 63) / 64 * 64);
+        if (path.ends_with("/rp_ai_rate") && v > 100) return std::nullopt;
+        return std::string(value);
+      });
   cc::DcqcnParams want = cc::mlx5_profile();
   want.increase_timer_us = 55;
   want.rate_ai_mbps = 400;
@@ -173,7 +175,8 @@ TEST(CcApply, LimitsToTheNamedKnobsInEitherSpelling) {
   ASSERT_EQ(report.changes.size(), 2u);
   EXPECT_EQ(report.applied().size(), 2u);
   EXPECT_EQ(root.read_u64("/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/rp_time_reset").value(), 55u);
-  EXPECT_EQ(root.read_u64("/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/np_min_time_between_cnps").value(), 50u);
+  EXPECT_EQ(root.read_u64("/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/np_min_time_between_cnps").value(),
+            50u);
   EXPECT_EQ(root.read_u64("/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/rp_ai_rate").value(), 5u);
 }
 

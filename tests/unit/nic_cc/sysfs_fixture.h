@@ -1,11 +1,10 @@
 #pragma once
 // Fixture trees under tests/data/sysfs/ (see its README) and writable copies of them.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace rdmad::testing {
 
@@ -21,8 +20,9 @@ class WritableFixture {
     dir_ = std::filesystem::temp_directory_path() /
            ("rdmad-sysfs-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
     std::filesystem::remove_all(dir_);
-    std::filesystem::copy(sysfs_fixture(name), dir_,
-                          std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+    std::filesystem::copy(
+        sysfs_fixture(name), dir_,
+        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
   }
   ~WritableFixture() {
     std::error_code ec;

@@ -53,7 +53,8 @@ TEST(SysfsRoot, ResolvesSymlinksInsideTheRoot) {
   const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
   EXPECT_EQ(root.resolve("/sys/class/infiniband/mlx5_1/device").value(),
             "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1");
-  EXPECT_EQ(root.resolve("/sys/class/net/enp59s0f0np0.100").value(), "/sys/devices/virtual/net/enp59s0f0np0.100");
+  EXPECT_EQ(root.resolve("/sys/class/net/enp59s0f0np0.100").value(),
+            "/sys/devices/virtual/net/enp59s0f0np0.100");
   EXPECT_FALSE(root.resolve("/sys/class/infiniband/mlx9_0").ok());
 }
 
@@ -78,10 +79,11 @@ TEST(SysfsRoot, WritesExistingAttributesOnly) {
 TEST(SysfsRoot, WriteFilterModelsADeviceThatQuantizesOrRejects) {
   WritableFixture fx("procfs");
   SysfsRoot root(fx.path());
-  root.set_write_filter_for_test([](std::string_view path, std::string_view value) -> std::optional<std::string> {
-    if (path.ends_with("rpg_min_rate")) return std::nullopt;
-    return std::string(value) + "0";
-  });
+  root.set_write_filter_for_test(
+      [](std::string_view path, std::string_view value) -> std::optional<std::string> {
+        if (path.ends_with("rpg_min_rate")) return std::nullopt;
+        return std::string(value) + "0";
+      });
   ASSERT_TRUE(root.write("/sys/class/net/eth0/ecn/roce_rp/rpg_ai_rate", "7").ok());
   EXPECT_EQ(root.read_u64("/sys/class/net/eth0/ecn/roce_rp/rpg_ai_rate").value(), 70u);
   const auto rejected = root.write("/sys/class/net/eth0/ecn/roce_rp/rpg_min_rate", "2");

@@ -1,6 +1,7 @@
 #include "rdmad/verbs/rdma_core/address_watcher.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -9,8 +10,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
@@ -116,7 +115,8 @@ int change_address(uint16_t type, uint32_t ifindex) {
 }
 
 // Waits for events from the watcher for at most `deadline`; returns what arrived.
-std::vector<AddressEvent> wait_for_events(AddressWatcher& w, size_t want, std::chrono::milliseconds deadline) {
+std::vector<AddressEvent> wait_for_events(AddressWatcher& w, size_t want,
+                                          std::chrono::milliseconds deadline) {
   std::vector<AddressEvent> got;
   const auto until = std::chrono::steady_clock::now() + deadline;
   while (got.size() < want && std::chrono::steady_clock::now() < until) {
@@ -166,7 +166,8 @@ TEST(AddressWatcher, SeesRealAddressChangesInAPrivateNetworkNamespace) {
   waitpid(pid, &status, 0);
   ASSERT_EQ(n, 1) << "child died";
   if (code == 'S') GTEST_SKIP() << "cannot create a private network namespace to change addresses in";
-  EXPECT_EQ(code, 'K') << "O: open failed, L: no lo, a: add failed, A: add event wrong, d: delete failed, D: delete event wrong";
+  EXPECT_EQ(code, 'K') << "O: open failed, L: no lo, a: add failed, A: add event wrong, d: delete failed, D: "
+                          "delete event wrong";
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "rdmad/verbs/rdma_core/device_discovery.h"
 
-#include <infiniband/verbs.h>
-
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 
 #include <algorithm>
 

@@ -111,7 +111,9 @@ TEST(GidSelect, CidrPicksASecondaryAddress) { EXPECT_EQ(chosen_within(IpFamily::
 
 TEST(GidSelect, Ipv6CidrOnAnIpv6Fabric) { EXPECT_EQ(chosen_within(IpFamily::kIpv6, "fd00:10:1::/48"), 5); }
 
-TEST(GidSelect, CidrMatchingNothingIsNoChoice) { EXPECT_EQ(chosen_within(IpFamily::kIpv4, "172.16.0.0/12"), -1); }
+TEST(GidSelect, CidrMatchingNothingIsNoChoice) {
+  EXPECT_EQ(chosen_within(IpFamily::kIpv4, "172.16.0.0/12"), -1);
+}
 
 TEST(GidSelect, FixedIndexOverridesTheRule) {
   const auto t = cx6_table();
@@ -133,7 +135,8 @@ TEST(GidSelect, FixedIndexMissingFromTheTableIsNoChoice) {
 }
 
 TEST(GidSelect, LinkLocalOnlyIsNoChoice) {
-  const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV1, kPf), entry(1, "fe80::1", GidType::kRoceV2, kPf)};
+  const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV1, kPf),
+                                   entry(1, "fe80::1", GidType::kRoceV2, kPf)};
   const auto c = select_gid(t, on_pf());
   EXPECT_FALSE(c.ok());
   EXPECT_NE(c.reason.find("1 link-local"), std::string::npos) << c.reason;
@@ -148,7 +151,8 @@ TEST(GidSelect, RoceV1IsNeverChosen) {
 }
 
 TEST(GidSelect, Ipv4FabricFallsBackToIpv6WhenNoMappedGidExists) {
-  const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV2, kPf), entry(1, "fd00::7", GidType::kRoceV2, kPf)};
+  const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV2, kPf),
+                                   entry(1, "fd00::7", GidType::kRoceV2, kPf)};
   const auto c = select_gid(t, on_pf());
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.entry->index, 1u);

@@ -33,7 +33,7 @@ TEST(MrSplit, FindsTheSliceOfARange) {
   EXPECT_FALSE(find_slice(plan, kMaxMrSliceBytes - 1, 2));  // crosses a boundary
   EXPECT_FALSE(find_slice(plan, 8 * kGiB, 1));              // past the end
   EXPECT_FALSE(find_slice(plan, 0, 0));
-  EXPECT_FALSE(find_slice(plan, UINT64_MAX, 2));            // no wrap-around
+  EXPECT_FALSE(find_slice(plan, UINT64_MAX, 2));  // no wrap-around
 }
 
 TEST(MrSplit, SplitsARangeAtSliceBoundaries) {

@@ -24,8 +24,8 @@ SysfsResult<CcPriorityEnable> read_cc_enable(const SysfsRoot& root, std::string_
   return out;
 }
 
-SysfsResult<bool> set_cc_enable(const SysfsRoot& root, std::string_view netdev, cc::KnobSide side, int priority,
-                                bool enabled) {
+SysfsResult<bool> set_cc_enable(const SysfsRoot& root, std::string_view netdev, cc::KnobSide side,
+                                int priority, bool enabled) {
   const std::string path = enable_path(netdev, side, priority);
   if (priority < 0 || priority >= kNumPriorities) return SysfsError{path, EINVAL, "priority must be 0..7"};
   if (auto w = root.write(path, enabled ? "1" : "0"); !w) return w.error();

@@ -1,16 +1,18 @@
 #include "rdmad/nic_cc/cc_param_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace rdmad::nic_cc {
 
 namespace {
 
 std::string vendor_base(std::string_view netdev) { return fmt::format("/sys/class/net/{}/ecn", netdev); }
-std::string debugfs_base(std::string_view pci) { return fmt::format("/sys/kernel/debug/mlx5/{}/cc_params", pci); }
+std::string debugfs_base(std::string_view pci) {
+  return fmt::format("/sys/kernel/debug/mlx5/{}/cc_params", pci);
+}
 
 SysfsResult<int64_t> read_knob(const SysfsRoot& root, const CcParamLocation& where, const cc::Mlx5Knob& k) {
   auto v = root.read_u64(where.knob_path(k));
@@ -38,7 +40,8 @@ CcParamLocation CcParamLocation::debugfs(std::string pci_address) {
 }
 
 std::string CcParamLocation::knob_path(const cc::Mlx5Knob& knob) const {
-  if (source == CcParamSource::kUpstreamDebugfs) return fmt::format("{}/{}", debugfs_base(key), knob.debugfs_name);
+  if (source == CcParamSource::kUpstreamDebugfs)
+    return fmt::format("{}/{}", debugfs_base(key), knob.debugfs_name);
   const char* side = knob.side == cc::KnobSide::kReactionPoint ? "roce_rp" : "roce_np";
   return fmt::format("{}/{}/{}", vendor_base(key), side, knob.name);
 }
@@ -68,10 +71,12 @@ std::vector<std::string> CcParamsReadout::unreadable() const {
 }
 
 size_t CcParamsReadout::readable_count() const {
-  return static_cast<size_t>(std::count_if(knobs.begin(), knobs.end(), [](const auto& k) { return k.value.has_value(); }));
+  return static_cast<size_t>(
+      std::count_if(knobs.begin(), knobs.end(), [](const auto& k) { return k.value.has_value(); }));
 }
 
-CcParamsReadout read_cc_params(const SysfsRoot& root, const CcParamLocation& where, const cc::DcqcnParams& base) {
+CcParamsReadout read_cc_params(const SysfsRoot& root, const CcParamLocation& where,
+                               const cc::DcqcnParams& base) {
   CcParamsReadout out;
   out.params = base;
   for (const auto& knob : cc::mlx5_knobs()) {
@@ -89,12 +94,18 @@ CcParamsReadout read_cc_params(const SysfsRoot& root, const CcParamLocation& whe
 
 std::string_view to_string(KnobOutcome o) {
   switch (o) {
-    case KnobOutcome::kUnchanged: return "unchanged";
-    case KnobOutcome::kApplied: return "applied";
-    case KnobOutcome::kNotTaken: return "not taken";
-    case KnobOutcome::kOutOfRange: return "out of range";
-    case KnobOutcome::kWriteFailed: return "write failed";
-    case KnobOutcome::kUnreadable: return "unreadable";
+    case KnobOutcome::kUnchanged:
+      return "unchanged";
+    case KnobOutcome::kApplied:
+      return "applied";
+    case KnobOutcome::kNotTaken:
+      return "not taken";
+    case KnobOutcome::kOutOfRange:
+      return "out of range";
+    case KnobOutcome::kWriteFailed:
+      return "write failed";
+    case KnobOutcome::kUnreadable:
+      return "unreadable";
   }
   return "?";
 }
@@ -102,14 +113,19 @@ std::string_view to_string(KnobOutcome o) {
 std::string KnobChange::text() const {
   const std::string_view name = knob != nullptr ? knob->name : "?";
   switch (outcome) {
-    case KnobOutcome::kUnchanged: return fmt::format("{}: already {}", name, wanted);
-    case KnobOutcome::kApplied: return fmt::format("{}: {} -> {}", name, before.value_or(-1), wanted);
+    case KnobOutcome::kUnchanged:
+      return fmt::format("{}: already {}", name, wanted);
+    case KnobOutcome::kApplied:
+      return fmt::format("{}: {} -> {}", name, before.value_or(-1), wanted);
     case KnobOutcome::kNotTaken:
       return fmt::format("{}: wanted {}, device reads back {}", name, wanted, after.value_or(-1));
     case KnobOutcome::kOutOfRange:
-      return fmt::format("{}: wanted {} is outside [{}, {}]; not written", name, wanted, knob->min, knob->max);
-    case KnobOutcome::kWriteFailed: return fmt::format("{}: writing {} failed: {}", name, wanted, error);
-    case KnobOutcome::kUnreadable: return fmt::format("{}: cannot read: {}", name, error);
+      return fmt::format("{}: wanted {} is outside [{}, {}]; not written", name, wanted, knob->min,
+                         knob->max);
+    case KnobOutcome::kWriteFailed:
+      return fmt::format("{}: writing {} failed: {}", name, wanted, error);
+    case KnobOutcome::kUnreadable:
+      return fmt::format("{}: cannot read: {}", name, error);
   }
   return std::string(name);
 }
@@ -130,8 +146,8 @@ std::vector<const KnobChange*> CcApplyReport::applied() const {
   return out;
 }
 
-CcApplyReport apply_cc_params(const SysfsRoot& root, const CcParamLocation& where, const cc::DcqcnParams& desired,
-                              std::span<const std::string> only) {
+CcApplyReport apply_cc_params(const SysfsRoot& root, const CcParamLocation& where,
+                              const cc::DcqcnParams& desired, std::span<const std::string> only) {
   CcApplyReport report;
   for (const auto& knob : cc::mlx5_knobs()) {
     if (!selected(knob, only)) continue;

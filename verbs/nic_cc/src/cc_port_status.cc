@@ -8,8 +8,9 @@ std::string CcPortStatus::summary() const {
   if (!location || !readout) {
     return "DCQCN parameters not reachable (no vendor ecn/ tree, no readable debugfs cc_params)";
   }
-  std::string s = fmt::format("DCQCN via {}: {} ({}/{} knobs)", location->describe(), cc::describe(readout->params),
-                              readout->readable_count(), readout->knobs.size());
+  std::string s =
+      fmt::format("DCQCN via {}: {} ({}/{} knobs)", location->describe(), cc::describe(readout->params),
+                  readout->readable_count(), readout->knobs.size());
   if (enable) {
     std::string rp, np;
     for (int p = 0; p < kNumPriorities; ++p) {

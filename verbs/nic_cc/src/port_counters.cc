@@ -29,8 +29,12 @@ std::optional<uint64_t> PortCounters::get(std::string_view name) const { return 
 std::optional<uint64_t> HwCounters::get(std::string_view name) const { return lookup(values, name); }
 
 DcqcnCounters dcqcn_counters(const HwCounters& hw) {
-  return {hw.get("np_ecn_marked_roce_packets"), hw.get("np_cnp_sent"),    hw.get("rp_cnp_handled"),
-          hw.get("rp_cnp_ignored"),             hw.get("out_of_sequence"), hw.get("packet_seq_err"),
+  return {hw.get("np_ecn_marked_roce_packets"),
+          hw.get("np_cnp_sent"),
+          hw.get("rp_cnp_handled"),
+          hw.get("rp_cnp_ignored"),
+          hw.get("out_of_sequence"),
+          hw.get("packet_seq_err"),
           hw.get("local_ack_timeout_err")};
 }
 
@@ -51,7 +55,8 @@ SysfsResult<PortCounters> read_port_counters(const SysfsRoot& root, std::string_
 
 SysfsResult<HwCounters> read_hw_counters(const SysfsRoot& root, std::string_view device, unsigned port) {
   HwCounters c;
-  if (auto r = read_dir(root, port_dir(device, port) + "/hw_counters", "lifespan", c.values); !r) return r.error();
+  if (auto r = read_dir(root, port_dir(device, port) + "/hw_counters", "lifespan", c.values); !r)
+    return r.error();
   return c;
 }
 

@@ -1,6 +1,7 @@
 #include "rdmad/nic_cc/sysfs_root.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <charconv>
 #include <cstring>
 #include <system_error>
-
-#include <fmt/format.h>
 
 namespace rdmad::nic_cc {
 

@@ -1,11 +1,10 @@
 #include "rdmad/verbs/rdma_core/device_caps.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace rdmad::verbs::rdma_core {
 

@@ -1,12 +1,11 @@
 #include "rdmad/verbs/rdma_core/device_discovery.h"
 
+#include <fmt/format.h>
 #include <infiniband/verbs.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <memory>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "rdmad/verbs/rdma_core/handles.h"
 
@@ -14,12 +13,18 @@ namespace rdmad::verbs::rdma_core {
 
 uint32_t mtu_bytes(int ibv_mtu) {
   switch (ibv_mtu) {
-    case IBV_MTU_256: return 256;
-    case IBV_MTU_512: return 512;
-    case IBV_MTU_1024: return 1024;
-    case IBV_MTU_2048: return 2048;
-    case IBV_MTU_4096: return 4096;
-    default: return 0;
+    case IBV_MTU_256:
+      return 256;
+    case IBV_MTU_512:
+      return 512;
+    case IBV_MTU_1024:
+      return 1024;
+    case IBV_MTU_2048:
+      return 2048;
+    case IBV_MTU_4096:
+      return 4096;
+    default:
+      return 0;
   }
 }
 
@@ -40,8 +45,8 @@ void enrich_from_verbs(ibv_device* dev, DeviceInfo& info, std::vector<std::strin
   for (auto& p : info.ports) {
     ibv_port_attr attr{};
     if (const int rc = ibv_query_port(ctx->get(), static_cast<uint8_t>(p.port), &attr); rc != 0) {
-      warnings.push_back(VerbsError{fmt::format("ibv_query_port({})", p.port), info.name, rc > 0 ? rc : errno}
-                             .message());
+      warnings.push_back(
+          VerbsError{fmt::format("ibv_query_port({})", p.port), info.name, rc > 0 ? rc : errno}.message());
       continue;
     }
     p.state = attr.state;

@@ -1,12 +1,12 @@
 #include "rdmad/verbs/rdma_core/device_info.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <algorithm>
 #include <tuple>
-
-#include <fmt/format.h>
 
 namespace rdmad::verbs::rdma_core {
 
@@ -15,9 +15,12 @@ using nic_cc::trim;
 
 std::string_view to_string(LinkLayer l) {
   switch (l) {
-    case LinkLayer::kInfiniBand: return "InfiniBand";
-    case LinkLayer::kEthernet: return "Ethernet";
-    case LinkLayer::kUnknown: break;
+    case LinkLayer::kInfiniBand:
+      return "InfiniBand";
+    case LinkLayer::kEthernet:
+      return "Ethernet";
+    case LinkLayer::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -77,7 +80,8 @@ PortInfo read_port(const SysfsRoot& root, const std::string& dev_dir, unsigned n
   if (port.link_layer == LinkLayer::kEthernet) {
     port.netdev = text_or_empty(root, p + "/gid_attrs/ndevs/0");
     if (!port.netdev.empty()) {
-      port.netdev_mtu = static_cast<uint32_t>(root.read_u64("/sys/class/net/" + port.netdev + "/mtu").value_or(0));
+      port.netdev_mtu =
+          static_cast<uint32_t>(root.read_u64("/sys/class/net/" + port.netdev + "/mtu").value_or(0));
       port.active_mtu_bytes = roce_active_mtu(port.netdev_mtu);
     }
   }
@@ -106,9 +110,11 @@ DeviceInfo read_device_sysfs(const SysfsRoot& root, std::string_view name) {
     d.netdevs = root.list(dir + "/device/net");
   }
   for (const auto& p : root.list(dir + "/ports")) {
-    if (const auto num = nic_cc::parse_u64(p)) d.ports.push_back(read_port(root, dir, static_cast<unsigned>(*num)));
+    if (const auto num = nic_cc::parse_u64(p))
+      d.ports.push_back(read_port(root, dir, static_cast<unsigned>(*num)));
   }
-  std::sort(d.ports.begin(), d.ports.end(), [](const PortInfo& a, const PortInfo& b) { return a.port < b.port; });
+  std::sort(d.ports.begin(), d.ports.end(),
+            [](const PortInfo& a, const PortInfo& b) { return a.port < b.port; });
   return d;
 }
 

@@ -1,23 +1,25 @@
 #include "rdmad/verbs/rdma_core/dmabuf_probe.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace rdmad::verbs::rdma_core {
 
 DmabufProbe classify_dmabuf_probe(bool mr_created, int err) {
   if (mr_created) return {DmabufSupport::kSupported, 0, "ibv_reg_dmabuf_mr accepted fd -1"};
   switch (err) {
-    case EBADF: return {DmabufSupport::kSupported, err, "dma-buf registration supported (probe got EBADF)"};
+    case EBADF:
+      return {DmabufSupport::kSupported, err, "dma-buf registration supported (probe got EBADF)"};
     case EOPNOTSUPP:
     case EPROTONOSUPPORT:
       return {DmabufSupport::kNotSupported, err,
               fmt::format("dma-buf registration not supported by the provider or kernel (< 5.12?): {}",
                           std::strerror(err))};
     default:
-      return {DmabufSupport::kUnknown, err, fmt::format("dma-buf probe inconclusive: {}", std::strerror(err))};
+      return {DmabufSupport::kUnknown, err,
+              fmt::format("dma-buf probe inconclusive: {}", std::strerror(err))};
   }
 }
 

@@ -1,12 +1,11 @@
 #include "rdmad/verbs/rdma_core/gid_selector.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <tuple>
-
-#include <fmt/format.h>
 
 namespace rdmad::verbs::rdma_core {
 
@@ -59,8 +58,10 @@ std::string describe_entry(const GidEntry& e) {
 
 GidChoice select_gid(std::span<const GidEntry> table, const GidMatch& m) {
   if (m.gid_index) {
-    const auto it = std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == *m.gid_index; });
-    if (it == table.end()) return {std::nullopt, fmt::format("configured gid_index {} is not in the GID table", *m.gid_index)};
+    const auto it =
+        std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == *m.gid_index; });
+    if (it == table.end())
+      return {std::nullopt, fmt::format("configured gid_index {} is not in the GID table", *m.gid_index)};
     return {*it, describe_entry(*it) + ": fixed by gid_index in config"};
   }
   Tally t;
@@ -70,7 +71,8 @@ GidChoice select_gid(std::span<const GidEntry> table, const GidMatch& m) {
     if (e.type != GidType::kRoceV2) continue;
     ++t.v2;
     const bool exact = m.netdev.empty() || e.ndev_name == m.netdev;
-    const bool vlan = std::find(m.vlan_netdevs.begin(), m.vlan_netdevs.end(), e.ndev_name) != m.vlan_netdevs.end();
+    const bool vlan =
+        std::find(m.vlan_netdevs.begin(), m.vlan_netdevs.end(), e.ndev_name) != m.vlan_netdevs.end();
     if (!exact && !vlan) {
       ++t.other_netdev;
       continue;
@@ -96,10 +98,12 @@ GidChoice select_gid(std::span<const GidEntry> table, const GidMatch& m) {
     if (std::get<0>(best_key) != 0) why += ": no GID of the fabric's address family, using the other family";
     return {*best, why};
   }
-  return {std::nullopt,
-          fmt::format("no usable RoCE v2 GID{}: {} RoCE v2 entries, {} on other netdevs, {} link-local, {} outside {}",
-                      m.netdev.empty() ? "" : " on " + m.netdev, t.v2, t.other_netdev, t.link_local,
-                      t.outside_cidr, m.cidr ? "the cidr" : "(no cidr)")};
+  return {
+      std::nullopt,
+      fmt::format(
+          "no usable RoCE v2 GID{}: {} RoCE v2 entries, {} on other netdevs, {} link-local, {} outside {}",
+          m.netdev.empty() ? "" : " on " + m.netdev, t.v2, t.other_netdev, t.link_local, t.outside_cidr,
+          m.cidr ? "the cidr" : "(no cidr)")};
 }
 
 std::vector<std::string> upper_netdevs(const nic_cc::SysfsRoot& root, std::string_view netdev) {

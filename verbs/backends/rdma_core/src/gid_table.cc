@@ -1,6 +1,7 @@
 #include "rdmad/verbs/rdma_core/gid_table.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
 
@@ -8,15 +9,16 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
-
 namespace rdmad::verbs::rdma_core {
 
 std::string_view to_string(GidType t) {
   switch (t) {
-    case GidType::kIb: return "IB";
-    case GidType::kRoceV1: return "RoCE v1";
-    case GidType::kRoceV2: return "RoCE v2";
+    case GidType::kIb:
+      return "IB";
+    case GidType::kRoceV1:
+      return "RoCE v1";
+    case GidType::kRoceV2:
+      return "RoCE v2";
   }
   return "?";
 }
@@ -45,7 +47,8 @@ bool is_ipv4_mapped(const GidBytes& gid) {
 
 bool is_link_local(const GidBytes& gid) { return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80; }
 
-std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::string_view device, unsigned port) {
+std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::string_view device,
+                                           unsigned port) {
   const std::string p = fmt::format("/sys/class/infiniband/{}/ports/{}", device, port);
   const bool ethernet = root.read_trimmed(p + "/link_layer").value_or("") == "Ethernet";
   std::vector<GidEntry> out;
@@ -64,7 +67,8 @@ std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::s
     e.type = *type == "RoCE v2" ? GidType::kRoceV2 : ethernet ? GidType::kRoceV1 : GidType::kIb;
     e.ndev_name = root.read_trimmed(p + "/gid_attrs/ndevs/" + name).value_or("");
     if (!e.ndev_name.empty()) {
-      e.ndev_ifindex = static_cast<uint32_t>(root.read_u64("/sys/class/net/" + e.ndev_name + "/ifindex").value_or(0));
+      e.ndev_ifindex =
+          static_cast<uint32_t>(root.read_u64("/sys/class/net/" + e.ndev_name + "/ifindex").value_or(0));
     }
     out.push_back(std::move(e));
   }
@@ -72,7 +76,8 @@ std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::s
   return out;
 }
 
-VerbsResult<std::vector<GidEntry>> read_gid_table_verbs(ibv_context* ctx, std::string_view device, unsigned port) {
+VerbsResult<std::vector<GidEntry>> read_gid_table_verbs(ibv_context* ctx, std::string_view device,
+                                                        unsigned port) {
   ibv_device_attr dev_attr{};
   if (const int rc = ibv_query_device(ctx, &dev_attr); rc != 0) {
     return VerbsError{"ibv_query_device", std::string(device), rc > 0 ? rc : errno};
@@ -82,7 +87,8 @@ VerbsResult<std::vector<GidEntry>> read_gid_table_verbs(ibv_context* ctx, std::s
     return VerbsError{"ibv_query_port", std::string(device), rc > 0 ? rc : errno};
   }
   // The call returns the valid entries of every port; size the buffer for all of them.
-  const size_t max_entries = static_cast<size_t>(port_attr.gid_tbl_len) * std::max<uint8_t>(dev_attr.phys_port_cnt, 1);
+  const size_t max_entries =
+      static_cast<size_t>(port_attr.gid_tbl_len) * std::max<uint8_t>(dev_attr.phys_port_cnt, 1);
   std::vector<ibv_gid_entry> raw(max_entries);
   const ssize_t n = ibv_query_gid_table(ctx, raw.data(), raw.size(), 0);
   if (n < 0) return VerbsError{"ibv_query_gid_table", std::string(device), static_cast<int>(-n)};

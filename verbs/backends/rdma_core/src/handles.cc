@@ -1,10 +1,10 @@
 #include "rdmad/verbs/rdma_core/handles.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace rdmad::verbs::rdma_core {
 
@@ -60,15 +60,17 @@ VerbsResult<MemoryRegion> MemoryRegion::register_host(const ProtectionDomain& pd
   errno = 0;
   ibv_mr* raw = ibv_reg_mr(pd.get(), addr, length, access);
   if (raw == nullptr) return fail<MemoryRegion>("ibv_reg_mr", pd.device());
-  return MemoryRegion(detail::adopt(raw, &ibv_dereg_mr, "ibv_dereg_mr", pd.device(), {pd.anchor()}), pd.device());
+  return MemoryRegion(detail::adopt(raw, &ibv_dereg_mr, "ibv_dereg_mr", pd.device(), {pd.anchor()}),
+                      pd.device());
 }
 
-VerbsResult<MemoryRegion> MemoryRegion::register_dmabuf(const ProtectionDomain& pd, uint64_t offset, size_t length,
-                                                        uint64_t iova, int fd, int access) {
+VerbsResult<MemoryRegion> MemoryRegion::register_dmabuf(const ProtectionDomain& pd, uint64_t offset,
+                                                        size_t length, uint64_t iova, int fd, int access) {
   errno = 0;
   ibv_mr* raw = ibv_reg_dmabuf_mr(pd.get(), offset, length, iova, fd, access);
   if (raw == nullptr) return fail<MemoryRegion>("ibv_reg_dmabuf_mr", pd.device());
-  return MemoryRegion(detail::adopt(raw, &ibv_dereg_mr, "ibv_dereg_mr", pd.device(), {pd.anchor()}), pd.device());
+  return MemoryRegion(detail::adopt(raw, &ibv_dereg_mr, "ibv_dereg_mr", pd.device(), {pd.anchor()}),
+                      pd.device());
 }
 
 VerbsResult<CompletionChannel> CompletionChannel::create(const Context& ctx) {
@@ -80,17 +82,16 @@ VerbsResult<CompletionChannel> CompletionChannel::create(const Context& ctx) {
       ctx.device());
 }
 
-VerbsResult<CompletionQueue> CompletionQueue::create(const Context& ctx, int cqe, const CompletionChannel* channel,
-                                                     int comp_vector) {
+VerbsResult<CompletionQueue> CompletionQueue::create(const Context& ctx, int cqe,
+                                                     const CompletionChannel* channel, int comp_vector) {
   errno = 0;
   ibv_comp_channel* ch = channel != nullptr ? channel->get() : nullptr;
   ibv_cq* raw = ibv_create_cq(ctx.get(), cqe, nullptr, ch, comp_vector);
   if (raw == nullptr) return fail<CompletionQueue>("ibv_create_cq", ctx.device());
   // A CQ attached to a channel must be destroyed before the channel.
-  return CompletionQueue(
-      detail::adopt(raw, &ibv_destroy_cq, "ibv_destroy_cq", ctx.device(),
-                    {ctx.anchor(), channel != nullptr ? channel->anchor() : nullptr}),
-      ctx.device());
+  return CompletionQueue(detail::adopt(raw, &ibv_destroy_cq, "ibv_destroy_cq", ctx.device(),
+                                       {ctx.anchor(), channel != nullptr ? channel->anchor() : nullptr}),
+                         ctx.device());
 }
 
 VerbsResult<QueuePair> QueuePair::create(const ProtectionDomain& pd, const CompletionQueue& send_cq,

@@ -7,13 +7,16 @@ namespace rdmad::verbs::rdma_core {
 std::vector<MrSlice> plan_mr_slices(uint64_t length, uint64_t max_slice) {
   std::vector<MrSlice> out;
   if (max_slice == 0) return out;
-  for (uint64_t off = 0; off < length; off += max_slice) out.push_back({off, std::min(max_slice, length - off)});
+  for (uint64_t off = 0; off < length; off += max_slice)
+    out.push_back({off, std::min(max_slice, length - off)});
   return out;
 }
 
 namespace {
 
-uint64_t total(std::span<const MrSlice> plan) { return plan.empty() ? 0 : plan.back().offset + plan.back().length; }
+uint64_t total(std::span<const MrSlice> plan) {
+  return plan.empty() ? 0 : plan.back().offset + plan.back().length;
+}
 
 bool inside(std::span<const MrSlice> plan, uint64_t offset, uint64_t length) {
   const uint64_t end = total(plan);
@@ -29,7 +32,8 @@ size_t slice_of(std::span<const MrSlice> plan, uint64_t offset) {
 }  // namespace
 
 std::optional<size_t> find_slice(std::span<const MrSlice> plan, uint64_t offset, uint64_t length) {
-  if (plan.empty() || length == 0 || !inside(plan, offset, length) || offset == total(plan)) return std::nullopt;
+  if (plan.empty() || length == 0 || !inside(plan, offset, length) || offset == total(plan))
+    return std::nullopt;
   const size_t i = slice_of(plan, offset);
   if (offset + length > plan[i].offset + plan[i].length) return std::nullopt;
   return i;

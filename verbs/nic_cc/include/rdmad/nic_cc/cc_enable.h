@@ -24,7 +24,7 @@ struct CcPriorityEnable {
 SysfsResult<CcPriorityEnable> read_cc_enable(const SysfsRoot& root, std::string_view netdev);
 
 // Turns one side's switch of one priority on or off and reads it back (true when it took).
-SysfsResult<bool> set_cc_enable(const SysfsRoot& root, std::string_view netdev, cc::KnobSide side, int priority,
-                                bool enabled);
+SysfsResult<bool> set_cc_enable(const SysfsRoot& root, std::string_view netdev, cc::KnobSide side,
+                                int priority, bool enabled);
 
 }  // namespace rdmad::nic_cc

@@ -12,10 +12,10 @@
 namespace rdmad::nic_cc {
 
 enum class CcFindingKind : uint8_t {
-  kCnpIgnoredRising,       // rp_cnp_ignored grew between two samples: CNPs arrive for a priority whose RP is off
-  kRpDisabledOnRocePrio,   // the reaction point is off on the priority RoCE traffic uses
-  kNpDisabledOnRocePrio,   // the notification point is off on the priority RoCE traffic uses
-  kCounterWentBackwards,   // a sample is older than the previous one or the counters were reset
+  kCnpIgnoredRising,  // rp_cnp_ignored grew between two samples: CNPs arrive for a priority whose RP is off
+  kRpDisabledOnRocePrio,  // the reaction point is off on the priority RoCE traffic uses
+  kNpDisabledOnRocePrio,  // the notification point is off on the priority RoCE traffic uses
+  kCounterWentBackwards,  // a sample is older than the previous one or the counters were reset
 };
 
 struct CcFinding {
@@ -26,10 +26,10 @@ struct CcFinding {
 struct CcHealthInput {
   std::string device;
   unsigned port = 1;
-  int roce_priority = 3;                  // 802.1p priority (traffic class) that carries RoCE traffic
-  const HwCounters* previous = nullptr;   // earlier sample; nullptr on the first check
+  int roce_priority = 3;                 // 802.1p priority (traffic class) that carries RoCE traffic
+  const HwCounters* previous = nullptr;  // earlier sample; nullptr on the first check
   const HwCounters* current = nullptr;
-  std::optional<CcPriorityEnable> enable; // nullopt where the switches cannot be read (upstream kernel)
+  std::optional<CcPriorityEnable> enable;  // nullopt where the switches cannot be read (upstream kernel)
 };
 
 // Every misconfiguration visible in `in`; empty when all is well (or nothing can be judged).

@@ -43,8 +43,8 @@ struct KnobReading {
 };
 
 struct CcParamsReadout {
-  cc::DcqcnParams params;            // `base` with every readable knob applied
-  std::vector<KnobReading> knobs;    // one per knob of cc::mlx5_knobs(), same order
+  cc::DcqcnParams params;          // `base` with every readable knob applied
+  std::vector<KnobReading> knobs;  // one per knob of cc::mlx5_knobs(), same order
   // Names of the knobs that could not be read (missing on this driver or unreadable).
   std::vector<std::string> unreadable() const;
   size_t readable_count() const;
@@ -70,7 +70,7 @@ struct KnobChange {
   KnobOutcome outcome = KnobOutcome::kUnchanged;
   std::optional<int64_t> before;  // read before writing
   int64_t wanted = 0;
-  std::optional<int64_t> after;   // read back after writing
+  std::optional<int64_t> after;  // read back after writing
   std::string error;
   // "rpg_time_reset: wanted 55, device reads back 64".
   std::string text() const;

@@ -12,19 +12,19 @@ namespace rdmad::verbs::rdma_core {
 
 struct AsyncEvent {
   enum class Kind : uint8_t {
-    kPortActive,    // IBV_EVENT_PORT_ACTIVE
-    kPortDown,      // IBV_EVENT_PORT_ERR
-    kPortChanged,   // LID, P_Key, GID, SM or client-reregister change: re-read port and GID table
-    kQpFatal,       // QP moved to the error state (IBV_EVENT_QP_FATAL / REQ_ERR / ACCESS_ERR)
+    kPortActive,   // IBV_EVENT_PORT_ACTIVE
+    kPortDown,     // IBV_EVENT_PORT_ERR
+    kPortChanged,  // LID, P_Key, GID, SM or client-reregister change: re-read port and GID table
+    kQpFatal,      // QP moved to the error state (IBV_EVENT_QP_FATAL / REQ_ERR / ACCESS_ERR)
     kCqError,
-    kDeviceFatal,   // the device is gone: every resource on it must be torn down
+    kDeviceFatal,  // the device is gone: every resource on it must be torn down
     kOther,
   };
   Kind kind = Kind::kOther;
   ibv_event_type raw = IBV_EVENT_DEVICE_FATAL;
-  unsigned port = 0;      // port events
-  uint32_t qp_num = 0;    // QP events
-  std::string text;       // ibv_event_type_str
+  unsigned port = 0;    // port events
+  uint32_t qp_num = 0;  // QP events
+  std::string text;     // ibv_event_type_str
 };
 
 // Pure translation of an event as libibverbs delivers it.

@@ -17,25 +17,25 @@ std::string_view to_string(LinkLayer l);
 struct PortInfo {
   unsigned port = 1;
   LinkLayer link_layer = LinkLayer::kUnknown;
-  int state = 0;                 // IB port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER
-  std::string state_text;        // "ACTIVE"
-  int phys_state = 0;            // 5 LinkUp, 3 Disabled, ...
-  std::string phys_state_text;   // "LinkUp"
-  uint64_t rate_mbps = 0;        // from `rate` ("100 Gb/sec (4X EDR)" → 100000); 0 unknown
-  std::string rate_text;         // the `rate` file as is
-  uint32_t active_mtu_bytes = 0; // IB MTU in use; 0 unknown
-  std::string netdev;            // Ethernet ports: the netdev the port sits on
+  int state = 0;                  // IB port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER
+  std::string state_text;         // "ACTIVE"
+  int phys_state = 0;             // 5 LinkUp, 3 Disabled, ...
+  std::string phys_state_text;    // "LinkUp"
+  uint64_t rate_mbps = 0;         // from `rate` ("100 Gb/sec (4X EDR)" → 100000); 0 unknown
+  std::string rate_text;          // the `rate` file as is
+  uint32_t active_mtu_bytes = 0;  // IB MTU in use; 0 unknown
+  std::string netdev;             // Ethernet ports: the netdev the port sits on
   uint32_t netdev_mtu = 0;
-  uint16_t lid = 0;              // InfiniBand only
+  uint16_t lid = 0;  // InfiniBand only
 
   bool active() const { return state == 4; }
 };
 
 struct DeviceInfo {
-  std::string name;              // "mlx5_0"
-  std::string sysfs_path;        // resolved "/sys/devices/pci0000:3a/.../infiniband/mlx5_0"
-  std::string pci_address;       // "0000:3b:00.0"; empty for a non-PCI (software) device
-  int numa_node = -1;            // -1 unknown
+  std::string name;         // "mlx5_0"
+  std::string sysfs_path;   // resolved "/sys/devices/pci0000:3a/.../infiniband/mlx5_0"
+  std::string pci_address;  // "0000:3b:00.0"; empty for a non-PCI (software) device
+  int numa_node = -1;       // -1 unknown
   std::string node_type, fw_ver, hca_type, board_id, node_guid;
   std::vector<std::string> netdevs;  // netdevs of the same PCI function
   std::vector<PortInfo> ports;

@@ -42,10 +42,12 @@ bool is_link_local(const GidBytes& gid);   // fe80::/10
 // Reads the table from sysfs, skipping empty (all-zero) slots and slots without a type. The sysfs
 // type "IB/RoCE v1" means IB on an InfiniBand port and RoCE v1 on an Ethernet port. ifindex comes from
 // /sys/class/net/<ndev>/ifindex.
-std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::string_view device, unsigned port);
+std::vector<GidEntry> read_gid_table_sysfs(const nic_cc::SysfsRoot& root, std::string_view device,
+                                           unsigned port);
 
 // Reads the table of `port` through ibv_query_gid_table (every port's entries come back; the others
 // are dropped). Netdev names come from if_indextoname.
-VerbsResult<std::vector<GidEntry>> read_gid_table_verbs(ibv_context* ctx, std::string_view device, unsigned port);
+VerbsResult<std::vector<GidEntry>> read_gid_table_verbs(ibv_context* ctx, std::string_view device,
+                                                        unsigned port);
 
 }  // namespace rdmad::verbs::rdma_core

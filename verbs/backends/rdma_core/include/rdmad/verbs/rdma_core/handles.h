@@ -84,7 +84,8 @@ class MemoryRegion : public Handle<ibv_mr> {
  public:
   using Handle::Handle;
   // ibv_reg_mr on host (or peer-mapped) memory.
-  static VerbsResult<MemoryRegion> register_host(const ProtectionDomain& pd, void* addr, size_t length, int access);
+  static VerbsResult<MemoryRegion> register_host(const ProtectionDomain& pd, void* addr, size_t length,
+                                                 int access);
   // ibv_reg_dmabuf_mr: `offset` into the dma-buf `fd`, mapped at `iova`. The fd may be closed afterwards.
   static VerbsResult<MemoryRegion> register_dmabuf(const ProtectionDomain& pd, uint64_t offset, size_t length,
                                                    uint64_t iova, int fd, int access);

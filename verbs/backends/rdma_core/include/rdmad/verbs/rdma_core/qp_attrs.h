@@ -21,18 +21,18 @@ struct RcQpConfig {
   uint8_t min_rnr_timer = 12;       // IB encoding: 12 = 0.64 ms
   uint8_t timeout = 14;             // local ACK timeout 4.096 µs · 2^14 ≈ 67 ms
   uint8_t retry_cnt = 7;
-  uint8_t rnr_retry = 7;            // 7 = retry forever
+  uint8_t rnr_retry = 7;  // 7 = retry forever
 };
 
 // RoCE (Ethernet link layer): addressed by GID, so every packet carries a GRH.
 struct RocePath {
   GidBytes dgid{};
   uint8_t sgid_index = 0;
-  uint8_t dscp = 26;         // DSCP of data packets; the traffic class carries it with ECT(0)
-  bool ect = true;           // mark data ECN-capable so switches can mark instead of drop
+  uint8_t dscp = 26;  // DSCP of data packets; the traffic class carries it with ECT(0)
+  bool ect = true;    // mark data ECN-capable so switches can mark instead of drop
   uint8_t hop_limit = 64;
   uint32_t flow_label = 0;
-  uint8_t sl = 0;            // becomes the 802.1p priority on mlx5
+  uint8_t sl = 0;  // becomes the 802.1p priority on mlx5
 };
 
 // InfiniBand: addressed by LID within the subnet.
@@ -43,8 +43,8 @@ struct IbPath {
 };
 
 struct RcRemote {
-  uint32_t qpn = 0;     // remote QP number
-  uint32_t psn = 0;     // first PSN the remote will send (our receive PSN), 24 bits
+  uint32_t qpn = 0;  // remote QP number
+  uint32_t psn = 0;  // first PSN the remote will send (our receive PSN), 24 bits
   std::variant<RocePath, IbPath> path;
 };
 
