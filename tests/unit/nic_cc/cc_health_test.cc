@@ -24,7 +24,7 @@ CcPriorityEnable all_on() {
   return e;
 }
 
-TEST(CcEnable, ReadsTheVendorSwitchesPerPriority) {
+TEST(NicCcEnable, ReadsTheVendorSwitchesPerPriority) {
   const auto e = read_cc_enable(SysfsRoot(sysfs_fixture("procfs")), "eth0");
   ASSERT_TRUE(e.ok()) << e.error().message();
   const std::array<bool, 8> rp = {true, true, false, true, true, false, true, false};
@@ -36,7 +36,7 @@ TEST(CcEnable, ReadsTheVendorSwitchesPerPriority) {
   EXPECT_FALSE(read_cc_enable(SysfsRoot(sysfs_fixture("roce-cx6dx")), "enp59s0f0np0").ok());
 }
 
-TEST(CcEnable, SetsOneSwitchAndReadsItBack) {
+TEST(NicCcEnable, SetsOneSwitchAndReadsItBack) {
   WritableFixture fx("procfs");
   const SysfsRoot root(fx.path());
   auto r = set_cc_enable(root, "eth0", cc::KnobSide::kReactionPoint, 5, true);
@@ -47,13 +47,13 @@ TEST(CcEnable, SetsOneSwitchAndReadsItBack) {
   EXPECT_FALSE(set_cc_enable(root, "eth0", cc::KnobSide::kNotificationPoint, 8, true).ok());
 }
 
-TEST(CcHealth, HealthyPortHasNoFindings) {
+TEST(NicCcHealth, HealthyPortHasNoFindings) {
   const auto a = hw(7), b = hw(7);
   EXPECT_TRUE(check_cc_health({"mlx5_0", 1, 3, &a, &b, all_on()}).empty());
   EXPECT_TRUE(check_cc_health({"mlx5_0", 1, 3, nullptr, &b, std::nullopt}).empty());
 }
 
-TEST(CcHealth, CnpIgnoredRisingIsAFinding) {
+TEST(NicCcHealth, CnpIgnoredRisingIsAFinding) {
   const auto a = hw(100), b = hw(160);
   const auto f = check_cc_health({"mlx5_0", 1, 3, &a, &b, std::nullopt});
   ASSERT_EQ(f.size(), 1u);
@@ -62,14 +62,14 @@ TEST(CcHealth, CnpIgnoredRisingIsAFinding) {
   EXPECT_NE(f[0].text.find("mlx5_0 port 1"), std::string::npos);
 }
 
-TEST(CcHealth, CounterResetIsReportedAsSuch) {
+TEST(NicCcHealth, CounterResetIsReportedAsSuch) {
   const auto a = hw(100), b = hw(3);
   const auto f = check_cc_health({"mlx5_0", 1, 3, &a, &b, std::nullopt});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, CcFindingKind::kCounterWentBackwards);
 }
 
-TEST(CcHealth, DisabledOnTheRocePriorityIsAFinding) {
+TEST(NicCcHealth, DisabledOnTheRocePriorityIsAFinding) {
   auto e = all_on();
   e.rp[3] = false;
   e.np[5] = false;  // not the RoCE priority: no finding
@@ -84,7 +84,7 @@ TEST(CcHealth, DisabledOnTheRocePriorityIsAFinding) {
 
 // End to end on the vendor-driver host: RoCE on priority 5, where the fixture has both sides off,
 // and rp_cnp_ignored climbing between two samples.
-TEST(CcHealth, VendorHostWithCcOffOnItsRocePriority) {
+TEST(NicCcHealth, VendorHostWithCcOffOnItsRocePriority) {
   WritableFixture fx("roce-vendor-ecn");
   const SysfsRoot root(fx.path());
   const auto first = read_hw_counters(root, "mlx5_0", 1);

@@ -21,7 +21,7 @@ const KnobChange& change_of(const CcApplyReport& r, std::string_view name) {
   return kNone;
 }
 
-TEST(CcParamLocation, BuildsVendorAndDebugfsPaths) {
+TEST(NicCcParamLocation, BuildsVendorAndDebugfsPaths) {
   const auto* tr = cc::find_mlx5_knob("rpg_time_reset");
   const auto* dscp = cc::find_mlx5_knob("cnp_dscp");
   ASSERT_NE(tr, nullptr);
@@ -34,7 +34,7 @@ TEST(CcParamLocation, BuildsVendorAndDebugfsPaths) {
             "/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/np_cnp_dscp");
 }
 
-TEST(CcParamLocation, PrefersTheVendorTreeAndFallsBackToDebugfs) {
+TEST(NicCcParamLocation, PrefersTheVendorTreeAndFallsBackToDebugfs) {
   const SysfsRoot vendor(sysfs_fixture("roce-vendor-ecn"));
   const auto v = locate_cc_params(vendor, "eth0", "0000:5e:00.0");
   ASSERT_TRUE(v);
@@ -47,7 +47,7 @@ TEST(CcParamLocation, PrefersTheVendorTreeAndFallsBackToDebugfs) {
   EXPECT_FALSE(locate_cc_params(SysfsRoot(sysfs_fixture("ib-hdr")), "ibp129s0f0", "0000:81:00.0"));
 }
 
-TEST(CcParams, MapsTheVendorTreeOntoDcqcnParams) {
+TEST(NicCcParams, MapsTheVendorTreeOntoDcqcnParams) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   const auto r = read_cc_params(root, CcParamLocation::vendor("eth0"));
   EXPECT_EQ(r.readable_count(), cc::mlx5_knobs().size());
@@ -64,7 +64,7 @@ TEST(CcParams, MapsTheVendorTreeOntoDcqcnParams) {
   EXPECT_EQ(r.params.np_cnp_interval_us, 4u);
 }
 
-TEST(CcParams, MapsTheUpstreamDebugfsTreeOntoDcqcnParams) {
+TEST(NicCcParams, MapsTheUpstreamDebugfsTreeOntoDcqcnParams) {
   const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
   const auto p0 = read_cc_params(root, CcParamLocation::debugfs("0000:3b:00.0"));
   EXPECT_TRUE(p0.unreadable().empty());
@@ -76,7 +76,7 @@ TEST(CcParams, MapsTheUpstreamDebugfsTreeOntoDcqcnParams) {
   EXPECT_EQ(p1.params.fast_recovery_stages, 5u);
 }
 
-TEST(CcParams, UnreadableKnobsKeepTheBaseAndAreListed) {
+TEST(NicCcParams, UnreadableKnobsKeepTheBaseAndAreListed) {
   WritableFixture fx("roce-cx6dx");
   std::filesystem::remove(fx.path() / "sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/rp_ai_rate");
   cc::DcqcnParams base = cc::mlx5_profile();
@@ -87,7 +87,7 @@ TEST(CcParams, UnreadableKnobsKeepTheBaseAndAreListed) {
   EXPECT_EQ(r.readable_count(), cc::mlx5_knobs().size() - 1);
 }
 
-TEST(CcApply, WritesOnlyChangedKnobsAndReadsThemBack) {
+TEST(NicCcApply, WritesOnlyChangedKnobsAndReadsThemBack) {
   WritableFixture fx("procfs");
   SysfsRoot root(fx.path());
   std::map<std::string, std::string> writes;
@@ -116,7 +116,7 @@ TEST(CcApply, WritesOnlyChangedKnobsAndReadsThemBack) {
   EXPECT_EQ(read_cc_params(root, loc).params, want);
 }
 
-TEST(CcApply, ReportsAKnobThatReadsBackDifferently) {
+TEST(NicCcApply, ReportsAKnobThatReadsBackDifferently) {
   WritableFixture fx("roce-cx6dx");
   SysfsRoot root(fx.path());
   // Firmware that keeps the increase timer in 64 µs steps and refuses AI rates above 100 Mb/s.
@@ -148,7 +148,7 @@ TEST(CcApply, ReportsAKnobThatReadsBackDifferently) {
   EXPECT_EQ(report.effective.rate_hai_mbps, 100u);
 }
 
-TEST(CcApply, RefusesOutOfRangeValuesWithoutWriting) {
+TEST(NicCcApply, RefusesOutOfRangeValuesWithoutWriting) {
   WritableFixture fx("procfs");
   SysfsRoot root(fx.path());
   int writes = 0;
@@ -166,7 +166,7 @@ TEST(CcApply, RefusesOutOfRangeValuesWithoutWriting) {
   EXPECT_EQ(writes, 0);
 }
 
-TEST(CcApply, LimitsToTheNamedKnobsInEitherSpelling) {
+TEST(NicCcApply, LimitsToTheNamedKnobsInEitherSpelling) {
   WritableFixture fx("roce-cx6dx");
   const SysfsRoot root(fx.path());
   cc::DcqcnParams want = cc::paper_profile();
@@ -180,7 +180,7 @@ TEST(CcApply, LimitsToTheNamedKnobsInEitherSpelling) {
   EXPECT_EQ(root.read_u64("/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params/rp_ai_rate").value(), 5u);
 }
 
-TEST(CcApply, MissingKnobIsReportedNotCreated) {
+TEST(NicCcApply, MissingKnobIsReportedNotCreated) {
   WritableFixture fx("procfs");
   std::filesystem::remove(fx.path() / "sys/class/net/eth0/ecn/roce_rp/rpg_gd");
   const SysfsRoot root(fx.path());

@@ -9,7 +9,7 @@ namespace {
 
 using rdmad::testing::sysfs_fixture;
 
-TEST(CcPortStatus, VendorHostReportsParamsAndSwitches) {
+TEST(NicCcPortStatus, VendorHostReportsParamsAndSwitches) {
   const auto st = inspect_cc(SysfsRoot(sysfs_fixture("roce-vendor-ecn")), "eth0", "0000:5e:00.0");
   ASSERT_TRUE(st.location);
   ASSERT_TRUE(st.readout);
@@ -21,7 +21,7 @@ TEST(CcPortStatus, VendorHostReportsParamsAndSwitches) {
   EXPECT_NE(s.find("rp=11011010 np=11011011"), std::string::npos) << s;
 }
 
-TEST(CcPortStatus, UpstreamHostHasNoSwitches) {
+TEST(NicCcPortStatus, UpstreamHostHasNoSwitches) {
   const auto st = inspect_cc(SysfsRoot(sysfs_fixture("roce-cx6dx")), "enp59s0f1np1", "0000:3b:00.1");
   ASSERT_TRUE(st.readout);
   EXPECT_FALSE(st.enable);
@@ -29,7 +29,7 @@ TEST(CcPortStatus, UpstreamHostHasNoSwitches) {
   EXPECT_NE(st.summary().find("debugfs /sys/kernel/debug/mlx5/0000:3b:00.1/cc_params"), std::string::npos);
 }
 
-TEST(CcPortStatus, InfinibandHostHasNothingToManage) {
+TEST(NicCcPortStatus, InfinibandHostHasNothingToManage) {
   const auto st = inspect_cc(SysfsRoot(sysfs_fixture("ib-hdr")), "", "0000:81:00.0");
   EXPECT_FALSE(st.location);
   EXPECT_NE(st.summary().find("not reachable"), std::string::npos);

@@ -16,7 +16,7 @@ struct Expected {
 };
 
 // Byte values from procfs's own test (words × 4).
-TEST(PortCounters, DataCountersAreFourByteWords) {
+TEST(NicCcPortCounters, DataCountersAreFourByteWords) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   const Expected cases[] = {
       {"hfi1_0", 1, 1380366808104ULL, 1094233306172ULL, 638036947, 568318856},
@@ -35,7 +35,7 @@ TEST(PortCounters, DataCountersAreFourByteWords) {
   }
 }
 
-TEST(PortCounters, KeepsEveryRawCounter) {
+TEST(NicCcPortCounters, KeepsEveryRawCounter) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   const auto hfi = read_port_counters(root, "hfi1_0", 1);
   ASSERT_TRUE(hfi.ok());
@@ -49,7 +49,7 @@ TEST(PortCounters, KeepsEveryRawCounter) {
   EXPECT_FALSE(read_port_counters(root, "mlx4_0", 3).ok());
 }
 
-TEST(HwCounters, SkipsLifespanWhichIsASetting) {
+TEST(NicCcHwCounters, SkipsLifespanWhichIsASetting) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   const auto hw = read_hw_counters(root, "mlx5_0", 1);
   ASSERT_TRUE(hw.ok()) << hw.error().message();
@@ -65,14 +65,14 @@ TEST(HwCounters, SkipsLifespanWhichIsASetting) {
   EXPECT_FALSE(dc.np_cnp_sent);
 }
 
-TEST(HwCounters, MissingDirectoryIsAnError) {
+TEST(NicCcHwCounters, MissingDirectoryIsAnError) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   const auto hw = read_hw_counters(root, "hfi1_0", 1);
   ASSERT_FALSE(hw.ok());
   EXPECT_EQ(hw.error().err, ENOENT);
 }
 
-TEST(HwCounters, ReadsDcqcnCountersOfARoceHost) {
+TEST(NicCcHwCounters, ReadsDcqcnCountersOfARoceHost) {
   const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
   const auto hw = read_hw_counters(root, "mlx5_0", 1);
   ASSERT_TRUE(hw.ok());

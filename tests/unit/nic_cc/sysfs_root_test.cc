@@ -10,7 +10,7 @@ namespace {
 using rdmad::testing::sysfs_fixture;
 using rdmad::testing::WritableFixture;
 
-TEST(SysfsRoot, MapsHostPathsUnderTheRoot) {
+TEST(NicCcSysfsRoot, MapsHostPathsUnderTheRoot) {
   const SysfsRoot root("/tmp/fx");
   EXPECT_EQ(root.map("/sys/class/net/eth0/mtu"), std::filesystem::path("/tmp/fx/sys/class/net/eth0/mtu"));
   EXPECT_EQ(root.map("sys/x"), std::filesystem::path("/tmp/fx/sys/x"));
@@ -18,7 +18,7 @@ TEST(SysfsRoot, MapsHostPathsUnderTheRoot) {
   EXPECT_EQ(SysfsRoot().map("/sys/class"), std::filesystem::path("/sys/class"));
 }
 
-TEST(SysfsRoot, TrimsTheFixturesByteExactQuirks) {
+TEST(NicCcSysfsRoot, TrimsTheFixturesByteExactQuirks) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   // node_guid has no final newline; mlx4_0 port 2 link_layer has an extra empty line.
   EXPECT_EQ(root.read("/sys/class/infiniband/mlx5_0/node_guid").value(), "0a7f:bc12:45ef:d23b");
@@ -26,7 +26,7 @@ TEST(SysfsRoot, TrimsTheFixturesByteExactQuirks) {
   EXPECT_EQ(root.read_trimmed("/sys/class/infiniband/mlx4_0/ports/2/link_layer").value(), "InfiniBand");
 }
 
-TEST(SysfsRoot, ReadsSixtyFourBitValues) {
+TEST(NicCcSysfsRoot, ReadsSixtyFourBitValues) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   EXPECT_EQ(root.read_u64("/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data").value(),
             2880761508848ULL);
@@ -39,7 +39,7 @@ TEST(SysfsRoot, ReadsSixtyFourBitValues) {
   EXPECT_NE(missing.error().message().find("/sys/class/infiniband/mlx5_0/nope"), std::string::npos);
 }
 
-TEST(SysfsRoot, ParsesUnsignedNumbers) {
+TEST(NicCcSysfsRoot, ParsesUnsignedNumbers) {
   EXPECT_EQ(parse_u64(" 42\n"), 42u);
   EXPECT_EQ(parse_u64("0x1f"), 31u);
   EXPECT_EQ(parse_u64("18446744073709551615"), UINT64_MAX);
@@ -49,7 +49,7 @@ TEST(SysfsRoot, ParsesUnsignedNumbers) {
   EXPECT_FALSE(parse_u64(""));
 }
 
-TEST(SysfsRoot, ResolvesSymlinksInsideTheRoot) {
+TEST(NicCcSysfsRoot, ResolvesSymlinksInsideTheRoot) {
   const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
   EXPECT_EQ(root.resolve("/sys/class/infiniband/mlx5_1/device").value(),
             "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1");
@@ -58,13 +58,13 @@ TEST(SysfsRoot, ResolvesSymlinksInsideTheRoot) {
   EXPECT_FALSE(root.resolve("/sys/class/infiniband/mlx9_0").ok());
 }
 
-TEST(SysfsRoot, ListsDirectoriesSorted) {
+TEST(NicCcSysfsRoot, ListsDirectoriesSorted) {
   const SysfsRoot root(sysfs_fixture("procfs"));
   EXPECT_EQ(root.list("/sys/class/infiniband"), (std::vector<std::string>{"hfi1_0", "mlx4_0", "mlx5_0"}));
   EXPECT_TRUE(root.list("/sys/class/nothing").empty());
 }
 
-TEST(SysfsRoot, WritesExistingAttributesOnly) {
+TEST(NicCcSysfsRoot, WritesExistingAttributesOnly) {
   WritableFixture fx("procfs");
   const SysfsRoot root(fx.path());
   const std::string knob = "/sys/class/net/eth0/ecn/roce_rp/rpg_ai_rate";
@@ -76,7 +76,7 @@ TEST(SysfsRoot, WritesExistingAttributesOnly) {
   EXPECT_FALSE(root.exists("/sys/class/net/eth0/ecn/roce_rp/no_such_knob"));
 }
 
-TEST(SysfsRoot, WriteFilterModelsADeviceThatQuantizesOrRejects) {
+TEST(NicCcSysfsRoot, WriteFilterModelsADeviceThatQuantizesOrRejects) {
   WritableFixture fx("procfs");
   SysfsRoot root(fx.path());
   root.set_write_filter_for_test(

@@ -44,7 +44,7 @@ std::vector<uint8_t> v4_message(uint16_t type, uint32_t ifindex, const char* tex
   return addr_message(type, AF_INET, ifindex, &a, sizeof(a), prefix, rta_type);
 }
 
-TEST(AddressMessages, ParsesNewAndDeletedAddresses) {
+TEST(RdmaCoreAddressMessages, ParsesNewAndDeletedAddresses) {
   auto buf = v4_message(RTM_NEWADDR, 4, "10.10.1.11", 24);
   in6_addr a6{};
   inet_pton(AF_INET6, "fd00:10:1::11", &a6);
@@ -64,7 +64,7 @@ TEST(AddressMessages, ParsesNewAndDeletedAddresses) {
   EXPECT_EQ(std::memcmp(events[1].address.data(), &a6, 16), 0);
 }
 
-TEST(AddressMessages, IgnoresOtherMessagesAndTruncation) {
+TEST(RdmaCoreAddressMessages, IgnoresOtherMessagesAndTruncation) {
   auto link = v4_message(RTM_NEWLINK, 1, "1.2.3.4", 8);
   EXPECT_TRUE(parse_address_messages(link).empty());
   auto cut = v4_message(RTM_NEWADDR, 1, "1.2.3.4", 8);
@@ -73,7 +73,7 @@ TEST(AddressMessages, IgnoresOtherMessagesAndTruncation) {
   EXPECT_TRUE(parse_address_messages({}).empty());
 }
 
-TEST(AddressWatcher, DrainsMessagesFedThroughASocketpair) {
+TEST(RdmaCoreAddressWatcher, DrainsMessagesFedThroughASocketpair) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv), 0);
   auto watcher = AddressWatcher::adopt_fd_for_test(sv[0]);
@@ -130,7 +130,7 @@ std::vector<AddressEvent> wait_for_events(AddressWatcher& w, size_t want,
 
 // The real kernel path, in a private network namespace so the host's addresses are untouched: add and
 // remove an address on the namespace's loopback and expect the watcher to see both.
-TEST(AddressWatcher, SeesRealAddressChangesInAPrivateNetworkNamespace) {
+TEST(RdmaCoreAddressWatcher, SeesRealAddressChangesInAPrivateNetworkNamespace) {
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
   const pid_t pid = fork();

@@ -12,7 +12,7 @@ ibv_async_event port_event(ibv_event_type t, int port) {
   return ev;
 }
 
-TEST(AsyncEvent, PortEventsCarryThePort) {
+TEST(RdmaCoreAsyncEvent, PortEventsCarryThePort) {
   const auto up = translate_async_event(port_event(IBV_EVENT_PORT_ACTIVE, 2));
   EXPECT_EQ(up.kind, AsyncEvent::Kind::kPortActive);
   EXPECT_EQ(up.port, 2u);
@@ -23,7 +23,7 @@ TEST(AsyncEvent, PortEventsCarryThePort) {
   EXPECT_EQ(translate_async_event(port_event(IBV_EVENT_GID_CHANGE, 1)).kind, AsyncEvent::Kind::kPortChanged);
 }
 
-TEST(AsyncEvent, QpErrorsCarryTheQpNumber) {
+TEST(RdmaCoreAsyncEvent, QpErrorsCarryTheQpNumber) {
   ibv_qp qp{};
   qp.qp_num = 0x1a2b;
   for (auto t : {IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR}) {
@@ -36,7 +36,7 @@ TEST(AsyncEvent, QpErrorsCarryTheQpNumber) {
   }
 }
 
-TEST(AsyncEvent, DeviceFatal) {
+TEST(RdmaCoreAsyncEvent, DeviceFatal) {
   ibv_async_event ev{};
   ev.event_type = IBV_EVENT_DEVICE_FATAL;
   EXPECT_EQ(translate_async_event(ev).kind, AsyncEvent::Kind::kDeviceFatal);

@@ -11,7 +11,7 @@ namespace {
 // Through the real libibverbs of this machine: a machine without RDMA devices gets an empty list,
 // not an error; a machine with devices gets only devices sysfs lists (a device whose provider library
 // is not installed is in sysfs but not in the verbs list).
-TEST(DeviceDiscovery, RealLibibverbsAgreesWithSysfs) {
+TEST(RdmaCoreDeviceDiscovery, RealLibibverbsAgreesWithSysfs) {
   const nic_cc::SysfsRoot host;
   const auto found = discover_devices(host);
   ASSERT_TRUE(found.ok()) << found.error().message();
@@ -25,7 +25,7 @@ TEST(DeviceDiscovery, RealLibibverbsAgreesWithSysfs) {
   }
 }
 
-TEST(DeviceDiscovery, MtuEnumToBytes) {
+TEST(RdmaCoreDeviceDiscovery, MtuEnumToBytes) {
   EXPECT_EQ(mtu_bytes(IBV_MTU_256), 256u);
   EXPECT_EQ(mtu_bytes(IBV_MTU_4096), 4096u);
   EXPECT_EQ(mtu_bytes(0), 0u);

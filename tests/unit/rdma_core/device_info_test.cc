@@ -10,7 +10,7 @@ namespace {
 using nic_cc::SysfsRoot;
 using rdmad::testing::sysfs_fixture;
 
-TEST(ParseRate, ReadsGigabitsAsMegabits) {
+TEST(RdmaCoreParseRate, ReadsGigabitsAsMegabits) {
   EXPECT_EQ(parse_rate_mbps("400 Gb/sec (4X NDR)"), 400000u);
   EXPECT_EQ(parse_rate_mbps("2.5 Gb/sec (1X SDR)\n"), 2500u);
   EXPECT_EQ(parse_rate_mbps("25 Gb/sec (1X EDR)"), 25000u);
@@ -20,13 +20,13 @@ TEST(ParseRate, ReadsGigabitsAsMegabits) {
   EXPECT_FALSE(parse_rate_mbps(""));
 }
 
-TEST(ParseState, SplitsNumberAndName) {
+TEST(RdmaCoreParseState, SplitsNumberAndName) {
   EXPECT_EQ(parse_state("4: ACTIVE\n"), (std::pair<int, std::string>{4, "ACTIVE"}));
   EXPECT_EQ(parse_state("5: LinkUp"), (std::pair<int, std::string>{5, "LinkUp"}));
   EXPECT_EQ(parse_state("garbage"), (std::pair<int, std::string>{0, "garbage"}));
 }
 
-TEST(RoceMtu, LargestIbMtuThatFitsWithRoceHeaders) {
+TEST(RdmaCoreRoceMtu, LargestIbMtuThatFitsWithRoceHeaders) {
   EXPECT_EQ(roce_active_mtu(9000), 4096u);
   EXPECT_EQ(roce_active_mtu(1500), 1024u);
   EXPECT_EQ(roce_active_mtu(4096 + 88), 4096u);
@@ -35,7 +35,7 @@ TEST(RoceMtu, LargestIbMtuThatFitsWithRoceHeaders) {
   EXPECT_EQ(roce_active_mtu(300), 0u);
 }
 
-TEST(DiscoverSysfs, DualPortConnectX6DxRoceHost) {
+TEST(RdmaCoreDiscoverSysfs, DualPortConnectX6DxRoceHost) {
   const auto devs = discover_sysfs(SysfsRoot(sysfs_fixture("roce-cx6dx")));
   ASSERT_EQ(devs.size(), 2u);
   const auto& d = devs[0];
@@ -63,7 +63,7 @@ TEST(DiscoverSysfs, DualPortConnectX6DxRoceHost) {
             "fw 22.39.1002");
 }
 
-TEST(DiscoverSysfs, InfinibandHdrHost) {
+TEST(RdmaCoreDiscoverSysfs, InfinibandHdrHost) {
   const auto devs = discover_sysfs(SysfsRoot(sysfs_fixture("ib-hdr")));
   ASSERT_EQ(devs.size(), 2u);
   const auto& up = devs[0].ports.at(0);
@@ -81,7 +81,7 @@ TEST(DiscoverSysfs, InfinibandHdrHost) {
   EXPECT_NE(describe(devs[0])[0].find("InfiniBand ACTIVE 200 Gb/s lid 0x1a"), std::string::npos);
 }
 
-TEST(DiscoverSysfs, TreeWithoutTopologyStillDescribesPorts) {
+TEST(RdmaCoreDiscoverSysfs, TreeWithoutTopologyStillDescribesPorts) {
   const auto devs = discover_sysfs(SysfsRoot(sysfs_fixture("procfs")));
   ASSERT_EQ(devs.size(), 3u);
   EXPECT_EQ(devs[1].name, "mlx4_0");
@@ -93,7 +93,7 @@ TEST(DiscoverSysfs, TreeWithoutTopologyStillDescribesPorts) {
   EXPECT_EQ(devs[2].node_guid, "0a7f:bc12:45ef:d23b");
 }
 
-TEST(DiscoverSysfs, NoDevicesIsEmpty) {
+TEST(RdmaCoreDiscoverSysfs, NoDevicesIsEmpty) {
   EXPECT_TRUE(discover_sysfs(SysfsRoot(sysfs_fixture("does-not-exist"))).empty());
 }
 

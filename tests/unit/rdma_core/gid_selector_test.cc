@@ -33,7 +33,7 @@ GidMatch on_pf(IpFamily family = IpFamily::kIpv4) {
   return m;
 }
 
-TEST(GidTable, ReadsSysfsSkippingEmptySlots) {
+TEST(RdmaCoreGidTable, ReadsSysfsSkippingEmptySlots) {
   const auto t = cx6_table();
   ASSERT_EQ(t.size(), 12u);  // 16 slots, 4 empty
   EXPECT_EQ(t[0].type, GidType::kRoceV1);
@@ -48,7 +48,7 @@ TEST(GidTable, ReadsSysfsSkippingEmptySlots) {
   EXPECT_FALSE(is_link_local(t[5].gid));
 }
 
-TEST(GidTable, InfinibandGidsAreTypeIb) {
+TEST(RdmaCoreGidTable, InfinibandGidsAreTypeIb) {
   const auto t = read_gid_table_sysfs(SysfsRoot(sysfs_fixture("ib-hdr")), "mlx5_0", 1);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].type, GidType::kIb);
@@ -56,13 +56,13 @@ TEST(GidTable, InfinibandGidsAreTypeIb) {
   EXPECT_EQ(t[0].ndev_ifindex, 0u);
 }
 
-TEST(GidTable, ParsesSysfsAndShortForms) {
+TEST(RdmaCoreGidTable, ParsesSysfsAndShortForms) {
   EXPECT_EQ(parse_gid("0000:0000:0000:0000:0000:ffff:0a0a:010b\n"), parse_gid("::ffff:10.10.1.11"));
   EXPECT_FALSE(parse_gid("not a gid"));
   EXPECT_TRUE(is_zero(parse_gid("::").value()));
 }
 
-TEST(GidSelect, Ipv4FabricPicksTheMappedRoceV2GidOfTheNetdev) {
+TEST(RdmaCoreGidSelect, Ipv4FabricPicksTheMappedRoceV2GidOfTheNetdev) {
   const auto t = cx6_table();
   const auto c = select_gid(t, on_pf());
   ASSERT_TRUE(c.ok()) << c.reason;
@@ -70,14 +70,14 @@ TEST(GidSelect, Ipv4FabricPicksTheMappedRoceV2GidOfTheNetdev) {
   EXPECT_EQ(c.reason, "gid 3 ::ffff:10.10.1.11 (RoCE v2, enp59s0f0np0)");
 }
 
-TEST(GidSelect, Ipv6FabricPicksTheGlobalIpv6Gid) {
+TEST(RdmaCoreGidSelect, Ipv6FabricPicksTheGlobalIpv6Gid) {
   const auto t = cx6_table();
   const auto c = select_gid(t, on_pf(IpFamily::kIpv6));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c.entry->index, 5u);
 }
 
-TEST(GidSelect, VlanGidWithinCidr) {
+TEST(RdmaCoreGidSelect, VlanGidWithinCidr) {
   const auto t = cx6_table();
   auto m = on_pf();
   m.vlan_netdevs = upper_netdevs(SysfsRoot(sysfs_fixture("roce-cx6dx")), kPf);
@@ -88,7 +88,7 @@ TEST(GidSelect, VlanGidWithinCidr) {
   EXPECT_EQ(c.entry->index, 9u);
 }
 
-TEST(GidSelect, VlanGidsNeedTheVlanToBeAccepted) {
+TEST(RdmaCoreGidSelect, VlanGidsNeedTheVlanToBeAccepted) {
   const auto t = cx6_table();
   auto m = on_pf();
   m.cidr = GidCidr::parse("192.168.100.0/24");
@@ -107,15 +107,19 @@ int64_t chosen_within(IpFamily family, const char* cidr) {
   return c.ok() ? int64_t{c.entry->index} : -1;
 }
 
-TEST(GidSelect, CidrPicksASecondaryAddress) { EXPECT_EQ(chosen_within(IpFamily::kIpv4, "10.10.9.0/24"), 11); }
+TEST(RdmaCoreGidSelect, CidrPicksASecondaryAddress) {
+  EXPECT_EQ(chosen_within(IpFamily::kIpv4, "10.10.9.0/24"), 11);
+}
 
-TEST(GidSelect, Ipv6CidrOnAnIpv6Fabric) { EXPECT_EQ(chosen_within(IpFamily::kIpv6, "fd00:10:1::/48"), 5); }
+TEST(RdmaCoreGidSelect, Ipv6CidrOnAnIpv6Fabric) {
+  EXPECT_EQ(chosen_within(IpFamily::kIpv6, "fd00:10:1::/48"), 5);
+}
 
-TEST(GidSelect, CidrMatchingNothingIsNoChoice) {
+TEST(RdmaCoreGidSelect, CidrMatchingNothingIsNoChoice) {
   EXPECT_EQ(chosen_within(IpFamily::kIpv4, "172.16.0.0/12"), -1);
 }
 
-TEST(GidSelect, FixedIndexOverridesTheRule) {
+TEST(RdmaCoreGidSelect, FixedIndexOverridesTheRule) {
   const auto t = cx6_table();
   auto m = on_pf();
   m.gid_index = 1;  // link-local, which the rule would never pick
@@ -125,7 +129,7 @@ TEST(GidSelect, FixedIndexOverridesTheRule) {
   EXPECT_NE(c.reason.find("fixed by gid_index"), std::string::npos);
 }
 
-TEST(GidSelect, FixedIndexMissingFromTheTableIsNoChoice) {
+TEST(RdmaCoreGidSelect, FixedIndexMissingFromTheTableIsNoChoice) {
   const auto t = cx6_table();
   auto m = on_pf();
   m.gid_index = 13;  // an empty slot
@@ -134,7 +138,7 @@ TEST(GidSelect, FixedIndexMissingFromTheTableIsNoChoice) {
   EXPECT_EQ(c.reason, "configured gid_index 13 is not in the GID table");
 }
 
-TEST(GidSelect, LinkLocalOnlyIsNoChoice) {
+TEST(RdmaCoreGidSelect, LinkLocalOnlyIsNoChoice) {
   const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV1, kPf),
                                    entry(1, "fe80::1", GidType::kRoceV2, kPf)};
   const auto c = select_gid(t, on_pf());
@@ -142,7 +146,7 @@ TEST(GidSelect, LinkLocalOnlyIsNoChoice) {
   EXPECT_NE(c.reason.find("1 link-local"), std::string::npos) << c.reason;
 }
 
-TEST(GidSelect, RoceV1IsNeverChosen) {
+TEST(RdmaCoreGidSelect, RoceV1IsNeverChosen) {
   const std::vector<GidEntry> t = {entry(0, "::ffff:10.0.0.1", GidType::kRoceV1, kPf),
                                    entry(1, "fd00::1", GidType::kRoceV1, kPf)};
   const auto c = select_gid(t, on_pf());
@@ -150,7 +154,7 @@ TEST(GidSelect, RoceV1IsNeverChosen) {
   EXPECT_NE(c.reason.find("0 RoCE v2 entries"), std::string::npos);
 }
 
-TEST(GidSelect, Ipv4FabricFallsBackToIpv6WhenNoMappedGidExists) {
+TEST(RdmaCoreGidSelect, Ipv4FabricFallsBackToIpv6WhenNoMappedGidExists) {
   const std::vector<GidEntry> t = {entry(0, "fe80::1", GidType::kRoceV2, kPf),
                                    entry(1, "fd00::7", GidType::kRoceV2, kPf)};
   const auto c = select_gid(t, on_pf());
@@ -159,7 +163,7 @@ TEST(GidSelect, Ipv4FabricFallsBackToIpv6WhenNoMappedGidExists) {
   EXPECT_NE(c.reason.find("other family"), std::string::npos);
 }
 
-TEST(GidSelect, ConfiguredNetdevBeatsItsVlanThenLowestIndex) {
+TEST(RdmaCoreGidSelect, ConfiguredNetdevBeatsItsVlanThenLowestIndex) {
   const std::vector<GidEntry> t = {entry(2, "::ffff:192.168.100.11", GidType::kRoceV2, kVlan),
                                    entry(7, "::ffff:10.10.1.12", GidType::kRoceV2, kPf),
                                    entry(5, "::ffff:10.10.1.11", GidType::kRoceV2, kPf)};
@@ -170,13 +174,13 @@ TEST(GidSelect, ConfiguredNetdevBeatsItsVlanThenLowestIndex) {
   EXPECT_EQ(c.entry->index, 5u);
 }
 
-TEST(GidSelect, AnyNetdevWhenNoneConfigured) {
+TEST(RdmaCoreGidSelect, AnyNetdevWhenNoneConfigured) {
   const std::vector<GidEntry> t = {entry(4, "::ffff:10.0.0.9", GidType::kRoceV2, "eth9")};
   EXPECT_EQ(select_gid(t, GidMatch{}).entry->index, 4u);
   EXPECT_FALSE(select_gid(t, on_pf()).ok());
 }
 
-TEST(GidSelect, ReselectsWhenTheTableChanges) {
+TEST(RdmaCoreGidSelect, ReselectsWhenTheTableChanges) {
   auto t = cx6_table();
   ASSERT_EQ(select_gid(t, on_pf()).entry->index, 3u);
   // The address went away: the kernel frees its slots and the choice moves.
@@ -184,14 +188,14 @@ TEST(GidSelect, ReselectsWhenTheTableChanges) {
   EXPECT_EQ(select_gid(t, on_pf()).entry->index, 11u);
 }
 
-TEST(GidSelect, SecondPortOfTheDualPortCard) {
+TEST(RdmaCoreGidSelect, SecondPortOfTheDualPortCard) {
   const auto t = read_gid_table_sysfs(SysfsRoot(sysfs_fixture("roce-cx6dx")), "mlx5_1", 1);
   GidMatch m;
   m.netdev = "enp59s0f1np1";
   EXPECT_EQ(select_gid(t, m).entry->index, 3u);
 }
 
-TEST(GidCidr, ParsesAndMatches) {
+TEST(RdmaCoreGidCidr, ParsesAndMatches) {
   const auto v4 = GidCidr::parse("10.10.0.0/20");
   ASSERT_TRUE(v4);
   EXPECT_EQ(v4->prefix_len, 116u);

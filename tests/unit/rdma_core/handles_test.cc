@@ -29,7 +29,7 @@ int destroy_fake(T* p) {
   return g_fail_rc;
 }
 
-class HandleOrder : public ::testing::Test {
+class RdmaCoreHandleOrder : public ::testing::Test {
  protected:
   void SetUp() override { g_order = &order_; }
   void TearDown() override {
@@ -41,7 +41,7 @@ class HandleOrder : public ::testing::Test {
 
 std::vector<std::string> names(std::initializer_list<const char*> l) { return {l.begin(), l.end()}; }
 
-TEST_F(HandleOrder, ChildrenGoBeforeParentsWhateverTheDestructionOrder) {
+TEST_F(RdmaCoreHandleOrder, ChildrenGoBeforeParentsWhateverTheDestructionOrder) {
   {
     auto ctx = detail::adopt(new FakeCtx, &destroy_fake<FakeCtx>, "close", "fake0");
     auto pd = detail::adopt(new FakePd, &destroy_fake<FakePd>, "dealloc_pd", "fake0", {ctx});
@@ -60,7 +60,7 @@ TEST_F(HandleOrder, ChildrenGoBeforeParentsWhateverTheDestructionOrder) {
                            typeid(FakePd).name(), typeid(FakeCtx).name()}));
 }
 
-TEST_F(HandleOrder, OwnersAreMoveOnlyAndEmptyAfterAMove) {
+TEST_F(RdmaCoreHandleOrder, OwnersAreMoveOnlyAndEmptyAfterAMove) {
   static_assert(!std::is_copy_constructible_v<ProtectionDomain>);
   static_assert(!std::is_copy_assignable_v<QueuePair>);
   static_assert(std::is_nothrow_move_constructible_v<MemoryRegion>);
@@ -76,7 +76,7 @@ TEST_F(HandleOrder, OwnersAreMoveOnlyAndEmptyAfterAMove) {
   EXPECT_EQ(order_.size(), 1u);
 }
 
-TEST_F(HandleOrder, FailedDestroyIsLoggedWithVerbDeviceAndErrno) {
+TEST_F(RdmaCoreHandleOrder, FailedDestroyIsLoggedWithVerbDeviceAndErrno) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
   auto previous = spdlog::get("verbs");
@@ -90,7 +90,7 @@ TEST_F(HandleOrder, FailedDestroyIsLoggedWithVerbDeviceAndErrno) {
       << out.str();
 }
 
-TEST(VerbsError, NamesTheVerbTheDeviceAndTheErrno) {
+TEST(RdmaCoreVerbsError, NamesTheVerbTheDeviceAndTheErrno) {
   EXPECT_EQ((VerbsError{"ibv_alloc_pd", "mlx5_0", ENOMEM}.message()),
             "ibv_alloc_pd on mlx5_0: Cannot allocate memory (errno 12)");
   EXPECT_EQ((VerbsError{"ibv_get_device_list", "", ENOSYS}.message()),
@@ -101,7 +101,7 @@ TEST(VerbsError, NamesTheVerbTheDeviceAndTheErrno) {
   EXPECT_EQ(last_error("ibv_create_cq", "rxe0", ENOMEM).err, EACCES);
 }
 
-TEST(DmabufProbe, EbadfMeansSupported) {
+TEST(RdmaCoreDmabufProbe, EbadfMeansSupported) {
   EXPECT_EQ(classify_dmabuf_probe(false, EBADF).support, DmabufSupport::kSupported);
   EXPECT_EQ(classify_dmabuf_probe(false, EOPNOTSUPP).support, DmabufSupport::kNotSupported);
   EXPECT_EQ(classify_dmabuf_probe(false, EPROTONOSUPPORT).support, DmabufSupport::kNotSupported);

@@ -7,14 +7,14 @@ namespace {
 
 constexpr uint64_t kGiB = 1ULL << 30;
 
-TEST(MrSplit, SmallRegistrationIsOneSlice) {
+TEST(RdmaCoreMrSplit, SmallRegistrationIsOneSlice) {
   EXPECT_EQ(plan_mr_slices(4096), (std::vector<MrSlice>{{0, 4096}}));
   EXPECT_EQ(plan_mr_slices(kMaxMrSliceBytes), (std::vector<MrSlice>{{0, kMaxMrSliceBytes}}));
   EXPECT_TRUE(plan_mr_slices(0).empty());
   EXPECT_EQ(kMaxMrSliceBytes % (64 * 1024), 0u);  // a multiple of 4 KiB and 64 KiB pages
 }
 
-TEST(MrSplit, LargeRegistrationIsCutAtThreeAndAHalfGiB) {
+TEST(RdmaCoreMrSplit, LargeRegistrationIsCutAtThreeAndAHalfGiB) {
   const auto plan = plan_mr_slices(8 * kGiB);
   ASSERT_EQ(plan.size(), 3u);
   EXPECT_EQ(plan[0], (MrSlice{0, kMaxMrSliceBytes}));
@@ -24,7 +24,7 @@ TEST(MrSplit, LargeRegistrationIsCutAtThreeAndAHalfGiB) {
   EXPECT_EQ(plan_mr_slices(80 * kGiB).size(), 23u);
 }
 
-TEST(MrSplit, FindsTheSliceOfARange) {
+TEST(RdmaCoreMrSplit, FindsTheSliceOfARange) {
   const auto plan = plan_mr_slices(8 * kGiB);
   EXPECT_EQ(find_slice(plan, 0, 4096), 0u);
   EXPECT_EQ(find_slice(plan, kMaxMrSliceBytes - 4096, 4096), 0u);
@@ -36,7 +36,7 @@ TEST(MrSplit, FindsTheSliceOfARange) {
   EXPECT_FALSE(find_slice(plan, UINT64_MAX, 2));  // no wrap-around
 }
 
-TEST(MrSplit, SplitsARangeAtSliceBoundaries) {
+TEST(RdmaCoreMrSplit, SplitsARangeAtSliceBoundaries) {
   const auto plan = plan_mr_slices(8 * kGiB);
   const auto pieces = split_range(plan, kMaxMrSliceBytes - 100, kMaxMrSliceBytes + 200);
   ASSERT_EQ(pieces.size(), 3u);

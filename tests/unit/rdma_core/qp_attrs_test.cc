@@ -7,14 +7,14 @@
 namespace rdmad::verbs::rdma_core {
 namespace {
 
-TEST(QpAttrs, TrafficClassCarriesDscpAndEct) {
+TEST(RdmaCoreQpAttrs, TrafficClassCarriesDscpAndEct) {
   EXPECT_EQ(traffic_class(26, true), 106);  // 26 << 2 | ECT(0)
   EXPECT_EQ(traffic_class(26, false), 104);
   EXPECT_EQ(traffic_class(48, true), 0xc2);
   EXPECT_EQ(traffic_class(0xff, false), 0xfc);  // DSCP is six bits
 }
 
-TEST(QpAttrs, InitSetsPortPkeyAndAccess) {
+TEST(RdmaCoreQpAttrs, InitSetsPortPkeyAndAccess) {
   RcQpConfig cfg;
   cfg.port_num = 2;
   cfg.pkey_index = 3;
@@ -27,7 +27,7 @@ TEST(QpAttrs, InitSetsPortPkeyAndAccess) {
   EXPECT_EQ(t.attr.qp_access_flags, static_cast<unsigned>(IBV_ACCESS_REMOTE_WRITE));
 }
 
-TEST(QpAttrs, RtrOverRoceCarriesAGrh) {
+TEST(RdmaCoreQpAttrs, RtrOverRoceCarriesAGrh) {
   RcQpConfig cfg;
   cfg.path_mtu = IBV_MTU_1024;
   RocePath path;
@@ -58,7 +58,7 @@ TEST(QpAttrs, RtrOverRoceCarriesAGrh) {
   EXPECT_EQ(std::memcmp(ah.grh.dgid.raw, path.dgid.data(), 16), 0);
 }
 
-TEST(QpAttrs, RtrOverInfinibandUsesLidAndSl) {
+TEST(RdmaCoreQpAttrs, RtrOverInfinibandUsesLidAndSl) {
   RcQpConfig cfg;
   cfg.port_num = 1;
   const auto t = rc_rtr(cfg, RcRemote{0x42, 7, IbPath{0x1a, 2, 1}});
@@ -73,7 +73,7 @@ TEST(QpAttrs, RtrOverInfinibandUsesLidAndSl) {
   EXPECT_TRUE(t.mask & IBV_QP_AV);
 }
 
-TEST(QpAttrs, RtsSetsTimeoutsRetriesAndSendPsn) {
+TEST(RdmaCoreQpAttrs, RtsSetsTimeoutsRetriesAndSendPsn) {
   RcQpConfig cfg;
   cfg.timeout = 18;
   cfg.retry_cnt = 5;
