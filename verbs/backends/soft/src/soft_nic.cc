@@ -1,6 +1,7 @@
 #include "soft_nic.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -93,7 +94,12 @@ SoftNic::SoftNic(const DeviceConfig& config)
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
   active_.reserve(kMaxQps);
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
+    std::string name = "rdmad-soft" + std::to_string(id_);
+    pthread_setname_np(pthread_self(), name.c_str());
+    loop();
+  });
 }
 
 SoftNic::~SoftNic() {

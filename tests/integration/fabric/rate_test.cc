@@ -1,0 +1,83 @@
+// A port drains at its configured rate: a burst queued in the port leaves at the rate within ±10%,
+// measured at the receiver from the arrival times (datagram + 28 bytes of IPv4/UDP header).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+
+#include "fabric_test_util.h"
+
+namespace rdmad::fabric {
+namespace {
+
+using test::UdpPeer;
+
+struct RateCase {
+  const char* rate;
+  size_t datagram_bytes;
+  size_t count;
+};
+
+// Sends a burst through a fresh port and returns the drain rate measured at the receiver, or a
+// negative value when the burst did not make it into the port intact.
+double measure_bps(const RateCase& rc, uint64_t rate_bps) {
+  UdpPeer receiver;
+  UdpPeer sender;
+  PortConfig p = test::port_to(receiver);
+  p.rate_bps = rate_bps;
+  p.buffer_bytes = 64ull << 20;  // the whole burst fits: only the drain rate shapes the output
+  p.ecn = false;
+  auto fabric = test::start_fabric(p);
+  const Endpoint port = fabric->listen_endpoint(0);
+
+  std::vector<test::Datagram> got;
+  std::thread rx([&] { got = receiver.receive_all(rc.count, std::chrono::seconds(2)); });
+  for (size_t i = 0; i < rc.count; ++i) sender.send(port, test::numbered(i, rc.datagram_bytes), 0);
+  rx.join();
+
+  const PortStats s =
+      test::wait_for_stats(*fabric, [&](const PortStats& st) { return st.tx_packets == rc.count; });
+  EXPECT_EQ(s.drops_buffer, 0u);
+  if (s.rx_packets != rc.count || got.size() < rc.count / 2) return -1;  // a socket dropped part of it
+  EXPECT_GT(s.queue_peak_bytes, rc.datagram_bytes * rc.count / 10) << "the burst must have queued";
+  // From the datagram a quarter into the burst (the sender is done by then and the queue is still
+  // long) to the last, by kernel arrival timestamps. Sequence numbers count what the port sent in
+  // between, so a datagram the receiving socket missed does not skew the rate.
+  const test::Datagram& from = got[got.size() / 4];
+  const test::Datagram& to = got.back();
+  const uint64_t sent_between = test::seq_of(to.data) - test::seq_of(from.data);
+  const double seconds = static_cast<double>(to.kernel_ns - from.kernel_ns) * 1e-9;
+  return static_cast<double>(sent_between * (rc.datagram_bytes + 28) * 8) / seconds;
+}
+
+class FabricRate : public ::testing::TestWithParam<RateCase> {};
+
+TEST_P(FabricRate, DrainsWithinTenPercent) {
+  const RateCase rc = GetParam();
+  const uint64_t rate_bps = parse_rate_bps(rc.rate);
+  // The pacing is exact in virtual time, but a port thread starved of CPU by other processes
+  // drains late; up to three bursts are tried and one must come within 10%.
+  std::string tries;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const double bps = measure_bps(rc, rate_bps);
+    tries += " " + std::to_string(bps / 1e6);
+    if (bps > 0 && std::abs(bps / static_cast<double>(rate_bps) - 1.0) <= 0.10) {
+      RecordProperty("measured_mbps", tries);
+      return;
+    }
+  }
+  ADD_FAILURE() << "port " << rc.rate << ", measured Mb/s:" << tries;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, FabricRate,
+                         // 1 Gb/s of 1 KB datagrams is ~120k datagrams/s through three threads
+                         // (sender, port, receiver): more than two busy cores sustain, so 1 Gb/s is
+                         // checked with 4 KB datagrams (RoCEv2 at a 4096 path MTU).
+                         ::testing::Values(RateCase{"1gbit", 4096, 3000}, RateCase{"100mbit", 1024, 1000}),
+                         [](const auto& i) {
+                           return std::string(i.param.rate) + "_" + std::to_string(i.param.datagram_bytes);
+                         });
+
+}  // namespace
+}  // namespace rdmad::fabric

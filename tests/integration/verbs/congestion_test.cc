@@ -1,0 +1,149 @@
+// DCQCN end to end: four soft senders WRITE into one soft receiver through a 1 Gb/s fabric port
+// that RED/ECN-marks. The receiver's notification point sends CNPs, the senders' reaction points
+// cut and recover, and the pacers hold each sender at its rate: after convergence the rates are
+// fair (Jain's index over 100 ms windows), the bottleneck is used, and the queue sits between Kmin
+// and Kmax most of the time.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "../../unit/verbs/verbs_test_util.h"
+#include "rdmad/fabric/fabric.h"
+
+namespace rdmad::verbs::test {
+namespace {
+
+constexpr int kSenders = 4;
+constexpr uint64_t kBottleneckBps = 1'000'000'000;
+constexpr uint32_t kMsg = 64u << 10;
+constexpr int kInflight = 8;
+
+double jain(const std::vector<double>& x) {
+  double s = std::accumulate(x.begin(), x.end(), 0.0), sq = 0;
+  for (double v : x) sq += v * v;
+  return sq == 0 ? 0 : s * s / (static_cast<double>(x.size()) * sq);
+}
+
+TEST(Congestion, FourSendersConvergeToFairShare) {
+  std::string skip;
+  DeviceConfig rc = soft_config();
+  rc.verify_icrc = false;  // packets arrive from the fabric's socket (see fabric_test.cc)
+  rc.cc_enabled = true;
+  rc.dcqcn = cc::mlx5_profile();
+  Endpoint send[kSenders];
+  auto rdev = open_device("soft", rc, &skip);
+  ASSERT_TRUE(rdev) << skip;
+  PortInfo rport = rdev->query_port(1).value();
+
+  fabric::FabricConfig fc;
+  fc.stats_interval_ms = 0;
+  fabric::PortConfig p;
+  p.listen = fabric::Endpoint::parse("127.0.0.1:0");
+  p.forward = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(rport.udp_port));
+  p.rate_bps = kBottleneckBps;
+  p.buffer_bytes = 1u << 20;
+  p.ecn = true;
+  p.red = cc::RedParams{20'000, 200'000, 0.2};
+  fc.ports.push_back(p);
+  fabric::Fabric fab(fc);
+  fab.start();
+  const auto red = p.red;
+
+  // One receiver device with four QPs; each sender its own device (its own datapath and DCQCN).
+  auto rpd = std::move(rdev->alloc_pd().value());
+  auto rcq = std::move(rdev->create_cq(4096).value());
+  std::vector<std::unique_ptr<QueuePair>> rqps;
+  std::vector<uint8_t> sink(kSenders * size_t{kMsg});
+  auto sink_mr = std::move(rpd->reg_mr(sink.data(), sink.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
+  std::vector<uint8_t> src(kMsg, 0x5A);
+  std::vector<std::unique_ptr<MemoryRegion>> src_mrs;
+  for (int i = 0; i < kSenders; ++i) {
+    DeviceConfig sc = soft_config();
+    sc.cc_enabled = true;
+    sc.dcqcn = cc::mlx5_profile();
+    sc.line_rate_mbps = 2000;
+    make_endpoint(send[i], open_device("soft", sc, &skip), 64);
+    src_mrs.push_back(std::move(send[i].pd->reg_mr(src.data(), src.size(), 0).value()));
+    QpInitAttr ia;
+    ia.send_cq = ia.recv_cq = rcq.get();
+    rqps.push_back(std::move(rpd->create_qp(ia).value()));
+    ConnectOptions o;
+    o.mtu = 4096;
+    o.timeout = 14;
+    PortInfo via = rport;
+    via.udp_port = fab.listen_endpoint(0).port();  // data goes through the bottleneck
+    ASSERT_TRUE(connect_qp(*send[i].qp, via, rqps[i]->qp_num(), 0, 0, o).is_ok());
+    // ACKs and CNPs come straight back (the reverse path is uncongested).
+    ASSERT_TRUE(connect_qp(*rqps[i], send[i].dev->query_port(1).value(), send[i].qp->qp_num(), 0, 0, o).is_ok());
+  }
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto converge = std::chrono::milliseconds(1500), measure = std::chrono::milliseconds(1000);
+  const int windows = static_cast<int>(measure / std::chrono::milliseconds(100));
+  std::vector<std::vector<double>> bytes(windows, std::vector<double>(kSenders, 0));
+  int outstanding[kSenders] = {};
+  fabric::PortStats at_start{};
+  bool started = false;
+  WorkCompletion wc[64];
+  for (;;) {
+    auto now = Clock::now();
+    if (now - t0 > converge + measure) break;
+    if (!started && now - t0 >= converge) {
+      at_start = fab.stats(0);
+      started = true;
+    }
+    for (int i = 0; i < kSenders; ++i) {
+      while (outstanding[i] < kInflight) {
+        SendWr w;
+        w.opcode = WrOpcode::kRdmaWrite;
+        w.sge = {reinterpret_cast<uint64_t>(src.data()), kMsg, src_mrs[i]->lkey()};
+        w.remote_addr = reinterpret_cast<uint64_t>(sink.data()) + size_t{kMsg} * i;
+        w.rkey = sink_mr->rkey();
+        ASSERT_TRUE(send[i].qp->post_send({&w, 1}).is_ok());
+        ++outstanding[i];
+      }
+      size_t n = send[i].scq->poll(wc);
+      for (size_t k = 0; k < n; ++k) ASSERT_EQ(wc[k].status, WcStatus::kSuccess) << to_string(wc[k].status);
+      outstanding[i] -= static_cast<int>(n);
+      auto since = now - t0 - converge;
+      if (since >= std::chrono::milliseconds(0)) {
+        int w = static_cast<int>(since / std::chrono::milliseconds(100));
+        if (w < windows) bytes[w][i] += static_cast<double>(n) * kMsg;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  fabric::PortStats at_end = fab.stats(0);
+  NicCounters rcnt = rdev->counters();
+  uint64_t cnp_handled = 0;
+  for (auto& s : send) cnp_handled += s.dev->counters().rp_cnp_handled;
+
+  EXPECT_GT(rcnt.np_ecn_marked_roce_packets, 0u);
+  EXPECT_GT(rcnt.np_cnp_sent, 0u);
+  EXPECT_GT(cnp_handled, 0u);
+  std::ostringstream report;
+  double min_jain = 1;
+  for (int w = 0; w < windows; ++w) {
+    double j = jain(bytes[w]);
+    min_jain = std::min(min_jain, j);
+    report << "window " << w << ": jain " << j << " Mb/s";
+    for (double b : bytes[w]) report << " " << b * 8 / 0.1 / 1e6;
+    report << "\n";
+  }
+  double wire_bps = static_cast<double>(at_end.tx_bytes - at_start.tx_bytes) * 8 / (measure.count() / 1000.0);
+  uint64_t deps = (at_end.departures_below_kmin - at_start.departures_below_kmin) +
+                  (at_end.departures_between - at_start.departures_between) +
+                  (at_end.departures_above_kmax - at_start.departures_above_kmax);
+  double between = deps ? static_cast<double>(at_end.departures_between - at_start.departures_between) / deps : 0;
+  report << "bottleneck " << wire_bps / 1e6 << " Mb/s, departures between Kmin " << red.kmin_bytes << " and Kmax "
+         << red.kmax_bytes << ": " << between * 100 << "%, cnp sent " << rcnt.np_cnp_sent;
+  EXPECT_GE(min_jain, 0.95) << report.str();
+  EXPECT_GE(wire_bps, 0.9 * kBottleneckBps) << report.str();
+  EXPECT_GE(between, 0.5) << report.str();
+  std::printf("%s\n", report.str().c_str());
+  for (auto& q : rqps) q.reset();
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::test

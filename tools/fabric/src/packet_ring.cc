@@ -1,0 +1,45 @@
+#include "packet_ring.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rdmad::fabric {
+
+PacketRing::PacketRing(size_t capacity_bytes, size_t max_packets)
+    : buf_(capacity_bytes), desc_(std::max<size_t>(max_packets, 1)) {}
+
+size_t PacketRing::place(size_t len) const {
+  if (count_ == 0) return len <= buf_.size() ? 0 : SIZE_MAX;
+  const size_t read = front().offset;
+  if (write_ > read) {  // in use: [read, write_)
+    if (write_ + len <= buf_.size()) return write_;
+    return len < read ? 0 : SIZE_MAX;
+  }
+  // Wrapped, in use: [read, end) and [0, write_). Strictly below read so full never looks empty.
+  return write_ + len < read ? write_ : SIZE_MAX;
+}
+
+bool PacketRing::push(std::span<const uint8_t> data, uint8_t tos, int64_t arrival_ns) {
+  if (count_ == desc_.size()) return false;
+  const size_t len = std::max<size_t>(data.size(), 1);  // a zero-length datagram still takes a byte
+  const size_t at = place(len);
+  if (at == SIZE_MAX) return false;
+  if (!data.empty()) std::memcpy(buf_.data() + at, data.data(), data.size());
+  write_ = at + len;
+  desc_[(head_ + count_) % desc_.size()] =
+      QueuedPacket{static_cast<uint32_t>(at), static_cast<uint32_t>(data.size()), arrival_ns, tos};
+  ++count_;
+  bytes_ += data.size();
+  return true;
+}
+
+void PacketRing::pop() {
+  bytes_ -= desc_[head_].len;
+  head_ = (head_ + 1) % desc_.size();
+  if (--count_ == 0) {
+    head_ = 0;
+    write_ = 0;
+  }
+}
+
+}  // namespace rdmad::fabric
