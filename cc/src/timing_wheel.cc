@@ -24,8 +24,11 @@ void TimingWheel::push(TimerNode*& head, TimerNode& node, uint32_t where) {
 }
 
 void TimingWheel::link(TimerNode& node) {
-  uint64_t due = tick_of(node.due_ns);
-  if (due < cursor_) due = cursor_;  // overdue: the next advance hands it back
+  const uint64_t due = tick_of(node.due_ns);
+  if (due < cursor_) {  // overdue: the next advance hands it back first
+    push(ready_, node, kReady);
+    return;
+  }
   const uint64_t diff = due ^ cursor_;
   if (diff >= horizon_ticks_) {
     push(overflow_, node, kOverflow);
@@ -47,7 +50,7 @@ void TimingWheel::insert(TimerNode& node) {
 void TimingWheel::unlink(TimerNode& node) {
   *node.pprev_ = node.next_;
   if (node.next_ != nullptr) node.next_->pprev_ = node.pprev_;
-  if (node.where_ != kOverflow) {
+  if (node.where_ < kReady) {
     const unsigned level = node.where_ / kSlots;
     const unsigned slot = node.where_ % kSlots;
     Level& lv = level_[level];
@@ -88,6 +91,9 @@ unsigned find_from(const std::array<uint64_t, 4>& bits, unsigned from) {
 
 uint64_t TimingWheel::next_interesting_tick() const {
   const uint64_t c = cursor_;
+  // A cursor on a block boundary (left there by an earlier advance) still owes that boundary's
+  // cascade, which may feed slots before any later level-0 entry.
+  if ((c & (kSlots - 1)) == 0) return c;
   for (unsigned l = 0; l < levels_; ++l) {
     const unsigned shift = kLevelBits * l;
     const auto idx = static_cast<unsigned>((c >> shift) & (kSlots - 1));
@@ -126,6 +132,36 @@ void TimingWheel::cascade_at(uint64_t tick) {
       link(*n);
     }
   }
+}
+
+size_t TimingWheel::misplaced_for_test() const {
+  size_t bad = 0;
+  size_t count = 0;
+  for (unsigned l = 0; l < levels_; ++l) {
+    for (unsigned slot = 0; slot < kSlots; ++slot) {
+      const bool bit = (level_[l].occupied[slot / 64] >> (slot % 64)) & 1;
+      if (bit != (level_[l].heads[slot] != nullptr)) ++bad;
+      for (const TimerNode* n = level_[l].heads[slot]; n != nullptr; n = n->next_) {
+        ++count;
+        const uint64_t due = tick_of(n->due_ns);
+        if (due < cursor_) ++bad;
+        const uint64_t diff = due ^ cursor_;
+        const unsigned want = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;
+        const auto want_slot = static_cast<unsigned>((due >> (kLevelBits * want)) & (kSlots - 1));
+        // An entry may sit higher than needed only in the slot the cursor sits at the boundary of
+        // (its cascade is still owed).
+        const uint64_t below = (1ULL << (kLevelBits * l)) - 1;
+        const bool owed = l > want && (cursor_ & below) == 0 && slot == ((cursor_ >> (kLevelBits * l)) & (kSlots - 1));
+        if (n->where_ != l * kSlots + slot || !((want == l && slot == want_slot) || owed)) {
+          ++bad;
+        }
+      }
+    }
+  }
+  for (const TimerNode* n = overflow_; n != nullptr; n = n->next_) ++count;
+  for (const TimerNode* n = ready_; n != nullptr; n = n->next_) ++count;
+  if (count != size_) ++bad;
+  return bad;
 }
 
 TimeNs TimingWheel::next_expiry_hint_ns() const {

@@ -29,7 +29,7 @@ struct TimerNode {
   friend class TimingWheel;
   TimerNode* next_ = nullptr;
   TimerNode** pprev_ = nullptr;  // nullptr: not in the wheel
-  uint32_t where_ = 0;           // level·256 + slot, or kOverflow
+  uint32_t where_ = 0;           // level·256 + slot, kOverflow or kReady
 };
 
 class TimingWheel {
@@ -45,7 +45,7 @@ class TimingWheel {
   TimingWheel& operator=(const TimingWheel&) = delete;
 
   // Schedules `node` at node.due_ns (set it first), rescheduling it if already scheduled. A due
-  // time already passed is handed back by the next advance().
+  // time already behind the cursor is handed back first by the next advance(), whatever its `now`.
   void insert(TimerNode& node);
   void insert(TimerNode& node, TimeNs due_ns) {
     node.due_ns = due_ns;
@@ -77,8 +77,12 @@ class TimingWheel {
   // Time up to which everything has been handed back (exclusive start of the next slot).
   TimeNs cursor_ns() const { return static_cast<TimeNs>(cursor_) * slot_ns_; }
 
+  // Walks every list and checks the placement invariant; returns the number of misplaced entries.
+  size_t misplaced_for_test() const;
+
  private:
   static constexpr uint32_t kOverflow = 0xffffffffu;
+  static constexpr uint32_t kReady = 0xfffffffeu;
   static constexpr uint64_t kNoTick = ~0ULL;
   struct Level {
     std::array<TimerNode*, kSlots> heads{};
@@ -101,21 +105,8 @@ class TimingWheel {
   size_t size_ = 0;
   std::array<Level, kMaxLevels> level_{};
   TimerNode* overflow_ = nullptr;
-};
-
-template <typename F>
-void TimingWheel::advance(TimeNs now, F&& on_expire) {
-  if (now < 0) return;
-  const uint64_t target = tick_of(now);
-  while (size_ != 0) {
-    const uint64_t t = next_interesting_tick();
-    if (t == kNoTick || t > target) break;
-    cursor_ = t;
-    cascade_at(t);
-    // The cursor moves past t before callbacks run, so re-inserted entries never land in the slot
-    // being emptied.
-    TimerNode* list = take_slot(0, static_cast<unsigned>(t & (kSlots - 1)));
-    cursor_ = t + 1;
+  TimerNode* ready_ = nullptr;  // inserted already overdue
+  void hand_back(TimerNode*& list, auto& on_expire) {
     if (list != nullptr) list->pprev_ = &list;
     while (list != nullptr) {
       TimerNode* n = list;
@@ -126,6 +117,28 @@ void TimingWheel::advance(TimeNs now, F&& on_expire) {
       --size_;
       on_expire(*n);
     }
+  }
+};
+
+template <typename F>
+void TimingWheel::advance(TimeNs now, F&& on_expire) {
+  if (now < 0) return;
+  const uint64_t target = tick_of(now);
+  if (ready_ != nullptr) {
+    TimerNode* list = ready_;  // entries overdue now are handed back by the next call
+    ready_ = nullptr;
+    hand_back(list, on_expire);
+  }
+  while (size_ != 0) {
+    const uint64_t t = next_interesting_tick();
+    if (t == kNoTick || t > target) break;
+    cursor_ = t;
+    cascade_at(t);
+    // The cursor moves past t before callbacks run, so re-inserted entries never land in the slot
+    // being emptied.
+    TimerNode* list = take_slot(0, static_cast<unsigned>(t & (kSlots - 1)));
+    cursor_ = t + 1;
+    hand_back(list, on_expire);
   }
   if (target + 1 > cursor_) cursor_ = target + 1;
 }
