@@ -53,8 +53,15 @@ void TimingWheel::push(TimerNode& node, uint32_t where) {
   list.push_back(&node);
 }
 
+// Entries never fire early: an entry due inside a slot belongs to the next slot boundary.
+uint64_t TimingWheel::due_tick_of(TimeNs t) const {
+  const uint64_t floor_tick = tick_of(t);
+  return t > 0 && floor_tick * static_cast<uint64_t>(slot_ns_) != static_cast<uint64_t>(t) ? floor_tick + 1
+                                                                                            : floor_tick;
+}
+
 void TimingWheel::link(TimerNode& node) {
-  const uint64_t due = tick_of(node.due_ns);
+  const uint64_t due = due_tick_of(node.due_ns);
   if (due < cursor_) {
     push(node, kReady);
     return;
@@ -183,7 +190,7 @@ size_t TimingWheel::misplaced_for_test() const {
       for (size_t i = 0; i < list.size(); ++i) {
         const TimerNode* n = list[i];
         ++count;
-        const uint64_t due = tick_of(n->due_ns);
+        const uint64_t due = due_tick_of(n->due_ns);
         if (due < cursor_) ++bad;
         const uint64_t diff = due ^ cursor_;
         const unsigned want = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;

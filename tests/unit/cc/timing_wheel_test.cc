@@ -30,9 +30,9 @@ TEST(TimingWheel, HandsBackDueEntriesAtSlotGranularity) {
   w.insert(c, 70'000 * kUs);       // level 2
   EXPECT_EQ(w.size(), 3u);
   std::vector<TimerNode*> out;
-  w.advance(5 * kUs - 1, out);
-  EXPECT_TRUE(out.empty());
-  w.advance(5 * kUs, out);  // same 1 µs slot as 5.5 µs
+  w.advance(5 * kUs + 999, out);
+  EXPECT_TRUE(out.empty());  // never early, even inside the slot
+  w.advance(6 * kUs, out);  // the slot boundary after 5.5 µs
   EXPECT_EQ(cookies(out), std::vector<uint64_t>{1});
   EXPECT_FALSE(TimingWheel::scheduled(a));
   out.clear();
@@ -84,6 +84,8 @@ TEST(TimingWheel, BeyondHorizonIsNotLost) {
   EXPECT_EQ(out[0], &b);
   out.clear();
   w.advance(10'000 * kUs, out);
+  EXPECT_TRUE(out.empty());  // due 7 ns into the slot
+  w.advance(10'001 * kUs, out);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], &a);
 }
@@ -150,7 +152,7 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         std::vector<TimerNode*> out;
         TimeNs last_slot = -1;
         w.advance(now, [&](TimerNode& n) {
-          const TimeNs slot = n.due_ns / kUs;
+          const TimeNs slot = (n.due_ns + kUs - 1) / kUs;
           // Due-slot order (overdue entries come back in the cursor's slot).
           EXPECT_GE(std::max(slot, last_slot), last_slot);
           last_slot = std::max(slot, last_slot);
@@ -158,7 +160,7 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         });
         std::multiset<uint64_t> got, want;
         for (TimerNode* n : out) got.insert(n->cookie);
-        const auto end = ref.upper_bound(now / kUs * kUs + kUs - 1);
+        const auto end = ref.upper_bound(now / kUs * kUs);  // due ≤ now rounded down to a slot
         for (auto it = ref.begin(); it != end; ++it) {
           want.insert(it->second);
           where[it->second] = ref.end();

@@ -14,8 +14,9 @@
 // entries fast. Slot arrays grow to the peak population of a slot and keep their capacity, so in
 // steady state insert allocates nothing.
 //
-// Expiry is at slot granularity: an entry due at t is handed back by the first advance(now) with
-// floor(now/slot_ns) ≥ floor(t/slot_ns); callers needing exact times check the entry's due_ns.
+// Expiry is at slot granularity and never early: an entry due at t is handed back by the first
+// advance(now) with now ≥ t rounded up to a slot boundary, i.e. at most one slot late. (Early
+// expiry would make a caller whose state is not yet due re-arm the same entry again and again.)
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -60,7 +61,7 @@ class TimingWheel {
   void cancel(TimerNode& node);
   static bool scheduled(const TimerNode& node) { return node.where_ != kUnscheduled; }
 
-  // Hands every entry due by `now` (slot granularity) to `on_expire(TimerNode&)`, in due-slot
+  // Hands every entry due by `now` (rounded down to a slot boundary) to `on_expire(TimerNode&)`, in due-slot
   // order. The callback may insert or cancel any node, including the one it got, but must not call
   // advance(). An entry inserted with a due time ≤ now is handed back in this same call if its
   // slot is still ahead of the cursor, otherwise by the next advance().
@@ -93,7 +94,8 @@ class TimingWheel {
   static constexpr uint64_t kNoTick = ~0ULL;
   using List = std::vector<TimerNode*>;
 
-  uint64_t tick_of(TimeNs t) const;
+  uint64_t tick_of(TimeNs t) const;      // floor(t / slot_ns)
+  uint64_t due_tick_of(TimeNs t) const;  // ceil(t / slot_ns)
   List& list_of(uint32_t where);
   void link(TimerNode& node);  // places by due tick relative to cursor_
   void push(TimerNode& node, uint32_t where);
