@@ -7,6 +7,9 @@ namespace rdmad::cc {
 
 namespace {
 __extension__ using Uint128 = unsigned __int128;
+// Nodes are loaded this many positions ahead when a slot expires or cascades: far enough to cover
+// a DRAM miss at a few ns of work per node.
+constexpr size_t kPrefetchAhead = 16;
 }  // namespace
 
 TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
@@ -23,15 +26,18 @@ TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
 
 // t / slot_ns without a hardware divide (one per insert adds up): q = mulhi(t, floor(2^64/d)) is
 // floor(t/d) or one less; one multiply-compare fixes it.
-uint64_t TimingWheel::tick_of(TimeNs t) const {
+namespace {
+[[gnu::always_inline]] inline uint64_t divide(TimeNs t, uint64_t d, uint64_t magic) {
   if (t <= 0) return 0;
   const auto u = static_cast<uint64_t>(t);
-  if (slot_magic_ == 0) return u;
-  const auto d = static_cast<uint64_t>(slot_ns_);
-  auto q = static_cast<uint64_t>((static_cast<Uint128>(u) * slot_magic_) >> 64);
+  if (magic == 0) return u;
+  auto q = static_cast<uint64_t>((static_cast<Uint128>(u) * magic) >> 64);
   if (u - q * d >= d) ++q;
   return q;
 }
+}  // namespace
+
+uint64_t TimingWheel::tick_of(TimeNs t) const { return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_); }
 
 TimingWheel::List& TimingWheel::list_of(uint32_t where) {
   switch (where) {
@@ -55,7 +61,7 @@ void TimingWheel::push(TimerNode& node, uint32_t where) {
 
 // Entries never fire early: an entry due inside a slot belongs to the next slot boundary.
 uint64_t TimingWheel::due_tick_of(TimeNs t) const {
-  const uint64_t floor_tick = tick_of(t);
+  const uint64_t floor_tick = divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
   return t > 0 && floor_tick * static_cast<uint64_t>(slot_ns_) != static_cast<uint64_t>(t) ? floor_tick + 1
                                                                                             : floor_tick;
 }
@@ -110,7 +116,7 @@ void TimingWheel::begin_expiry(List& from) {
   std::swap(expiring_, from);  // `from` gets the (empty) previous batch array and its capacity
   const size_t n = expiring_.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + 8 < n) __builtin_prefetch(expiring_[i + 8], 1);
+    if (i + kPrefetchAhead < n) __builtin_prefetch(expiring_[i + kPrefetchAhead], 1);
     expiring_[i]->where_ = kExpiring;  // index_ already equals i
   }
 }
@@ -119,7 +125,7 @@ void TimingWheel::relink_all(List& list) {
   std::swap(scratch_, list);
   const size_t n = scratch_.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + 8 < n) __builtin_prefetch(scratch_[i + 8], 1);
+    if (i + kPrefetchAhead < n) __builtin_prefetch(scratch_[i + kPrefetchAhead], 1);
     link(*scratch_[i]);
   }
   scratch_.clear();
