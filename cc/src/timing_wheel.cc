@@ -133,14 +133,14 @@ void TimingWheel::relink_all(List& list) {
 
 namespace {
 
-// First set bit at index ≥ from in a 256-bit map; kSlots if none.
-unsigned find_from(const std::array<uint64_t, 4>& bits, unsigned from) {
+// First set bit at index ≥ from in a kSlots-bit map; kSlots if none.
+unsigned find_from(const std::array<uint64_t, TimingWheel::kSlots / 64>& bits, unsigned from) {
   if (from >= TimingWheel::kSlots) return TimingWheel::kSlots;
   unsigned word = from / 64;
   uint64_t w = bits[word] & (~0ULL << (from % 64));
   for (;;) {
     if (w != 0) return word * 64 + static_cast<unsigned>(std::countr_zero(w));
-    if (++word == 4) return TimingWheel::kSlots;
+    if (++word == bits.size()) return TimingWheel::kSlots;
     w = bits[word];
   }
 }
