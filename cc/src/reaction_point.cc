@@ -27,6 +27,8 @@ ReactionPoint::ReactionPoint(const DcqcnParams& p, double line_rate_mbps)
       rate_hai_mbps_(p.rate_hai_mbps),
       // rpg_gd: the firmware cuts Rc by Rc·α_fw/2^gd with α_fw = α·1024 in 1/1024 steps.
       cut_gain_(std::ldexp(1.0, 10 - static_cast<int>(p.rate_cut_gd_log2))),
+      // rpg_min_dec_fac read as "one cut lowers Rc by at most this percent" (at the firmware
+      // default of 50 the other reading, "new rate ≥ pct% of old", is the same).
       max_cut_fraction_(std::min(100u, p.max_cut_pct) / 100.0),
       first_cnp_rate_mbps_(p.rate_on_first_cnp_mbps),
       clamp_target_(p.clamp_target_rate),
@@ -86,6 +88,8 @@ void ReactionPoint::on_cnp(RpState& s, TimeNs now) const {
   on_timer(s, now);
   const double a = alpha(s, now);
   const bool ever_cut = (s.flags & kFlagEverCut) != 0;
+  // mlx5 rate_reduce_monitor_period: the first CNP of an episode cuts at once; CNPs inside the period
+  // after a cut coalesce into one cut at its end.
   if (cut_period_ns_ == 0 || !ever_cut || now - s.last_cut_ns >= cut_period_ns_) {
     cut(s, now, a);
   } else {
@@ -99,6 +103,7 @@ void ReactionPoint::on_cnp(RpState& s, TimeNs now) const {
 void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   const double old_rate = s.rate_mbps;
   double new_rate;
+  // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it).
   if ((s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0) {
     new_rate = std::min(old_rate, first_cnp_rate_mbps_);
   } else {
@@ -120,7 +125,8 @@ void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
 
 void ReactionPoint::on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const {
   on_timer(s, now);
-  // At the maximum rate the counter is irrelevant: the next cut resets it.
+  // byte_counter_bytes = 0 disables the byte counter (BC stays 0: no hyper increase). At the maximum
+  // rate the counter is irrelevant: the next cut resets it.
   if (byte_counter_bytes_ == 0 || s.last_cut_ns == kNever || at_line_rate(s)) return;
   const uint64_t total = s.bytes_counted + bytes;
   s.bytes_counted = total % byte_counter_bytes_;
@@ -132,6 +138,8 @@ void ReactionPoint::apply_increase_events(RpState& s, uint32_t& counter, uint32_
   const uint32_t f = fast_recovery_stages_;
   while (n > 0 && !at_line_rate(s)) {
     // Split the n events into runs with a constant target step, each applied in closed form.
+    // Counters include the event itself, so "≤ F" gives exactly F fast-recovery steps (SIGCOMM'15's
+    // five iterations for F = 5; the HPCC Mellanox model's `stage < F` before incrementing).
     const uint64_t next = uint64_t{counter} + 1;
     double step;
     uint64_t run;
