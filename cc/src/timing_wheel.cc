@@ -45,8 +45,6 @@ TimingWheel::List& TimingWheel::list_of(uint32_t where) {
       return overflow_;
     case kReady:
       return ready_;
-    case kExpiring:
-      return expiring_;
     default:
       return slots_[where];
   }
@@ -90,10 +88,10 @@ void TimingWheel::insert(TimerNode& node) {
 }
 
 void TimingWheel::unlink(TimerNode& node) {
-  List& list = list_of(node.where_);
-  if (node.where_ == kExpiring) {
-    list[node.index_] = nullptr;  // hand_back skips it; positions must stay put
+  if (node.where_ == expiring_where_ && node.index_ < expiring_.size() && expiring_[node.index_] == &node) {
+    expiring_[node.index_] = nullptr;  // in the batch being handed back: positions must stay put
   } else {
+    List& list = list_of(node.where_);
     TimerNode* last = list.back();
     list[node.index_] = last;
     last->index_ = node.index_;
@@ -112,13 +110,9 @@ void TimingWheel::cancel(TimerNode& node) {
   if (node.where_ != kUnscheduled) unlink(node);
 }
 
-void TimingWheel::begin_expiry(List& from) {
-  std::swap(expiring_, from);  // `from` gets the (empty) previous batch array and its capacity
-  const size_t n = expiring_.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) __builtin_prefetch(expiring_[i + kPrefetchAhead], 1);
-    expiring_[i]->where_ = kExpiring;  // index_ already equals i
-  }
+void TimingWheel::begin_expiry(uint32_t where) {
+  std::swap(expiring_, list_of(where));  // the list gets the (empty) previous batch array's capacity
+  expiring_where_ = where;
 }
 
 void TimingWheel::relink_all(List& list) {

@@ -90,8 +90,7 @@ class TimingWheel {
  private:
   static constexpr uint32_t kUnscheduled = 0xffffffffu;
   static constexpr uint32_t kOverflow = 0xfffffffeu;
-  static constexpr uint32_t kReady = 0xfffffffdu;     // inserted already overdue
-  static constexpr uint32_t kExpiring = 0xfffffffcu;  // in the batch advance() is handing back
+  static constexpr uint32_t kReady = 0xfffffffdu;  // inserted already overdue
   static constexpr uint64_t kNoTick = ~0ULL;
   using List = std::vector<TimerNode*>;
 
@@ -105,8 +104,10 @@ class TimingWheel {
   uint64_t next_interesting_tick() const;
   void cascade_at(uint64_t tick);
   void relink_all(List& list);
-  // Moves the batch into expiring_ and marks its nodes, so callbacks can cancel them in O(1).
-  void begin_expiry(List& from);
+  // Moves the list at `where` into expiring_. Its nodes keep where_/index_: a node whose where_ is
+  // expiring_where_ and that sits at expiring_[index_] is in the batch (new entries of the same
+  // slot go to the emptied slot array, where that test fails), so callbacks can cancel in O(1).
+  void begin_expiry(uint32_t where);
   template <typename F>
   void hand_back(F& on_expire);
 
@@ -121,19 +122,24 @@ class TimingWheel {
   List overflow_;
   List ready_;
   List expiring_;
+  uint32_t expiring_where_ = kUnscheduled;
   List scratch_;
 };
 
 template <typename F>
 void TimingWheel::hand_back(F& on_expire) {
+  constexpr size_t kAhead = 16;  // covers a DRAM miss at a few ns of work per node
   for (size_t i = 0; i < expiring_.size(); ++i) {
+    if (i + kAhead < expiring_.size()) __builtin_prefetch(expiring_[i + kAhead], 1);
     TimerNode* n = expiring_[i];
     if (n == nullptr) continue;  // cancelled or rescheduled by an earlier callback
+    expiring_[i] = nullptr;      // no longer in the batch, whatever the callback does with it
     n->where_ = kUnscheduled;
     --size_;
     on_expire(*n);
   }
   expiring_.clear();
+  expiring_where_ = kUnscheduled;
 }
 
 template <typename F>
@@ -141,7 +147,7 @@ void TimingWheel::advance(TimeNs now, F&& on_expire) {
   if (now < 0) return;
   const uint64_t target = tick_of(now);
   if (!ready_.empty()) {
-    begin_expiry(ready_);
+    begin_expiry(kReady);
     hand_back(on_expire);
   }
   while (size_ != 0) {
@@ -155,7 +161,7 @@ void TimingWheel::advance(TimeNs now, F&& on_expire) {
     cursor_ = t + 1;
     if (slots_[slot].empty()) continue;
     occupied_[0][slot / 64] &= ~(1ULL << (slot % 64));
-    begin_expiry(slots_[slot]);
+    begin_expiry(slot);
     hand_back(on_expire);
   }
   if (target + 1 > cursor_) cursor_ = target + 1;
