@@ -7,9 +7,9 @@
 // rate; workload_events/s counts the trace events alone (identical work for both engines).
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
 #include <queue>
-#include <array>
 #include <utility>
 #include <vector>
 
@@ -35,7 +35,8 @@ struct TraceEvent {
 // lets both engines prefetch the next flows as a batched datapath would.
 class TraceCursor {
  public:
-  TraceCursor(int per_us, uint32_t flows) : gap_range_ns_(2000 / static_cast<uint64_t>(per_us)), flows_(flows) {
+  TraceCursor(int per_us, uint32_t flows)
+      : gap_range_ns_(2000 / static_cast<uint64_t>(per_us)), flows_(flows) {
     for (auto& e : ring_) e = generate();
   }
   TraceEvent next() {
@@ -60,7 +61,8 @@ class TraceCursor {
     const uint64_t r = rand();
     t_ += static_cast<TimeNs>(below(r, gap_range_ns_) + 1);  // mean 1000/per_us ns
     const uint64_t r2 = rand();
-    return TraceEvent{t_, static_cast<uint32_t>(below(r2, flows_)), (r2 & 0xffff) % 10 == 0 ? 0 : kPacketBytes};
+    return TraceEvent{t_, static_cast<uint32_t>(below(r2, flows_)),
+                      (r2 & 0xffff) % 10 == 0 ? 0 : kPacketBytes};
   }
 
   uint64_t gap_range_ns_;
@@ -132,7 +134,8 @@ void BM_LazyEngine(benchmark::State& state) {
   size_t below = 0;
   for (const LazyFlow& f : flows) below += rp.at_line_rate(f.rp) ? 0 : 1;
   state.SetItemsProcessed(static_cast<int64_t>(workload_events + increase_events));
-  state.counters["workload_events/s"] = benchmark::Counter(static_cast<double>(workload_events), benchmark::Counter::kIsRate);
+  state.counters["workload_events/s"] =
+      benchmark::Counter(static_cast<double>(workload_events), benchmark::Counter::kIsRate);
   state.counters["flows_below_line"] = static_cast<double>(below);
 }
 
@@ -171,7 +174,8 @@ void BM_NaivePeriodicTimers(benchmark::State& state) {
   uint64_t increase_events = 0;
   for (const auto& f : flows) increase_events += f.increases_below_max();
   state.SetItemsProcessed(static_cast<int64_t>(workload_events + increase_events));
-  state.counters["workload_events/s"] = benchmark::Counter(static_cast<double>(workload_events), benchmark::Counter::kIsRate);
+  state.counters["workload_events/s"] =
+      benchmark::Counter(static_cast<double>(workload_events), benchmark::Counter::kIsRate);
 }
 
 // {profile, events per simulated µs, resident flows}; the 1k-flow rows show the cost without cache

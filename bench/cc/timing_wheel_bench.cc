@@ -58,7 +58,8 @@ void BM_PriorityQueueInsertExpire(benchmark::State& state) {
   std::vector<Entry> init;
   init.reserve(kPending);
   XorShift rng;
-  for (uint32_t i = 0; i < kPending; ++i) init.emplace_back(static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs, i);
+  for (uint32_t i = 0; i < kPending; ++i)
+    init.emplace_back(static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs, i);
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> pq(std::greater<>{}, std::move(init));
   TimeNs now = 0;
   uint64_t expired = 0;

@@ -13,7 +13,8 @@ constexpr uint32_t kCounterMax = std::numeric_limits<uint32_t>::max() / 2;
 
 ReactionPoint::ReactionPoint(const DcqcnParams& p, double line_rate_mbps)
     : line_rate_mbps_(line_rate_mbps),
-      max_rate_mbps_(p.max_rate_mbps > 0 ? std::min(line_rate_mbps, static_cast<double>(p.max_rate_mbps)) : line_rate_mbps),
+      max_rate_mbps_(p.max_rate_mbps > 0 ? std::min(line_rate_mbps, static_cast<double>(p.max_rate_mbps))
+                                         : line_rate_mbps),
       min_rate_mbps_(std::min(static_cast<double>(p.min_rate_mbps), max_rate_mbps_)),
       alpha_gain_(p.alpha_gain),
       alpha_keep_(1.0 - p.alpha_gain),

@@ -37,7 +37,9 @@ namespace {
 }
 }  // namespace
 
-uint64_t TimingWheel::tick_of(TimeNs t) const { return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_); }
+uint64_t TimingWheel::tick_of(TimeNs t) const {
+  return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
+}
 
 TimingWheel::List& TimingWheel::list_of(uint32_t where) {
   switch (where) {
@@ -61,7 +63,7 @@ void TimingWheel::push(TimerNode& node, uint32_t where) {
 uint64_t TimingWheel::due_tick_of(TimeNs t) const {
   const uint64_t floor_tick = divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
   return t > 0 && floor_tick * static_cast<uint64_t>(slot_ns_) != static_cast<uint64_t>(t) ? floor_tick + 1
-                                                                                            : floor_tick;
+                                                                                           : floor_tick;
 }
 
 void TimingWheel::link(TimerNode& node) {
@@ -200,7 +202,8 @@ size_t TimingWheel::misplaced_for_test() const {
         const uint64_t below = (1ULL << (kLevelBits * l)) - 1;
         const bool owed =
             l > want && (cursor_ & below) == 0 && slot == ((cursor_ >> (kLevelBits * l)) & (kSlots - 1));
-        if (n->where_ != l * kSlots + slot || n->index_ != i || !((want == l && slot == want_slot) || owed)) ++bad;
+        if (n->where_ != l * kSlots + slot || n->index_ != i || !((want == l && slot == want_slot) || owed))
+          ++bad;
       }
     }
   }

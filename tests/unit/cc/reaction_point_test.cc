@@ -234,12 +234,12 @@ TEST(ReactionPoint, ByteCounterAdditiveAndHyperIncrease) {
     double rt, rc;
   };
   const Step steps[] = {
-      {1 * kUs, 1000, 50'000, 37'500},            // BC=1: fast recovery
-      {2 * kUs, 1000, 50'010, 43'755},            // BC=2: additive
-      {10'500, 0, 50'020, 46'887.5},              // T=1: additive
-      {20'500, 0, 50'120, 48'503.75},             // T=2, BC=2: hyper, i=1
-      {21 * kUs, 1000, 50'220, 49'361.875},       // BC=3: hyper, i=min(2,3)−1=1
-      {30'500, 0, 50'420, 49'890.9375},           // T=3: hyper, i=2
+      {1 * kUs, 1000, 50'000, 37'500},       // BC=1: fast recovery
+      {2 * kUs, 1000, 50'010, 43'755},       // BC=2: additive
+      {10'500, 0, 50'020, 46'887.5},         // T=1: additive
+      {20'500, 0, 50'120, 48'503.75},        // T=2, BC=2: hyper, i=1
+      {21 * kUs, 1000, 50'220, 49'361.875},  // BC=3: hyper, i=min(2,3)−1=1
+      {30'500, 0, 50'420, 49'890.9375},      // T=3: hyper, i=2
   };
   for (const Step& st : steps) {
     if (st.bytes > 0) {

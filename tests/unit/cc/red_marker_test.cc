@@ -43,9 +43,9 @@ TEST(RedMarker, InjectedUniformDecides) {
   };
   std::vector<double> draws = {0.0049, 0.0051};
   BasicRedMarker<Seq> m(kRedPaper, Seq{&draws});
-  EXPECT_TRUE(m.should_mark(102'500));   // p = 0.005
+  EXPECT_TRUE(m.should_mark(102'500));  // p = 0.005
   EXPECT_FALSE(m.should_mark(102'500));
-  EXPECT_FALSE(m.should_mark(1'000));    // below Kmin: no draw consumed
+  EXPECT_FALSE(m.should_mark(1'000));     // below Kmin: no draw consumed
   EXPECT_TRUE(m.should_mark(1'000'000));  // above Kmax: no draw consumed
 }
 

@@ -26,13 +26,13 @@ TEST(TimingWheel, HandsBackDueEntriesAtSlotGranularity) {
   b.cookie = 2;
   c.cookie = 3;
   w.insert(a, 5 * kUs + 500);
-  w.insert(b, 3'000 * kUs);        // level 1
-  w.insert(c, 2'000'000 * kUs);    // level 2
+  w.insert(b, 3'000 * kUs);      // level 1
+  w.insert(c, 2'000'000 * kUs);  // level 2
   EXPECT_EQ(w.size(), 3u);
   std::vector<TimerNode*> out;
   w.advance(5 * kUs + 999, out);
   EXPECT_TRUE(out.empty());  // never early, even inside the slot
-  w.advance(6 * kUs, out);  // the slot boundary after 5.5 µs
+  w.advance(6 * kUs, out);   // the slot boundary after 5.5 µs
   EXPECT_EQ(cookies(out), std::vector<uint64_t>{1});
   EXPECT_FALSE(TimingWheel::scheduled(a));
   out.clear();
@@ -54,7 +54,7 @@ TEST(TimingWheel, CancelAndReschedule) {
   w.insert(a, 10 * kUs);
   w.insert(b, 10 * kUs);
   w.cancel(a);
-  w.cancel(a);  // no-op
+  w.cancel(a);            // no-op
   w.insert(b, 20 * kUs);  // reschedule
   std::vector<TimerNode*> out;
   w.advance(15 * kUs, out);
@@ -167,8 +167,9 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         }
         ref.erase(ref.begin(), end);
         ASSERT_EQ(got, want) << "levels " << levels << " op " << op << " now " << now << " cursor "
-                             << w.cursor_ns() << " first due " << (want.empty() ? -1 : nodes[*want.begin()].due_ns)
-                             << " previous advance " << prev_now;
+                             << w.cursor_ns() << " first due "
+                             << (want.empty() ? -1 : nodes[*want.begin()].due_ns) << " previous advance "
+                             << prev_now;
         prev_now = now;
       }
       ASSERT_EQ(w.size(), ref.size());

@@ -30,15 +30,15 @@ namespace rdmad::cc {
 inline constexpr double kLineRateSnapMbps = 1.0;
 
 struct RpState {
-  double rate_mbps = 0;          // Rc, the pacing rate
-  double target_mbps = 0;        // Rt
-  double alpha_at_anchor = 0;    // α at alpha_anchor_ns (decays every K since then)
-  TimeNs alpha_anchor_ns = 0;    // last CNP (or start)
-  TimeNs last_cut_ns = kNever;   // last rate cut; the increase timer and byte counter restart here
-  uint64_t bytes_counted = 0;    // bytes since the last byte-counter event
-  uint32_t timer_events = 0;     // T: increase-timer events since the last cut
-  uint32_t byte_events = 0;      // BC: byte-counter events since the last cut
-  uint32_t flags = 0;            // kFlag* below
+  double rate_mbps = 0;         // Rc, the pacing rate
+  double target_mbps = 0;       // Rt
+  double alpha_at_anchor = 0;   // α at alpha_anchor_ns (decays every K since then)
+  TimeNs alpha_anchor_ns = 0;   // last CNP (or start)
+  TimeNs last_cut_ns = kNever;  // last rate cut; the increase timer and byte counter restart here
+  uint64_t bytes_counted = 0;   // bytes since the last byte-counter event
+  uint32_t timer_events = 0;    // T: increase-timer events since the last cut
+  uint32_t byte_events = 0;     // BC: byte-counter events since the last cut
+  uint32_t flags = 0;           // kFlag* below
 };
 static_assert(sizeof(RpState) <= 64, "RpState must fit one cache line");
 
@@ -94,17 +94,17 @@ class ReactionPoint {
   double max_rate_mbps_;
   double min_rate_mbps_;
   double alpha_gain_;
-  double alpha_keep_;        // 1 − g
+  double alpha_keep_;  // 1 − g
   double initial_alpha_;
-  TimeNs alpha_timer_ns_;    // K; 0 disables decay
-  TimeNs cut_period_ns_;     // rate-cut check period; 0 cuts on every CNP
-  TimeNs increase_timer_ns_; // 0 disables the timer
+  TimeNs alpha_timer_ns_;     // K; 0 disables decay
+  TimeNs cut_period_ns_;      // rate-cut check period; 0 cuts on every CNP
+  TimeNs increase_timer_ns_;  // 0 disables the timer
   uint64_t byte_counter_bytes_;
   uint32_t fast_recovery_stages_;
   double rate_ai_mbps_;
   double rate_hai_mbps_;
-  double cut_gain_;          // 2^(10 − gd): the cut is Rc·α·cut_gain (α/2 for gd = 11)
-  double max_cut_fraction_;  // max_cut_pct / 100
+  double cut_gain_;             // 2^(10 − gd): the cut is Rc·α·cut_gain (α/2 for gd = 11)
+  double max_cut_fraction_;     // max_cut_pct / 100
   double first_cnp_rate_mbps_;  // 0: normal cut
   bool clamp_target_;
   bool clamp_target_after_timer_;

@@ -5,8 +5,8 @@
 // differs from the wheel's cursor and moves down (cascades) when the cursor reaches its slot, so
 // insert, cancel and expiry are O(1) and each entry cascades at most levels−1 times (1024 rather
 // than 256 slots per level: measured ~15% faster, fewer cascades). Entries beyond the horizon
-// (slot_ns·1024^levels; 12.7 days at 1 µs with 4 levels) wait in an overflow list that is re-sorted each time the cursor
-// crosses a horizon boundary, so nothing is lost. Occupancy bitmaps let advance() skip idle time.
+// (slot_ns·1024^levels; 12.7 days at 1 µs with 4 levels) wait in an overflow list that is re-sorted each time
+// the cursor crosses a horizon boundary, so nothing is lost. Occupancy bitmaps let advance() skip idle time.
 //
 // Entries are intrusive (TimerNode, owned by the caller, usually beside its per-flow state) and
 // hold their own position, so cancel is O(1). A slot is an array of node pointers rather than a
