@@ -41,7 +41,7 @@ uint64_t TimingWheel::tick_of(TimeNs t) const {
   return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
 }
 
-TimingWheel::List& TimingWheel::list_of(uint32_t where) {
+[[gnu::always_inline]] inline TimingWheel::List& TimingWheel::list_of(uint32_t where) {
   switch (where) {
     case kOverflow:
       return overflow_;
@@ -52,7 +52,7 @@ TimingWheel::List& TimingWheel::list_of(uint32_t where) {
   }
 }
 
-void TimingWheel::push(TimerNode& node, uint32_t where) {
+[[gnu::always_inline]] inline void TimingWheel::push(TimerNode& node, uint32_t where) {
   List& list = list_of(where);
   node.where_ = where;
   node.index_ = static_cast<uint32_t>(list.size());
@@ -60,13 +60,13 @@ void TimingWheel::push(TimerNode& node, uint32_t where) {
 }
 
 // Entries never fire early: an entry due inside a slot belongs to the next slot boundary.
-uint64_t TimingWheel::due_tick_of(TimeNs t) const {
+[[gnu::always_inline]] inline uint64_t TimingWheel::due_tick_of(TimeNs t) const {
   const uint64_t floor_tick = divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
   return t > 0 && floor_tick * static_cast<uint64_t>(slot_ns_) != static_cast<uint64_t>(t) ? floor_tick + 1
                                                                                            : floor_tick;
 }
 
-void TimingWheel::link(TimerNode& node) {
+[[gnu::always_inline]] inline void TimingWheel::link(TimerNode& node) {
   const uint64_t due = due_tick_of(node.due_ns);
   if (due < cursor_) {
     push(node, kReady);
