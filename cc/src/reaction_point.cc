@@ -68,7 +68,7 @@ TimeNs ReactionPoint::next_event_ns(const RpState& s) const {
   return e;
 }
 
-void ReactionPoint::on_timer(RpState& s, TimeNs now) const {
+void ReactionPoint::on_timer_slow(RpState& s, TimeNs now) const {
   if (s.last_cut_ns == kNever) return;  // never cut: at the maximum rate, nothing scheduled
   for (;;) {
     const TimeNs cut_due = cut_pending(s) ? s.last_cut_ns + cut_period_ns_ : kNever;
@@ -124,8 +124,8 @@ void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   s.flags = (s.flags | kFlagEverCut) & ~kFlagCutPending;
 }
 
-void ReactionPoint::on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const {
-  on_timer(s, now);
+void ReactionPoint::on_bytes_sent_slow(RpState& s, TimeNs now, uint64_t bytes) const {
+  on_timer_slow(s, now);
   // byte_counter_bytes = 0 disables the byte counter (BC stays 0: no hyper increase). At the maximum
   // rate the counter is irrelevant: the next cut resets it.
   if (byte_counter_bytes_ == 0 || s.last_cut_ns == kNever || at_line_rate(s)) return;

@@ -58,11 +58,15 @@ class ReactionPoint {
   void on_cnp(RpState& s, TimeNs now) const;
 
   // The flow put `bytes` on the wire at `now` (feeds the byte counter).
-  void on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const;
+  void on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const {
+    if (!idle(s)) on_bytes_sent_slow(s, now, bytes);  // a recovered flow ignores its bytes
+  }
 
   // Applies every event due up to and including `now` (increase events, a deferred cut). Safe to
   // call at any time; the usual caller is a timing wheel firing at next_event_ns().
-  void on_timer(RpState& s, TimeNs now) const;
+  void on_timer(RpState& s, TimeNs now) const {
+    if (!idle(s)) on_timer_slow(s, now);
+  }
 
   // Rc, the rate to pace at, as of the last call that touched the state.
   double rate_mbps(const RpState& s) const { return s.rate_mbps; }
@@ -84,6 +88,11 @@ class ReactionPoint {
   double min_rate_mbps() const { return min_rate_mbps_; }
 
  private:
+  // At the maximum rate with no cut pending: nothing can happen until the next CNP (the fast path
+  // of most packets; the checks are inline, the work out of line).
+  bool idle(const RpState& s) const { return at_line_rate(s) && (s.flags & kFlagCutPending) == 0; }
+  void on_timer_slow(RpState& s, TimeNs now) const;
+  void on_bytes_sent_slow(RpState& s, TimeNs now, uint64_t bytes) const;
   void cut(RpState& s, TimeNs at, double alpha_now) const;
   // Applies `n` consecutive events of one counter (`counter` is T or BC, `other` the other one).
   void apply_increase_events(RpState& s, uint32_t& counter, uint32_t other, uint64_t n) const;
