@@ -3,10 +3,10 @@
 // extensions (rate-cut check period, min_dec_fac, clamp flags, rate on first CNP).
 //
 // The state is plain data owned by the caller (one per QP, ≤ 64 bytes); ReactionPoint holds only
-// the derived parameters and is shared by all flows. There are no per-flow periodic timers: α decay
-// is a closed form of the time since the last CNP, and increase events that fell due since the flow
-// was last touched are applied in closed form on the next touch. A flow below its maximum rate has
-// exactly one next event (next_event_ns); a flow at its maximum rate has none.
+// the derived parameters (about 4 KB with its α-decay table) and is shared by all flows. There are no
+// per-flow periodic timers: α decay is a closed form of the time since the last CNP, and increase events that
+// fell due since the flow was last touched are applied in closed form on the next touch. A flow below its
+// maximum rate has exactly one next event (next_event_ns); a flow at its maximum rate has none.
 //
 // Semantic choices (the reasons are in docs/dcqcn.md):
 // - Events at the same instant apply in the order: α decay, increase events, deferred cut, then
