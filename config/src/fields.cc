@@ -44,6 +44,15 @@ std::vector<Field> make_fields() {
                "one of trace, debug, info, warn, error, critical, off", false,
                v::one_of({"trace", "debug", "info", "warn", "error", "critical", "off"}),
                [](Config& c, size_t, const Value& x) { c.daemon.log_level = as<std::string>(x); }});
+  f.push_back({"daemon", "sysfs_root", FieldType::kString, std::string("/"),
+               "Directory that stands in for / when reading /sys and /sys/kernel/debug (a container that mounts "
+               "the host's sysfs elsewhere sets it).",
+               "an absolute path", false, v::absolute_path(),
+               [](Config& c, size_t, const Value& x) { c.daemon.sysfs_root = as<std::string>(x); }});
+  f.push_back({"daemon", "nic_poll_interval_ms", FieldType::kInt, int64_t{10000},
+               "How often hardware NIC counters are sampled and congestion-control health is checked.",
+               "an integer in [100, 3600000]", false, v::int_range(100, 3600000),
+               [](Config& c, size_t, const Value& x) { c.daemon.nic_poll_interval_ms = as<int64_t>(x); }});
   // [metrics]
   f.push_back({"metrics", "listen", FieldType::kString, std::string("127.0.0.1:9842"),
                "Address and port of the HTTP endpoint serving /metrics.", "an IP address and port", false,
@@ -92,6 +101,26 @@ std::vector<Field> make_fields() {
                "UDP port of the soft backend's RoCEv2 endpoint (4791 is the IANA RoCEv2 port; 0 picks a free one).",
                "an integer in [0, 65535]", false, v::int_range(0, 65535),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).udp_port = as<int64_t>(x); }});
+  f.push_back({"nic", "gid_index", FieldType::kInt, int64_t{-1},
+               "rdma_core: fixed GID index; -1 selects a RoCEv2 GID bound to the port's netdev automatically "
+               "(re-selected when addresses change).",
+               "an integer in [-1, 255]", false, v::int_range(-1, 255),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).gid_index = as<int64_t>(x); }});
+  f.push_back({"nic", "gid_match", FieldType::kString, std::string(""),
+               "rdma_core: CIDR the automatically selected GID's address must lie in (e.g. 10.1.0.0/16); empty "
+               "accepts any.",
+               "a CIDR such as 10.1.0.0/16 or fd00::/8", false, v::cidr(true),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).gid_match = as<std::string>(x); }});
+  f.push_back({"nic", "cc_apply", FieldType::kBool, false,
+               "rdma_core: write the [cc] parameters to the NIC's DCQCN at start-up and report any value it did not "
+               "take; false only reads and reports them.",
+               "true or false", false, nullptr,
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).cc_apply = as<bool>(x); }});
+  f.push_back({"nic", "roce_priority", FieldType::kInt, int64_t{3},
+               "802.1p priority that carries RoCE traffic; congestion control disabled on it is reported as a "
+               "misconfiguration.",
+               "an integer in [0, 7]", false, v::int_range(0, 7),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
   return f;
 }
 

@@ -180,6 +180,9 @@ class Parser {
       if ((n.backend == "soft" || n.backend == "dpdk") && n.address.empty()) {
         error(where, key + ".address", fmt::format("backend {} needs an address (an IPv4 or IPv6 address)", n.backend));
       }
+      if (n.gid_index >= 0 && !n.gid_match.empty()) {
+        error(where, key + ".gid_match", "set gid_index or gid_match, not both (a fixed index ignores the match)");
+      }
       if (n.backend == "rdma_core" && n.device.empty()) {
         error(where, key + ".device", "backend rdma_core needs a device (an rdma-core device name such as mlx5_0)");
       }

@@ -101,4 +101,22 @@ Validator label_map() {
   };
 }
 
+Validator cidr(bool allow_empty) {
+  return [allow_empty](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if (allow_empty && s.empty()) return "";
+    const auto slash = s.find('/');
+    if (slash != std::string::npos && slash + 1 < s.size() && s.size() - slash - 1 <= 3) {
+      const std::string addr = s.substr(0, slash);
+      const std::string bits = s.substr(slash + 1);
+      if (is_ip_address(addr) && std::all_of(bits.begin(), bits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        const int n = std::stoi(bits);
+        const int max = addr.find(':') == std::string::npos ? 32 : 128;
+        if (n <= max) return "";
+      }
+    }
+    return "a CIDR such as 10.1.0.0/16 or fd00::/8";
+  };
+}
+
 }  // namespace rdmad::config::validators

@@ -19,6 +19,7 @@ Validator listen_address();  // host:port, [v6]:port; port 0 picks a free port
 Validator ip_address(bool allow_empty);
 Validator identifier(bool allow_empty);  // [A-Za-z0-9_.-]+
 Validator label_map();                   // Prometheus label names -> values
+Validator cidr(bool allow_empty);        // a.b.c.d/n or v6/n
 
 // Parses "host:port" / "[v6]:port"; false on malformed input.
 bool split_host_port(const std::string& s, std::string& host, int64_t& port);

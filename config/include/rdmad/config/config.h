@@ -14,6 +14,8 @@ struct DaemonSection {
   std::string runtime_dir;
   std::string socket_path;
   std::string log_level;
+  std::string sysfs_root;          // stands in for "/" when reading /sys (containers mount the host's elsewhere)
+  int64_t nic_poll_interval_ms = 10000;  // hardware counter sampling and CC health checks
 };
 
 struct MetricsSection {
@@ -34,6 +36,10 @@ struct NicSection {
   std::string device;   // rdma-core device name (rdma_core)
   int64_t port = 1;     // device port number (rdma_core)
   int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)
+  int64_t gid_index = -1;   // rdma_core: fixed GID index; -1 selects a RoCEv2 GID automatically
+  std::string gid_match;    // rdma_core: CIDR the selected GID's address must lie in ("" = any)
+  bool cc_apply = false;    // rdma_core: write the [cc] parameters to the NIC (else read and report only)
+  int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
 };
 
 struct Config {
