@@ -16,6 +16,7 @@ set(RDMAD_CONFIG_FILE ${RDMAD_CONFIG_DIR}/rdmad.toml)
 set(RDMAD_SOCKET_PATH /run/rdmad/rdmad.sock)
 set(RDMAD_SYSTEMD_UNITDIR /usr/lib/systemd/system CACHE PATH "Where rdmad's systemd units are installed")
 set(RDMAD_SYSUSERS_DIR /usr/lib/sysusers.d CACHE PATH "Where rdmad's sysusers.d file is installed")
+set(RDMAD_TMPFILES_DIR /usr/lib/tmpfiles.d CACHE PATH "Where rdmad's tmpfiles.d file is installed")
 set(RDMAD_DEPLOY_OUT ${PROJECT_BINARY_DIR}/deploy)
 
 # --- daemon component ------------------------------------------------------------------------
@@ -31,6 +32,8 @@ configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.socket.in ${RDMAD_DEPL
 install(FILES ${RDMAD_DEPLOY_OUT}/install/rdmad.service ${RDMAD_DEPLOY_OUT}/install/rdmad.socket
         DESTINATION ${RDMAD_SYSTEMD_UNITDIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.sysusers DESTINATION ${RDMAD_SYSUSERS_DIR}
+        RENAME rdmad.conf COMPONENT daemon)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.tmpfiles DESTINATION ${RDMAD_TMPFILES_DIR}
         RENAME rdmad.conf COMPONENT daemon)
 
 # The default configuration and the man page come from the daemon itself, so they always match
