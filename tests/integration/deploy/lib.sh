@@ -1,0 +1,39 @@
+# Shared helpers of the deploy tests (sourced). A test exits 0 (pass), 1 (fail) or 77 (skipped,
+# with the reason on stdout; ctest shows it through SKIP_RETURN_CODE).
+set -euo pipefail
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIPPED: $*"; exit 77; }
+need() { command -v "$1" >/dev/null 2>&1 || skip "$1 not installed (Debian package $2)"; }
+
+# free_port: a TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read, close).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# poll DEADLINE_S CMD...: runs CMD until it succeeds or the deadline passes.
+poll() {
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.1
+  done
+}
+
+# start_rdmad CONFIG_DIR [RDMAD_BINARY] [ROOT_CMD...]: starts rdmad on a config with metrics on
+# 127.0.0.1:0 in CONFIG_DIR, sets RDMAD_PID and RDMAD_PORT (from the "serving metrics at" line).
+start_rdmad() {
+  local dir=$1 bin=${2:-$RDMAD}
+  mkdir -p "$dir/run"
+  cat >"$dir/rdmad.toml" <<TOML
+[daemon]
+runtime_dir = "$dir/run"
+socket_path = "$dir/run/rdmad.sock"
+[metrics]
+listen = "127.0.0.1:0"
+TOML
+  "$bin" --config "$dir/rdmad.toml" >"$dir/rdmad.log" 2>&1 &
+  RDMAD_PID=$!
+  poll 10 grep -q 'serving metrics at http://127.0.0.1:' "$dir/rdmad.log" || fail "rdmad did not start: $(cat "$dir/rdmad.log")"
+  RDMAD_PORT=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$dir/rdmad.log" | head -1)
+}
