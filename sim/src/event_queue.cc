@@ -1,0 +1,38 @@
+#include "rdmad/sim/event_queue.h"
+
+namespace rdmad::sim {
+
+// A hand-rolled sift (rather than std::push_heap) keeps the hole-moving variant: one copy per level.
+void EventQueue::push(SimTimeNs time_ns, EventKind kind, uint32_t a, uint32_t b) {
+  Event ev{time_ns, next_seq_++, a, b, kind};
+  size_t i = heap_.size();
+  heap_.push_back(ev);
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!before(ev, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = ev;
+}
+
+Event EventQueue::pop() {
+  Event top = heap_.front();
+  Event last = heap_.back();
+  heap_.pop_back();
+  size_t n = heap_.size();
+  if (n == 0) return top;
+  size_t i = 0;
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], last)) break;
+    heap_[i] = heap_[child];
+    i = child;
+  }
+  heap_[i] = last;
+  return top;
+}
+
+}  // namespace rdmad::sim
