@@ -187,7 +187,9 @@ void Network::transmit(uint32_t port, uint32_t pkt) {
   p.tx_wire_bytes += bytes;
   auto ser = static_cast<SimTimeNs>(std::ceil(bytes * p.ns_per_byte));
   events_.push(now_ + ser, EventKind::kTxDone, port);
-  events_.push(now_ + ser + p.delay_ns, EventKind::kArrive, p.peer, pkt);
+  packets_[pkt].arrive_ns = now_ + ser + p.delay_ns;
+  if (p.in_flight.empty()) events_.push(packets_[pkt].arrive_ns, EventKind::kArrive, port);
+  p.in_flight.push(pkt);
 }
 
 void Network::dispatch(const Event& ev) {
@@ -200,14 +202,18 @@ void Network::dispatch(const Event& ev) {
         switch_start_tx(ev.a);
       }
       break;
-    case EventKind::kArrive:
+    case EventKind::kArrive: {
+      Port& link = ports_[ev.a];
+      const uint32_t pkt = link.in_flight.pop();
+      if (!link.in_flight.empty()) events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
       ++hops_;
-      if (is_host(ports_[ev.a].node)) {
-        host_receive(ev.a, ev.b);
+      if (is_host(ports_[link.peer].node)) {
+        host_receive(link.peer, pkt);
       } else {
-        switch_receive(ev.a, ev.b);
+        switch_receive(link.peer, pkt);
       }
       break;
+    }
     case EventKind::kFlowStart:
       flow_start(ev.a);
       break;

@@ -33,11 +33,12 @@ struct Packet {
   uint32_t wire_bytes;
   uint32_t payload_bytes;
   uint32_t ingress_port;  // global port it entered the current switch on
+  SimTimeNs arrive_ns;    // when it reaches the far end of the link it is on
   PacketType type;
   bool ce;
   bool in_headroom;  // buffered in the ingress port's PFC headroom
 };
-static_assert(sizeof(Packet) <= 20);
+static_assert(sizeof(Packet) <= 32);
 
 struct Port {
   uint32_t node;
@@ -50,6 +51,8 @@ struct Port {
   bool xoff_sent = false; // we paused the sender behind this (ingress) port
   bool bottleneck = false;
   RingQueue queue[2];
+  // Packets on the wire, in arrival order: a link delivers FIFO, so only the head needs an event.
+  RingQueue in_flight;
   uint64_t queue_bytes[2] = {0, 0};
   uint64_t ingress_shared_bytes = 0;  // as an ingress: bytes charged to the shared pool
   uint64_t headroom_used_bytes = 0;

@@ -41,7 +41,7 @@ void Network::host_start_tx(uint32_t port) {
   const uint32_t pkt_id = alloc_packet();
   Packet& pkt = packets_[pkt_id];
   pkt = Packet{id, static_cast<uint32_t>(payload + s_.header_bytes), static_cast<uint32_t>(payload), 0,
-               PacketType::kData, false, false};
+               0, PacketType::kData, false, false};
   f.sent_bytes += payload;
   if (s_.cc_enabled) {
     rp_.on_bytes_sent(f.rp, now_, payload);
@@ -90,7 +90,7 @@ void Network::send_cnp(uint32_t flow) {
   const Flow& f = flows_[flow];
   const uint32_t port = node_first_port_[f.dst];
   const uint32_t pkt_id = alloc_packet();
-  packets_[pkt_id] = Packet{flow, s_.cnp_bytes, 0, 0, PacketType::kCnp, false, false};
+  packets_[pkt_id] = Packet{flow, s_.cnp_bytes, 0, 0, 0, PacketType::kCnp, false, false};
   ports_[port].queue[kCtrlPrio].push(pkt_id);
   ports_[port].queue_bytes[kCtrlPrio] += s_.cnp_bytes;
   ++cnps_sent_;

@@ -11,7 +11,7 @@ using SimTimeNs = int64_t;
 
 enum class EventKind : uint8_t {
   kTxDone,     // a port finished serialising its current packet (a = port)
-  kArrive,     // a packet reaches the far end of a link (a = ingress port, b = packet)
+  kArrive,     // the head packet on a link reaches its far end (a = sending port)
   kFlowStart,  // a flow becomes active (a = flow)
   kFlowReady,  // a paced flow may send its next packet (a = flow)
   kRpTimer,    // the reaction point's next increase event is due (a = flow)
@@ -41,9 +41,10 @@ class EventQueue {
   void reserve(size_t n) { heap_.reserve(n); }
 
  private:
-  static bool before(const Event& x, const Event& y) {
-    return x.time_ns < y.time_ns || (x.time_ns == y.time_ns && x.seq < y.seq);
-  }
+  // One 128-bit comparison instead of two branches: (time, seq) as a single unsigned key.
+  __extension__ using Key = unsigned __int128;
+  static Key key(const Event& e) { return (static_cast<Key>(static_cast<uint64_t>(e.time_ns)) << 64) | e.seq; }
+  static bool before(const Event& x, const Event& y) { return key(x) < key(y); }
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;
 };
