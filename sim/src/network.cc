@@ -219,6 +219,8 @@ void Network::dispatch(const Event& ev) {
       break;
     case EventKind::kFlowReady: {
       Flow& f = flows_[ev.a];
+      if (ev.time_ns != f.ready_at) break;  // re-paced earlier
+      f.ready_at = kNoTime;
       host_ready_[f.src].push(ev.a);
       host_start_tx(node_first_port_[f.src]);
       break;
@@ -230,6 +232,7 @@ void Network::dispatch(const Event& ev) {
       if (!f.sending) break;
       rp_.on_timer(f.rp, now_);
       sync_rp_timer(ev.a);
+      repace(ev.a);
       break;
     }
     case EventKind::kNpTimer: {

@@ -84,6 +84,9 @@ struct Flow {
   SimTimeNs finish_ns = -1;
   SimTimeNs ideal_ns = 0;
   double next_send_ns = 0;
+  double last_tx_ns = 0;           // start of the last packet, for re-pacing after a rate rise
+  SimTimeNs ready_at = kNoTime;    // pending kFlowReady time; kNoTime when not waiting
+  uint32_t last_wire_bytes = 0;
   SimTimeNs rp_timer_at = kNoTime;
   SimTimeNs np_timer_at = kNoTime;
   uint64_t hash;
@@ -119,6 +122,7 @@ class Network {
   void host_receive(uint32_t port, uint32_t pkt);
   void send_cnp(uint32_t flow);
   void sync_rp_timer(uint32_t flow);
+  void repace(uint32_t flow);
   void sync_np_timer(uint32_t flow);
   double flow_rate_mbps(const Flow& f) const;
   // network_metrics.cc

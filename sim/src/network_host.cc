@@ -53,14 +53,28 @@ void Network::host_start_tx(uint32_t port) {
     return;
   }
   // Pacing: the next packet may leave one wire-time-at-rate after this one started.
-  f.next_send_ns = std::max(f.next_send_ns, static_cast<double>(now_)) +
-                   static_cast<double>(pkt.wire_bytes) * 8000.0 / flow_rate_mbps(f);
+  f.last_tx_ns = std::max(f.next_send_ns, static_cast<double>(now_));
+  f.last_wire_bytes = pkt.wire_bytes;
+  f.next_send_ns = f.last_tx_ns + static_cast<double>(pkt.wire_bytes) * 8000.0 / flow_rate_mbps(f);
   const auto port_free = now_ + static_cast<SimTimeNs>(std::ceil(pkt.wire_bytes * p.ns_per_byte));
   if (f.next_send_ns <= static_cast<double>(port_free)) {
     ready.push(id);
   } else {
-    events_.push(static_cast<SimTimeNs>(std::ceil(f.next_send_ns)), EventKind::kFlowReady, id);
+    f.ready_at = static_cast<SimTimeNs>(std::ceil(f.next_send_ns));
+    events_.push(f.ready_at, EventKind::kFlowReady, id);
   }
+}
+
+// A rate limiter applies a raised rate to the packet it is holding back: a flow cut to a few Mb/s
+// must not wait out the gap of its slowest rate once it recovers.
+void Network::repace(uint32_t id) {
+  Flow& f = flows_[id];
+  if (f.ready_at == kNoTime) return;
+  f.next_send_ns = f.last_tx_ns + static_cast<double>(f.last_wire_bytes) * 8000.0 / flow_rate_mbps(f);
+  const auto due = std::max(now_, static_cast<SimTimeNs>(std::ceil(f.next_send_ns)));
+  if (due >= f.ready_at) return;
+  f.ready_at = due;
+  events_.push(due, EventKind::kFlowReady, id);
 }
 
 void Network::host_receive(uint32_t port, uint32_t pkt_id) {

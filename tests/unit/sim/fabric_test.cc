@@ -1,0 +1,146 @@
+// End-to-end simulator tests: line rate, losslessness, fairness and convergence of the cc/ DCQCN
+// engine, late joiners, routing on every topology, determinism.
+#include <algorithm>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "rdmad/sim/output.h"
+#include "rdmad/sim/simulator.h"
+#include "sim_test_util.h"
+
+namespace rdmad::sim {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_file;
+using testing::run_scenario;
+using testing::star_long_flows;
+
+TEST(FabricTest, SingleFlowRunsAtLineRateWithoutQueueing) {
+  RunResults r = run_scenario(star_long_flows(1, {"sim.duration_ms=5", "sim.warmup_ms=1"}));
+  EXPECT_GE(r.bottleneck_utilization, 0.99);
+  EXPECT_EQ(r.cnps_sent, 0u);
+  EXPECT_EQ(r.pfc_pauses, 0u);
+  EXPECT_LE(r.queue_bytes.max, 2 * 1062);
+}
+
+TEST(FabricTest, ShortFlowOnIdleFabricHasSlowdownOneAndExactBytes) {
+  RunResults r = run_scenario(star_long_flows(
+      1, {"traffic.kind=\"incast\"", "traffic.size_bytes=100000", "sim.duration_ms=1", "sim.warmup_ms=0"}));
+  ASSERT_EQ(r.fct.size(), 1u);
+  const FctRecord& f = r.fct[0];
+  ASSERT_GE(f.fct_ns, 0);
+  // 100 payload packets of 1000 B + 62 B header at 100 Gb/s, two 1 µs links, one store-and-forward.
+  const double wire_ns = 100 * 1062 * 0.08;
+  EXPECT_NEAR(static_cast<double>(f.fct_ns), wire_ns + 2000 + 1062 * 0.08, 100);
+  EXPECT_EQ(f.slowdown, 1.0);
+  EXPECT_EQ(r.flows_completed, 1u);
+}
+
+TEST(FabricTest, IncastIsLosslessWithPfcAndLossyWithout) {
+  const std::vector<std::string> burst = {"traffic.kind=\"incast\"", "traffic.size_bytes=300000",
+                                          "switch.buffer_bytes=2000000", "sim.duration_ms=5", "sim.warmup_ms=0"};
+  RunResults lossless = run_scenario(star_long_flows(16, burst));
+  EXPECT_EQ(lossless.drops, 0u);
+  EXPECT_GT(lossless.pfc_pauses, 0u);
+  EXPECT_EQ(lossless.flows_completed, 16u);  // every byte of every flow arrived
+  for (const auto& f : lossless.fct) EXPECT_GE(f.slowdown, 1.0);
+
+  auto lossy_cfg = burst;
+  lossy_cfg.push_back("switch.pfc=false");
+  lossy_cfg.push_back("cc.enabled=false");
+  RunResults lossy = run_scenario(star_long_flows(16, lossy_cfg));
+  EXPECT_GT(lossy.drops, 0u);
+  EXPECT_EQ(lossy.pfc_pauses, 0u);
+  EXPECT_LE(lossy.queue_bytes.max, 2000000);
+}
+
+TEST(FabricTest, EveryTopologyRoutesEveryFlow) {
+  for (const char* topo : {"kind=\"fattree\"\nk=4", "kind=\"leafspine\"\nleaves=3\nspines=2\nhosts_per_leaf=4",
+                           "kind=\"dumbbell\"\nsenders=4", "kind=\"star\"\nsenders=6"}) {
+    Scenario s = parse_scenario(std::string("[topology]\n") + topo +
+                                    "\n[traffic]\nkind=\"poisson\"\ncdf=\"fb_hadoop.cdf\"\nload=0.3\nflow_count=300\n"
+                                    "[sim]\nduration_ms=200\nprogress=false\n",
+                                std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads");
+    RunResults r = run_scenario(s);
+    EXPECT_EQ(r.flows_completed, 300u) << topo;
+    EXPECT_EQ(r.drops, 0u) << topo;
+    for (const auto& f : r.fct) ASSERT_GE(f.slowdown, 1.0) << topo;
+  }
+}
+
+// The convergence criteria for N long flows into one 100 Gb/s receiver, mlx5 profile.
+class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(ConvergenceTest, FairHighUtilisationShallowQueueNoDrops) {
+  const uint32_t n = GetParam();
+  Scenario s = star_long_flows(n);
+  RunResults r = run_scenario(s);
+  std::printf("N=%u jain_min=%.4f jain_mean=%.4f util=%.4f queue_p99=%.0f max=%.0f kmax=%llu pauses=%llu drops=%llu\n", n,
+              r.jain_index, r.jain_index_mean, r.bottleneck_utilization, r.queue_bytes.p99, r.queue_bytes.max,
+              static_cast<unsigned long long>(s.sw.kmax_bytes), static_cast<unsigned long long>(r.pfc_pauses),
+              static_cast<unsigned long long>(r.drops));
+  ASSERT_EQ(r.jain_windows.size(), 4u);
+  EXPECT_GE(r.jain_index, 0.99);
+  EXPECT_GE(r.bottleneck_utilization, 0.95);
+  EXPECT_LT(r.queue_bytes.p99, static_cast<double>(s.sw.kmax_bytes));
+  EXPECT_EQ(r.drops, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Senders, ConvergenceTest, ::testing::Values(2u, 4u, 8u, 16u));
+
+// Two flows; the second joins at 10 ms and must reach (and hold) its fair share.
+TEST(FabricTest, LateJoinerReachesFairShare) {
+  RunResults r = run_scenario(star_long_flows(2, {"traffic.stagger_us=10000", "sim.duration_ms=40", "sim.warmup_ms=25"}));
+  // Delivered payload rate of flow 1 averaged over 500 µs windows (50 samples of 10 µs).
+  std::vector<std::pair<SimTimeNs, double>> avg;
+  double sum = 0;
+  int count = 0;
+  for (const auto& s : r.rates) {
+    if (s.flow != 1) continue;
+    sum += s.delivered_gbps;
+    if (++count == 50) {
+      avg.emplace_back(s.time_ns, sum / count);
+      sum = 0;
+      count = 0;
+    }
+  }
+  const double fair_gbps = 100.0 * 1000 / 1062 / 2;  // payload share of a 100 Gb/s link
+  SimTimeNs reached = -1;
+  for (const auto& [t, g] : avg) {
+    if (g >= 0.9 * fair_gbps && reached < 0) reached = t;
+    if (g < 0.9 * fair_gbps) reached = -1;  // must hold to the end
+  }
+  ASSERT_GE(reached, 0) << "flow 1 never settled within 10% of its fair share";
+  std::printf("late joiner within 10%% of its fair share %.2f ms after joining\n", (reached - 10'000'000) / 1e6);
+  EXPECT_LE(reached - 10'000'000, 5'000'000);
+}
+
+TEST(FabricTest, SameSeedGivesByteIdenticalOutputs) {
+  auto run_to = [](const std::string& name, uint64_t seed) {
+    Scenario s = parse_scenario(
+        "[topology]\nkind=\"leafspine\"\nleaves=2\nspines=2\nhosts_per_leaf=4\n"
+        "[traffic]\nkind=\"poisson\"\ncdf=\"websearch.cdf\"\nload=0.5\nflow_count=60\n"
+        "[sim]\nduration_ms=100\nprogress=false\n[output]\nmax_rate_flows=8\n",
+        std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads", {"sim.seed=" + std::to_string(seed)});
+    s.name = "determinism";
+    RunResults r = run_scenario(s);
+    r.wall_seconds = 0;  // the only field that depends on the machine
+    auto dir = fresh_dir(name);
+    write_outputs(r, dir);
+    return dir;
+  };
+  auto a = run_to("a", 5);
+  auto b = run_to("b", 5);
+  auto c = run_to("c", 6);
+  for (const char* file : {"summary.json", "fct.csv", "rates.csv", "queues.csv"}) {
+    std::string x = read_file(a / file);
+    EXPECT_GT(x.size(), 40u) << file;
+    EXPECT_EQ(x, read_file(b / file)) << file;
+  }
+  EXPECT_NE(read_file(a / "fct.csv"), read_file(c / "fct.csv"));
+}
+
+}  // namespace
+}  // namespace rdmad::sim
