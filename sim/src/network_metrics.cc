@@ -49,6 +49,8 @@ void Network::sample() {
   if (measuring && warmup_mark_ns_ < 0) {
     warmup_mark_ns_ = now_;
     for (uint32_t p : bottleneck_ports_) ports_[p].tx_at_warmup = ports_[p].tx_wire_bytes;
+    for (Flow& f : flows_) f.recv_at_window = f.recv_bytes;
+    next_window_ns_ = now_ + jain_window_ns_;
   }
   for (size_t i = 0; i < bottleneck_ports_.size(); ++i) {
     Port& p = ports_[bottleneck_ports_[i]];
@@ -58,7 +60,7 @@ void Network::sample() {
     p.tx_at_sample = p.tx_wire_bytes;
   }
   last_sample_ns_ = now_;
-  while (now_ >= next_window_ns_) {
+  while (measuring && now_ >= next_window_ns_) {
     close_jain_window();
     next_window_ns_ += jain_window_ns_;
   }
