@@ -82,15 +82,18 @@ set output "rates.png"
 set title "per-flow delivered rate"
 set xlabel "time (us)"; set ylabel "Gb/s"
 flows = system("tail -n +2 rates.csv | cut -d, -f2 | sort -n -u | head -16 | tr '\n' ' '")
-plot for [f in flows] "rates.csv" using 1:($2 == f+0 ? $3 : 1/0) with lines title "flow ".f
+plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
 set output "queues.png"
 set title "bottleneck queues"; set ylabel "bytes"
 ports = system("tail -n +2 queues.csv | cut -d, -f2 | awk '!s[$0]++' | head -16 | tr '\n' ' '")
-plot for [p in ports] "queues.csv" using 1:(strcol(2) eq p ? $3 : 1/0) with lines title p
-set output "fct_slowdown.png"
-set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
-set logscale xy
-plot "fct.csv" using 4:8 with points pt 7 ps 0.3 notitle
+plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+finished = system("awk -F, 'NR > 1 && $8 != \"\"' fct.csv | wc -l") + 0
+if (finished > 0) {
+  set output "fct_slowdown.png"
+  set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
+  set logscale xy
+  plot "fct.csv" using 4:8 with points pt 7 ps 0.3 notitle
+}
 )GP";
   {
     std::ofstream out(dir / "plot.gp");
