@@ -182,20 +182,27 @@ uint32_t Network::alloc_packet() {
 // the far end one propagation delay after its last bit leaves.
 void Network::transmit(uint32_t port, uint32_t pkt) {
   Port& p = ports_[port];
-  p.busy = true;
   uint32_t bytes = packets_[pkt].wire_bytes;
   p.tx_wire_bytes += bytes;
   auto ser = static_cast<SimTimeNs>(std::ceil(bytes * p.ns_per_byte));
-  events_.push(now_ + ser, EventKind::kTxDone, port);
+  p.busy_until = now_ + ser;
   packets_[pkt].arrive_ns = now_ + ser + p.delay_ns;
   if (p.in_flight.empty()) events_.push(packets_[pkt].arrive_ns, EventKind::kArrive, port);
   p.in_flight.push(pkt);
 }
 
+// Most ports on a lightly loaded fabric send one packet and fall idle; they need no completion event.
+void Network::wake_after_tx(uint32_t port) {
+  Port& p = ports_[port];
+  if (p.tx_done_pending) return;
+  p.tx_done_pending = true;
+  events_.push(p.busy_until, EventKind::kTxDone, port);
+}
+
 void Network::dispatch(const Event& ev) {
   switch (ev.kind) {
     case EventKind::kTxDone:
-      ports_[ev.a].busy = false;
+      ports_[ev.a].tx_done_pending = false;
       if (is_host(ports_[ev.a].node)) {
         host_start_tx(ev.a);
       } else {
@@ -246,7 +253,7 @@ void Network::dispatch(const Event& ev) {
     case EventKind::kPause: {
       Port& p = ports_[ev.a];
       p.paused = ev.b != 0;
-      if (!p.paused && !p.busy) {
+      if (!p.paused) {
         if (is_host(p.node)) {
           host_start_tx(ev.a);
         } else {

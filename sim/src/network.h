@@ -46,7 +46,8 @@ struct Port {
   double ns_per_byte;
   SimTimeNs delay_ns;
   uint64_t rate_mbps;
-  bool busy = false;
+  SimTimeNs busy_until = 0;     // serialising a packet until then
+  bool tx_done_pending = false;  // a kTxDone is queued for busy_until
   bool paused = false;    // a PAUSE for the data priority was received
   bool xoff_sent = false; // we paused the sender behind this (ingress) port
   bool bottleneck = false;
@@ -110,6 +111,8 @@ class Network {
   uint32_t alloc_packet();
   void free_packet(uint32_t p) { free_packets_.push_back(p); }
   void transmit(uint32_t port, uint32_t pkt);
+  // Asks for a kTxDone when the port's current packet ends (only ports with a backlog need one).
+  void wake_after_tx(uint32_t port);
   bool is_host(uint32_t node) const { return node < topo_.hosts; }
   // network_switch.cc
   void switch_receive(uint32_t in_port, uint32_t pkt);

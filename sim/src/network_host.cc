@@ -25,14 +25,18 @@ void Network::flow_start(uint32_t id) {
 
 void Network::host_start_tx(uint32_t port) {
   Port& p = ports_[port];
-  if (p.busy) return;
+  RingQueue& ready = host_ready_[p.node];
+  if (p.busy_until > now_) {
+    wake_after_tx(port);
+    return;
+  }
   if (!p.queue[kCtrlPrio].empty()) {
     uint32_t pkt = p.queue[kCtrlPrio].pop();
     p.queue_bytes[kCtrlPrio] -= packets_[pkt].wire_bytes;
     transmit(port, pkt);
+    if (!p.queue[kCtrlPrio].empty() || !ready.empty()) wake_after_tx(port);
     return;
   }
-  RingQueue& ready = host_ready_[p.node];
   if (p.paused || ready.empty()) return;
   const uint32_t id = ready.pop();
   Flow& f = flows_[id];
@@ -50,6 +54,7 @@ void Network::host_start_tx(uint32_t port) {
   transmit(port, pkt_id);
   if (f.size_bytes != 0 && f.sent_bytes >= f.size_bytes) {
     f.sending = false;
+    if (!p.queue[kCtrlPrio].empty() || !ready.empty()) wake_after_tx(port);
     return;
   }
   // Pacing: the next packet may leave one wire-time-at-rate after this one started.
@@ -63,6 +68,7 @@ void Network::host_start_tx(uint32_t port) {
     f.ready_at = static_cast<SimTimeNs>(std::ceil(f.next_send_ns));
     events_.push(f.ready_at, EventKind::kFlowReady, id);
   }
+  if (!p.queue[kCtrlPrio].empty() || !ready.empty()) wake_after_tx(port);
 }
 
 // A rate limiter applies a raised rate to the packet it is holding back: a flow cut to a few Mb/s

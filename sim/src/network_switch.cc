@@ -59,12 +59,15 @@ void Network::switch_receive(uint32_t in_port, uint32_t pkt_id) {
   if (eg.bottleneck && now_ >= warmup_ns_) {
     eg.max_queue_bytes = std::max(eg.max_queue_bytes, eg.queue_bytes[0] + eg.queue_bytes[1]);
   }
-  if (!eg.busy) switch_start_tx(out);
+  switch_start_tx(out);
 }
 
 void Network::switch_start_tx(uint32_t port) {
   Port& p = ports_[port];
-  if (p.busy) return;
+  if (p.busy_until > now_) {
+    wake_after_tx(port);
+    return;
+  }
   int prio;
   if (!p.queue[kCtrlPrio].empty()) {
     prio = kCtrlPrio;
@@ -84,6 +87,7 @@ void Network::switch_start_tx(uint32_t port) {
   p.queue_bytes[prio] -= pkt.wire_bytes;
   release_ingress(pkt_id, pkt, p.node);
   transmit(port, pkt_id);
+  if (!p.queue[kCtrlPrio].empty() || !p.queue[kDataPrio].empty()) wake_after_tx(port);
 }
 
 void Network::release_ingress(uint32_t /*pkt_id*/, const Packet& pkt, uint32_t node) {
