@@ -16,20 +16,25 @@ void EventQueue::push(SimTimeNs time_ns, EventKind kind, uint32_t a, uint32_t b)
   heap_[i] = ev;
 }
 
+// Floyd's variant: walk the hole down to a leaf along the smaller children (one comparison per level),
+// then sift the last element up from there; it rarely climbs, so this beats the textbook sift-down.
 Event EventQueue::pop() {
   Event top = heap_.front();
   Event last = heap_.back();
   heap_.pop_back();
-  size_t n = heap_.size();
+  const size_t n = heap_.size();
   if (n == 0) return top;
   size_t i = 0;
-  for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
+  for (size_t child = 1; child < n; child = 2 * i + 1) {
     if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-    if (!before(heap_[child], last)) break;
     heap_[i] = heap_[child];
     i = child;
+  }
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!before(last, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
   }
   heap_[i] = last;
   return top;
