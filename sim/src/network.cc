@@ -215,7 +215,7 @@ void Network::dispatch(const Event& ev) {
       if (!link.in_flight.empty()) events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
       ++hops_;
       if (is_host(ports_[link.peer].node)) {
-        host_receive(link.peer, pkt);
+        host_receive(pkt);
       } else {
         switch_receive(link.peer, pkt);
       }

@@ -117,12 +117,12 @@ class Network {
   // network_switch.cc
   void switch_receive(uint32_t in_port, uint32_t pkt);
   void switch_start_tx(uint32_t port);
-  void release_ingress(uint32_t pkt_id, const Packet& pkt, uint32_t sw);
+  void release_ingress(const Packet& pkt, uint32_t sw);
   void send_pause(uint32_t in_port, bool pause);
   // network_host.cc
   void flow_start(uint32_t flow);
   void host_start_tx(uint32_t port);
-  void host_receive(uint32_t port, uint32_t pkt);
+  void host_receive(uint32_t pkt);
   void send_cnp(uint32_t flow);
   void sync_rp_timer(uint32_t flow);
   void repace(uint32_t flow);

@@ -83,7 +83,7 @@ void Network::repace(uint32_t id) {
   events_.push(due, EventKind::kFlowReady, id);
 }
 
-void Network::host_receive(uint32_t port, uint32_t pkt_id) {
+void Network::host_receive(uint32_t pkt_id) {
   const Packet pkt = packets_[pkt_id];
   free_packet(pkt_id);
   Flow& f = flows_[pkt.flow];
@@ -94,7 +94,6 @@ void Network::host_receive(uint32_t port, uint32_t pkt_id) {
     }
     return;
   }
-  (void)port;
   f.recv_bytes += pkt.payload_bytes;
   if (pkt.ce && s_.cc_enabled) {
     if (np_.on_ce_packet(f.np, now_)) send_cnp(pkt.flow);

@@ -85,12 +85,12 @@ void Network::switch_start_tx(uint32_t port) {
     pkt.ce = true;
   }
   p.queue_bytes[prio] -= pkt.wire_bytes;
-  release_ingress(pkt_id, pkt, p.node);
+  release_ingress(pkt, p.node);
   transmit(port, pkt_id);
   if (!p.queue[kCtrlPrio].empty() || !p.queue[kDataPrio].empty()) wake_after_tx(port);
 }
 
-void Network::release_ingress(uint32_t /*pkt_id*/, const Packet& pkt, uint32_t node) {
+void Network::release_ingress(const Packet& pkt, uint32_t node) {
   SwitchState& sw = switches_[node - topo_.hosts];
   Port& in = ports_[pkt.ingress_port];
   if (pkt.in_headroom) {

@@ -12,6 +12,21 @@ namespace {
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 
+std::string json_string(const std::string& in) {
+  std::string out = "\"";
+  for (char c : in) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string pct_json(const Percentiles& p, bool with_p95) {
   return with_p95 ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}, \"count\": {}}}", num(p.p50), num(p.p95),
                                 num(p.p99), p.count)
@@ -28,7 +43,7 @@ std::ofstream open(const std::filesystem::path& path) {
 
 std::string summary_json(const RunResults& r) {
   std::string j = "{\n";
-  j += fmt::format("  \"scenario\": \"{}\",\n  \"seed\": {},\n", r.scenario, r.seed);
+  j += fmt::format("  \"scenario\": {},\n  \"seed\": {},\n", json_string(r.scenario), r.seed);
   j += fmt::format("  \"jain_index\": {},\n", r.jain_index < 0 ? "null" : num(r.jain_index));
   j += fmt::format("  \"jain_index_mean\": {},\n", r.jain_index_mean < 0 ? "null" : num(r.jain_index_mean));
   j += fmt::format("  \"jain_windows\": {},\n", r.jain_windows.size());
