@@ -4,9 +4,11 @@ namespace rdmad::sim {
 
 // A hand-rolled sift (rather than std::push_heap) keeps the hole-moving variant: one copy per level.
 void EventQueue::push(SimTimeNs time_ns, EventKind kind, uint32_t a, uint32_t b) {
-  Event ev{time_ns, next_seq_++, a, b, kind};
-  size_t i = heap_.size();
-  heap_.push_back(ev);
+  heap_.emplace_back();
+  sift_up(heap_.size() - 1, Event{time_ns, next_seq_++, a, b, kind});
+}
+
+void EventQueue::sift_up(size_t i, const Event& ev) {
   while (i > 0) {
     size_t parent = (i - 1) / 2;
     if (!before(ev, heap_[parent])) break;
@@ -30,13 +32,7 @@ Event EventQueue::pop() {
     heap_[i] = heap_[child];
     i = child;
   }
-  while (i > 0) {
-    size_t parent = (i - 1) / 2;
-    if (!before(last, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = last;
+  sift_up(i, last);
   return top;
 }
 

@@ -127,6 +127,7 @@ class Network {
   void sync_rp_timer(uint32_t flow);
   void repace(uint32_t flow);
   void sync_np_timer(uint32_t flow);
+  void schedule_earlier(SimTimeNs due, SimTimeNs& at, EventKind kind, uint32_t flow);
   double flow_rate_mbps(const Flow& f) const;
   // network_metrics.cc
   void sample();

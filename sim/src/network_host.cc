@@ -116,22 +116,22 @@ void Network::send_cnp(uint32_t flow) {
   host_start_tx(port);
 }
 
-// Only the earliest pending increase event of a flow sits in the event queue; a later one replaces it
-// by changing rp_timer_at (stale events are recognised by their time and ignored).
+// Only the earliest pending timer of each kind per flow sits in the event queue; an earlier one
+// replaces it by changing `at` (stale events are recognised by their time and ignored).
+void Network::schedule_earlier(SimTimeNs due, SimTimeNs& at, EventKind kind, uint32_t flow) {
+  if (due == cc::kNever || due >= at) return;
+  at = std::max(due, now_);
+  events_.push(at, kind, flow);
+}
+
 void Network::sync_rp_timer(uint32_t flow) {
   Flow& f = flows_[flow];
-  const SimTimeNs next = rp_.next_event_ns(f.rp);
-  if (next == cc::kNever || next >= f.rp_timer_at) return;
-  f.rp_timer_at = std::max(next, now_);
-  events_.push(f.rp_timer_at, EventKind::kRpTimer, flow);
+  schedule_earlier(rp_.next_event_ns(f.rp), f.rp_timer_at, EventKind::kRpTimer, flow);
 }
 
 void Network::sync_np_timer(uint32_t flow) {
   Flow& f = flows_[flow];
-  const SimTimeNs due = np_.deferred_cnp_due(f.np);
-  if (due == cc::kNever || due >= f.np_timer_at) return;
-  f.np_timer_at = std::max(due, now_);
-  events_.push(f.np_timer_at, EventKind::kNpTimer, flow);
+  schedule_earlier(np_.deferred_cnp_due(f.np), f.np_timer_at, EventKind::kNpTimer, flow);
 }
 
 }  // namespace rdmad::sim

@@ -45,6 +45,7 @@ class EventQueue {
   __extension__ using Key = unsigned __int128;
   static Key key(const Event& e) { return (static_cast<Key>(static_cast<uint64_t>(e.time_ns)) << 64) | e.seq; }
   static bool before(const Event& x, const Event& y) { return key(x) < key(y); }
+  void sift_up(size_t i, const Event& ev);
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;
 };
