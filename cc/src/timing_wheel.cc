@@ -7,6 +7,9 @@ namespace rdmad::cc {
 
 namespace {
 __extension__ using Uint128 = unsigned __int128;
+// Nodes are loaded this many positions ahead when a slot expires or cascades: far enough to cover
+// a DRAM miss at a few ns of work per node.
+constexpr size_t kPrefetchAhead = 16;
 }  // namespace
 
 TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
@@ -23,15 +26,18 @@ TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
 
 // t / slot_ns without a hardware divide (one per insert adds up): q = mulhi(t, floor(2^64/d)) is
 // floor(t/d) or one less; one multiply-compare fixes it.
-uint64_t TimingWheel::tick_of(TimeNs t) const {
+namespace {
+[[gnu::always_inline]] inline uint64_t divide(TimeNs t, uint64_t d, uint64_t magic) {
   if (t <= 0) return 0;
   const auto u = static_cast<uint64_t>(t);
-  if (slot_magic_ == 0) return u;
-  const auto d = static_cast<uint64_t>(slot_ns_);
-  auto q = static_cast<uint64_t>((static_cast<Uint128>(u) * slot_magic_) >> 64);
+  if (magic == 0) return u;
+  auto q = static_cast<uint64_t>((static_cast<Uint128>(u) * magic) >> 64);
   if (u - q * d >= d) ++q;
   return q;
 }
+}  // namespace
+
+uint64_t TimingWheel::tick_of(TimeNs t) const { return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_); }
 
 TimingWheel::List& TimingWheel::list_of(uint32_t where) {
   switch (where) {
@@ -53,8 +59,15 @@ void TimingWheel::push(TimerNode& node, uint32_t where) {
   list.push_back(&node);
 }
 
+// Entries never fire early: an entry due inside a slot belongs to the next slot boundary.
+uint64_t TimingWheel::due_tick_of(TimeNs t) const {
+  const uint64_t floor_tick = divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
+  return t > 0 && floor_tick * static_cast<uint64_t>(slot_ns_) != static_cast<uint64_t>(t) ? floor_tick + 1
+                                                                                            : floor_tick;
+}
+
 void TimingWheel::link(TimerNode& node) {
-  const uint64_t due = tick_of(node.due_ns);
+  const uint64_t due = due_tick_of(node.due_ns);
   if (due < cursor_) {
     push(node, kReady);
     return;
@@ -103,7 +116,7 @@ void TimingWheel::begin_expiry(List& from) {
   std::swap(expiring_, from);  // `from` gets the (empty) previous batch array and its capacity
   const size_t n = expiring_.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + 8 < n) __builtin_prefetch(expiring_[i + 8], 1);
+    if (i + kPrefetchAhead < n) __builtin_prefetch(expiring_[i + kPrefetchAhead], 1);
     expiring_[i]->where_ = kExpiring;  // index_ already equals i
   }
 }
@@ -112,7 +125,7 @@ void TimingWheel::relink_all(List& list) {
   std::swap(scratch_, list);
   const size_t n = scratch_.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + 8 < n) __builtin_prefetch(scratch_[i + 8], 1);
+    if (i + kPrefetchAhead < n) __builtin_prefetch(scratch_[i + kPrefetchAhead], 1);
     link(*scratch_[i]);
   }
   scratch_.clear();
@@ -120,14 +133,14 @@ void TimingWheel::relink_all(List& list) {
 
 namespace {
 
-// First set bit at index ≥ from in a 256-bit map; kSlots if none.
-unsigned find_from(const std::array<uint64_t, 4>& bits, unsigned from) {
+// First set bit at index ≥ from in a kSlots-bit map; kSlots if none.
+unsigned find_from(const std::array<uint64_t, TimingWheel::kSlots / 64>& bits, unsigned from) {
   if (from >= TimingWheel::kSlots) return TimingWheel::kSlots;
   unsigned word = from / 64;
   uint64_t w = bits[word] & (~0ULL << (from % 64));
   for (;;) {
     if (w != 0) return word * 64 + static_cast<unsigned>(std::countr_zero(w));
-    if (++word == 4) return TimingWheel::kSlots;
+    if (++word == bits.size()) return TimingWheel::kSlots;
     w = bits[word];
   }
 }
@@ -183,7 +196,7 @@ size_t TimingWheel::misplaced_for_test() const {
       for (size_t i = 0; i < list.size(); ++i) {
         const TimerNode* n = list[i];
         ++count;
-        const uint64_t due = tick_of(n->due_ns);
+        const uint64_t due = due_tick_of(n->due_ns);
         if (due < cursor_) ++bad;
         const uint64_t diff = due ^ cursor_;
         const unsigned want = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;

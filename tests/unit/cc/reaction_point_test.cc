@@ -10,6 +10,14 @@ namespace {
 
 constexpr TimeNs kUs = 1000;
 
+// A new flow at t = 0 that has just received its first CNP.
+RpState cut_at_zero(const ReactionPoint& rp) {
+  RpState s;
+  rp.start(s, 0);
+  rp.on_cnp(s, 0);
+  return s;
+}
+
 TEST(ReactionPoint, StateFitsACacheLine) { EXPECT_LE(sizeof(RpState), 64u); }
 
 TEST(ReactionPoint, NewFlowRunsAtLineRateWithoutEvents) {
@@ -30,9 +38,7 @@ TEST(ReactionPoint, NewFlowRunsAtLineRateWithoutEvents) {
 // on the 55 µs timer (SIGCOMM'15 §3.3; docs/dcqcn.md "golden trace").
 TEST(ReactionPoint, PaperFastRecoveryGoldenTrace) {
   const ReactionPoint rp(paper_profile(), 40'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   EXPECT_EQ(rp.rate_mbps(s), 20'000);
   EXPECT_EQ(rp.target_mbps(s), 40'000);
   EXPECT_EQ(rp.alpha(s, 0), 1.0);  // (1 − 1/256)·1 + 1/256
@@ -62,9 +68,7 @@ TEST(ReactionPoint, PaperFastRecoveryGoldenTrace) {
 
 TEST(ReactionPoint, LateTimerCatchesUpInOneCall) {
   const ReactionPoint rp(paper_profile(), 40'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   rp.on_timer(s, 5 * 55 * kUs + 54 * kUs);  // five events due, not the sixth
   EXPECT_EQ(rp.rate_mbps(s), 39'375);
   EXPECT_EQ(rp.next_event_ns(s), 6 * 55 * kUs);
@@ -72,9 +76,7 @@ TEST(ReactionPoint, LateTimerCatchesUpInOneCall) {
 
 TEST(ReactionPoint, PaperAlphaDecaysOncePerPeriod) {
   const ReactionPoint rp(paper_profile(), 40'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   for (int n : {0, 1, 2, 10, 18, 176, 177}) {
     EXPECT_EQ(rp.alpha(s, n * 55 * kUs), std::pow(255.0 / 256.0, n)) << n;
     EXPECT_EQ(rp.alpha(s, (n + 1) * 55 * kUs - 1), std::pow(255.0 / 256.0, n)) << n;
@@ -86,9 +88,7 @@ TEST(ReactionPoint, PaperAlphaDecaysOncePerPeriod) {
 
 TEST(ReactionPoint, CutUsesAlphaBeforeTheCnpUpdate) {
   const ReactionPoint rp(paper_profile(), 40'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   const TimeNs t = 10 * 55 * kUs;
   const double a = std::pow(255.0 / 256.0, 10);
   const double before = rp.rate_mbps(s);
@@ -176,9 +176,7 @@ TEST(ReactionPoint, RateOnFirstCnp) {
   DcqcnParams p = mlx5_profile();
   p.rate_on_first_cnp_mbps = 10'000;
   const ReactionPoint rp(p, 100'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   EXPECT_EQ(rp.rate_mbps(s), 10'000);
   rp.on_cnp(s, 10 * kUs);  // later cuts are normal: α/2 = (1023/1024·(1019/1024)^10·…)/2 < 50%
   EXPECT_GT(rp.rate_mbps(s), 5'000);
@@ -189,9 +187,7 @@ TEST(ReactionPoint, TargetClampFlags) {
   DcqcnParams p = mlx5_profile();  // clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1
   p.byte_counter_bytes = 0;
   const ReactionPoint rp(p, 100'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   const double rc1 = rp.rate_mbps(s);
   rp.on_cnp(s, 10 * kUs);  // no timer increase since the last cut: Rt keeps 100 G
   EXPECT_EQ(rp.target_mbps(s), 100'000);
@@ -214,9 +210,7 @@ TEST(ReactionPoint, ByteCounterZeroDisables) {
   DcqcnParams p = paper_profile();
   p.byte_counter_bytes = 0;
   const ReactionPoint rp(p, 40'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   rp.on_bytes_sent(s, 1 * kUs, uint64_t{1} << 40);
   EXPECT_EQ(rp.rate_mbps(s), 20'000);
 }
@@ -230,9 +224,7 @@ TEST(ReactionPoint, ByteCounterAdditiveAndHyperIncrease) {
   p.increase_timer_us = 10;
   p.byte_counter_bytes = 1000;
   const ReactionPoint rp(p, 100'000);
-  RpState s;
-  rp.start(s, 0);
-  rp.on_cnp(s, 0);
+  RpState s = cut_at_zero(rp);
   rp.on_cnp(s, 500);  // α stays 1: Rc 25 G, Rt 50 G
   ASSERT_EQ(rp.rate_mbps(s), 25'000);
   ASSERT_EQ(rp.target_mbps(s), 50'000);

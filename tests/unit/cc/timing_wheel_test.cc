@@ -26,21 +26,21 @@ TEST(TimingWheel, HandsBackDueEntriesAtSlotGranularity) {
   b.cookie = 2;
   c.cookie = 3;
   w.insert(a, 5 * kUs + 500);
-  w.insert(b, 300 * kUs);          // level 1
-  w.insert(c, 70'000 * kUs);       // level 2
+  w.insert(b, 3'000 * kUs);        // level 1
+  w.insert(c, 2'000'000 * kUs);    // level 2
   EXPECT_EQ(w.size(), 3u);
   std::vector<TimerNode*> out;
-  w.advance(5 * kUs - 1, out);
-  EXPECT_TRUE(out.empty());
-  w.advance(5 * kUs, out);  // same 1 µs slot as 5.5 µs
+  w.advance(5 * kUs + 999, out);
+  EXPECT_TRUE(out.empty());  // never early, even inside the slot
+  w.advance(6 * kUs, out);  // the slot boundary after 5.5 µs
   EXPECT_EQ(cookies(out), std::vector<uint64_t>{1});
   EXPECT_FALSE(TimingWheel::scheduled(a));
   out.clear();
-  w.advance(69'999 * kUs, out);
+  w.advance(1'999'999 * kUs, out);
   EXPECT_EQ(cookies(out), std::vector<uint64_t>{2});
   out.clear();
-  EXPECT_EQ(w.next_expiry_hint_ns(), 70'000 * kUs);
-  w.advance(1'000'000 * kUs, out);
+  EXPECT_EQ(w.next_expiry_hint_ns(), 2'000'000 * kUs);
+  w.advance(3'000'000 * kUs, out);
   EXPECT_EQ(cookies(out), std::vector<uint64_t>{3});
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(w.next_expiry_hint_ns(), kNever);
@@ -73,8 +73,8 @@ TEST(TimingWheel, OverdueInsertComesBackOnNextAdvance) {
 }
 
 TEST(TimingWheel, BeyondHorizonIsNotLost) {
-  TimingWheel w(kUs, 1);  // horizon 256 µs
-  EXPECT_EQ(w.horizon_ns(), 256 * kUs);
+  TimingWheel w(kUs, 1);  // horizon kSlots µs
+  EXPECT_EQ(w.horizon_ns(), TimingWheel::kSlots * kUs);
   TimerNode a, b;
   w.insert(a, 10'000 * kUs + 7);
   w.insert(b, 1'000 * kUs);
@@ -84,6 +84,8 @@ TEST(TimingWheel, BeyondHorizonIsNotLost) {
   EXPECT_EQ(out[0], &b);
   out.clear();
   w.advance(10'000 * kUs, out);
+  EXPECT_TRUE(out.empty());  // due 7 ns into the slot
+  w.advance(10'001 * kUs, out);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], &a);
 }
@@ -116,8 +118,8 @@ TEST(TimingWheel, CallbackMayRescheduleItsOwnEntry) {
   EXPECT_TRUE(w.empty());
 }
 
-// Random inserts, cancels and advances against std::multimap, with a small wheel (2 levels, horizon
-// 65.5 ms at 1 µs) so cascades and the overflow list are exercised.
+// Random inserts, cancels and advances against std::multimap, also with small wheels (1 level:
+// horizon 1 ms at 1 µs; 2 levels: 1 s) so cascades and the overflow list are exercised.
 TEST(TimingWheel, MatchesAReferenceContainer) {
   for (unsigned levels : {1u, 2u, 4u}) {
     std::mt19937_64 rng(levels);
@@ -150,7 +152,7 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         std::vector<TimerNode*> out;
         TimeNs last_slot = -1;
         w.advance(now, [&](TimerNode& n) {
-          const TimeNs slot = n.due_ns / kUs;
+          const TimeNs slot = (n.due_ns + kUs - 1) / kUs;
           // Due-slot order (overdue entries come back in the cursor's slot).
           EXPECT_GE(std::max(slot, last_slot), last_slot);
           last_slot = std::max(slot, last_slot);
@@ -158,7 +160,7 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         });
         std::multiset<uint64_t> got, want;
         for (TimerNode* n : out) got.insert(n->cookie);
-        const auto end = ref.upper_bound(now / kUs * kUs + kUs - 1);
+        const auto end = ref.upper_bound(now / kUs * kUs);  // due ≤ now rounded down to a slot
         for (auto it = ref.begin(); it != end; ++it) {
           want.insert(it->second);
           where[it->second] = ref.end();

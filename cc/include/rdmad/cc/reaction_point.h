@@ -18,6 +18,7 @@
 // - A rate within kLineRateSnapMbps of the maximum rate, with the target at the maximum, is the
 //   maximum rate: the flow leaves recovery and has no further events.
 // - Time must not go backwards between calls on one state.
+#include <array>
 #include <cstdint>
 
 #include "rdmad/cc/dcqcn_params.h"
@@ -83,7 +84,7 @@ class ReactionPoint {
   double min_rate_mbps() const { return min_rate_mbps_; }
 
  private:
-  void cut(RpState& s, TimeNs at) const;
+  void cut(RpState& s, TimeNs at, double alpha_now) const;
   // Applies `n` consecutive events of one counter (`counter` is T or BC, `other` the other one).
   void apply_increase_events(RpState& s, uint32_t& counter, uint32_t other, uint64_t n) const;
   void apply_run(RpState& s, double step_mbps, uint64_t n) const;
@@ -107,6 +108,7 @@ class ReactionPoint {
   double first_cnp_rate_mbps_;  // 0: normal cut
   bool clamp_target_;
   bool clamp_target_after_timer_;
+  std::array<double, 512> alpha_keep_pow_;  // (1 − g)^n: α decay without a pow() per CNP
 };
 
 }  // namespace rdmad::cc
