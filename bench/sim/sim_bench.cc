@@ -1,9 +1,9 @@
 // Simulator throughput: simulated packet-hops per CPU second on the 64:1 incast and on the leaf-spine
 // WebSearch scenario, the event queue against std::priority_queue (the baseline), and state per flow.
+#include <benchmark/benchmark.h>
+
 #include <queue>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "rdmad/sim/event_queue.h"
 #include "rdmad/sim/rng.h"
@@ -26,7 +26,8 @@ void run_scenario(benchmark::State& state, const char* file, std::vector<std::st
     benchmark::DoNotOptimize(r.events);
   }
   state.SetItemsProcessed(static_cast<int64_t>(hops));  // items_per_second = packet-hops per CPU second
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["hops_per_run"] = static_cast<double>(hops) / static_cast<double>(state.iterations());
 }
 
@@ -70,7 +71,10 @@ void BM_StdPriorityQueueHold(benchmark::State& state) {
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q;
   uint64_t seq = 0;
   hold_loop(
-      state, [&](SimTimeNs t) { q.push(Ev{t, seq++, 1, 2, 0}); },
+      state,
+      [&](SimTimeNs t) {
+        q.push(Ev{t, seq++, 1, 2, 0});
+      },
       [&] {
         SimTimeNs t = q.top().t;
         q.pop();

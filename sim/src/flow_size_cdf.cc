@@ -1,10 +1,10 @@
 #include "rdmad/sim/flow_size_cdf.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace rdmad::sim {
 
@@ -61,7 +61,8 @@ uint64_t FlowSizeCdf::sample(double u) const {
 double FlowSizeCdf::mean_bytes() const {
   double mean = 0;
   for (size_t i = 1; i < points_.size(); ++i) {
-    mean += (points_[i - 1].bytes + points_[i].bytes) / 2 * (points_[i].percent - points_[i - 1].percent) / 100;
+    mean +=
+        (points_[i - 1].bytes + points_[i].bytes) / 2 * (points_[i].percent - points_[i - 1].percent) / 100;
   }
   return mean;
 }

@@ -1,11 +1,11 @@
 // rdmad-sim: runs one scenario of the packet-level fabric simulator and writes its results.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "rdmad/sim/output.h"
 #include "rdmad/sim/scenario.h"

@@ -92,7 +92,8 @@ void Network::build_ports() {
     for (uint32_t p = node_first_port_[sw.node]; p < node_first_port_[sw.node + 1]; ++p) {
       headroom += s_.sw.pfc ? ports_[p].headroom_bytes : 0;
     }
-    if (headroom >= s_.sw.buffer_bytes) throw std::runtime_error("switch.buffer_bytes is smaller than PFC headroom");
+    if (headroom >= s_.sw.buffer_bytes)
+      throw std::runtime_error("switch.buffer_bytes is smaller than PFC headroom");
     sw.shared_size = s_.sw.buffer_bytes - headroom;
   }
   for (auto [from, to] : topo_.bottlenecks) {
@@ -139,7 +140,8 @@ void Network::build_routes() {
         }
       }
       size_t count = route_ports_.size() - sw.route_offset[h];
-      if (count == 0 || count > 255) throw std::runtime_error("topology: unroutable destination or >255 paths");
+      if (count == 0 || count > 255)
+        throw std::runtime_error("topology: unroutable destination or >255 paths");
       sw.route_count[h] = static_cast<uint8_t>(count);
     }
   }
@@ -212,7 +214,8 @@ void Network::dispatch(const Event& ev) {
     case EventKind::kArrive: {
       Port& link = ports_[ev.a];
       const uint32_t pkt = link.in_flight.pop();
-      if (!link.in_flight.empty()) events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
+      if (!link.in_flight.empty())
+        events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
       ++hops_;
       if (is_host(ports_[link.peer].node)) {
         host_receive(pkt);

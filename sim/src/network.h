@@ -46,10 +46,10 @@ struct Port {
   double ns_per_byte;
   SimTimeNs delay_ns;
   uint64_t rate_mbps;
-  SimTimeNs busy_until = 0;     // serialising a packet until then
+  SimTimeNs busy_until = 0;      // serialising a packet until then
   bool tx_done_pending = false;  // a kTxDone is queued for busy_until
-  bool paused = false;    // a PAUSE for the data priority was received
-  bool xoff_sent = false; // we paused the sender behind this (ingress) port
+  bool paused = false;           // a PAUSE for the data priority was received
+  bool xoff_sent = false;        // we paused the sender behind this (ingress) port
   bool bottleneck = false;
   RingQueue queue[2];
   // Packets on the wire, in arrival order: a link delivers FIFO, so only the head needs an event.
@@ -85,8 +85,8 @@ struct Flow {
   SimTimeNs finish_ns = -1;
   SimTimeNs ideal_ns = 0;
   double next_send_ns = 0;
-  double last_tx_ns = 0;           // start of the last packet, for re-pacing after a rate rise
-  SimTimeNs ready_at = kNoTime;    // pending kFlowReady time; kNoTime when not waiting
+  double last_tx_ns = 0;         // start of the last packet, for re-pacing after a rate rise
+  SimTimeNs ready_at = kNoTime;  // pending kFlowReady time; kNoTime when not waiting
   uint32_t last_wire_bytes = 0;
   SimTimeNs rp_timer_at = kNoTime;
   SimTimeNs np_timer_at = kNoTime;
@@ -152,7 +152,7 @@ class Network {
   std::vector<uint32_t> node_first_port_;  // size nodes+1
   std::vector<SwitchState> switches_;      // index node - hosts
   std::vector<uint32_t> route_ports_;
-  std::vector<RingQueue> host_ready_;      // per host: flows allowed to send now
+  std::vector<RingQueue> host_ready_;  // per host: flows allowed to send now
   std::vector<Flow> flows_;
   std::vector<FlowSpec> specs_;
   uint32_t next_spec_ = 0;

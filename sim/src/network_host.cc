@@ -44,8 +44,14 @@ void Network::host_start_tx(uint32_t port) {
   if (f.size_bytes != 0) payload = std::min<uint64_t>(payload, f.size_bytes - f.sent_bytes);
   const uint32_t pkt_id = alloc_packet();
   Packet& pkt = packets_[pkt_id];
-  pkt = Packet{id, static_cast<uint32_t>(payload + s_.header_bytes), static_cast<uint32_t>(payload), 0,
-               0, PacketType::kData, false, false};
+  pkt = Packet{id,
+               static_cast<uint32_t>(payload + s_.header_bytes),
+               static_cast<uint32_t>(payload),
+               0,
+               0,
+               PacketType::kData,
+               false,
+               false};
   f.sent_bytes += payload;
   if (s_.cc_enabled) {
     rp_.on_bytes_sent(f.rp, now_, payload);

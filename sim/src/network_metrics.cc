@@ -15,8 +15,11 @@ struct BucketDef {
   uint64_t hi;
 };
 constexpr BucketDef kBuckets[] = {
-    {"<10KB", 0, 10'000},           {"10KB-100KB", 10'000, 100'000}, {"100KB-1MB", 100'000, 1'000'000},
-    {"1MB-10MB", 1'000'000, 10'000'000}, {">=10MB", 10'000'000, UINT64_MAX},
+    {"<10KB", 0, 10'000},
+    {"10KB-100KB", 10'000, 100'000},
+    {"100KB-1MB", 100'000, 1'000'000},
+    {"1MB-10MB", 1'000'000, 10'000'000},
+    {">=10MB", 10'000'000, UINT64_MAX},
 };
 
 }  // namespace
@@ -26,7 +29,9 @@ Percentiles percentiles(std::vector<double>& v) {
   p.count = v.size();
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto rank = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * v.size())) - 1)]; };
+  auto rank = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * v.size())) - 1)];
+  };
   p.p50 = rank(0.50);
   p.p95 = rank(0.95);
   p.p99 = rank(0.99);
@@ -41,8 +46,8 @@ void Network::sample() {
     Flow& f = flows_[i];
     if (f.start_ns > now_ || (!f.sending && f.recv_bytes == f.recv_at_sample)) continue;
     double cc_gbps = f.sending ? flow_rate_mbps(f) / 1000 : 0;
-    rates_.push_back({now_, static_cast<uint32_t>(i), static_cast<double>(f.recv_bytes - f.recv_at_sample) * 8 / interval_ns,
-                      cc_gbps});
+    rates_.push_back({now_, static_cast<uint32_t>(i),
+                      static_cast<double>(f.recv_bytes - f.recv_at_sample) * 8 / interval_ns, cc_gbps});
     f.recv_at_sample = f.recv_bytes;
   }
   const bool measuring = now_ >= warmup_ns_;
@@ -132,7 +137,8 @@ RunResults Network::collect(double wall_seconds) {
       rec.fct_ns = f.finish_ns - f.start_ns;
       rec.slowdown = std::max(1.0, static_cast<double>(rec.fct_ns) / static_cast<double>(f.ideal_ns));
       for (size_t b = 0; b < std::size(kBuckets); ++b) {
-        if (f.size_bytes >= kBuckets[b].lo && f.size_bytes < kBuckets[b].hi) by_bucket[b].push_back(rec.slowdown);
+        if (f.size_bytes >= kBuckets[b].lo && f.size_bytes < kBuckets[b].hi)
+          by_bucket[b].push_back(rec.slowdown);
       }
     }
     r.fct.push_back(rec);
@@ -157,7 +163,8 @@ void Network::progress(bool final) {
   if (!s_.progress) return;
   auto wall = std::chrono::steady_clock::now();
   double since_start = std::chrono::duration<double>(wall - wall_start_).count();
-  if (!final && (since_start < 2.0 || std::chrono::duration<double>(wall - last_progress_).count() < 1.0)) return;
+  if (!final && (since_start < 2.0 || std::chrono::duration<double>(wall - last_progress_).count() < 1.0))
+    return;
   if (final && !progress_shown_) return;
   last_progress_ = wall;
   progress_shown_ = true;

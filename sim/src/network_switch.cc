@@ -45,7 +45,8 @@ void Network::switch_receive(uint32_t in_port, uint32_t pkt_id) {
     }
   } else {
     // Lossy: the egress queue may hold at most dt_alpha·(free shared buffer).
-    if (static_cast<double>(eg.queue_bytes[kDataPrio] + bytes) > s_.sw.dt_alpha * static_cast<double>(shared_free)) {
+    if (static_cast<double>(eg.queue_bytes[kDataPrio] + bytes) >
+        s_.sw.dt_alpha * static_cast<double>(shared_free)) {
       ++drops_;
       free_packet(pkt_id);
       return;
@@ -100,9 +101,11 @@ void Network::release_ingress(const Packet& pkt, uint32_t node) {
     if (pkt.type == PacketType::kData) in.ingress_shared_bytes -= pkt.wire_bytes;
   }
   if (in.xoff_sent && in.headroom_used_bytes == 0) {
-    const uint64_t xon_offset = s_.sw.xon_offset_bytes != 0 ? s_.sw.xon_offset_bytes : 2 * (s_.mtu_bytes + s_.header_bytes);
+    const uint64_t xon_offset =
+        s_.sw.xon_offset_bytes != 0 ? s_.sw.xon_offset_bytes : 2 * (s_.mtu_bytes + s_.header_bytes);
     const double threshold = s_.sw.pfc_alpha * static_cast<double>(sw.shared_size - sw.shared_used);
-    if (static_cast<double>(in.ingress_shared_bytes + xon_offset) <= threshold) send_pause(pkt.ingress_port, false);
+    if (static_cast<double>(in.ingress_shared_bytes + xon_offset) <= threshold)
+      send_pause(pkt.ingress_port, false);
   }
 }
 

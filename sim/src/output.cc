@@ -1,11 +1,11 @@
 #include "rdmad/sim/output.h"
 
+#include <fmt/format.h>
+#include <fmt/os.h>
+
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
-#include <fmt/os.h>
 
 namespace rdmad::sim {
 namespace {
@@ -28,9 +28,10 @@ std::string json_string(const std::string& in) {
 }
 
 std::string pct_json(const Percentiles& p, bool with_p95) {
-  return with_p95 ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}, \"count\": {}}}", num(p.p50), num(p.p95),
-                                num(p.p99), p.count)
-                  : fmt::format("{{\"p50\": {}, \"p99\": {}, \"max\": {}}}", num(p.p50), num(p.p99), num(p.max));
+  return with_p95
+             ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}, \"count\": {}}}", num(p.p50), num(p.p95),
+                           num(p.p99), p.count)
+             : fmt::format("{{\"p50\": {}, \"p99\": {}, \"max\": {}}}", num(p.p50), num(p.p99), num(p.max));
 }
 
 std::ofstream open(const std::filesystem::path& path) {
@@ -53,12 +54,13 @@ std::string summary_json(const RunResults& r) {
                    r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
   j += "  \"fct_slowdown\": {";
   for (size_t i = 0; i < r.fct_slowdown.size(); ++i) {
-    j += fmt::format("{}\n    \"{}\": {}", i ? "," : "", r.fct_slowdown[i].label, pct_json(r.fct_slowdown[i].slowdown, true));
+    j += fmt::format("{}\n    \"{}\": {}", i ? "," : "", r.fct_slowdown[i].label,
+                     pct_json(r.fct_slowdown[i].slowdown, true));
   }
   j += "\n  },\n";
   j += fmt::format("  \"flows_total\": {},\n  \"flows_completed\": {},\n", r.flows_total, r.flows_completed);
-  j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n", num(r.simulated_ms), r.events,
-                   r.packet_hops);
+  j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n",
+                   num(r.simulated_ms), r.events, r.packet_hops);
   j += fmt::format("  \"wall_seconds\": {}\n}}\n", fmt::format("{:.3f}", r.wall_seconds));
   return j;
 }
@@ -72,19 +74,20 @@ void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
   auto fct = open(dir / "fct.csv");
   fct << "flow,src,dst,size_bytes,start_ns,fct_ns,ideal_ns,slowdown\n";
   for (const auto& f : r.fct) {
-    fct << fmt::format("{},{},{},{},{},{},{},{}\n", f.flow, f.src, f.dst, f.size_bytes, f.start_ns, f.fct_ns, f.ideal_ns,
-                       f.fct_ns < 0 ? std::string() : num(f.slowdown));
+    fct << fmt::format("{},{},{},{},{},{},{},{}\n", f.flow, f.src, f.dst, f.size_bytes, f.start_ns, f.fct_ns,
+                       f.ideal_ns, f.fct_ns < 0 ? std::string() : num(f.slowdown));
   }
   auto rates = open(dir / "rates.csv");
   rates << "time_us,flow,delivered_gbps,cc_rate_gbps\n";
   for (const auto& s : r.rates) {
-    rates << fmt::format("{},{},{},{}\n", num(static_cast<double>(s.time_ns) / 1000), s.flow, num(s.delivered_gbps),
-                         num(s.cc_rate_gbps));
+    rates << fmt::format("{},{},{},{}\n", num(static_cast<double>(s.time_ns) / 1000), s.flow,
+                         num(s.delivered_gbps), num(s.cc_rate_gbps));
   }
   auto queues = open(dir / "queues.csv");
   queues << "time_us,port,queue_bytes\n";
   for (const auto& q : r.queues) {
-    queues << fmt::format("{},{},{}\n", num(static_cast<double>(q.time_ns) / 1000), r.port_names[q.port], q.bytes);
+    queues << fmt::format("{},{},{}\n", num(static_cast<double>(q.time_ns) / 1000), r.port_names[q.port],
+                          q.bytes);
   }
 }
 

@@ -1,12 +1,12 @@
 #include "rdmad/sim/scenario.h"
 
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
-#include <toml++/toml.h>
 
 namespace rdmad::sim {
 namespace {
@@ -72,7 +72,8 @@ class Reader {
 
 void apply_override(toml::table& root, const std::string& assignment) {
   auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) fail("--set", fmt::format("expected key=value, got '{}'", assignment));
+  if (eq == std::string::npos || eq == 0)
+    fail("--set", fmt::format("expected key=value, got '{}'", assignment));
   std::string key = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   toml::table parsed;
@@ -157,10 +158,11 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("switch.pmax", w.pmax);
 
   auto& f = s.traffic;
-  f.kind = parse_enum<TrafficKind>(
-      r, "traffic.kind",
-      {{"long", TrafficKind::kLongFlows}, {"incast", TrafficKind::kIncast}, {"poisson", TrafficKind::kPoisson}},
-      TrafficKind::kLongFlows);
+  f.kind = parse_enum<TrafficKind>(r, "traffic.kind",
+                                   {{"long", TrafficKind::kLongFlows},
+                                    {"incast", TrafficKind::kIncast},
+                                    {"poisson", TrafficKind::kPoisson}},
+                                   TrafficKind::kLongFlows);
   r.get("traffic.flows", f.flows);
   r.get("traffic.start_us", f.start_us);
   r.get("traffic.stagger_us", f.stagger_us);
@@ -170,7 +172,8 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("traffic.load", f.load);
   std::string cdf;
   r.get("traffic.cdf", cdf);
-  if (!cdf.empty()) f.cdf = std::filesystem::path(cdf).is_absolute() ? std::filesystem::path(cdf) : base_dir / cdf;
+  if (!cdf.empty())
+    f.cdf = std::filesystem::path(cdf).is_absolute() ? std::filesystem::path(cdf) : base_dir / cdf;
   r.get("traffic.flow_count", f.flow_count);
 
   r.get("output.max_rate_flows", s.output.max_rate_flows);
@@ -179,7 +182,8 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("cc.enabled", s.cc_enabled);
   r.get("cc.profile", s.cc_profile);
   auto profile = cc::profile_by_name(s.cc_profile);
-  if (!profile) fail(origin, fmt::format("key 'cc.profile': unknown profile '{}' (paper, mlx5)", s.cc_profile));
+  if (!profile)
+    fail(origin, fmt::format("key 'cc.profile': unknown profile '{}' (paper, mlx5)", s.cc_profile));
   s.dcqcn = *profile;
   // [cc.knobs]: any mlx5 knob by its vendor or debugfs name, in the knob's own units.
   if (const auto* knobs = root.at_path("cc.knobs").as_table()) {

@@ -81,7 +81,8 @@ Topology fat_tree(const TopologyConfig& c) {
     }
     // Aggregation switch i of every pod connects to cores i·k/2 … i·k/2 + k/2 − 1.
     for (uint32_t i = 0; i < half; ++i) {
-      for (uint32_t j = 0; j < half; ++j) link(t, aggs[i], cores[i * half + j], c.fabric_link_gbps, c.link_delay_ns);
+      for (uint32_t j = 0; j < half; ++j)
+        link(t, aggs[i], cores[i * half + j], c.fabric_link_gbps, c.link_delay_ns);
     }
   }
   return t;

@@ -51,7 +51,8 @@ std::vector<FlowSpec> generate_traffic(const Scenario& s, const Topology& topo) 
   uint32_t bursts = t.kind == TrafficKind::kIncast ? std::max<uint32_t>(t.bursts, 1) : 1;
   for (uint32_t b = 0; b < bursts; ++b) {
     for (uint32_t i = 0; i < n; ++i) {
-      double start = t.start_us + b * t.burst_interval_us + (t.kind == TrafficKind::kLongFlows ? i * t.stagger_us : 0);
+      double start =
+          t.start_us + b * t.burst_interval_us + (t.kind == TrafficKind::kLongFlows ? i * t.stagger_us : 0);
       flows.push_back({src[i], dst[i], t.size_bytes, us_to_ns(start)});
     }
   }

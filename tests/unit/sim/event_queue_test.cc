@@ -1,10 +1,10 @@
 #include "rdmad/sim/event_queue.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <tuple>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "rdmad/sim/rng.h"
 

@@ -1,9 +1,9 @@
 // End-to-end simulator tests: line rate, losslessness, fairness and convergence of the cc/ DCQCN
 // engine, late joiners, routing on every topology, determinism.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <gtest/gtest.h>
 
 #include "rdmad/sim/output.h"
 #include "rdmad/sim/simulator.h"
@@ -40,7 +40,8 @@ TEST(FabricTest, ShortFlowOnIdleFabricHasSlowdownOneAndExactBytes) {
 
 TEST(FabricTest, IncastIsLosslessWithPfcAndLossyWithout) {
   const std::vector<std::string> burst = {"traffic.kind=\"incast\"", "traffic.size_bytes=300000",
-                                          "switch.buffer_bytes=2000000", "sim.duration_ms=5", "sim.warmup_ms=0"};
+                                          "switch.buffer_bytes=2000000", "sim.duration_ms=5",
+                                          "sim.warmup_ms=0"};
   RunResults lossless = run_scenario(star_long_flows(16, burst));
   EXPECT_EQ(lossless.drops, 0u);
   EXPECT_GT(lossless.pfc_pauses, 0u);
@@ -57,12 +58,14 @@ TEST(FabricTest, IncastIsLosslessWithPfcAndLossyWithout) {
 }
 
 TEST(FabricTest, EveryTopologyRoutesEveryFlow) {
-  for (const char* topo : {"kind=\"fattree\"\nk=4", "kind=\"leafspine\"\nleaves=3\nspines=2\nhosts_per_leaf=4",
-                           "kind=\"dumbbell\"\nsenders=4", "kind=\"star\"\nsenders=6"}) {
-    Scenario s = parse_scenario(std::string("[topology]\n") + topo +
-                                    "\n[traffic]\nkind=\"poisson\"\ncdf=\"fb_hadoop.cdf\"\nload=0.3\nflow_count=300\n"
-                                    "[sim]\nduration_ms=200\nprogress=false\n",
-                                std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads");
+  for (const char* topo :
+       {"kind=\"fattree\"\nk=4", "kind=\"leafspine\"\nleaves=3\nspines=2\nhosts_per_leaf=4",
+        "kind=\"dumbbell\"\nsenders=4", "kind=\"star\"\nsenders=6"}) {
+    Scenario s =
+        parse_scenario(std::string("[topology]\n") + topo +
+                           "\n[traffic]\nkind=\"poisson\"\ncdf=\"fb_hadoop.cdf\"\nload=0.3\nflow_count=300\n"
+                           "[sim]\nduration_ms=200\nprogress=false\n",
+                       std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads");
     RunResults r = run_scenario(s);
     EXPECT_EQ(r.flows_completed, 300u) << topo;
     EXPECT_EQ(r.drops, 0u) << topo;
@@ -78,10 +81,12 @@ class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {
     const uint32_t n = GetParam();
     kmax_ = star_long_flows(n).sw.kmax_bytes;
     RunResults r = run_scenario(star_long_flows(n));
-    std::printf("N=%u jain_min=%.4f jain_mean=%.4f util=%.4f queue_p99=%.0f max=%.0f kmax=%llu pauses=%llu drops=%llu\n",
-                n, r.jain_index, r.jain_index_mean, r.bottleneck_utilization, r.queue_bytes.p99, r.queue_bytes.max,
-                static_cast<unsigned long long>(kmax_), static_cast<unsigned long long>(r.pfc_pauses),
-                static_cast<unsigned long long>(r.drops));
+    std::printf(
+        "N=%u jain_min=%.4f jain_mean=%.4f util=%.4f queue_p99=%.0f max=%.0f kmax=%llu pauses=%llu "
+        "drops=%llu\n",
+        n, r.jain_index, r.jain_index_mean, r.bottleneck_utilization, r.queue_bytes.p99, r.queue_bytes.max,
+        static_cast<unsigned long long>(kmax_), static_cast<unsigned long long>(r.pfc_pauses),
+        static_cast<unsigned long long>(r.drops));
     return r;
   }
   uint64_t kmax_ = 0;
@@ -129,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(Senders, ConvergenceTest, ::testing::Values(2u, 4u, 8u,
 
 // Two flows; the second joins at 10 ms, must reach its fair share quickly and then share fairly.
 TEST(FabricTest, LateJoinerReachesFairShare) {
-  RunResults r = run_scenario(star_long_flows(2, {"traffic.stagger_us=10000", "sim.duration_ms=42", "sim.warmup_ms=12"}));
+  RunResults r = run_scenario(
+      star_long_flows(2, {"traffic.stagger_us=10000", "sim.duration_ms=42", "sim.warmup_ms=12"}));
   // Delivered payload rate of flow 1 averaged over 500 µs (50 samples of 10 µs).
   double sum = 0;
   int count = 0;
@@ -147,7 +153,8 @@ TEST(FabricTest, LateJoinerReachesFairShare) {
     count = 0;
   }
   ASSERT_GE(reached, 0) << "flow 1 never came within 10% of its fair share";
-  std::printf("late joiner within 10%% of its fair share %.2f ms after joining\n", (reached - 10'000'000) / 1e6);
+  std::printf("late joiner within 10%% of its fair share %.2f ms after joining\n",
+              (reached - 10'000'000) / 1e6);
   EXPECT_LE(reached - 10'000'000, 2'000'000);
   ASSERT_EQ(r.jain_windows.size(), 3u);
   EXPECT_GE(r.jain_index, 0.99);  // from 2 ms after the join on, every 10 ms window is fair

@@ -1,8 +1,8 @@
 #include "rdmad/sim/flow_size_cdf.h"
 
-#include <stdexcept>
-
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "rdmad/sim/rng.h"
 
@@ -38,9 +38,9 @@ TEST(FlowSizeCdfTest, SampleMeanConvergesToTableMean) {
 }
 
 TEST(FlowSizeCdfTest, RejectsMalformedTables) {
-  EXPECT_THROW(FlowSizeCdf::parse("0 0\n10 50\n", "t"), std::runtime_error);           // no 100
-  EXPECT_THROW(FlowSizeCdf::parse("5 0\n10 100\n", "t"), std::runtime_error);          // no 0 0
-  EXPECT_THROW(FlowSizeCdf::parse("0 0\n10 60\n10 100\n", "t"), std::runtime_error);   // not increasing
+  EXPECT_THROW(FlowSizeCdf::parse("0 0\n10 50\n", "t"), std::runtime_error);          // no 100
+  EXPECT_THROW(FlowSizeCdf::parse("5 0\n10 100\n", "t"), std::runtime_error);         // no 0 0
+  EXPECT_THROW(FlowSizeCdf::parse("0 0\n10 60\n10 100\n", "t"), std::runtime_error);  // not increasing
   EXPECT_THROW(FlowSizeCdf::parse("0 0\n10 sixty\n", "t"), std::runtime_error);
   EXPECT_THROW(FlowSizeCdf::load(kWorkloads / "missing.cdf"), std::runtime_error);
   try {

@@ -1,9 +1,9 @@
 #include "rdmad/sim/scenario.h"
 
-#include <stdexcept>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 namespace rdmad::sim {
 namespace {
@@ -42,8 +42,8 @@ size_bytes = 4096
 
 TEST(ScenarioTest, OverridesReplaceAndAddKeys) {
   Scenario s = parse_scenario("[topology]\nsenders = 4\n", "/b",
-                              {"topology.senders=32", "cc.profile=paper", "switch.pmax=0.5", "sim.progress=false",
-                               "cc.knobs.rpg_time_reset=55", "traffic.cdf=x.cdf"});
+                              {"topology.senders=32", "cc.profile=paper", "switch.pmax=0.5",
+                               "sim.progress=false", "cc.knobs.rpg_time_reset=55", "traffic.cdf=x.cdf"});
   EXPECT_EQ(s.topology.senders, 32u);
   EXPECT_EQ(s.cc_profile, "paper");
   EXPECT_DOUBLE_EQ(s.sw.pmax, 0.5);
@@ -68,8 +68,10 @@ TEST(ScenarioTest, ErrorsNameTheKeyAndLine) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message("[topology]\nsendrs = 3\n"), "s.toml:2: unknown key 'topology.sendrs' (see docs/simulator.md)");
-  EXPECT_THAT(message("[topology]\nsenders = \"many\"\n"), HasSubstr("key 'topology.senders' has the wrong type"));
+  EXPECT_EQ(message("[topology]\nsendrs = 3\n"),
+            "s.toml:2: unknown key 'topology.sendrs' (see docs/simulator.md)");
+  EXPECT_THAT(message("[topology]\nsenders = \"many\"\n"),
+              HasSubstr("key 'topology.senders' has the wrong type"));
   EXPECT_THAT(message("[topology]\nsenders = -1\n"), HasSubstr("topology.senders"));
   EXPECT_THAT(message("[topology]\nkind = \"ring\"\n"), HasSubstr("unknown value 'ring'"));
   EXPECT_THAT(message("[cc.knobs]\nnot_a_knob = 1\n"), HasSubstr("not an mlx5 DCQCN knob"));

@@ -58,7 +58,8 @@ TEST(TopologyTest, FatTreeHasTheTextbookCounts) {
       ++degree[l.a];
       ++degree[l.b];
     }
-    for (uint32_t n = t.hosts; n < t.nodes(); ++n) EXPECT_EQ(degree[n], static_cast<int>(k)) << t.switch_names[n - t.hosts];
+    for (uint32_t n = t.hosts; n < t.nodes(); ++n)
+      EXPECT_EQ(degree[n], static_cast<int>(k)) << t.switch_names[n - t.hosts];
   }
 }
 

@@ -7,7 +7,8 @@ namespace {
 
 Scenario poisson(double load, uint32_t count) {
   return parse_scenario(
-      "[topology]\nkind=\"leafspine\"\nleaves=4\nhosts_per_leaf=8\n[traffic]\nkind=\"poisson\"\ncdf=\"websearch.cdf\"\n",
+      "[topology]\nkind=\"leafspine\"\nleaves=4\nhosts_per_leaf=8\n[traffic]\nkind=\"poisson\"\ncdf="
+      "\"websearch.cdf\"\n",
       std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads",
       {"traffic.load=" + std::to_string(load), "traffic.flow_count=" + std::to_string(count)});
 }
@@ -52,7 +53,9 @@ TEST(TrafficTest, LongFlowsStaggerAndIncastRepeats) {
   ASSERT_EQ(flows.size(), 3u);
   EXPECT_EQ(flows[2].start_ns, 10000);
   EXPECT_EQ(flows[2].dst, 3u);
-  s = parse_scenario("[topology]\nsenders=3\n[traffic]\nkind=\"incast\"\nbursts=2\nburst_interval_us=7\nsize_bytes=9\n", "/");
+  s = parse_scenario(
+      "[topology]\nsenders=3\n[traffic]\nkind=\"incast\"\nbursts=2\nburst_interval_us=7\nsize_bytes=9\n",
+      "/");
   flows = generate_traffic(s, build_topology(s.topology));
   ASSERT_EQ(flows.size(), 6u);
   EXPECT_EQ(flows[3].start_ns, 7000);

@@ -43,7 +43,9 @@ class EventQueue {
  private:
   // One 128-bit comparison instead of two branches: (time, seq) as a single unsigned key.
   __extension__ using Key = unsigned __int128;
-  static Key key(const Event& e) { return (static_cast<Key>(static_cast<uint64_t>(e.time_ns)) << 64) | e.seq; }
+  static Key key(const Event& e) {
+    return (static_cast<Key>(static_cast<uint64_t>(e.time_ns)) << 64) | e.seq;
+  }
   static bool before(const Event& x, const Event& y) { return key(x) < key(y); }
   void sift_up(size_t i, const Event& ev);
   std::vector<Event> heap_;

@@ -53,7 +53,7 @@ struct SizeBucket {
 struct RunResults {
   std::string scenario;
   uint64_t seed = 0;
-  double jain_index = -1;       // minimum over complete windows after warm-up; -1 when undefined
+  double jain_index = -1;  // minimum over complete windows after warm-up; -1 when undefined
   double jain_index_mean = -1;
   std::vector<double> jain_windows;
   double bottleneck_utilization = 0;  // wire bytes / capacity on the busy bottleneck ports after warm-up
