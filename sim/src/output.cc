@@ -28,6 +28,7 @@ std::string json_string(const std::string& in) {
 }
 
 std::string pct_json(const Percentiles& p, bool with_p95) {
+  if (with_p95 && p.count == 0) return "{\"p50\": null, \"p95\": null, \"p99\": null, \"count\": 0}";
   return with_p95
              ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}, \"count\": {}}}", num(p.p50), num(p.p95),
                            num(p.p99), p.count)
