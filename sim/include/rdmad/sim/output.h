@@ -1,0 +1,18 @@
+#pragma once
+// Writes a run's results into a directory: summary.json, fct.csv, rates.csv, queues.csv, and with
+// `plot` PNG charts drawn by gnuplot (rates.png, queues.png, fct_slowdown.png).
+#include <filesystem>
+#include <string>
+
+#include "rdmad/sim/results.h"
+
+namespace rdmad::sim {
+
+// summary.json as a string (fixed key order and number formatting, so equal results give equal bytes).
+std::string summary_json(const RunResults& r);
+// Writes every output file; throws std::runtime_error if the directory or a file cannot be written.
+void write_outputs(const RunResults& r, const std::filesystem::path& dir);
+// Runs gnuplot on the CSVs in `dir`; returns false (with a reason in `error`) if gnuplot failed.
+bool plot_outputs(const std::filesystem::path& dir, std::string& error);
+
+}  // namespace rdmad::sim

@@ -1,0 +1,78 @@
+#pragma once
+// What a run produces: the summary figures, the per-flow FCT records and the time series. Writing
+// them (summary.json, fct.csv, rates.csv, queues.csv, PNG plots) lives in output.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdmad/sim/event_queue.h"
+
+namespace rdmad::sim {
+
+struct Percentiles {
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double max = 0;
+  uint64_t count = 0;
+};
+// Nearest-rank percentiles; sorts `values`.
+Percentiles percentiles(std::vector<double>& values);
+
+struct FctRecord {
+  uint32_t flow;
+  uint32_t src;
+  uint32_t dst;
+  uint64_t size_bytes;
+  SimTimeNs start_ns;
+  SimTimeNs fct_ns;    // -1: not finished when the run ended
+  SimTimeNs ideal_ns;  // base RTT + size·8/line rate
+  double slowdown;     // max(1, fct/ideal); 0 when unfinished
+};
+
+struct RateSample {
+  SimTimeNs time_ns;
+  uint32_t flow;
+  double delivered_gbps;  // payload received in the last sample interval
+  double cc_rate_gbps;    // the reaction point's current rate Rc
+};
+
+struct QueueSample {
+  SimTimeNs time_ns;
+  uint32_t port;  // index into RunResults::port_names
+  uint64_t bytes;
+};
+
+struct SizeBucket {
+  std::string label;
+  uint64_t lo_bytes;  // inclusive
+  uint64_t hi_bytes;  // exclusive
+  Percentiles slowdown;
+};
+
+struct RunResults {
+  std::string scenario;
+  uint64_t seed = 0;
+  double jain_index = -1;  // minimum over complete windows after warm-up; -1 when undefined
+  double jain_index_mean = -1;
+  std::vector<double> jain_windows;
+  double bottleneck_utilization = 0;  // wire bytes / capacity on the busy bottleneck ports after warm-up
+  Percentiles queue_bytes;            // sampled bottleneck queues after warm-up (max is exact)
+  uint64_t pfc_pauses = 0;            // Xoff frames sent
+  uint64_t drops = 0;
+  uint64_t cnps_sent = 0;
+  uint64_t ecn_marks = 0;
+  uint64_t events = 0;
+  uint64_t packet_hops = 0;  // packets delivered over a link
+  double wall_seconds = 0;
+  double simulated_ms = 0;
+  uint32_t flows_total = 0;
+  uint32_t flows_completed = 0;
+  std::vector<SizeBucket> fct_slowdown;
+  std::vector<FctRecord> fct;
+  std::vector<RateSample> rates;
+  std::vector<QueueSample> queues;
+  std::vector<std::string> port_names;  // "leaf0->host3"
+};
+
+}  // namespace rdmad::sim

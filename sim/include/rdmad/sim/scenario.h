@@ -1,0 +1,86 @@
+#pragma once
+// A simulation scenario: every knob of a run, read from a TOML file plus `--set key=value`
+// overrides. The key reference lives in docs/simulator.md; unknown keys are errors.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rdmad/cc/dcqcn_params.h"
+
+namespace rdmad::sim {
+
+enum class TopologyKind : uint8_t { kStar, kDumbbell, kLeafSpine, kFatTree };
+enum class TrafficKind : uint8_t { kLongFlows, kIncast, kPoisson };
+
+struct TopologyConfig {
+  TopologyKind kind = TopologyKind::kStar;
+  uint32_t senders = 8;  // star / dumbbell: sending hosts (dumbbell: as many receivers)
+  uint32_t leaves = 4;   // leaf-spine
+  uint32_t spines = 4;
+  uint32_t hosts_per_leaf = 8;
+  uint32_t fat_tree_k = 4;  // k-ary fat-tree: k^3/4 hosts
+  double host_link_gbps = 100;
+  double fabric_link_gbps = 100;  // switch-to-switch links (dumbbell: the bottleneck)
+  int64_t link_delay_ns = 1000;   // propagation delay of every link
+};
+
+struct SwitchConfig {
+  uint64_t buffer_bytes = 32ull << 20;  // shared packet buffer per switch
+  double dt_alpha = 1.0;                // dynamic threshold: a queue may hold alpha·(free shared buffer)
+  bool pfc = true;
+  double pfc_alpha = 1.0 / 8;     // Xoff when an ingress holds more than pfc_alpha·(free shared)
+  uint64_t headroom_bytes = 0;    // per ingress port beyond Xoff; 0 = 2·BDP of the link + 2 MTU
+  uint64_t xon_offset_bytes = 0;  // Xon this far below Xoff; 0 = 2 MTU
+  bool ecn = true;
+  uint64_t kmin_bytes = 400'000;  // RED/ECN per egress data queue
+  uint64_t kmax_bytes = 1'600'000;
+  double pmax = 0.2;
+};
+
+struct TrafficConfig {
+  TrafficKind kind = TrafficKind::kLongFlows;
+  uint32_t flows = 0;               // long flows / incast senders; 0 = every sender
+  double start_us = 0;              // first flow's start
+  double stagger_us = 0;            // long flows: flow i starts at start + i·stagger
+  uint64_t size_bytes = 0;          // long flows: 0 = runs until the end; incast: bytes per sender
+  uint32_t bursts = 1;              // incast: number of bursts
+  double burst_interval_us = 1000;  // incast: time between bursts
+  double load = 0.3;                // poisson: offered load per host link
+  std::filesystem::path cdf;        // poisson: flow-size CDF (relative paths: to the scenario file)
+  uint32_t flow_count = 1000;       // poisson: flows to generate
+};
+
+struct OutputConfig {
+  uint32_t max_rate_flows = 64;  // rates.csv holds the first this-many flows
+  double jain_window_ms = 10;
+};
+
+struct Scenario {
+  std::string name;
+  uint64_t seed = 1;
+  double duration_ms = 20;  // simulated time limit (poisson runs stop earlier when all flows end)
+  double warmup_ms = 0;     // metrics ignore the time before this
+  double sample_interval_us = 10;
+  uint32_t mtu_bytes = 1000;   // payload per packet
+  uint32_t header_bytes = 62;  // Ethernet+IP+UDP+BTH+ICRC+FCS on the wire
+  uint32_t cnp_bytes = 64;
+  bool progress = true;  // progress line on stderr for long runs
+  TopologyConfig topology;
+  SwitchConfig sw;
+  TrafficConfig traffic;
+  OutputConfig output;
+  bool cc_enabled = true;
+  std::string cc_profile = "mlx5";
+  cc::DcqcnParams dcqcn = cc::mlx5_profile();
+};
+
+// Reads a scenario file and applies overrides ("topology.senders=32"; the value is TOML, bare words
+// are taken as strings). Throws std::runtime_error with the file, key and reason on any error.
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+// Parses scenario text; relative file paths resolve against `base_dir`.
+Scenario parse_scenario(std::string_view text, const std::filesystem::path& base_dir,
+                        const std::vector<std::string>& overrides = {},
+                        const std::string& origin = "<scenario>");
+
+}  // namespace rdmad::sim

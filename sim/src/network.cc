@@ -1,0 +1,291 @@
+#include "network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <stdexcept>
+
+#include "rdmad/sim/rng.h"
+
+namespace rdmad::sim {
+namespace {
+
+SimTimeNs ms_to_ns(double ms) { return static_cast<SimTimeNs>(std::llround(ms * 1e6)); }
+
+}  // namespace
+
+Network::Network(const Scenario& s)
+    : s_(s),
+      topo_(build_topology(s.topology)),
+      end_ns_(ms_to_ns(s.duration_ms)),
+      warmup_ns_(ms_to_ns(s.warmup_ms)),
+      sample_ns_(std::max<SimTimeNs>(1, static_cast<SimTimeNs>(s.sample_interval_us * 1000))),
+      jain_window_ns_(std::max<SimTimeNs>(1, ms_to_ns(s.output.jain_window_ms))),
+      next_window_ns_(warmup_ns_ + jain_window_ns_),
+      rp_(s.dcqcn, static_cast<uint32_t>(s.topology.host_link_gbps * 1000)),
+      np_(s.dcqcn) {
+  build_ports();
+  build_routes();
+  specs_ = generate_traffic(s_, topo_);
+  flows_.reserve(specs_.size());
+  for (uint32_t i = 0; i < specs_.size(); ++i) {
+    const FlowSpec& spec = specs_[i];
+    Flow f{};
+    f.src = spec.src;
+    f.dst = spec.dst;
+    f.size_bytes = spec.size_bytes;
+    f.start_ns = spec.start_ns;
+    f.finish_ns = -1;
+    f.rp_timer_at = kNoTime;
+    f.np_timer_at = kNoTime;
+    f.hash = mix64(s_.seed * 0x9e3779b97f4a7c15ULL + i);
+    flows_.push_back(f);
+    flows_.back().ideal_ns = path_ideal_ns(i);
+    if (spec.size_bytes > 0) ++bounded_flows_;
+  }
+  host_ready_.resize(topo_.hosts);
+  packets_.reserve(1 << 16);
+  events_.reserve(1 << 16);
+}
+
+void Network::build_ports() {
+  std::vector<std::vector<std::pair<uint32_t, size_t>>> adj(topo_.nodes());  // (peer, link)
+  for (size_t l = 0; l < topo_.links.size(); ++l) {
+    adj[topo_.links[l].a].emplace_back(topo_.links[l].b, l);
+    adj[topo_.links[l].b].emplace_back(topo_.links[l].a, l);
+  }
+  node_first_port_.assign(topo_.nodes() + 1, 0);
+  for (uint32_t n = 0; n < topo_.nodes(); ++n) {
+    node_first_port_[n + 1] = node_first_port_[n] + static_cast<uint32_t>(adj[n].size());
+    if (is_host(n) && adj[n].size() != 1) throw std::runtime_error("a host needs exactly one link");
+  }
+  ports_.resize(node_first_port_.back());
+  // The port of node n towards peer m is the k-th entry in adj[n]; find the reverse index by search.
+  for (uint32_t n = 0; n < topo_.nodes(); ++n) {
+    for (size_t k = 0; k < adj[n].size(); ++k) {
+      auto [m, l] = adj[n][k];
+      const LinkSpec& link = topo_.links[l];
+      Port& p = ports_[node_first_port_[n] + k];
+      p.node = n;
+      size_t back = 0;
+      while (adj[m][back].second != l) ++back;
+      p.peer = node_first_port_[m] + static_cast<uint32_t>(back);
+      p.rate_mbps = static_cast<uint64_t>(link.gbps * 1000);
+      p.ns_per_byte = 8.0 / link.gbps;
+      p.delay_ns = link.delay_ns;
+      uint64_t mtu_wire = s_.mtu_bytes + s_.header_bytes;
+      // Headroom must absorb what is in flight while the PAUSE travels: 2·BDP plus a frame each way.
+      p.headroom_bytes = s_.sw.headroom_bytes != 0
+                             ? s_.sw.headroom_bytes
+                             : static_cast<uint64_t>(2 * link.delay_ns * link.gbps / 8) + 3 * mtu_wire;
+      if (!is_host(n) && s_.sw.ecn) {
+        p.marker.emplace(cc::RedParams{s_.sw.kmin_bytes, s_.sw.kmax_bytes, s_.sw.pmax},
+                         mix64(s_.seed ^ (0xec0000ULL + node_first_port_[n] + k)));
+      }
+    }
+  }
+  switches_.resize(topo_.switches);
+  for (uint32_t i = 0; i < topo_.switches; ++i) {
+    SwitchState& sw = switches_[i];
+    sw.node = topo_.hosts + i;
+    uint64_t headroom = 0;
+    for (uint32_t p = node_first_port_[sw.node]; p < node_first_port_[sw.node + 1]; ++p) {
+      headroom += s_.sw.pfc ? ports_[p].headroom_bytes : 0;
+    }
+    if (headroom >= s_.sw.buffer_bytes)
+      throw std::runtime_error("switch.buffer_bytes is smaller than PFC headroom");
+    sw.shared_size = s_.sw.buffer_bytes - headroom;
+  }
+  for (auto [from, to] : topo_.bottlenecks) {
+    for (uint32_t p = node_first_port_[from]; p < node_first_port_[from + 1]; ++p) {
+      if (ports_[ports_[p].peer].node == to) {
+        ports_[p].bottleneck = true;
+        bottleneck_ports_.push_back(p);
+      }
+    }
+  }
+}
+
+// Shortest paths by BFS from every host; a switch's next hops towards host h are all neighbours one
+// step closer (the ECMP set).
+void Network::build_routes() {
+  const uint32_t n_nodes = topo_.nodes();
+  for (auto& sw : switches_) {
+    sw.route_offset.assign(topo_.hosts, 0);
+    sw.route_count.assign(topo_.hosts, 0);
+  }
+  std::vector<uint32_t> dist(n_nodes);
+  for (uint32_t h = 0; h < topo_.hosts; ++h) {
+    std::fill(dist.begin(), dist.end(), kNone);
+    std::deque<uint32_t> frontier{h};
+    dist[h] = 0;
+    while (!frontier.empty()) {
+      uint32_t n = frontier.front();
+      frontier.pop_front();
+      if (n != h && is_host(n)) continue;  // hosts do not forward
+      for (uint32_t p = node_first_port_[n]; p < node_first_port_[n + 1]; ++p) {
+        uint32_t m = ports_[ports_[p].peer].node;
+        if (dist[m] == kNone) {
+          dist[m] = dist[n] + 1;
+          frontier.push_back(m);
+        }
+      }
+    }
+    for (auto& sw : switches_) {
+      sw.route_offset[h] = static_cast<uint32_t>(route_ports_.size());
+      for (uint32_t p = node_first_port_[sw.node]; p < node_first_port_[sw.node + 1]; ++p) {
+        uint32_t m = ports_[ports_[p].peer].node;
+        if (dist[sw.node] != kNone && dist[m] + 1 == dist[sw.node] && (!is_host(m) || m == h)) {
+          route_ports_.push_back(p);
+        }
+      }
+      size_t count = route_ports_.size() - sw.route_offset[h];
+      if (count == 0 || count > 255)
+        throw std::runtime_error("topology: unroutable destination or >255 paths");
+      sw.route_count[h] = static_cast<uint8_t>(count);
+    }
+  }
+}
+
+uint32_t Network::next_port(uint32_t node, const Flow& f, uint32_t dst_host) const {
+  if (is_host(node)) return node_first_port_[node];
+  const SwitchState& sw = switches_[node - topo_.hosts];
+  uint32_t count = sw.route_count[dst_host];
+  uint32_t pick = count == 1 ? 0 : static_cast<uint32_t>(mix64(f.hash ^ (uint64_t{node} << 40)) % count);
+  return route_ports_[sw.route_offset[dst_host] + pick];
+}
+
+// Base RTT of the flow's own ECMP path (propagation both ways plus one full frame's store-and-forward
+// at every hop) plus the time to put its bytes on the sender's link.
+SimTimeNs Network::path_ideal_ns(uint32_t flow) const {
+  const Flow& f = flows_[flow];
+  double rtt = 0;
+  uint32_t node = f.src;
+  for (int guard = 0; node != f.dst && guard < 64; ++guard) {
+    const Port& p = ports_[next_port(node, f, f.dst)];
+    rtt += 2.0 * static_cast<double>(p.delay_ns) + (s_.mtu_bytes + s_.header_bytes) * p.ns_per_byte;
+    node = ports_[p.peer].node;
+  }
+  double line_ns_per_byte = 8.0 / s_.topology.host_link_gbps;
+  return static_cast<SimTimeNs>(rtt + static_cast<double>(f.size_bytes) * line_ns_per_byte);
+}
+
+uint32_t Network::alloc_packet() {
+  if (!free_packets_.empty()) {
+    uint32_t p = free_packets_.back();
+    free_packets_.pop_back();
+    return p;
+  }
+  packets_.emplace_back();
+  return static_cast<uint32_t>(packets_.size() - 1);
+}
+
+// Puts a packet on the wire: the port is busy for its serialisation time, and the packet arrives at
+// the far end one propagation delay after its last bit leaves.
+void Network::transmit(uint32_t port, uint32_t pkt) {
+  Port& p = ports_[port];
+  uint32_t bytes = packets_[pkt].wire_bytes;
+  p.tx_wire_bytes += bytes;
+  auto ser = static_cast<SimTimeNs>(std::ceil(bytes * p.ns_per_byte));
+  p.busy_until = now_ + ser;
+  packets_[pkt].arrive_ns = now_ + ser + p.delay_ns;
+  if (p.in_flight.empty()) events_.push(packets_[pkt].arrive_ns, EventKind::kArrive, port);
+  p.in_flight.push(pkt);
+}
+
+// Most ports on a lightly loaded fabric send one packet and fall idle; they need no completion event.
+void Network::wake_after_tx(uint32_t port) {
+  Port& p = ports_[port];
+  if (p.tx_done_pending) return;
+  p.tx_done_pending = true;
+  events_.push(p.busy_until, EventKind::kTxDone, port);
+}
+
+void Network::dispatch(const Event& ev) {
+  switch (ev.kind) {
+    case EventKind::kTxDone:
+      ports_[ev.a].tx_done_pending = false;
+      if (is_host(ports_[ev.a].node)) {
+        host_start_tx(ev.a);
+      } else {
+        switch_start_tx(ev.a);
+      }
+      break;
+    case EventKind::kArrive: {
+      Port& link = ports_[ev.a];
+      const uint32_t pkt = link.in_flight.pop();
+      if (!link.in_flight.empty())
+        events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
+      ++hops_;
+      if (is_host(ports_[link.peer].node)) {
+        host_receive(pkt);
+      } else {
+        switch_receive(link.peer, pkt);
+      }
+      break;
+    }
+    case EventKind::kFlowStart:
+      flow_start(ev.a);
+      break;
+    case EventKind::kFlowReady: {
+      Flow& f = flows_[ev.a];
+      if (ev.time_ns != f.ready_at) break;  // re-paced earlier
+      f.ready_at = kNoTime;
+      host_ready_[f.src].push(ev.a);
+      host_start_tx(node_first_port_[f.src]);
+      break;
+    }
+    case EventKind::kRpTimer: {
+      Flow& f = flows_[ev.a];
+      if (ev.time_ns != f.rp_timer_at) break;  // superseded
+      f.rp_timer_at = kNoTime;
+      if (!f.sending) break;
+      rp_.on_timer(f.rp, now_);
+      sync_rp_timer(ev.a);
+      repace(ev.a);
+      break;
+    }
+    case EventKind::kNpTimer: {
+      Flow& f = flows_[ev.a];
+      if (ev.time_ns != f.np_timer_at) break;
+      f.np_timer_at = kNoTime;
+      if (np_.on_timer(f.np, now_)) send_cnp(ev.a);
+      sync_np_timer(ev.a);
+      break;
+    }
+    case EventKind::kPause: {
+      Port& p = ports_[ev.a];
+      p.paused = ev.b != 0;
+      if (!p.paused) {
+        if (is_host(p.node)) {
+          host_start_tx(ev.a);
+        } else {
+          switch_start_tx(ev.a);
+        }
+      }
+      break;
+    }
+    case EventKind::kSample:
+      sample();
+      break;
+  }
+}
+
+RunResults Network::run() {
+  wall_start_ = std::chrono::steady_clock::now();
+  last_progress_ = wall_start_;
+  if (!flows_.empty()) events_.push(flows_[0].start_ns, EventKind::kFlowStart, 0);
+  events_.push(sample_ns_, EventKind::kSample, 0);
+  while (!events_.empty() && events_.next_time() <= end_ns_) {
+    Event ev = events_.pop();
+    now_ = ev.time_ns;
+    dispatch(ev);
+    if ((++events_run_ & 0xffff) == 0) progress(false);
+    if (bounded_flows_ > 0 && flows_done_ == bounded_flows_ && bounded_flows_ == flows_.size()) break;
+  }
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+  progress(true);
+  return collect(wall);
+}
+
+}  // namespace rdmad::sim

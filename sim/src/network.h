@@ -1,0 +1,184 @@
+#pragma once
+// Simulator internals: the data model (ports, switches, hosts, flows, packets) and the event
+// handlers. Split by concern: network.cc (build, routing, event loop), network_switch.cc (buffer,
+// PFC, ECN), network_host.cc (NIC scheduling, pacing, RP/NP), network_metrics.cc (sampling, results).
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rdmad/cc/notification_point.h"
+#include "rdmad/cc/reaction_point.h"
+#include "rdmad/cc/red_marker.h"
+#include "rdmad/sim/event_queue.h"
+#include "rdmad/sim/results.h"
+#include "rdmad/sim/scenario.h"
+#include "rdmad/sim/topology.h"
+#include "rdmad/sim/traffic.h"
+#include "ring_queue.h"
+
+namespace rdmad::sim {
+
+inline constexpr SimTimeNs kNoTime = INT64_MAX;
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+enum class PacketType : uint8_t { kData, kCnp };
+// Priority 0 carries CNPs (strict priority, never paused); priority 1 carries data (PFC-controlled).
+inline constexpr int kCtrlPrio = 0;
+inline constexpr int kDataPrio = 1;
+
+struct Packet {
+  uint32_t flow;
+  uint32_t wire_bytes;
+  uint32_t payload_bytes;
+  uint32_t ingress_port;  // global port it entered the current switch on
+  SimTimeNs arrive_ns;    // when it reaches the far end of the link it is on
+  PacketType type;
+  bool ce;
+  bool in_headroom;  // buffered in the ingress port's PFC headroom
+};
+static_assert(sizeof(Packet) <= 32);
+
+struct Port {
+  uint32_t node;
+  uint32_t peer;  // global index of the port at the other end of the link
+  double ns_per_byte;
+  SimTimeNs delay_ns;
+  uint64_t rate_mbps;
+  SimTimeNs busy_until = 0;      // serialising a packet until then
+  bool tx_done_pending = false;  // a kTxDone is queued for busy_until
+  bool paused = false;           // a PAUSE for the data priority was received
+  bool xoff_sent = false;        // we paused the sender behind this (ingress) port
+  bool bottleneck = false;
+  RingQueue queue[2];
+  // Packets on the wire, in arrival order: a link delivers FIFO, so only the head needs an event.
+  RingQueue in_flight;
+  uint64_t queue_bytes[2] = {0, 0};
+  uint64_t ingress_shared_bytes = 0;  // as an ingress: bytes charged to the shared pool
+  uint64_t headroom_used_bytes = 0;
+  uint64_t headroom_bytes = 0;
+  uint64_t tx_wire_bytes = 0;
+  uint64_t tx_at_sample = 0;
+  uint64_t tx_at_warmup = 0;
+  uint64_t max_queue_bytes = 0;  // after warm-up
+  std::optional<cc::RedMarker> marker;
+};
+
+struct SwitchState {
+  uint32_t node;
+  uint64_t shared_size = 0;
+  uint64_t shared_used = 0;
+  std::vector<uint32_t> route_offset;  // per destination host: index into route_ports
+  std::vector<uint8_t> route_count;
+};
+
+struct Flow {
+  uint32_t src;
+  uint32_t dst;
+  uint64_t size_bytes;  // 0 = unbounded
+  uint64_t sent_bytes = 0;
+  uint64_t recv_bytes = 0;
+  uint64_t recv_at_sample = 0;
+  uint64_t recv_at_window = 0;
+  SimTimeNs start_ns;
+  SimTimeNs finish_ns = -1;
+  SimTimeNs ideal_ns = 0;
+  double next_send_ns = 0;
+  double last_tx_ns = 0;         // start of the last packet, for re-pacing after a rate rise
+  SimTimeNs ready_at = kNoTime;  // pending kFlowReady time; kNoTime when not waiting
+  uint32_t last_wire_bytes = 0;
+  SimTimeNs rp_timer_at = kNoTime;
+  SimTimeNs np_timer_at = kNoTime;
+  uint64_t hash;
+  bool sending = false;  // started and not done sending
+  cc::RpState rp;
+  cc::NpState np;
+};
+
+class Network {
+ public:
+  explicit Network(const Scenario& s);
+  RunResults run();
+
+ private:
+  // network.cc
+  void build_ports();
+  void build_routes();
+  SimTimeNs path_ideal_ns(uint32_t flow) const;
+  uint32_t next_port(uint32_t node, const Flow& f, uint32_t dst_host) const;
+  void dispatch(const Event& ev);
+  uint32_t alloc_packet();
+  void free_packet(uint32_t p) { free_packets_.push_back(p); }
+  void transmit(uint32_t port, uint32_t pkt);
+  // Asks for a kTxDone when the port's current packet ends (only ports with a backlog need one).
+  void wake_after_tx(uint32_t port);
+  bool is_host(uint32_t node) const { return node < topo_.hosts; }
+  // network_switch.cc
+  void switch_receive(uint32_t in_port, uint32_t pkt);
+  void switch_start_tx(uint32_t port);
+  void release_ingress(const Packet& pkt, uint32_t sw);
+  void send_pause(uint32_t in_port, bool pause);
+  // network_host.cc
+  void flow_start(uint32_t flow);
+  void host_start_tx(uint32_t port);
+  void host_receive(uint32_t pkt);
+  void send_cnp(uint32_t flow);
+  void sync_rp_timer(uint32_t flow);
+  void repace(uint32_t flow);
+  void sync_np_timer(uint32_t flow);
+  void schedule_earlier(SimTimeNs due, SimTimeNs& at, EventKind kind, uint32_t flow);
+  double flow_rate_mbps(const Flow& f) const;
+  // network_metrics.cc
+  void sample();
+  void close_jain_window();
+  RunResults collect(double wall_seconds);
+  void progress(bool final);
+  std::string node_name(uint32_t node) const;
+
+  Scenario s_;
+  Topology topo_;
+  EventQueue events_;
+  SimTimeNs now_ = 0;
+  SimTimeNs end_ns_;
+  SimTimeNs warmup_ns_;
+  SimTimeNs sample_ns_;
+  SimTimeNs jain_window_ns_;
+  SimTimeNs next_window_ns_;
+  SimTimeNs warmup_mark_ns_ = -1;  // first sample at or after warm-up
+  SimTimeNs last_sample_ns_ = 0;
+
+  std::vector<Port> ports_;
+  std::vector<uint32_t> node_first_port_;  // size nodes+1
+  std::vector<SwitchState> switches_;      // index node - hosts
+  std::vector<uint32_t> route_ports_;
+  std::vector<RingQueue> host_ready_;  // per host: flows allowed to send now
+  std::vector<Flow> flows_;
+  std::vector<FlowSpec> specs_;
+  uint32_t next_spec_ = 0;
+  std::vector<Packet> packets_;
+  std::vector<uint32_t> free_packets_;
+
+  cc::ReactionPoint rp_;
+  cc::NotificationPoint np_;
+
+  uint64_t drops_ = 0;
+  uint64_t pfc_pauses_ = 0;
+  uint64_t cnps_sent_ = 0;
+  uint64_t ecn_marks_ = 0;
+  uint64_t hops_ = 0;
+  uint64_t events_run_ = 0;
+  uint32_t flows_done_ = 0;
+  uint32_t bounded_flows_ = 0;
+
+  std::vector<RateSample> rates_;
+  std::vector<QueueSample> queue_samples_;
+  std::vector<double> queue_values_;
+  std::vector<double> jain_windows_;
+  std::vector<uint32_t> bottleneck_ports_;
+  std::chrono::steady_clock::time_point wall_start_;
+  std::chrono::steady_clock::time_point last_progress_;
+  bool progress_shown_ = false;
+};
+
+}  // namespace rdmad::sim

@@ -1,0 +1,177 @@
+// Measurement: periodic samples of per-flow rates and bottleneck queues, Jain's index over fixed
+// windows, utilisation, FCT slowdown, and the progress line.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "network.h"
+
+namespace rdmad::sim {
+namespace {
+
+struct BucketDef {
+  const char* label;
+  uint64_t lo;
+  uint64_t hi;
+};
+constexpr BucketDef kBuckets[] = {
+    {"<10KB", 0, 10'000},
+    {"10KB-100KB", 10'000, 100'000},
+    {"100KB-1MB", 100'000, 1'000'000},
+    {"1MB-10MB", 1'000'000, 10'000'000},
+    {">=10MB", 10'000'000, UINT64_MAX},
+};
+
+}  // namespace
+
+Percentiles percentiles(std::vector<double>& v) {
+  Percentiles p;
+  p.count = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto rank = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * v.size())) - 1)];
+  };
+  p.p50 = rank(0.50);
+  p.p95 = rank(0.95);
+  p.p99 = rank(0.99);
+  p.max = v.back();
+  return p;
+}
+
+void Network::sample() {
+  const double interval_ns = static_cast<double>(sample_ns_);
+  const size_t n_rates = std::min<size_t>(flows_.size(), s_.output.max_rate_flows);
+  for (size_t i = 0; i < n_rates; ++i) {
+    Flow& f = flows_[i];
+    if (f.start_ns > now_ || (!f.sending && f.recv_bytes == f.recv_at_sample)) continue;
+    double cc_gbps = f.sending ? flow_rate_mbps(f) / 1000 : 0;
+    rates_.push_back({now_, static_cast<uint32_t>(i),
+                      static_cast<double>(f.recv_bytes - f.recv_at_sample) * 8 / interval_ns, cc_gbps});
+    f.recv_at_sample = f.recv_bytes;
+  }
+  const bool measuring = now_ >= warmup_ns_;
+  if (measuring && warmup_mark_ns_ < 0) {
+    warmup_mark_ns_ = now_;
+    for (uint32_t p : bottleneck_ports_) ports_[p].tx_at_warmup = ports_[p].tx_wire_bytes;
+    for (Flow& f : flows_) f.recv_at_window = f.recv_bytes;
+    next_window_ns_ = now_ + jain_window_ns_;
+  }
+  for (size_t i = 0; i < bottleneck_ports_.size(); ++i) {
+    Port& p = ports_[bottleneck_ports_[i]];
+    uint64_t q = p.queue_bytes[0] + p.queue_bytes[1];
+    queue_samples_.push_back({now_, static_cast<uint32_t>(i), q});
+    if (measuring && p.tx_wire_bytes != p.tx_at_sample) queue_values_.push_back(static_cast<double>(q));
+    p.tx_at_sample = p.tx_wire_bytes;
+  }
+  last_sample_ns_ = now_;
+  while (measuring && now_ >= next_window_ns_) {
+    close_jain_window();
+    next_window_ns_ += jain_window_ns_;
+  }
+  if (now_ + sample_ns_ <= end_ns_) events_.push(now_ + sample_ns_, EventKind::kSample, 0);
+}
+
+// Jain's index over the flows active for the whole window [next_window − W, next_window).
+void Network::close_jain_window() {
+  if (s_.traffic.kind == TrafficKind::kPoisson) return;
+  const SimTimeNs start = next_window_ns_ - jain_window_ns_;
+  double sum = 0;
+  double sum_sq = 0;
+  uint32_t n = 0;
+  for (Flow& f : flows_) {
+    bool whole = f.start_ns <= start && (f.finish_ns < 0 || f.finish_ns >= next_window_ns_);
+    if (whole) {
+      double x = static_cast<double>(f.recv_bytes - f.recv_at_window);
+      sum += x;
+      sum_sq += x * x;
+      ++n;
+    }
+    f.recv_at_window = f.recv_bytes;
+  }
+  if (n >= 2 && sum_sq > 0) jain_windows_.push_back(sum * sum / (n * sum_sq));
+}
+
+RunResults Network::collect(double wall_seconds) {
+  RunResults r;
+  r.scenario = s_.name;
+  r.seed = s_.seed;
+  r.jain_windows = jain_windows_;
+  if (!jain_windows_.empty()) {
+    r.jain_index = *std::min_element(jain_windows_.begin(), jain_windows_.end());
+    double sum = 0;
+    for (double j : jain_windows_) sum += j;
+    r.jain_index_mean = sum / static_cast<double>(jain_windows_.size());
+  }
+  double util_sum = 0;
+  uint32_t busy_ports = 0;
+  uint64_t max_queue = 0;
+  for (uint32_t pi : bottleneck_ports_) {
+    const Port& p = ports_[pi];
+    max_queue = std::max(max_queue, p.max_queue_bytes);
+    uint64_t sent = p.tx_at_sample - p.tx_at_warmup;
+    if (warmup_mark_ns_ < 0 || last_sample_ns_ <= warmup_mark_ns_ || sent == 0) continue;
+    util_sum += static_cast<double>(sent) * 8000.0 / static_cast<double>(p.rate_mbps) /
+                static_cast<double>(last_sample_ns_ - warmup_mark_ns_);
+    ++busy_ports;
+  }
+  r.bottleneck_utilization = busy_ports ? util_sum / busy_ports : 0;
+  r.queue_bytes = percentiles(queue_values_);
+  r.queue_bytes.max = static_cast<double>(max_queue);
+  r.pfc_pauses = pfc_pauses_;
+  r.drops = drops_;
+  r.cnps_sent = cnps_sent_;
+  r.ecn_marks = ecn_marks_;
+  r.events = events_run_;
+  r.packet_hops = hops_;
+  r.wall_seconds = wall_seconds;
+  r.simulated_ms = static_cast<double>(now_) / 1e6;
+  r.flows_total = static_cast<uint32_t>(flows_.size());
+  r.flows_completed = flows_done_;
+  std::vector<std::vector<double>> by_bucket(std::size(kBuckets));
+  for (uint32_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = flows_[i];
+    if (f.size_bytes == 0) continue;
+    FctRecord rec{i, f.src, f.dst, f.size_bytes, f.start_ns, -1, f.ideal_ns, 0};
+    if (f.finish_ns >= 0) {
+      rec.fct_ns = f.finish_ns - f.start_ns;
+      rec.slowdown = std::max(1.0, static_cast<double>(rec.fct_ns) / static_cast<double>(f.ideal_ns));
+      for (size_t b = 0; b < std::size(kBuckets); ++b) {
+        if (f.size_bytes >= kBuckets[b].lo && f.size_bytes < kBuckets[b].hi)
+          by_bucket[b].push_back(rec.slowdown);
+      }
+    }
+    r.fct.push_back(rec);
+  }
+  for (size_t b = 0; b < std::size(kBuckets); ++b) {
+    r.fct_slowdown.push_back({kBuckets[b].label, kBuckets[b].lo, kBuckets[b].hi, percentiles(by_bucket[b])});
+  }
+  r.rates = std::move(rates_);
+  r.queues = std::move(queue_samples_);
+  for (uint32_t pi : bottleneck_ports_) {
+    const Port& p = ports_[pi];
+    r.port_names.push_back(node_name(p.node) + "->" + node_name(ports_[p.peer].node));
+  }
+  return r;
+}
+
+std::string Network::node_name(uint32_t node) const {
+  return is_host(node) ? "host" + std::to_string(node) : topo_.switch_names[node - topo_.hosts];
+}
+
+void Network::progress(bool final) {
+  if (!s_.progress) return;
+  auto wall = std::chrono::steady_clock::now();
+  double since_start = std::chrono::duration<double>(wall - wall_start_).count();
+  if (!final && (since_start < 2.0 || std::chrono::duration<double>(wall - last_progress_).count() < 1.0))
+    return;
+  if (final && !progress_shown_) return;
+  last_progress_ = wall;
+  progress_shown_ = true;
+  std::fprintf(stderr, "\rrdmad-sim: %.3f/%.3f ms simulated, %llu events, flows %u/%u done, %.2f M hops/s%s",
+               static_cast<double>(now_) / 1e6, static_cast<double>(end_ns_) / 1e6,
+               static_cast<unsigned long long>(events_run_), flows_done_, bounded_flows_,
+               static_cast<double>(hops_) / 1e6 / std::max(since_start, 1e-9), final ? "\n" : "   ");
+}
+
+}  // namespace rdmad::sim

@@ -1,0 +1,141 @@
+#include "rdmad/sim/output.h"
+
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace rdmad::sim {
+namespace {
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+
+std::string json_string(const std::string& in) {
+  std::string out = "\"";
+  for (char c : in) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string pct_json(const Percentiles& p, bool with_p95) {
+  if (with_p95 && p.count == 0) return "{\"p50\": null, \"p95\": null, \"p99\": null, \"count\": 0}";
+  return with_p95
+             ? fmt::format("{{\"p50\": {}, \"p95\": {}, \"p99\": {}, \"count\": {}}}", num(p.p50), num(p.p95),
+                           num(p.p99), p.count)
+             : fmt::format("{{\"p50\": {}, \"p99\": {}, \"max\": {}}}", num(p.p50), num(p.p99), num(p.max));
+}
+
+std::ofstream open(const std::filesystem::path& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+  return out;
+}
+
+}  // namespace
+
+std::string summary_json(const RunResults& r) {
+  std::string j = "{\n";
+  j += fmt::format("  \"scenario\": {},\n  \"seed\": {},\n", json_string(r.scenario), r.seed);
+  j += fmt::format("  \"jain_index\": {},\n", r.jain_index < 0 ? "null" : num(r.jain_index));
+  j += fmt::format("  \"jain_index_mean\": {},\n", r.jain_index_mean < 0 ? "null" : num(r.jain_index_mean));
+  j += fmt::format("  \"jain_windows\": {},\n", r.jain_windows.size());
+  j += fmt::format("  \"bottleneck_utilization\": {},\n", num(r.bottleneck_utilization));
+  j += fmt::format("  \"queue_bytes\": {},\n", pct_json(r.queue_bytes, false));
+  j += fmt::format("  \"pfc_pauses\": {},\n  \"drops\": {},\n  \"cnps_sent\": {},\n  \"ecn_marks\": {},\n",
+                   r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
+  j += "  \"fct_slowdown\": {";
+  for (size_t i = 0; i < r.fct_slowdown.size(); ++i) {
+    j += fmt::format("{}\n    \"{}\": {}", i ? "," : "", r.fct_slowdown[i].label,
+                     pct_json(r.fct_slowdown[i].slowdown, true));
+  }
+  j += "\n  },\n";
+  j += fmt::format("  \"flows_total\": {},\n  \"flows_completed\": {},\n", r.flows_total, r.flows_completed);
+  j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n",
+                   num(r.simulated_ms), r.events, r.packet_hops);
+  j += fmt::format("  \"wall_seconds\": {}\n}}\n", fmt::format("{:.3f}", r.wall_seconds));
+  return j;
+}
+
+void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create '{}': {}", dir.string(), ec.message()));
+  open(dir / "summary.json") << summary_json(r);
+
+  auto fct = open(dir / "fct.csv");
+  fct << "flow,src,dst,size_bytes,start_ns,fct_ns,ideal_ns,slowdown\n";
+  for (const auto& f : r.fct) {
+    fct << fmt::format("{},{},{},{},{},{},{},{}\n", f.flow, f.src, f.dst, f.size_bytes, f.start_ns, f.fct_ns,
+                       f.ideal_ns, f.fct_ns < 0 ? std::string() : num(f.slowdown));
+  }
+  auto rates = open(dir / "rates.csv");
+  rates << "time_us,flow,delivered_gbps,cc_rate_gbps\n";
+  for (const auto& s : r.rates) {
+    rates << fmt::format("{},{},{},{}\n", num(static_cast<double>(s.time_ns) / 1000), s.flow,
+                         num(s.delivered_gbps), num(s.cc_rate_gbps));
+  }
+  auto queues = open(dir / "queues.csv");
+  queues << "time_us,port,queue_bytes\n";
+  for (const auto& q : r.queues) {
+    queues << fmt::format("{},{},{}\n", num(static_cast<double>(q.time_ns) / 1000), r.port_names[q.port],
+                          q.bytes);
+  }
+}
+
+bool plot_outputs(const std::filesystem::path& dir, std::string& error) {
+  // One gnuplot script; CSVs are long-format, so each flow/port is selected with a filter.
+  const std::string script = R"GP(set datafile separator ","
+set terminal pngcairo size 1000,600
+set key outside right
+set output "rates.png"
+set title "per-flow delivered rate"
+set xlabel "time (us)"; set ylabel "Gb/s"
+flows = system("tail -n +2 rates.csv | cut -d, -f2 | sort -n -u | head -16 | tr '\n' ' '")
+plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
+set output "queues.png"
+set title "bottleneck queues"; set ylabel "bytes"
+ports = system("tail -n +2 queues.csv | cut -d, -f2 | awk '!s[$0]++' | head -16 | tr '\n' ' '")
+plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+finished = system("awk -F, 'NR > 1 && $8 != \"\"' fct.csv | wc -l") + 0
+if (finished > 0) {
+  set output "fct_slowdown.png"
+  set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
+  set logscale xy
+  plot "fct.csv" using 4:8 with points pt 7 ps 0.3 notitle
+}
+)GP";
+  {
+    std::ofstream out(dir / "plot.gp");
+    out << script;
+    if (!out) {
+      error = "cannot write plot.gp";
+      return false;
+    }
+  }
+  std::string cmd = fmt::format("cd '{}' && gnuplot plot.gp 2>&1", dir.string());
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) {
+    error = "cannot start gnuplot";
+    return false;
+  }
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe) != nullptr) error += buf;
+  int rc = pclose(pipe);
+  if (rc != 0) {
+    error = fmt::format("gnuplot failed ({}): {}", rc, error);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace rdmad::sim

@@ -1,0 +1,21 @@
+#pragma once
+// Shared helpers for the simulator tests: small scenarios built in code, and file comparison.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rdmad/sim/results.h"
+#include "rdmad/sim/scenario.h"
+
+namespace rdmad::sim::testing {
+
+// N long flows into one receiver on a 100 Gb/s star, mlx5 DCQCN, PFC on; `overrides` as for --set.
+Scenario star_long_flows(uint32_t senders, const std::vector<std::string>& overrides = {});
+// Runs a scenario to the end.
+RunResults run_scenario(const Scenario& s);
+// Reads a whole file (empty if missing).
+std::string read_file(const std::filesystem::path& p);
+// A fresh empty directory under the test's temporary directory.
+std::filesystem::path fresh_dir(const std::string& name);
+
+}  // namespace rdmad::sim::testing
