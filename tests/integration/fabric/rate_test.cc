@@ -51,9 +51,17 @@ double measure_bps(const RateCase& rc, uint64_t rate_bps) {
   return static_cast<double>(sent_between * (rc.datagram_bytes + 28) * 8) / seconds;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 class FabricRate : public ::testing::TestWithParam<RateCase> {};
 
 TEST_P(FabricRate, DrainsWithinTenPercent) {
+  if constexpr (kSanitized)
+    GTEST_SKIP() << "sanitizers slow every datagram several-fold: rate accuracy is not meaningful";
   const RateCase rc = GetParam();
   const uint64_t rate_bps = parse_rate_bps(rc.rate);
   // The pacing is exact in virtual time, but a port thread starved of CPU by other processes
