@@ -11,21 +11,18 @@
 namespace rdmad::fabric {
 namespace {
 
-double to_double(const std::string& v, const std::string& key) {
-  double d = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc{} || end != v.data() + v.size())
+template <typename T>
+T to_number(const std::string& v, const std::string& key) {
+  T out{};
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) {
     throw std::invalid_argument(key + ": not a number '" + v + "'");
-  return d;
+  }
+  return out;
 }
 
-uint64_t to_u64(const std::string& v, const std::string& key) {
-  uint64_t u = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-  if (ec != std::errc{} || end != v.data() + v.size())
-    throw std::invalid_argument(key + ": not an integer '" + v + "'");
-  return u;
-}
+double to_double(const std::string& v, const std::string& key) { return to_number<double>(v, key); }
+uint64_t to_u64(const std::string& v, const std::string& key) { return to_number<uint64_t>(v, key); }
 
 bool to_bool(const std::string& v, const std::string& key) {
   if (v == "true" || v == "1" || v == "on") return true;
