@@ -150,7 +150,7 @@ void Port::transmit(int64_t now_ns) {
     const bool hold = reorder_rng_() < config_.reorder;
     if (hold && !holding_) {
       std::memcpy(held_.data(), ring_.data(p).data(), p.len);
-      held_.resize(p.len);
+      held_len_ = p.len;
       held_tos_ = tos;
       holding_ = true;
       held_deadline_ns_ = now_ns + static_cast<int64_t>(config_.reorder_hold_us) * 1000;
@@ -179,13 +179,12 @@ void Port::send_front(uint8_t tos) {
 
 void Port::release_held() {
   if (tx_.full()) local_.tx_errors += tx_.flush(socket_);
-  tx_.add(held_, held_tos_);
+  tx_.add({held_.data(), held_len_}, held_tos_);
   ++local_.tx_packets;
-  local_.tx_bytes += held_.size();
+  local_.tx_bytes += held_len_;
   holding_ = false;
   // Flush now: the hold buffer may be reused by the next reorder decision.
   local_.tx_errors += tx_.flush(socket_);
-  held_.resize(kMaxDatagramBytes);
 }
 
 int64_t Port::next_deadline_ns(int64_t now_ns) const {
