@@ -15,7 +15,9 @@ namespace {
 constexpr int64_t kMaxSleepNs = 10'000'000;     // re-check the stop flag at least this often
 constexpr int64_t kPublishEveryNs = 1'000'000;  // stats snapshot period
 constexpr int64_t kSpinBelowNs = 5'000;         // closer deadlines are not worth a sleep
-constexpr size_t kMaxRxBatchesPerLoop = 8;      // bounded so a flood cannot starve the drain
+constexpr size_t kMaxRxBatchesPerLoop = 8;
+constexpr int64_t kLateNs = 1'000'000;  // a departure this far behind schedule is "late"      // bounded so a
+                                        // flood cannot starve the drain
 
 int64_t mono_ns() {
   timespec ts;
@@ -130,6 +132,7 @@ void Port::transmit(int64_t now_ns) {
     // even when the thread wakes late.
     const int64_t finish = std::max(link_free_ns_, p.arrival_ns) + wire_ns(p.len);
     if (finish > now_ns) break;
+    if (now_ns - finish > kLateNs && config_.rate_bps != 0) ++local_.late_departures;
     link_free_ns_ = finish;
     // Marking at dequeue sees the queue including this datagram. An unlimited port never builds a
     // real queue (what sits in the ring is one receive batch), so it never marks.

@@ -99,7 +99,7 @@ PortConfig parse_port_spec(std::string_view spec) {
   return p;
 }
 
-FabricConfig parse_toml_config(std::string_view text) {
+FabricConfig parse_toml_config(std::string_view text, std::optional<uint64_t> base_seed) {
   toml::table root;
   try {
     root = toml::parse(text);
@@ -107,12 +107,12 @@ FabricConfig parse_toml_config(std::string_view text) {
     throw std::runtime_error("fabric config: " + std::string(e.description()));
   }
   FabricConfig c;
-  uint64_t seed = 1;
+  uint64_t seed = base_seed.value_or(1);
   for (const auto& [k, node] : root) {
     const std::string key(k.str());
     try {
       if (key == "seed") {
-        seed = to_u64(node_text(node, key), key);
+        seed = base_seed.value_or(to_u64(node_text(node, key), key));
       } else if (key == "stats_interval_ms") {
         c.stats_interval_ms = static_cast<uint32_t>(to_u64(node_text(node, key), key));
       } else if (key == "stats_json") {
