@@ -25,8 +25,8 @@ int64_t mono_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-// Descriptors for the smallest datagram a port can hold (an ACK is 20 bytes) filling the buffer.
-size_t max_packets(uint64_t buffer_bytes) { return static_cast<size_t>(buffer_bytes / 16 + 64); }
+// Descriptors for a buffer full of the smallest RoCEv2 datagrams (an ACK is 20 bytes).
+size_t max_packets(uint64_t buffer_bytes) { return static_cast<size_t>(buffer_bytes / 20 + 64); }
 
 }  // namespace
 
