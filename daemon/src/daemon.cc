@@ -23,7 +23,8 @@ Daemon::Daemon(config::Config config, std::string config_path)
     : config_(std::move(config)),
       config_path_(std::move(config_path)),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
-      watchdog_timer_(io_) {
+      watchdog_timer_(io_),
+      nic_poll_timer_(io_) {
   verbs::soft::register_backend(backends_);
 }
 
@@ -54,6 +55,12 @@ bool Daemon::start() {
   log::get("metrics")->info("serving metrics at {}", exporter_->url());
 
   log::get("cc")->info("dcqcn profile {}: {}", config_.cc.profile, cc::describe(config_.cc.params));
+  hardware_ = std::make_unique<HardwareNics>(nic_cc::SysfsRoot(config_.daemon.sysfs_root), config_);
+  hardware_->start();
+  hardware_->poll();
+  hardware_collector_ = hardware_->collector();
+  exporter_->add_collectable(hardware_collector_);
+
   nics_ = std::make_unique<NicInventory>(backends_);
   if (!nics_->open(config_, error)) {
     log::get("verbs")->error("{}", error);
@@ -75,6 +82,7 @@ int Daemon::run() {
     log::get("daemon")->info("systemd watchdog every {} ms", watchdog_interval_.count() / 1000);
     arm_watchdog();
   }
+  arm_nic_poll();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   log::get("daemon")->info("ready");
   io_.run();
@@ -104,6 +112,15 @@ void Daemon::arm_watchdog() {
   watchdog_timer_.expires_after(watchdog_interval_);
   watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) arm_watchdog();
+  });
+}
+
+void Daemon::arm_nic_poll() {
+  nic_poll_timer_.expires_after(std::chrono::milliseconds(config_.daemon.nic_poll_interval_ms));
+  nic_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    hardware_->poll();
+    arm_nic_poll();
   });
 }
 

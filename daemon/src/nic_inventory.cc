@@ -36,6 +36,8 @@ class NicCollector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
     for (const Nic& nic : nics_) {
+      // Hardware ports are exported from sysfs by HardwareNics (the kernel's counters are the truth).
+      if (nic.config.backend == "rdma_core") continue;
       const std::string device = nic.device->info().name;
       for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
         const metrics::LabelList l = {{"device", device}, {"port", std::to_string(p)}};
@@ -98,6 +100,12 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     dc.udp_port = static_cast<uint16_t>(n.udp_port);
     dc.dcqcn = config.cc.params;
     auto device = registry_.open(n.backend, dc);
+    if (!device.is_ok() && n.backend == "rdma_core") {
+      // A hardware NIC can be absent or not yet usable (driver loading, no provider): its CC
+      // management and counters still work through sysfs; its datapath stays out of service.
+      log->warn("nic {}: device {} is out of service: {}", n.name, n.device, device.status().message());
+      continue;
+    }
     if (!device.is_ok()) {
       error = fmt::format("nic {}: cannot open with backend {}: {}", n.name, n.backend, device.status().message());
       return false;

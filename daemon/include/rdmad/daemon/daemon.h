@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/config/config.h"
+#include "rdmad/daemon/hardware_nics.h"
 #include "rdmad/daemon/nic_inventory.h"
 #include "rdmad/daemon/notifier.h"
 #include "rdmad/verbs/registry.h"
@@ -40,6 +41,7 @@ class Daemon {
   bool start();
   void wait_for_signal();
   void arm_watchdog();
+  void arm_nic_poll();
   void apply_live(const config::Config& next);
 
   config::Config config_;
@@ -47,10 +49,13 @@ class Daemon {
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
+  boost::asio::steady_timer nic_poll_timer_;
   std::chrono::microseconds watchdog_interval_{0};
   Notifier notifier_;
   verbs::BackendRegistry backends_;
   // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.
+  std::unique_ptr<HardwareNics> hardware_;
+  std::shared_ptr<prometheus::Collectable> hardware_collector_;
   std::unique_ptr<NicInventory> nics_;
   std::shared_ptr<prometheus::Collectable> nic_collector_;
   std::unique_ptr<metrics::Exporter> exporter_;

@@ -1,0 +1,64 @@
+#pragma once
+// The node's hardware RDMA ports as the kernel shows them: discovery (libibverbs + sysfs), the NIC's
+// DCQCN parameters (read, and written where [[nic]] cc_apply says so), port and driver counters for
+// metrics, and congestion-control health checks (CNPs ignored, CC disabled on the RoCE priority).
+// All sysfs/debugfs access goes through one root (daemon.sysfs_root), so tests use fixture trees.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <prometheus/collectable.h>
+
+#include "rdmad/config/config.h"
+#include "rdmad/nic_cc/port_counters.h"
+#include "rdmad/nic_cc/sysfs_root.h"
+#include "rdmad/verbs/rdma_core/device_info.h"
+
+namespace rdmad::daemon {
+
+class HardwareNics {
+ public:
+  HardwareNics(nic_cc::SysfsRoot root, const config::Config& config);
+
+  // Finds the devices: every device libibverbs lists, plus each [[nic]] rdma_core device that sysfs
+  // shows. Logs one line per port, the CC parameters found and any it changed (cc_apply).
+  void start();
+  // Samples driver counters and checks CC health; logs a finding when it appears and when it clears.
+  void poll();
+  const std::vector<verbs::rdma_core::DeviceInfo>& devices() const { return devices_; }
+  // Port state, speed, counters, DCQCN counters and CC health, read when Prometheus scrapes.
+  std::shared_ptr<prometheus::Collectable> collector() const;
+
+  // Active findings as "device/port/reason" keys (for tests and rdmactl).
+  std::vector<std::string> findings_for_test() const;
+
+ private:
+  struct PortKey {
+    std::string device;
+    unsigned port;
+    auto operator<=>(const PortKey&) const = default;
+  };
+  struct PortState {
+    std::string netdev;
+    std::string nic_name;  // [[nic]] name, empty for a port no [[nic]] names
+    int roce_priority = 3;
+    std::optional<nic_cc::HwCounters> last;
+    std::map<std::string, std::string> findings;  // reason -> text
+    std::map<std::string, std::string> cc_info;    // knob -> value, for rdmad_cc_params_info
+  };
+  class Collector;
+
+  const config::NicSection* configured(const std::string& device) const;
+  void inspect_and_apply(const verbs::rdma_core::DeviceInfo& d, const verbs::rdma_core::PortInfo& p, PortState& st);
+
+  nic_cc::SysfsRoot root_;
+  config::Config config_;
+  std::vector<verbs::rdma_core::DeviceInfo> devices_;
+  mutable std::mutex mu_;  // guards ports_ (poll on the control thread, scrapes on the HTTP thread)
+  std::map<PortKey, PortState> ports_;
+};
+
+}  // namespace rdmad::daemon

@@ -1,0 +1,213 @@
+#include "rdmad/daemon/hardware_nics.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "rdmad/daemon/logging.h"
+#include "rdmad/metrics/family_set.h"
+#include "rdmad/nic_cc/cc_enable.h"
+#include "rdmad/nic_cc/cc_health.h"
+#include "rdmad/nic_cc/cc_param_store.h"
+#include "rdmad/nic_cc/cc_port_status.h"
+#include "rdmad/verbs/rdma_core/device_discovery.h"
+
+namespace rdmad::daemon {
+namespace rc = verbs::rdma_core;
+
+namespace {
+
+const char* reason_of(nic_cc::CcFindingKind k) {
+  switch (k) {
+    case nic_cc::CcFindingKind::kCnpIgnoredRising: return "cnp_ignored";
+    case nic_cc::CcFindingKind::kRpDisabledOnRocePrio: return "cc_disabled_on_priority";
+    case nic_cc::CcFindingKind::kNpDisabledOnRocePrio: return "np_disabled_on_priority";
+    case nic_cc::CcFindingKind::kCounterWentBackwards: return "counters_reset";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+HardwareNics::HardwareNics(nic_cc::SysfsRoot root, const config::Config& config)
+    : root_(std::move(root)), config_(config) {}
+
+const config::NicSection* HardwareNics::configured(const std::string& device) const {
+  for (const auto& n : config_.nics)
+    if (n.backend == "rdma_core" && n.device == device) return &n;
+  return nullptr;
+}
+
+void HardwareNics::start() {
+  auto log = log::get("verbs");
+  auto found = rc::discover_devices(root_);
+  if (!found.ok()) {
+    log->error("rdma device discovery failed: {}", found.error().message());
+  } else {
+    devices_ = std::move(found.value().devices);
+    for (const auto& w : found.value().warnings) log->warn("{}", w);
+  }
+  std::set<std::string> names;
+  for (const auto& d : devices_) names.insert(d.name);
+  // Configured devices that sysfs shows but libibverbs did not list (no provider, or a fixture root):
+  // their CC parameters and counters are still manageable through sysfs.
+  for (const auto& n : config_.nics) {
+    if (n.backend != "rdma_core" || names.count(n.device)) continue;
+    if (!root_.exists("/sys/class/infiniband/" + n.device)) {
+      log->error("nic {}: rdma device {} not found (not listed by libibverbs, no /sys/class/infiniband/{})", n.name,
+                 n.device, n.device);
+      continue;
+    }
+    devices_.push_back(rc::read_device_sysfs(root_, n.device));
+    names.insert(n.device);
+  }
+  if (devices_.empty()) {
+    log->info("no RDMA devices found (libibverbs lists none); hardware NIC management is idle");
+    return;
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& d : devices_) {
+    for (const std::string& line : rc::describe(d)) log->info("{}", line);
+    for (const auto& p : d.ports) {
+      PortState& st = ports_[PortKey{d.name, p.port}];
+      st.netdev = p.netdev;
+      if (const auto* n = configured(d.name)) {
+        st.nic_name = n->name;
+        st.roce_priority = static_cast<int>(n->roce_priority);
+      }
+      inspect_and_apply(d, p, st);
+    }
+  }
+}
+
+void HardwareNics::inspect_and_apply(const rc::DeviceInfo& d, const rc::PortInfo& p, PortState& st) {
+  auto log = log::get("cc");
+  const auto status = nic_cc::inspect_cc(root_, p.netdev, d.pci_address);
+  log->info("{} port {}: {}", d.name, p.port, status.summary());
+  if (!status.location) return;
+  const config::NicSection* n = configured(d.name);
+  cc::DcqcnParams in_force = status.readout->params;
+  if (n != nullptr && n->cc_apply) {
+    const auto report = nic_cc::apply_cc_params(root_, *status.location, config_.cc.params);
+    for (const auto* c : report.applied()) log->info("{} port {}: set {}", d.name, p.port, c->text());
+    for (const auto* c : report.problems()) log->warn("{} port {}: {}", d.name, p.port, c->text());
+    log->info("{} port {}: applied [cc] profile {}: {} knob(s) changed, {} not taken", d.name, p.port,
+              config_.cc.profile, report.applied().size(), report.problems().size());
+    in_force = report.effective;
+  }
+  st.cc_info["source"] = status.location->describe();
+  for (const auto& k : cc::mlx5_knobs()) st.cc_info[std::string(k.name)] = std::to_string(k.get(in_force));
+}
+
+void HardwareNics::poll() {
+  auto log = log::get("cc");
+  std::lock_guard lock(mu_);
+  for (auto& [key, st] : ports_) {
+    auto hw = nic_cc::read_hw_counters(root_, key.device, key.port);
+    if (!hw.ok()) continue;  // not every driver has hw_counters
+    nic_cc::CcHealthInput in;
+    in.device = key.device;
+    in.port = key.port;
+    in.roce_priority = st.roce_priority;
+    in.previous = st.last ? &*st.last : nullptr;
+    in.current = &hw.value();
+    if (!st.netdev.empty()) {
+      if (auto en = nic_cc::read_cc_enable(root_, st.netdev); en.ok()) in.enable = en.value();
+    }
+    std::map<std::string, std::string> now;
+    for (const auto& f : nic_cc::check_cc_health(in)) now[reason_of(f.kind)] = f.text;
+    for (const auto& [reason, text] : now)
+      if (!st.findings.count(reason)) log->warn("cc misconfiguration: {}", text);
+    for (const auto& [reason, text] : st.findings)
+      if (!now.count(reason)) log->info("{} port {}: {} resolved", key.device, key.port, reason);
+    st.findings = std::move(now);
+    st.last = std::move(hw.value());
+  }
+}
+
+std::vector<std::string> HardwareNics::findings_for_test() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, st] : ports_)
+    for (const auto& [reason, text] : st.findings) out.push_back(fmt::format("{}/{}/{}", key.device, key.port, reason));
+  return out;
+}
+
+class HardwareNics::Collector final : public prometheus::Collectable {
+ public:
+  explicit Collector(const HardwareNics& owner) : owner_(owner) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    metrics::FamilySet f;
+    std::lock_guard lock(owner_.mu_);
+    for (const auto& d : owner_.devices_) {
+      for (const auto& p : d.ports) {
+        const std::string port = std::to_string(p.port);
+        const metrics::LabelList l = {{"device", d.name}, {"port", port}};
+        const auto it = owner_.ports_.find(PortKey{d.name, p.port});
+        const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
+        f.gauge("rdmad_nic_info", "Always 1; one series per NIC port with its backend and link layer.",
+                {{"device", d.name}, {"port", port}, {"backend", "rdma_core"},
+                 {"link_layer", std::string(rc::to_string(p.link_layer))}, {"nic", st ? st->nic_name : ""}},
+                1);
+        // State and counters are read now: sysfs is the source of truth for hardware ports.
+        const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
+        int state = p.state;
+        uint64_t rate = p.rate_mbps;
+        for (const auto& fp : fresh.ports)
+          if (fp.port == p.port) state = fp.state, rate = fp.rate_mbps;
+        f.gauge("rdmad_state_id", "Port state as sysfs numbers it (1 DOWN, 2 INIT, 4 ACTIVE).", l, state);
+        f.gauge("rdmad_rate_bytes_per_second", "Port link speed in bytes per second.", l,
+                static_cast<double>(rate) * 1e6 / 8);
+        if (auto pc = nic_cc::read_port_counters(owner_.root_, d.name, p.port); pc.ok()) {
+          f.counter("rdmad_port_data_received_bytes_total", "Bytes received (counters/port_rcv_data x 4).", l,
+                    static_cast<double>(pc.value().rcv_bytes));
+          f.counter("rdmad_port_data_transmitted_bytes_total", "Bytes transmitted (counters/port_xmit_data x 4).", l,
+                    static_cast<double>(pc.value().xmit_bytes));
+          f.counter("rdmad_port_packets_received_total", "Packets received.", l,
+                    static_cast<double>(pc.value().rcv_packets));
+          f.counter("rdmad_port_packets_transmitted_total", "Packets transmitted.", l,
+                    static_cast<double>(pc.value().xmit_packets));
+        }
+        if (auto hw = nic_cc::read_hw_counters(owner_.root_, d.name, p.port); hw.ok()) {
+          const auto dc = nic_cc::dcqcn_counters(hw.value());
+          auto c = [&](const char* name, const char* help, const std::optional<uint64_t>& v) {
+            if (v) f.counter(name, help, l, static_cast<double>(*v));
+          };
+          c("rdmad_np_cnp_packets_sent_total", "CNPs sent by the notification point.", dc.np_cnp_sent);
+          c("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.",
+            dc.np_ecn_marked_roce_packets);
+          c("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", dc.rp_cnp_handled);
+          c("rdmad_rp_cnp_ignored_packets_received_total",
+            "CNPs received but not applied (congestion control off or unknown QP).", dc.rp_cnp_ignored);
+          c("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
+            dc.out_of_sequence);
+          c("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", dc.packet_seq_err);
+          c("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", dc.local_ack_timeout_err);
+        }
+        if (st != nullptr) {
+          for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
+            f.gauge("rdmad_cc_misconfigured",
+                    "1 while a congestion-control misconfiguration is seen on the port, by reason.",
+                    {{"device", d.name}, {"port", port}, {"reason", reason}}, st->findings.count(reason) ? 1 : 0);
+          }
+          if (!st->cc_info.empty()) {
+            metrics::LabelList info = l;
+            for (const auto& [k, v] : st->cc_info) info.emplace_back(k, v);
+            f.gauge("rdmad_cc_params_info", "Always 1; the NIC's DCQCN parameters in force as labels (mlx5 knobs).",
+                    info, 1);
+          }
+        }
+      }
+    }
+    return f.take();
+  }
+
+ private:
+  const HardwareNics& owner_;
+};
+
+std::shared_ptr<prometheus::Collectable> HardwareNics::collector() const { return std::make_shared<Collector>(*this); }
+
+}  // namespace rdmad::daemon
