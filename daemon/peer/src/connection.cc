@@ -92,7 +92,11 @@ void Connection::read_header() {
     const auto h = decode_header(self->header_, self->channel_->config_.max_frame_bytes, &error);
     if (!h) {
       auto& c = self->channel_->counters_;
-      self->refuse("broken frame: " + error, self->established_ ? &c.frame_errors : &c.handshake_failures);
+      if (self->established_) {
+        self->refuse("broken frame: " + error, &c.frame_errors);
+      } else {
+        self->refuse("refused: not an rdmad peer (" + error + ")", &c.handshake_failures);
+      }
       return;
     }
     self->read_body(h->type, h->length);
@@ -248,7 +252,8 @@ void Connection::on_timer() {
 
 void Connection::refuse(const std::string& reason, uint64_t* counter) {
   if (counter != nullptr) (*counter)++;
-  channel_->log_->warn("peer {}: {}", describe(), reason);
+  // An established connection's loss is logged once, by the channel, with this reason.
+  if (!established_) channel_->log_->warn("peer {}: {}", describe(), reason);
   close(reason);
 }
 
