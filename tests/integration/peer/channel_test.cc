@@ -77,7 +77,7 @@ TEST_F(PeerChannelTest, DialsHandshakesAndCarriesFrames) {
   EXPECT_EQ(rb.messages[0], payload);
   EXPECT_FALSE(a->send("node-z", MessageType::kEndpoints, payload));
   // Keepalive keeps an idle connection up well past the dead-peer deadline.
-  run_for(io_, milliseconds(400));
+  run_for(io_, milliseconds(1500));
   EXPECT_TRUE(a->connected("node-b"));
   EXPECT_EQ(a->counters().keepalive_timeouts + b->counters().keepalive_timeouts, 0u);
 }
@@ -182,7 +182,9 @@ TEST_F(PeerChannelTest, BrokenFrameClosesOnlyThatConnection) {
 
 TEST_F(PeerChannelTest, SilentPeerIsDeclaredDeadByKeepalive) {
   Recorder rb;
-  auto b = start(config("node-b"), &rb);
+  PeerConfig cb = config("node-b");
+  cb.keepalive_misses = 3;
+  auto b = start(cb, &rb);
   auto s = raw_peer(*b, "node-x");  // never answers a ping
   ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-x"); }));
   const auto t0 = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 #include "peer_test_util.h"
 #include "rdmad/peer/peer_session.h"
 #include "rdmad/verbs/soft/soft_backend.h"
+#include "unit/verbs/verbs_test_util.h"
 
 namespace rdmad::peer::test {
 namespace {
@@ -64,16 +65,6 @@ struct Node {
     };
   }
 };
-
-void fill(std::vector<uint8_t>& v, uint32_t seed) {
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    b = static_cast<uint8_t>(x);
-  }
-}
 
 // Writes slice k of src into dst over every QP of `qps` (slice k on the k-th QP) and waits for
 // every completion. dst_mrs[i] is dst registered on the peer's NIC i.
@@ -156,7 +147,7 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
 
   const size_t total = kNics * kQpsPerNic * kSlice;
   std::vector<uint8_t> src(total), dst(total + kGuard, 0xEE);
-  fill(src, 1);
+  verbs::test::fill_pattern(src, 1);
   std::vector<std::unique_ptr<verbs::MemoryRegion>> src_mrs, dst_mrs;
   for (size_t i = 0; i < kNics; ++i) {
     src_mrs.push_back(std::move(na.nics[i].pd->reg_mr(src.data(), src.size(), verbs::kAccessLocalWrite).value()));
@@ -181,7 +172,7 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
   ASSERT_TRUE(run_until(io, [&] { return sa.ready("node-b") && sb->ready("node-a"); }));
   EXPECT_EQ(sa.counters().sessions_ready, 2u);
   std::fill(dst.begin(), dst.end(), 0xEE);
-  fill(src, 2);
+  verbs::test::fill_pattern(src, 2);
   for (size_t i = 0; i < kNics; ++i) {
     dst_mrs.push_back(std::move(
         nb.nics[i].pd->reg_mr(dst.data(), dst.size(), verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite).value()));
