@@ -82,9 +82,9 @@ void PeerChannel::stop() {
 }
 
 void PeerChannel::accept() {
-  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;  // stopping: `this` may be gone
-    if (!running_) return;
+  acceptor_.async_accept([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec,
+                                                                    tcp::socket socket) {
+    if (alive.expired() || ec == asio::error::operation_aborted || !running_) return;
     if (!ec) {
       counters_.connections_accepted++;
       auto c = std::make_shared<Connection>(*this, std::move(socket), Connection::Role::kAcceptor, "");
@@ -113,9 +113,10 @@ void PeerChannel::schedule_redial(Dialer& d) {
   const auto delay = d.backoff->next();
   log_->debug("peer {}: redialling in {} ms", d.address.node_id, delay.count());
   d.timer->expires_after(delay);
-  d.timer->async_wait([this, &d](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!running_ || d.connection || connected(d.address.node_id)) return;
+  d.timer->async_wait([this, &d, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+    // A handler already queued when the channel stopped or went away must not touch it (or d).
+    if (alive.expired() || ec == asio::error::operation_aborted || !running_) return;
+    if (d.connection || connected(d.address.node_id)) return;
     counters_.reconnects++;
     dial(d);
   });

@@ -92,6 +92,8 @@ class PeerChannel {
   std::map<std::string, std::shared_ptr<Connection>> established_;
   PeerCounters counters_;
   Handlers handlers_;
+  // Handlers hold a weak reference: expired once the channel is destroyed.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace rdmad::peer
