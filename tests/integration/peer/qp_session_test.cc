@@ -31,8 +31,8 @@ struct Node {
   };
   std::vector<NicObjects> nics;
 
-  explicit Node(const verbs::BackendRegistry& reg) {
-    for (size_t i = 0; i < kNics; ++i) {
+  explicit Node(const verbs::BackendRegistry& reg, size_t nic_count = kNics) {
+    for (size_t i = 0; i < nic_count; ++i) {
       verbs::DeviceConfig dc;
       dc.name = "soft" + std::to_string(i);
       dc.address = "127.0.0.1";
@@ -181,6 +181,64 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
   // The MRs go before the sessions' QPs and the nodes' PDs.
   src_mrs.clear();
   dst_mrs.clear();
+}
+
+TEST(PeerQpSession, QpsWithoutAPartnerNicAreDropped) {
+  verbs::BackendRegistry reg;
+  verbs::soft::register_backend(reg);
+  Node two(reg, 2), one(reg, 1);
+  auto a = two.factory()("node-b");
+  auto b = one.factory()("node-a");
+  auto ea = a->prepare();
+  auto eb = b->prepare();
+  ASSERT_TRUE(ea.is_ok() && eb.is_ok());
+  ASSERT_EQ(ea->size(), 2 * kQpsPerNic);
+  for (const NicEndpoint& e : *ea) {
+    EXPECT_LE(e.psn, 0xFFFFFFu);
+    EXPECT_EQ(e.gid, *verbs::Gid::from_ip("127.0.0.1"));
+    EXPECT_NE(e.udp_port, 0) << "the soft NIC's bound port, not the configured 0";
+  }
+  ASSERT_TRUE(b->connect(*ea).is_ok());
+  ASSERT_TRUE(a->connect(*eb).is_ok());
+  EXPECT_EQ(a->qps().size(), kQpsPerNic) << "only NIC 0 has a partner";
+  for (const auto& q : a->qps()) EXPECT_EQ(q.nic_index, 0);
+  EXPECT_EQ(a->qp(1, 0), nullptr);
+  EXPECT_NE(a->qp(0, 1), nullptr);
+  auto again = a->prepare();
+  ASSERT_TRUE(again.is_ok());
+  const verbs::Status st = a->connect({});
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("no NIC pair in common"), std::string::npos) << st.message();
+}
+
+TEST(PeerQpSession, InconsistentEndpointMessagesCloseTheConnection) {
+  verbs::BackendRegistry reg;
+  verbs::soft::register_backend(reg);
+  boost::asio::io_context io;
+  Node nb(reg);
+  PeerChannel b(io, config("node-b"));
+  PeerSession sb(b, nb.factory());
+  std::string err;
+  ASSERT_TRUE(b.start(err)) << err;
+  const std::vector<std::vector<uint8_t>> bad = {
+      {9, 0, 0, 0, 1, 0},  // unknown kind
+      encode(Endpoints{.kind = EndpointsKind::kAnswer, .session = 5, .endpoints = {}}),  // no offer made
+      encode(Endpoints{.kind = EndpointsKind::kAck, .session = 5, .endpoints = {}}),     // nothing answered
+  };
+  uint64_t failures = 0;
+  for (const auto& payload : bad) {
+    boost::asio::ip::tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), b.listen_port()});
+    Hello h;
+    h.node_id = "node-x";
+    write_frame(s, MessageType::kHello, encode(h));
+    write_frame(s, MessageType::kReady, {});
+    ASSERT_TRUE(run_until(io, [&] { return b.connected("node-x"); }));
+    write_frame(s, MessageType::kEndpoints, payload);
+    ASSERT_TRUE(run_until(io, [&] { return !b.connected("node-x"); }));
+    EXPECT_EQ(sb.counters().setup_failures, ++failures);
+    EXPECT_EQ(sb.ready("node-x"), nullptr);
+  }
 }
 
 }  // namespace
