@@ -1,0 +1,74 @@
+#pragma once
+// Brings up RC queue pairs between this node's NICs and a peer's through the transport interface
+// (soft backend now; rdma_core runs the same code): create QPs in RESET, take them to INIT, hand
+// out their endpoints, and take them to RTR and RTS with the peer's endpoints. Local NIC i pairs
+// with the peer's NIC i (rails), QP j of the pair with QP j.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rdmad/peer/wire.h"
+#include "rdmad/verbs/device.h"
+
+namespace rdmad::peer {
+
+/// A local NIC and the objects its QPs use; the caller owns them and keeps them alive longer
+/// than the connector.
+struct LocalNic {
+  std::string name;
+  verbs::Device* device = nullptr;
+  verbs::ProtectionDomain* pd = nullptr;
+  verbs::CompletionQueue* send_cq = nullptr;
+  verbs::CompletionQueue* recv_cq = nullptr;
+  uint8_t port = 1;
+};
+
+struct QpConnectorOptions {
+  uint32_t qps_per_nic = 1;
+  uint32_t max_send_wr = 256;
+  uint32_t max_recv_wr = 256;
+  uint32_t access = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead;  // what the peer may do
+  uint32_t max_mtu_bytes = 4096;
+  uint8_t timeout = 14;  // local ACK timeout 4.096 µs · 2^timeout
+  uint8_t retry_cnt = 7;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 12;
+  uint8_t max_rd_atomic = 16;
+};
+
+class QpConnector {
+ public:
+  struct Qp {
+    uint16_t nic_index = 0;
+    uint16_t qp_index = 0;
+    std::unique_ptr<verbs::QueuePair> qp;
+    NicEndpoint local;
+    NicEndpoint remote;  // set once connected
+    bool connected = false;
+  };
+
+  QpConnector(std::vector<LocalNic> nics, QpConnectorOptions options);
+
+  /// Creates qps_per_nic QPs per NIC in INIT (with random initial PSNs) and returns their
+  /// endpoints for the peer. Replaces QPs from an earlier call.
+  verbs::Result<std::vector<NicEndpoint>> prepare();
+  /// Takes every local QP that has a matching remote endpoint (same NIC and QP index) to RTR and
+  /// RTS; QPs without one are destroyed. An error names the NIC and the transition.
+  verbs::Status connect(std::span<const NicEndpoint> remote);
+  /// Destroys every QP.
+  void reset() { qps_.clear(); }
+
+  const std::vector<Qp>& qps() const { return qps_; }
+  /// The connected QP of (nic, qp index), or nullptr.
+  verbs::QueuePair* qp(uint16_t nic_index, uint16_t qp_index) const;
+  const std::vector<LocalNic>& nics() const { return nics_; }
+
+ private:
+  std::vector<LocalNic> nics_;
+  QpConnectorOptions options_;
+  std::vector<Qp> qps_;
+};
+
+}  // namespace rdmad::peer

@@ -1,0 +1,98 @@
+#pragma once
+// The peer protocol on the wire. Every frame is an 8-byte header (big-endian: u32 payload length,
+// u16 type, u16 reserved = 0) and a payload. A frame with a bad header or payload is a protocol
+// error: the connection it came on is closed, the others are untouched.
+//
+//   hello     u32 magic "RDMP", u16 version, u8 flags (bit 0: I have a key), u8 id length, id,
+//             32-byte nonce
+//   auth      32-byte HMAC-SHA256 proof answering the other side's nonce (see auth.h)
+//   ready     empty: I have verified you
+//   ping/pong u64 sequence
+//   endpoints u8 kind (offer, answer, ack), u32 session, u8 count, then per QP: u8 name length,
+//             name, u16 nic index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN,
+//             u32 MTU bytes
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rdmad/verbs/types.h"
+
+namespace rdmad::peer {
+
+inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderBytes = 8;
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kProofBytes = 32;
+inline constexpr size_t kMaxNodeIdBytes = 64;
+
+enum class MessageType : uint16_t {
+  kHello = 1,
+  kAuth = 2,
+  kReady = 3,
+  kPing = 4,
+  kPong = 5,
+  kEndpoints = 6,
+};
+
+/// True for the types above.
+bool is_known(uint16_t type);
+
+struct FrameHeader {
+  uint32_t length = 0;
+  uint16_t type = 0;
+};
+
+/// Parses a header; nullopt (with `error` set) when reserved bits are set, the type is unknown or
+/// the length exceeds max_payload.
+std::optional<FrameHeader> decode_header(std::span<const uint8_t, kHeaderBytes> bytes, uint32_t max_payload,
+                                         std::string* error);
+
+/// A whole frame (header + payload).
+std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload);
+
+struct Hello {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  bool has_key = false;
+  std::string node_id;
+  std::array<uint8_t, kNonceBytes> nonce{};
+};
+std::vector<uint8_t> encode(const Hello& m);
+/// nullopt when the payload is malformed (magic and version are checked by the caller, so a
+/// stranger can be told apart from a broken frame).
+std::optional<Hello> decode_hello(std::span<const uint8_t> payload);
+
+struct Ping {
+  uint64_t seq = 0;
+};
+std::vector<uint8_t> encode(const Ping& m);
+std::optional<Ping> decode_ping(std::span<const uint8_t> payload);
+
+/// One RC QP's end as the other side needs it to connect.
+struct NicEndpoint {
+  std::string nic_name;
+  uint16_t nic_index = 0;
+  uint16_t qp_index = 0;
+  verbs::Gid gid;
+  uint16_t udp_port = 0;
+  uint32_t qpn = 0;
+  uint32_t psn = 0;  // 24 bits: the first PSN this end sends
+  uint32_t mtu_bytes = 0;
+  bool operator==(const NicEndpoint&) const = default;
+};
+
+enum class EndpointsKind : uint8_t { kOffer = 0, kAnswer = 1, kAck = 2 };
+
+struct Endpoints {
+  EndpointsKind kind = EndpointsKind::kOffer;
+  uint32_t session = 0;
+  std::vector<NicEndpoint> endpoints;
+};
+std::vector<uint8_t> encode(const Endpoints& m);
+std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload);
+
+}  // namespace rdmad::peer

@@ -1,0 +1,110 @@
+#include "rdmad/peer/peer_session.h"
+
+#include "peer_log.h"
+
+namespace rdmad::peer {
+
+PeerSession::PeerSession(PeerChannel& channel, ConnectorFactory factory)
+    : channel_(channel), factory_(std::move(factory)) {
+  channel_.set_handlers({
+      .on_up = [this](const std::string& p, bool initiator) { on_up(p, initiator); },
+      .on_down = [this](const std::string& p, const std::string&) { on_down(p); },
+      .on_message = [this](const std::string& p, MessageType t, std::span<const uint8_t> b) { on_message(p, t, b); },
+  });
+}
+
+QpConnector* PeerSession::ready(const std::string& peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.state == State::kReady ? it->second.qps.get() : nullptr;
+}
+
+void PeerSession::on_up(const std::string& peer, bool initiator) {
+  peers_.erase(peer);
+  if (!initiator) return;  // the dialling side offers
+  Peer& p = peers_[peer];
+  p.qps = factory_(peer);
+  auto eps = p.qps->prepare();
+  if (!eps.is_ok()) return fail(peer, eps.status().message());
+  p.session = next_session_++;
+  p.state = State::kOffered;
+  send(peer, EndpointsKind::kOffer, p.session, std::move(eps.value()));
+}
+
+void PeerSession::on_down(const std::string& peer) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return;
+  const bool was_ready = it->second.state == State::kReady;
+  if (was_ready && on_lost_) on_lost_(peer);
+  peers_.erase(it);  // QPs destroyed
+}
+
+void PeerSession::on_message(const std::string& peer, MessageType type, std::span<const uint8_t> payload) {
+  if (type != MessageType::kEndpoints) return;
+  const auto m = decode_endpoints(payload);
+  if (!m) return fail(peer, "malformed endpoints message");
+  switch (m->kind) {
+    case EndpointsKind::kOffer: return on_offer(peer, *m);
+    case EndpointsKind::kAnswer: return on_answer(peer, *m);
+    case EndpointsKind::kAck: return on_ack(peer, *m);
+  }
+}
+
+void PeerSession::on_offer(const std::string& peer, const Endpoints& m) {
+  Peer& p = peers_[peer];
+  p = Peer{};
+  p.qps = factory_(peer);
+  p.session = m.session;
+  auto eps = p.qps->prepare();
+  if (!eps.is_ok()) return fail(peer, eps.status().message());
+  const verbs::Status st = p.qps->connect(m.endpoints);
+  if (!st.is_ok()) return fail(peer, st.message());
+  // Answer only with the QPs that found a partner.
+  std::vector<NicEndpoint> mine;
+  for (const QpConnector::Qp& q : p.qps->qps()) mine.push_back(q.local);
+  p.state = State::kAnswered;
+  send(peer, EndpointsKind::kAnswer, m.session, std::move(mine));
+}
+
+void PeerSession::on_answer(const std::string& peer, const Endpoints& m) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.state != State::kOffered || it->second.session != m.session) {
+    return fail(peer, "answer to no outstanding offer");
+  }
+  const verbs::Status st = it->second.qps->connect(m.endpoints);
+  if (!st.is_ok()) return fail(peer, st.message());
+  send(peer, EndpointsKind::kAck, m.session, {});
+  become_ready(peer, it->second);
+}
+
+void PeerSession::on_ack(const std::string& peer, const Endpoints& m) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.state != State::kAnswered || it->second.session != m.session) {
+    return fail(peer, "acknowledgement of no outstanding answer");
+  }
+  become_ready(peer, it->second);
+}
+
+void PeerSession::become_ready(const std::string& peer, Peer& p) {
+  p.state = State::kReady;
+  counters_.sessions_ready++;
+  peer_logger()->info("peer {}: {} RC QPs up", peer, p.qps->qps().size());
+  if (on_ready_) on_ready_(peer, *p.qps);
+}
+
+void PeerSession::fail(const std::string& peer, const std::string& why) {
+  counters_.setup_failures++;
+  peer_logger()->error("peer {}: QP bring-up failed: {}", peer, why);
+  peers_.erase(peer);
+  // Start over on a fresh connection (redialled with back-off by the dialling side).
+  channel_.disconnect(peer, "QP bring-up failed");
+}
+
+void PeerSession::send(const std::string& peer, EndpointsKind kind, uint32_t session, std::vector<NicEndpoint> eps) {
+  Endpoints m;
+  m.kind = kind;
+  m.session = session;
+  m.endpoints = std::move(eps);
+  channel_.send(peer, MessageType::kEndpoints, encode(m));
+}
+
+}  // namespace rdmad::peer

@@ -1,0 +1,116 @@
+#include "rdmad/peer/qp_connector.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "rdmad/peer/auth.h"
+
+namespace rdmad::peer {
+
+using verbs::QpAttr;
+using verbs::QpState;
+using verbs::Status;
+
+namespace {
+
+// A random 24-bit initial PSN per QP, as ibverbs applications do, so stale packets of an earlier
+// incarnation of a connection do not fall inside the new one's window.
+uint32_t random_psn() {
+  const Nonce n = random_nonce();
+  return (uint32_t{n[0]} << 16 | uint32_t{n[1]} << 8 | n[2]) & 0xFFFFFF;
+}
+
+Status with_context(const Status& st, const std::string& nic, const char* step) {
+  return Status(st.code(), "nic " + nic + ": " + step + ": " + st.message());
+}
+
+}  // namespace
+
+QpConnector::QpConnector(std::vector<LocalNic> nics, QpConnectorOptions options)
+    : nics_(std::move(nics)), options_(options) {}
+
+verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare() {
+  qps_.clear();
+  std::vector<NicEndpoint> out;
+  for (uint16_t n = 0; n < nics_.size(); ++n) {
+    const LocalNic& nic = nics_[n];
+    auto port = nic.device->query_port(nic.port);
+    if (!port.is_ok()) return with_context(port.status(), nic.name, "query_port");
+    for (uint16_t j = 0; j < options_.qps_per_nic; ++j) {
+      verbs::QpInitAttr ia;
+      ia.max_send_wr = options_.max_send_wr;
+      ia.max_recv_wr = options_.max_recv_wr;
+      ia.send_cq = nic.send_cq;
+      ia.recv_cq = nic.recv_cq;
+      auto qp = nic.pd->create_qp(ia);
+      if (!qp.is_ok()) return with_context(qp.status(), nic.name, "create_qp");
+      QpAttr a;
+      a.state = QpState::kInit;
+      a.access_flags = options_.access;
+      Status st = qp.value()->modify(a, verbs::kQpState | verbs::kQpAccessFlags);
+      if (!st.is_ok()) return with_context(st, nic.name, "RESET→INIT");
+      Qp q;
+      q.nic_index = n;
+      q.qp_index = j;
+      q.local = {.nic_name = nic.name,
+                 .nic_index = n,
+                 .qp_index = j,
+                 .gid = port->gid,
+                 .udp_port = port->udp_port,
+                 .qpn = qp.value()->qp_num(),
+                 .psn = random_psn(),
+                 .mtu_bytes = std::min(port->active_mtu_bytes, options_.max_mtu_bytes)};
+      q.qp = std::move(qp.value());
+      out.push_back(q.local);
+      qps_.push_back(std::move(q));
+    }
+  }
+  return out;
+}
+
+Status QpConnector::connect(std::span<const NicEndpoint> remote) {
+  std::vector<Qp> kept;
+  for (Qp& q : qps_) {
+    const auto r = std::find_if(remote.begin(), remote.end(), [&](const NicEndpoint& e) {
+      return e.nic_index == q.nic_index && e.qp_index == q.qp_index;
+    });
+    if (r == remote.end()) continue;  // the peer has fewer NICs or QPs: this one stays unused
+    const std::string& name = nics_[q.nic_index].name;
+    QpAttr a;
+    a.state = QpState::kRtr;
+    a.path_mtu_bytes = std::min(q.local.mtu_bytes, r->mtu_bytes);
+    a.dest_qp_num = r->qpn;
+    a.rq_psn = r->psn;
+    a.dest_gid = r->gid;
+    a.dest_udp_port = r->udp_port;
+    a.min_rnr_timer = options_.min_rnr_timer;
+    a.max_dest_rd_atomic = options_.max_rd_atomic;
+    Status st = q.qp->modify(a, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn |
+                                    verbs::kQpAv | verbs::kQpMinRnrTimer | verbs::kQpMaxDestRdAtomic);
+    if (!st.is_ok()) return with_context(st, name, "INIT→RTR");
+    a.state = QpState::kRts;
+    a.sq_psn = q.local.psn;
+    a.timeout = options_.timeout;
+    a.retry_cnt = options_.retry_cnt;
+    a.rnr_retry = options_.rnr_retry;
+    a.max_rd_atomic = options_.max_rd_atomic;
+    st = q.qp->modify(a, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout | verbs::kQpRetryCnt |
+                             verbs::kQpRnrRetry | verbs::kQpMaxRdAtomic);
+    if (!st.is_ok()) return with_context(st, name, "RTR→RTS");
+    q.remote = *r;
+    q.connected = true;
+    kept.push_back(std::move(q));
+  }
+  qps_ = std::move(kept);
+  if (qps_.empty()) return Status::error("no NIC pair in common with the peer");
+  return Status::ok();
+}
+
+verbs::QueuePair* QpConnector::qp(uint16_t nic_index, uint16_t qp_index) const {
+  for (const Qp& q : qps_) {
+    if (q.connected && q.nic_index == nic_index && q.qp_index == qp_index) return q.qp.get();
+  }
+  return nullptr;
+}
+
+}  // namespace rdmad::peer

@@ -1,0 +1,192 @@
+#include "rdmad/peer/wire.h"
+
+#include <cstring>
+
+namespace rdmad::peer {
+namespace {
+
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u16(uint16_t v) {
+    u8(static_cast<uint8_t>(v >> 8));
+    u8(static_cast<uint8_t>(v));
+  }
+  void u32(uint32_t v) {
+    u16(static_cast<uint16_t>(v >> 16));
+    u16(static_cast<uint16_t>(v));
+  }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v >> 32));
+    u32(static_cast<uint32_t>(v));
+  }
+  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  void str8(const std::string& s) {
+    u8(static_cast<uint8_t>(s.size()));
+    bytes({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// Bounds-checked reader: any read past the end marks it failed and returns zeros.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
+  uint8_t u8() { return ok(1) ? in_[pos_++] : 0; }
+  uint16_t u16() {
+    const uint16_t hi = u8();
+    return static_cast<uint16_t>(hi << 8 | u8());
+  }
+  uint32_t u32() {
+    const uint32_t hi = u16();
+    return hi << 16 | u16();
+  }
+  uint64_t u64() {
+    const uint64_t hi = u32();
+    return hi << 32 | u32();
+  }
+  bool bytes(std::span<uint8_t> out) {
+    if (!ok(out.size())) return false;
+    std::memcpy(out.data(), in_.data() + pos_, out.size());
+    pos_ += out.size();
+    return true;
+  }
+  std::string str8() {
+    const size_t n = u8();
+    if (!ok(n)) return {};
+    std::string s(reinterpret_cast<const char*>(in_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  bool failed() const { return failed_; }
+  bool done() const { return !failed_ && pos_ == in_.size(); }
+
+ private:
+  bool ok(size_t n) {
+    if (failed_ || in_.size() - pos_ < n) failed_ = true;
+    return !failed_;
+  }
+  std::span<const uint8_t> in_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+bool is_known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(MessageType::kEndpoints); }
+
+std::optional<FrameHeader> decode_header(std::span<const uint8_t, kHeaderBytes> bytes, uint32_t max_payload,
+                                         std::string* error) {
+  Reader r(bytes);
+  FrameHeader h;
+  h.length = r.u32();
+  h.type = r.u16();
+  const uint16_t reserved = r.u16();
+  if (reserved != 0) {
+    *error = "reserved header bits set";
+  } else if (!is_known(h.type)) {
+    *error = "unknown frame type " + std::to_string(h.type);
+  } else if (h.length > max_payload) {
+    *error = "frame of " + std::to_string(h.length) + " bytes exceeds " + std::to_string(max_payload);
+  } else {
+    return h;
+  }
+  return std::nullopt;
+}
+
+std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload) {
+  Writer w;
+  w.u32(static_cast<uint32_t>(payload.size()));
+  w.u16(static_cast<uint16_t>(type));
+  w.u16(0);
+  w.bytes(payload);
+  return w.take();
+}
+
+std::vector<uint8_t> encode(const Hello& m) {
+  Writer w;
+  w.u32(m.magic);
+  w.u16(m.version);
+  w.u8(m.has_key ? 1 : 0);
+  w.str8(m.node_id);
+  w.bytes(m.nonce);
+  return w.take();
+}
+
+std::optional<Hello> decode_hello(std::span<const uint8_t> payload) {
+  Reader r(payload);
+  Hello m;
+  m.magic = r.u32();
+  m.version = r.u16();
+  if (r.failed()) return std::nullopt;
+  // A stranger or another version: return what was read so the caller can say which.
+  if (m.magic != kMagic || m.version != kVersion) return m;
+  const uint8_t flags = r.u8();
+  m.has_key = flags & 1;
+  m.node_id = r.str8();
+  r.bytes(m.nonce);
+  if (!r.done() || (flags & ~1u) != 0 || m.node_id.empty() || m.node_id.size() > kMaxNodeIdBytes) return std::nullopt;
+  return m;
+}
+
+std::vector<uint8_t> encode(const Ping& m) {
+  Writer w;
+  w.u64(m.seq);
+  return w.take();
+}
+
+std::optional<Ping> decode_ping(std::span<const uint8_t> payload) {
+  Reader r(payload);
+  Ping m{r.u64()};
+  if (!r.done()) return std::nullopt;
+  return m;
+}
+
+std::vector<uint8_t> encode(const Endpoints& m) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(m.kind));
+  w.u32(m.session);
+  w.u8(static_cast<uint8_t>(m.endpoints.size()));
+  for (const NicEndpoint& e : m.endpoints) {
+    w.str8(e.nic_name);
+    w.u16(e.nic_index);
+    w.u16(e.qp_index);
+    w.bytes(e.gid.raw);
+    w.u16(e.udp_port);
+    w.u32(e.qpn);
+    w.u32(e.psn);
+    w.u32(e.mtu_bytes);
+  }
+  return w.take();
+}
+
+std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
+  Reader r(payload);
+  Endpoints m;
+  const uint8_t kind = r.u8();
+  if (kind > static_cast<uint8_t>(EndpointsKind::kAck)) return std::nullopt;
+  m.kind = static_cast<EndpointsKind>(kind);
+  m.session = r.u32();
+  const uint8_t n = r.u8();
+  for (uint8_t i = 0; i < n && !r.failed(); ++i) {
+    NicEndpoint e;
+    e.nic_name = r.str8();
+    e.nic_index = r.u16();
+    e.qp_index = r.u16();
+    r.bytes(e.gid.raw);
+    e.udp_port = r.u16();
+    e.qpn = r.u32();
+    e.psn = r.u32();
+    e.mtu_bytes = r.u32();
+    const bool mtu_ok = e.mtu_bytes >= 256 && e.mtu_bytes <= 4096 && (e.mtu_bytes & (e.mtu_bytes - 1)) == 0;
+    if (!mtu_ok || e.qpn > 0xFFFFFF || e.psn > 0xFFFFFF || e.nic_name.empty()) return std::nullopt;
+    m.endpoints.push_back(std::move(e));
+  }
+  if (!r.done()) return std::nullopt;
+  return m;
+}
+
+}  // namespace rdmad::peer

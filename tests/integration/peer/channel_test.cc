@@ -1,0 +1,238 @@
+// The peer channel between two daemons' channel objects over loopback TCP: handshake, mutual
+// authentication, refusals (strangers, wrong keys, broken frames), keepalive, reconnect.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <memory>
+#include <vector>
+
+#include "peer_test_util.h"
+#include "rdmad/peer/peer_channel.h"
+#include "support/temp_dir.h"
+
+namespace rdmad::peer::test {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+struct Recorder {
+  int ups = 0;
+  int downs = 0;
+  std::vector<std::vector<uint8_t>> messages;
+  void attach(PeerChannel& c) {
+    c.set_handlers({.on_up = [this](const std::string&, bool) { ups++; },
+                    .on_down = [this](const std::string&, const std::string&) { downs++; },
+                    .on_message = [this](const std::string&, MessageType, std::span<const uint8_t> p) {
+                      messages.emplace_back(p.begin(), p.end());
+                    }});
+  }
+};
+
+class PeerChannelTest : public ::testing::Test {
+ protected:
+  std::string key(const std::string& name, const std::string& text) {
+    const std::string p = dir_.write(name, text);
+    chmod(p.c_str(), 0600);
+    return p;
+  }
+  std::unique_ptr<PeerChannel> start(PeerConfig c, Recorder* r = nullptr) {
+    auto ch = std::make_unique<PeerChannel>(io_, std::move(c));
+    if (r != nullptr) r->attach(*ch);
+    std::string err;
+    EXPECT_TRUE(ch->start(err)) << err;
+    return ch;
+  }
+  // A hand-made peer on a raw socket that completes the unauthenticated handshake and then does
+  // only what the test tells it to.
+  asio::ip::tcp::socket raw_peer(PeerChannel& to, const std::string& id) {
+    asio::ip::tcp::socket s(io_);
+    s.connect({asio::ip::make_address("127.0.0.1"), to.listen_port()});
+    Hello h;
+    h.node_id = id;
+    write_frame(s, MessageType::kHello, encode(h));
+    write_frame(s, MessageType::kReady, {});
+    return s;
+  }
+
+  asio::io_context io_;
+  rdmad::test::TempDir dir_;
+};
+
+TEST_F(PeerChannelTest, DialsHandshakesAndCarriesFrames) {
+  Recorder ra, rb;
+  auto b = start(config("node-b"), &rb);
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca, &ra);
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
+  EXPECT_EQ(ra.ups, 1);
+  EXPECT_EQ(rb.ups, 1);
+  EXPECT_EQ(a->counters().peers_connected, 1u);
+  EXPECT_EQ(b->counters().connections_accepted, 1u);
+  EXPECT_EQ(a->counters().connections_dialed, 1u);
+  const std::vector<uint8_t> payload = encode(Endpoints{.kind = EndpointsKind::kAck, .session = 77, .endpoints = {}});
+  ASSERT_TRUE(a->send("node-b", MessageType::kEndpoints, payload));
+  ASSERT_TRUE(run_until(io_, [&] { return !rb.messages.empty(); }));
+  EXPECT_EQ(rb.messages[0], payload);
+  EXPECT_FALSE(a->send("node-z", MessageType::kEndpoints, payload));
+  // Keepalive keeps an idle connection up well past the dead-peer deadline.
+  run_for(io_, milliseconds(1500));
+  EXPECT_TRUE(a->connected("node-b"));
+  EXPECT_EQ(a->counters().keepalive_timeouts + b->counters().keepalive_timeouts, 0u);
+}
+
+TEST_F(PeerChannelTest, AuthenticatesBothWaysWithTheSameKey) {
+  const std::string k = key("a.key", "correct horse battery staple\n");
+  auto b = start(config("node-b", k));
+  PeerConfig ca = config("node-a", k);
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca);
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
+  EXPECT_EQ(a->counters().auth_failures + b->counters().auth_failures, 0u);
+}
+
+TEST_F(PeerChannelTest, WrongKeyIsRefusedCountedAndRetried) {
+  Recorder ra, rb;
+  auto b = start(config("node-b", key("b.key", "the key of node b, 32 bytes long")), &rb);
+  PeerConfig ca = config("node-a", key("a.key", "a different key entirely, really"));
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca, &ra);
+  ASSERT_TRUE(run_until(io_, [&] { return b->counters().auth_failures >= 2 && a->counters().reconnects >= 1; }));
+  EXPECT_FALSE(a->connected("node-b"));
+  EXPECT_FALSE(b->connected("node-a"));
+  EXPECT_EQ(ra.ups + rb.ups, 0);
+  EXPECT_EQ(b->counters().handshakes_completed, 0u);
+}
+
+TEST_F(PeerChannelTest, KeyOnOneSideOnlyIsRefused) {
+  auto b = start(config("node-b", key("b.key", "0123456789abcdef0123456789abcdef")));
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca);
+  ASSERT_TRUE(run_until(io_, [&] { return b->counters().auth_failures >= 1 && a->counters().auth_failures >= 1; }));
+  EXPECT_FALSE(b->connected("node-a"));
+}
+
+TEST_F(PeerChannelTest, StrangersAreRefusedAndTheChannelKeepsServing) {
+  auto b = start(config("node-b"));
+  {
+    asio::ip::tcp::socket s(io_);
+    s.connect({asio::ip::make_address("127.0.0.1"), b->listen_port()});
+    const std::string http = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    asio::write(s, asio::buffer(http));
+    ASSERT_TRUE(run_until(io_, [&] { return b->counters().handshake_failures == 1; }));
+  }
+  {
+    asio::ip::tcp::socket s(io_);
+    s.connect({asio::ip::make_address("127.0.0.1"), b->listen_port()});
+    Hello h;
+    h.node_id = "node-x";
+    h.version = kVersion + 1;
+    write_frame(s, MessageType::kHello, encode(h));
+    ASSERT_TRUE(run_until(io_, [&] { return b->counters().handshake_failures == 2; }));
+  }
+  {
+    asio::ip::tcp::socket s(io_);  // connects and says nothing
+    s.connect({asio::ip::make_address("127.0.0.1"), b->listen_port()});
+    ASSERT_TRUE(run_until(io_, [&] { return b->counters().handshake_failures == 3; }, milliseconds(5000)));
+  }
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca);
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a"); }));
+  EXPECT_EQ(b->counters().peers_connected, 1u);
+}
+
+TEST_F(PeerChannelTest, DialledPeerWithAnotherIdIsRefused) {
+  auto b = start(config("node-b"));
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-c", b->listen_port()));
+  auto a = start(ca);
+  ASSERT_TRUE(run_until(io_, [&] { return a->counters().handshake_failures >= 1; }));
+  EXPECT_FALSE(a->connected("node-b"));
+  EXPECT_FALSE(a->connected("node-c"));
+}
+
+TEST_F(PeerChannelTest, BrokenFrameClosesOnlyThatConnection) {
+  Recorder rb;
+  auto b = start(config("node-b"), &rb);
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca);
+  auto s = raw_peer(*b, "node-x");
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a") && b->connected("node-x"); }));
+  const std::vector<uint8_t> bad = {0, 0, 0, 4, 0, 77, 0, 0, 1, 2, 3, 4};  // unknown type 77
+  asio::write(s, asio::buffer(bad));
+  ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-x"); }));
+  EXPECT_EQ(b->counters().frame_errors, 1u);
+  EXPECT_TRUE(b->connected("node-a"));
+  const std::vector<uint8_t> payload = encode(Endpoints{});
+  ASSERT_TRUE(a->send("node-b", MessageType::kEndpoints, payload));
+  ASSERT_TRUE(run_until(io_, [&] { return rb.messages.size() == 1; }));
+  // An oversized frame is refused the same way.
+  auto s2 = raw_peer(*b, "node-y");
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-y"); }));
+  const std::vector<uint8_t> huge = {0x7F, 0xFF, 0xFF, 0xFF, 0, 6, 0, 0};
+  asio::write(s2, asio::buffer(huge));
+  ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-y"); }));
+  EXPECT_EQ(b->counters().frame_errors, 2u);
+  EXPECT_TRUE(b->connected("node-a"));
+}
+
+TEST_F(PeerChannelTest, SilentPeerIsDeclaredDeadByKeepalive) {
+  Recorder rb;
+  PeerConfig cb = config("node-b");
+  cb.keepalive_misses = 3;
+  auto b = start(cb, &rb);
+  auto s = raw_peer(*b, "node-x");  // never answers a ping
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-x"); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-x"); }, milliseconds(3000)));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(b->counters().keepalive_timeouts, 1u);
+  EXPECT_EQ(rb.downs, 1);
+  EXPECT_GE(waited, milliseconds(100)) << "declared dead before the deadline (3 × 50 ms)";
+}
+
+TEST_F(PeerChannelTest, ReconnectsWhenThePeerComesBack) {
+  Recorder ra;
+  auto b = start(config("node-b"));
+  const uint16_t port = b->listen_port();
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", port));
+  auto a = start(ca, &ra);
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b"); }));
+  b.reset();  // the peer daemon dies
+  ASSERT_TRUE(run_until(io_, [&] { return ra.downs == 1; }));
+  ASSERT_TRUE(run_until(io_, [&] { return a->counters().reconnects >= 3; })) << "keeps redialling with back-off";
+  EXPECT_FALSE(a->connected("node-b"));
+  PeerConfig cb = config("node-b");
+  cb.listen_port = port;
+  b = start(cb);
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
+  EXPECT_EQ(ra.ups, 2);
+}
+
+TEST_F(PeerChannelTest, DaemonsDiallingEachOtherKeepOneConnection) {
+  Recorder ra, rb;
+  auto b = start(config("node-b"));
+  const uint16_t port = b->listen_port();
+  b.reset();
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", port));
+  auto a = start(ca, &ra);
+  PeerConfig cb = config("node-b");
+  cb.listen_port = port;
+  cb.peers.push_back(address_of("node-a", a->listen_port()));
+  b = start(cb, &rb);
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
+  run_for(io_, milliseconds(300));
+  EXPECT_TRUE(a->connected("node-b"));
+  EXPECT_TRUE(b->connected("node-a"));
+  EXPECT_EQ(a->counters().peers_connected, 1u);
+  EXPECT_EQ(b->counters().peers_connected, 1u);
+}
+
+}  // namespace
+}  // namespace rdmad::peer::test

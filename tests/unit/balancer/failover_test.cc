@@ -1,0 +1,185 @@
+// Failover and rejoin: in-flight chunks are re-posted exactly once, events are reported once, the
+// rejoin back-off follows a manual clock.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "balancer_test_util.h"
+
+namespace rdmad::balancer::test {
+namespace {
+
+BalancerConfig config() {
+  BalancerConfig c;
+  c.chunk_bytes = 4096;
+  c.policy = Policy::kRoundRobin;
+  c.rejoin_backoff_min_us = 100'000;
+  c.rejoin_backoff_max_us = 1'000'000;
+  c.rejoin_stable_us = 5'000'000;
+  return c;
+}
+
+using Key = std::pair<uint64_t, uint64_t>;  // (tag, offset)
+
+TEST(BalancerFailover, RepostsExactlyTheInFlightChunksNoneLostOrDuplicated) {
+  Balancer b(config(), lanes(3));
+  std::vector<Event> events;
+  b.set_event_sink([&](const Event& e) { events.push_back(e); });
+  std::vector<Chunk> chunks;
+  for (uint64_t tag = 0; tag < 3; ++tag) {
+    ASSERT_EQ(b.plan({.tag = tag, .flow_id = tag, .bytes = 64 * 4096 + 100}, 0, chunks), PlanStatus::kOk);
+  }
+  std::map<Key, int> completed;
+  std::set<Key> in_flight_on_0;
+  std::map<Key, ChunkId> live;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks[i];
+    if (i % 4 == 0) {  // some chunks of every lane already done
+      ASSERT_TRUE(b.complete(c.id, 50));
+      completed[{c.tag, c.offset}]++;
+    } else {
+      live[{c.tag, c.offset}] = c.id;
+      if (c.nic == 0) in_flight_on_0.insert({c.tag, c.offset});
+    }
+  }
+  ASSERT_FALSE(in_flight_on_0.empty());
+
+  const auto moved = b.mark_down(0, 1000, "qp failure: retry exceeded");
+  std::set<Key> moved_keys;
+  for (const Chunk& c : moved) {
+    EXPECT_NE(c.nic, 0);
+    EXPECT_NE(c.nic, kNoNic);
+    EXPECT_TRUE(moved_keys.insert({c.tag, c.offset}).second) << "moved twice";
+    live[{c.tag, c.offset}] = c.id;  // the re-posted chunk has a new id
+  }
+  EXPECT_EQ(moved_keys, in_flight_on_0);
+  for (size_t i = 1; i < moved.size(); ++i) {
+    EXPECT_LT(Key(moved[i - 1].tag, moved[i - 1].offset), Key(moved[i].tag, moved[i].offset)) << "message order";
+  }
+  // A completion that was racing with the failure (old id) is not counted.
+  for (const Chunk& c : chunks) {
+    if (c.nic == 0 && in_flight_on_0.count({c.tag, c.offset})) {
+      EXPECT_FALSE(b.complete(c.id, 50));
+    }
+  }
+  for (const auto& [key, id] : live) {
+    ASSERT_TRUE(b.complete(id, 50));
+    completed[key]++;
+  }
+  EXPECT_EQ(b.in_flight(), 0u);
+  // Every chunk of every message completed exactly once.
+  EXPECT_EQ(completed.size(), chunks.size());
+  for (const auto& [key, n] : completed) EXPECT_EQ(n, 1) << "tag " << key.first << " offset " << key.second;
+
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, EventKind::kDown);
+  EXPECT_EQ(events[0].nic, 0);
+  EXPECT_EQ(events[0].chunks_moved, in_flight_on_0.size());
+  EXPECT_EQ(events[0].reason, "qp failure: retry exceeded");
+  EXPECT_TRUE(b.mark_down(0, 2000, "port down").empty());
+  EXPECT_EQ(events.size(), 1u) << "a lane already down is reported once";
+  EXPECT_EQ(b.counters().failovers, 1u);
+  EXPECT_EQ(b.stats(0).failovers, 1u);
+  EXPECT_EQ(b.stats(0).chunks_moved_away, in_flight_on_0.size());
+  EXPECT_EQ(b.counters().chunks_reposted, in_flight_on_0.size());
+}
+
+TEST(BalancerFailover, WithNoLaneLeftChunksComeBackUnassigned) {
+  Balancer b(config(), lanes(2));
+  std::vector<Chunk> chunks;
+  ASSERT_EQ(b.plan({.tag = 1, .bytes = 8 * 4096}, 0, chunks), PlanStatus::kOk);
+  auto moved0 = b.mark_down(0, 10, "port down");
+  EXPECT_EQ(moved0.size(), 4u);
+  auto moved1 = b.mark_down(1, 20, "port down");
+  EXPECT_EQ(moved1.size(), 8u) << "its own four and the four moved onto it";
+  for (const Chunk& c : moved1) EXPECT_EQ(c.nic, kNoNic);
+  EXPECT_EQ(b.in_flight(), 0u);
+  std::vector<Chunk> more;
+  EXPECT_EQ(b.plan({.tag = 2, .bytes = 1}, 30, more), PlanStatus::kNoLane);
+  b.mark_recovered(1, 40);
+  const uint64_t at = b.rejoin_at_us(1);
+  ASSERT_EQ(at, 40u + 100'000);
+  for (Chunk& c : moved1) EXPECT_FALSE(b.repost(c, at - 1));
+  for (Chunk& c : moved1) {
+    ASSERT_TRUE(b.repost(c, at));
+    EXPECT_EQ(c.nic, 1);
+  }
+  EXPECT_EQ(b.in_flight(), 8u);
+}
+
+TEST(BalancerFailover, RejoinBackOffDoublesPerFailureAndResetsWhenStable) {
+  Balancer b(config(), lanes(2));
+  std::vector<Event> events;
+  b.set_event_sink([&](const Event& e) { events.push_back(e); });
+  uint64_t t = 1'000'000;
+  auto expect_rejoin_after = [&](uint64_t recovered_at, uint64_t backoff) {
+    b.mark_recovered(0, recovered_at);
+    EXPECT_EQ(b.state(0), LaneState::kRecovering);
+    EXPECT_EQ(b.rejoin_at_us(0), recovered_at + backoff);
+    EXPECT_EQ(events.back().kind, EventKind::kRecovering);
+    EXPECT_EQ(events.back().backoff_us, backoff);
+    // Not picked during the back-off, picked from its end on.
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(b.pick(1, {}, recovered_at + backoff - 1), 1);
+    EXPECT_EQ(b.state(0), LaneState::kRecovering);
+    std::set<uint16_t> used;
+    for (int i = 0; i < 4; ++i) used.insert(b.pick(1, {}, recovered_at + backoff));
+    EXPECT_EQ(b.state(0), LaneState::kUp);
+    EXPECT_EQ(used, (std::set<uint16_t>{0, 1}));
+    EXPECT_EQ(events.back().kind, EventKind::kRejoined);
+    EXPECT_EQ(events.back().at_us, recovered_at + backoff);
+    return recovered_at + backoff;
+  };
+  b.mark_down(0, t, "port down");
+  t = expect_rejoin_after(t + 5000, 100'000);
+  b.mark_down(0, t + 10, "port down");  // flapping: the next wait doubles
+  t = expect_rejoin_after(t + 20, 200'000);
+  b.mark_down(0, t + 10, "port down");
+  t = expect_rejoin_after(t + 20, 400'000);
+  b.mark_down(0, t + 10, "port down");
+  t = expect_rejoin_after(t + 20, 800'000);
+  b.mark_down(0, t + 10, "port down");
+  t = expect_rejoin_after(t + 20, 1'000'000);  // capped at the maximum
+  // Down again while recovering: back to down, the wait keeps growing (capped).
+  b.mark_down(0, t + 10, "port down");
+  b.mark_recovered(0, t + 20);
+  b.mark_down(0, t + 30, "qp failure");
+  EXPECT_EQ(b.state(0), LaneState::kDown);
+  t = expect_rejoin_after(t + 40, 1'000'000);
+  // Stable for rejoin_stable_us: the next failure starts over at the minimum.
+  b.mark_down(0, t + 5'000'000, "port down");
+  expect_rejoin_after(t + 5'000'100, 100'000);
+
+  int downs = 0, rejoins = 0;
+  for (const Event& e : events) {
+    downs += e.kind == EventKind::kDown;
+    rejoins += e.kind == EventKind::kRejoined;
+  }
+  EXPECT_EQ(downs, 8);
+  EXPECT_EQ(rejoins, 7);
+  EXPECT_EQ(b.counters().failovers, 8u);
+  EXPECT_EQ(b.counters().rejoins, 7u);
+  EXPECT_EQ(b.stats(0).rejoins, 7u);
+}
+
+TEST(BalancerFailover, RejoinedLaneIsMeasuredAfresh) {
+  BalancerConfig c = config();
+  c.policy = Policy::kWeighted;
+  Balancer b(c, lanes(2));
+  uint64_t now = 0;
+  run(b, {10e9, 5e9}, 30, 1 << 20, &now);
+  b.mark_down(1, now, "port down");
+  auto carried = run(b, {10e9, 5e9}, 10, 1 << 20, &now);
+  EXPECT_EQ(carried[1], 0u);
+  b.mark_recovered(1, now);
+  now += c.rejoin_backoff_min_us;
+  b.tick(now);
+  EXPECT_NEAR(b.weight(1), 0.5, 1e-9) << "a rejoined lane starts at the mean of the measured ones";
+  run(b, {10e9, 10e9}, 30, 1 << 20, &now);  // the path is faster than before it failed
+  carried = run(b, {10e9, 10e9}, 200, 1 << 20, &now);
+  EXPECT_NEAR(share(carried, 1), 0.5, 0.05);
+}
+
+}  // namespace
+}  // namespace rdmad::balancer::test

@@ -1,0 +1,132 @@
+// The peer wire format: round trips, and every malformed input is rejected (never read past the end).
+#include <gtest/gtest.h>
+
+#include "rdmad/peer/wire.h"
+
+namespace rdmad::peer {
+namespace {
+
+std::span<const uint8_t, kHeaderBytes> head(const std::vector<uint8_t>& f) {
+  return std::span<const uint8_t, kHeaderBytes>(f.data(), kHeaderBytes);
+}
+
+TEST(PeerWire, FrameHeaderRoundTripAndValidation) {
+  const std::vector<uint8_t> payload = {1, 2, 3};
+  auto f = encode_frame(MessageType::kPing, payload);
+  ASSERT_EQ(f.size(), kHeaderBytes + 3);
+  EXPECT_EQ(f[0], 0);
+  EXPECT_EQ(f[3], 3) << "big-endian length";
+  std::string err;
+  auto h = decode_header(head(f), 1024, &err);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->length, 3u);
+  EXPECT_EQ(h->type, static_cast<uint16_t>(MessageType::kPing));
+
+  EXPECT_FALSE(decode_header(head(f), 2, &err).has_value()) << "longer than the limit";
+  EXPECT_NE(err.find("exceeds"), std::string::npos);
+  auto bad = f;
+  bad[5] = 99;
+  EXPECT_FALSE(decode_header(head(bad), 1024, &err).has_value());
+  EXPECT_NE(err.find("unknown frame type"), std::string::npos);
+  bad = f;
+  bad[7] = 1;
+  EXPECT_FALSE(decode_header(head(bad), 1024, &err).has_value());
+  const std::vector<uint8_t> http = {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T'};
+  EXPECT_FALSE(decode_header(head(http), 1 << 16, &err).has_value()) << "a stranger speaking HTTP";
+}
+
+TEST(PeerWire, HelloRoundTrip) {
+  Hello h;
+  h.node_id = "node-a";
+  h.has_key = true;
+  for (size_t i = 0; i < h.nonce.size(); ++i) h.nonce[i] = static_cast<uint8_t>(i * 7);
+  auto b = encode(h);
+  auto d = decode_hello(b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->node_id, "node-a");
+  EXPECT_TRUE(d->has_key);
+  EXPECT_EQ(d->nonce, h.nonce);
+  for (size_t n = 0; n < b.size(); ++n) {
+    auto t = decode_hello(std::span(b).first(n));
+    EXPECT_TRUE(!t.has_value() || t->magic != kMagic) << "truncated to " << n;
+  }
+  b.push_back(0);
+  EXPECT_FALSE(decode_hello(b).has_value()) << "trailing bytes";
+}
+
+TEST(PeerWire, HelloOfAStrangerOrAnotherVersionIsReadAsSuch) {
+  Hello h;
+  h.node_id = "x";
+  h.magic = 0x48545450;
+  auto d = decode_hello(encode(h));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->magic, kMagic);
+  h.magic = kMagic;
+  h.version = 9;
+  d = decode_hello(encode(h));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->version, 9);
+  h.version = kVersion;
+  h.node_id = "";
+  EXPECT_FALSE(decode_hello(encode(h)).has_value()) << "empty node id";
+  h.node_id = std::string(kMaxNodeIdBytes + 1, 'n');
+  EXPECT_FALSE(decode_hello(encode(h)).has_value()) << "node id too long";
+}
+
+TEST(PeerWire, EndpointsRoundTrip) {
+  Endpoints m;
+  m.kind = EndpointsKind::kAnswer;
+  m.session = 0xA1B2C3D4;
+  for (uint16_t i = 0; i < 3; ++i) {
+    NicEndpoint e;
+    e.nic_name = "soft" + std::to_string(i);
+    e.nic_index = i;
+    e.qp_index = static_cast<uint16_t>(i + 1);
+    e.gid = *verbs::Gid::from_ip("10.0.0." + std::to_string(i + 1));
+    e.udp_port = static_cast<uint16_t>(4791 + i);
+    e.qpn = 0xABCDEF - i;
+    e.psn = 0x123456 + i;
+    e.mtu_bytes = 1024u << i;
+    m.endpoints.push_back(e);
+  }
+  auto b = encode(m);
+  auto d = decode_endpoints(b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->kind, EndpointsKind::kAnswer);
+  EXPECT_EQ(d->session, m.session);
+  EXPECT_EQ(d->endpoints, m.endpoints);
+  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode_endpoints(std::span(b).first(n)).has_value()) << n;
+}
+
+TEST(PeerWire, EndpointsWithImpossibleValuesAreRejected) {
+  Endpoints m;
+  NicEndpoint e;
+  e.nic_name = "soft0";
+  e.mtu_bytes = 1024;
+  m.endpoints.push_back(e);
+  ASSERT_TRUE(decode_endpoints(encode(m)).has_value());
+  for (uint32_t mtu : {0u, 255u, 1000u, 8192u}) {
+    m.endpoints[0].mtu_bytes = mtu;
+    EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "mtu " << mtu;
+  }
+  m.endpoints[0].mtu_bytes = 1024;
+  m.endpoints[0].qpn = 1u << 24;
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "QPNs are 24 bits";
+  m.endpoints[0].qpn = 1;
+  m.endpoints[0].psn = 1u << 24;
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "PSNs are 24 bits";
+  auto b = encode(Endpoints{});
+  b[0] = 3;
+  EXPECT_FALSE(decode_endpoints(b).has_value()) << "unknown kind";
+}
+
+TEST(PeerWire, PingIsExactlyEightBytes) {
+  auto b = encode(Ping{0x0102030405060708ull});
+  ASSERT_EQ(b.size(), 8u);
+  EXPECT_EQ(decode_ping(b)->seq, 0x0102030405060708ull);
+  b.push_back(0);
+  EXPECT_FALSE(decode_ping(b).has_value());
+}
+
+}  // namespace
+}  // namespace rdmad::peer
