@@ -2,8 +2,10 @@
 # so their warnings never fail our build).
 set(RDMAD_WARNINGS
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
-    -Woverloaded-virtual -Wimplicit-fallthrough -Wformat=2
-    -Wmisleading-indentation -Wduplicated-cond -Wlogical-op)
+    -Woverloaded-virtual -Wimplicit-fallthrough -Wformat=2 -Wmisleading-indentation)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND RDMAD_WARNINGS -Wduplicated-cond -Wlogical-op)  # g++ only; clang rejects them
+endif()
 if(RDMAD_WERROR)
   list(APPEND RDMAD_WARNINGS -Werror)
 endif()
