@@ -367,3 +367,35 @@ TEST(IpcServer, RegisterHostExampleRuns) {
 
 }  // namespace
 }  // namespace rdmad::test
+
+namespace rdmad::test {
+namespace {
+
+// Pipelined requests from a client that does not read: the server's replies back up, it stops
+// reading until they drain, and every reply still arrives once, in order.
+TEST(IpcServer, PipelinedRequestsWithASlowReaderAllAnsweredInOrder) {
+  TestServer srv;
+  RawClient raw(srv.path());
+  ASSERT_TRUE(raw.hello());
+  // Room for more requests than the server may queue towards us (net.unix.max_dgram_qlen, its
+  // send buffer), so its sends hit EAGAIN. SO_SNDBUFFORCE needs root; without it fewer fit.
+  int big = 16 << 20;
+  setsockopt(raw.fd(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+  uint64_t sent = 0;
+  for (uint64_t id = 100; id < 100 + 2000; ++id) {
+    auto h = proto::make_header(1, static_cast<uint16_t>(proto::MsgType::kDiagnose), 0, id);
+    if (::send(raw.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) break;  // our buffer is full
+    ++sent;
+  }
+  ASSERT_GT(sent, 100u);
+  for (uint64_t i = 0; i < sent; ++i) {
+    RawReply r = raw.receive();
+    ASSERT_FALSE(r.closed) << "reply " << i;
+    EXPECT_EQ(r.header.request_id, 100 + i);
+    EXPECT_EQ(r.header.type, proto::reply_type(proto::MsgType::kDiagnose));
+  }
+  EXPECT_EQ(srv.metric("rdmad_client_requests_total", {{"op", "diagnose"}, {"result", "ok"}}), double(sent));
+}
+
+}  // namespace
+}  // namespace rdmad::test
