@@ -18,7 +18,7 @@ namespace {
 
 using proto::MsgType;
 constexpr uint32_t kRw = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_READ;
-constexpr rdmad_status kClosed = static_cast<rdmad_status>(-1);
+constexpr int kClosed = -1;  // expected outcome: the server drops the connection
 
 struct Fds {
   int memfd = -1, unsealed = -1, pipe_r = -1, pipe_w = -1;
@@ -55,7 +55,7 @@ struct Case {
   bool hello_first;
   std::function<std::vector<std::byte>()> bytes;
   std::function<std::vector<int>(const Fds&)> fds;
-  rdmad_status expect;  // kClosed: the server drops the connection
+  int expect;  // an rdmad_status, or kClosed
 };
 
 std::vector<int> none(const Fds&) { return {}; }
@@ -157,7 +157,7 @@ TEST(IpcMalformedFrames, EachIsAnsweredOrDisconnectedWhileOthersKeepWorking) {
     } else {
       ASSERT_FALSE(r.closed);
       EXPECT_EQ(r.header.type, t(MsgType::kError));
-      EXPECT_EQ(r.status(), c.expect) << r.message();
+      EXPECT_EQ(static_cast<int>(r.status()), c.expect) << r.message();
       EXPECT_FALSE(r.message().empty());
       // The connection survives an error reply.
       raw.send_empty(MsgType::kDiagnose, 77);
