@@ -58,8 +58,8 @@ class Daemon {
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{io_.get_executor()};
   prometheus::Registry registry_;
-  rdmad::ipc::StaticNicInventory inventory_{{{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0},
-                                             {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 0}}};
+  rdmad::ipc::StaticNicInventory inventory_{
+      {{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0}, {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 0}}};
   rdmad::ipc::SoftRegistrar registrar_{2};
   std::unique_ptr<rdmad::ipc::UnixServer> server_;
   std::thread thread_;
@@ -115,7 +115,8 @@ void BM_RegisterDeregister(benchmark::State& state) {
   for (auto _ : state) {
     auto t0 = Clock::now();
     rdmad_mr* mr = nullptr;
-    if (rdmad_register_host(c, buf.fd, 0, buf.length, kRw, 0, &mr) != RDMAD_OK || rdmad_deregister(c, mr) != RDMAD_OK)
+    if (rdmad_register_host(c, buf.fd, 0, buf.length, kRw, 0, &mr) != RDMAD_OK ||
+        rdmad_deregister(c, mr) != RDMAD_OK)
       state.SkipWithError(rdmad_last_error(c));
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
@@ -132,7 +133,8 @@ void BM_PairsThroughput(benchmark::State& state) {
   if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
   for (auto _ : state) {
     rdmad_mr* mr = nullptr;
-    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK || rdmad_deregister(c, mr) != RDMAD_OK)
+    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK ||
+        rdmad_deregister(c, mr) != RDMAD_OK)
       state.SkipWithError(rdmad_last_error(c));
   }
   state.SetItemsProcessed(state.iterations());

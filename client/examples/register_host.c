@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   memset(buf.addr, 0x5a, buf.length);
   rdmad_mr* mr = NULL;
   s = rdmad_register_host(client, buf.fd, 0, buf.length,
-                          RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ, 0, &mr);
+                          RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ, 0,
+                          &mr);
   if (s != RDMAD_OK) {
     fprintf(stderr, "register: %s: %s\n", rdmad_strerror(s), rdmad_last_error(client));
     rdmad_free_host(&buf);

@@ -50,7 +50,8 @@ rdmad_status Channel::open(const std::string& path, std::string* error) {
   proto::HelloReply h;
   std::memcpy(&h, r.body.data(), sizeof(h));
   if (h.version < proto::kVersionMin || h.version > proto::kVersionMax) {
-    *error = "daemon chose protocol version " + std::to_string(h.version) + " which this library does not speak";
+    *error =
+        "daemon chose protocol version " + std::to_string(h.version) + " which this library does not speak";
     close();
     return RDMAD_ERR_VERSION;
   }
@@ -68,7 +69,8 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
   Reply r;
   if (fd_ < 0) return Reply{RDMAD_ERR_CONNECTION, "not connected", {}};
   uint64_t id = next_request_id_++;
-  proto::Header h = proto::make_header(version_, static_cast<uint16_t>(type), static_cast<uint32_t>(body.size()), id);
+  proto::Header h =
+      proto::make_header(version_, static_cast<uint16_t>(type), static_cast<uint32_t>(body.size()), id);
   iovec iov[2] = {{&h, sizeof(h)}, {const_cast<std::byte*>(body.data()), body.size()}};
   msghdr msg{};
   msg.msg_iov = iov;
@@ -99,20 +101,21 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
     rmsg.msg_controllen = sizeof(rx_control);
     do n = ::recvmsg(fd_, &rmsg, MSG_CMSG_CLOEXEC | (send_failed ? MSG_DONTWAIT : 0));
     while (n < 0 && errno == EINTR);
-    for (cmsghdr* c = CMSG_FIRSTHDR(&rmsg); n > 0 && c != nullptr; c = CMSG_NXTHDR(&rmsg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
-        int extra;
-        std::memcpy(&extra, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-        ::close(extra);  // the protocol sends no fds to clients
-      }
+    // A peer that closed with our request unread leaves ECONNRESET pending, reported before the
+    // frames it sent first (its refusal): look once more for such a frame.
+    if (n < 0 && errno == ECONNRESET) {
+      send_failed = true;
+      send_errno = ECONNRESET;
+      n = ::recvmsg(fd_, &rmsg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     }
+    if (n > 0) proto::take_fds(rmsg, nullptr, 0);  // the protocol sends no fds to clients
     if (n <= 0) {
       int err = n < 0 ? errno : ECONNRESET;
       if (send_failed) err = send_errno;
       close();
       if (n == 0 || connection_errno(err) || err == EAGAIN)
-        return Reply{RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}};
+        return Reply{
+            RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}};
       return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}};
     }
     proto::Header rh;
@@ -125,7 +128,8 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
       proto::ErrorReply e;
       std::memcpy(&e, rbody.data(), sizeof(e));
       e.message[sizeof(e.message) - 1] = '\0';
-      r.status = e.status > 0 && e.status <= RDMAD_ERR_LOST ? static_cast<rdmad_status>(e.status) : RDMAD_ERR_PROTOCOL;
+      r.status = e.status > 0 && e.status <= RDMAD_ERR_LOST ? static_cast<rdmad_status>(e.status)
+                                                            : RDMAD_ERR_PROTOCOL;
       r.error = e.message;
       if (send_failed) close();
       return r;

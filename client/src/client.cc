@@ -28,7 +28,8 @@ bool reconnect(rdmad_client* client) {
   }
 }
 
-rdmad_status nic_list(rdmad_client* client, const Reply& r, rdmad_nic_info* out, size_t capacity, size_t* count) {
+rdmad_status nic_list(rdmad_client* client, const Reply& r, rdmad_nic_info* out, size_t capacity,
+                      size_t* count) {
   proto::NicListReply head;
   if (r.body.size() < sizeof(head)) return fail(client, RDMAD_ERR_PROTOCOL, "short NIC list reply");
   std::memcpy(&head, r.body.data(), sizeof(head));
@@ -42,8 +43,10 @@ rdmad_status nic_list(rdmad_client* client, const Reply& r, rdmad_nic_info* out,
     o.index = e.index;
     proto::copy_cstr(o.name, std::string(e.name, strnlen(e.name, sizeof(e.name))).c_str());
     proto::copy_cstr(o.backend, std::string(e.backend, strnlen(e.backend, sizeof(e.backend))).c_str());
-    proto::copy_cstr(o.pci_address, std::string(e.pci_address, strnlen(e.pci_address, sizeof(e.pci_address))).c_str());
-    o.link_state = e.link_state <= RDMAD_LINK_UP ? static_cast<rdmad_link_state>(e.link_state) : RDMAD_LINK_UNKNOWN;
+    proto::copy_cstr(o.pci_address,
+                     std::string(e.pci_address, strnlen(e.pci_address, sizeof(e.pci_address))).c_str());
+    o.link_state =
+        e.link_state <= RDMAD_LINK_UP ? static_cast<rdmad_link_state>(e.link_state) : RDMAD_LINK_UNKNOWN;
     o.speed_mbps = e.speed_mbps;
     o.numa_node = e.numa_node;
   }
@@ -78,19 +81,32 @@ extern "C" {
 
 const char* rdmad_strerror(rdmad_status status) {
   switch (status) {
-    case RDMAD_OK: return "success";
-    case RDMAD_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case RDMAD_ERR_PERMISSION: return "permission denied";
-    case RDMAD_ERR_QUOTA: return "quota exceeded";
-    case RDMAD_ERR_NOT_SUPPORTED: return "not supported";
-    case RDMAD_ERR_NOT_FOUND: return "not found";
-    case RDMAD_ERR_PROTOCOL: return "protocol error";
-    case RDMAD_ERR_CONNECTION: return "connection to the daemon failed";
-    case RDMAD_ERR_VERSION: return "no common protocol version";
-    case RDMAD_ERR_NO_RESOURCE: return "out of resources";
-    case RDMAD_ERR_SYSTEM: return "system call failed";
-    case RDMAD_ERR_CUDA: return "CUDA driver error";
-    case RDMAD_ERR_LOST: return "registration lost in a daemon restart";
+    case RDMAD_OK:
+      return "success";
+    case RDMAD_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case RDMAD_ERR_PERMISSION:
+      return "permission denied";
+    case RDMAD_ERR_QUOTA:
+      return "quota exceeded";
+    case RDMAD_ERR_NOT_SUPPORTED:
+      return "not supported";
+    case RDMAD_ERR_NOT_FOUND:
+      return "not found";
+    case RDMAD_ERR_PROTOCOL:
+      return "protocol error";
+    case RDMAD_ERR_CONNECTION:
+      return "connection to the daemon failed";
+    case RDMAD_ERR_VERSION:
+      return "no common protocol version";
+    case RDMAD_ERR_NO_RESOURCE:
+      return "out of resources";
+    case RDMAD_ERR_SYSTEM:
+      return "system call failed";
+    case RDMAD_ERR_CUDA:
+      return "CUDA driver error";
+    case RDMAD_ERR_LOST:
+      return "registration lost in a daemon restart";
   }
   return "unknown status";
 }
@@ -137,7 +153,8 @@ void rdmad_set_reconnect_timeout_ms(rdmad_client* client, uint32_t timeout_ms) {
 }
 
 rdmad_status rdmad_query_nics(rdmad_client* client, rdmad_nic_info* out, size_t capacity, size_t* count) {
-  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0)) return RDMAD_ERR_INVALID_ARGUMENT;
+  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0))
+    return RDMAD_ERR_INVALID_ARGUMENT;
   std::lock_guard lock(client->mu);
   auto r = rdmad::client::call(client, MsgType::kQueryNics, {}, -1);
   if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
@@ -152,8 +169,9 @@ rdmad_status rdmad_nearest_nics(rdmad_client* client, const rdmad_location* wher
   rdmad::proto::NearestNicsRequest req{};
   req.kind = where->kind;
   req.numa_node = where->numa_node;
-  rdmad::proto::copy_cstr(req.pci_address,
-                          std::string(where->pci_address, strnlen(where->pci_address, sizeof(where->pci_address))).c_str());
+  rdmad::proto::copy_cstr(
+      req.pci_address,
+      std::string(where->pci_address, strnlen(where->pci_address, sizeof(where->pci_address))).c_str());
   auto r = rdmad::client::call(client, MsgType::kNearestNics, rdmad::client::as_bytes_of(req), -1);
   if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
   return rdmad::client::nic_list(client, r, out, capacity, count);
@@ -161,7 +179,8 @@ rdmad_status rdmad_nearest_nics(rdmad_client* client, const rdmad_location* wher
 
 rdmad_status rdmad_list_registrations(rdmad_client* client, rdmad_registration_info* out, size_t capacity,
                                       size_t* count) {
-  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0)) return RDMAD_ERR_INVALID_ARGUMENT;
+  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0))
+    return RDMAD_ERR_INVALID_ARGUMENT;
   std::lock_guard lock(client->mu);
   *count = 0;
   rdmad::proto::ListRequest req{0, rdmad::proto::kMaxListEntries, 0};

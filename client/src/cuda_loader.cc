@@ -14,12 +14,12 @@ using Result = int;
 using DevicePtr = unsigned long long;
 using Device = int;
 constexpr Result kSuccess = 0;
-constexpr int kPointerAttributeMemoryType = 2;      // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
-constexpr int kPointerAttributeDeviceOrdinal = 9;   // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-constexpr unsigned kMemoryTypeDevice = 2;           // CU_MEMORYTYPE_DEVICE
+constexpr int kPointerAttributeMemoryType = 2;        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr int kPointerAttributeDeviceOrdinal = 9;     // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr unsigned kMemoryTypeDevice = 2;             // CU_MEMORYTYPE_DEVICE
 constexpr int kDeviceAttributeDmaBufSupported = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
-constexpr int kMemRangeHandleTypeDmaBufFd = 1;      // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
-constexpr int kApiVersion = 12000;                  // ask cuGetProcAddress for the CUDA 12 ABI
+constexpr int kMemRangeHandleTypeDmaBufFd = 1;        // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
+constexpr int kApiVersion = 12000;                    // ask cuGetProcAddress for the CUDA 12 ABI
 }  // namespace rdmad::client::cu
 
 #if __has_include(<cuda.h>)
@@ -45,7 +45,8 @@ struct CudaApi {
   cu::Result (*device_get_attribute)(int*, int, cu::Device) = nullptr;
   cu::Result (*device_get_pci_bus_id)(char*, int, cu::Device) = nullptr;
   cu::Result (*mem_get_address_range)(cu::DevicePtr*, size_t*, cu::DevicePtr) = nullptr;
-  cu::Result (*mem_get_handle_for_address_range)(void*, cu::DevicePtr, size_t, int, unsigned long long) = nullptr;
+  cu::Result (*mem_get_handle_for_address_range)(void*, cu::DevicePtr, size_t, int,
+                                                 unsigned long long) = nullptr;
 
   std::string describe(const char* call, cu::Result r) const {
     const char* name = nullptr;
@@ -87,7 +88,9 @@ const CudaApi& cuda() {
               resolve(lib, "cuMemGetAddressRange", &api.mem_get_address_range) &&
               resolve(lib, "cuMemGetHandleForAddressRange", &api.mem_get_handle_for_address_range);
     if (!ok) {
-      api.error = "CUDA driver too old: cuGetProcAddress or cuMemGetHandleForAddressRange missing (need CUDA >= 11.7)";
+      api.error =
+          "CUDA driver too old: cuGetProcAddress or cuMemGetHandleForAddressRange missing (need CUDA >= "
+          "11.7)";
       return;
     }
     if (cu::Result r = api.init(0); r != cu::kSuccess) {
@@ -103,7 +106,8 @@ rdmad_status device_of(const CudaApi& api, uint64_t ptr, cu::Device* dev, std::s
   unsigned mem_type = 0;
   cu::Result r = api.pointer_get_attribute(&mem_type, cu::kPointerAttributeMemoryType, ptr);
   if (r != cu::kSuccess || mem_type != cu::kMemoryTypeDevice) {
-    *error = "not a CUDA device pointer" + (r != cu::kSuccess ? ": " + api.describe("cuPointerGetAttribute", r) : "");
+    *error = "not a CUDA device pointer" +
+             (r != cu::kSuccess ? ": " + api.describe("cuPointerGetAttribute", r) : "");
     return RDMAD_ERR_INVALID_ARGUMENT;
   }
   int ordinal = 0;
@@ -126,13 +130,16 @@ rdmad_status export_dmabuf(uint64_t device_ptr, uint64_t length, DmabufExport* o
   cu::Device dev = 0;
   if (rdmad_status s = device_of(api, device_ptr, &dev, error); s != RDMAD_OK) return s;
   int dmabuf = 0;
-  if (cu::Result r = api.device_get_attribute(&dmabuf, cu::kDeviceAttributeDmaBufSupported, dev); r != cu::kSuccess) {
+  if (cu::Result r = api.device_get_attribute(&dmabuf, cu::kDeviceAttributeDmaBufSupported, dev);
+      r != cu::kSuccess) {
     *error = api.describe("cuDeviceGetAttribute(DMA_BUF_SUPPORTED)", r);
     return RDMAD_ERR_CUDA;
   }
   if (dmabuf == 0) {
-    *error = "GPU cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0): the NVIDIA open kernel module "
-             "and CUDA >= 11.7 are required";
+    *error =
+        "GPU cannot export dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0): the NVIDIA open kernel "
+        "module "
+        "and CUDA >= 11.7 are required";
     return RDMAD_ERR_NOT_SUPPORTED;
   }
   // dma-buf export works on whole host pages (64 KiB on some Arm hosts).
@@ -146,12 +153,14 @@ rdmad_status export_dmabuf(uint64_t device_ptr, uint64_t length, DmabufExport* o
     return RDMAD_ERR_CUDA;
   }
   if (device_ptr + length < device_ptr || base < alloc_base || end > alloc_base + alloc_bytes) {
-    *error = "page-aligned range [" + std::to_string(base) + ", " + std::to_string(end) +
-             ") leaves its allocation: allocate with cuMemAlloc (page-aligned) or register a page-aligned range";
+    *error =
+        "page-aligned range [" + std::to_string(base) + ", " + std::to_string(end) +
+        ") leaves its allocation: allocate with cuMemAlloc (page-aligned) or register a page-aligned range";
     return RDMAD_ERR_INVALID_ARGUMENT;
   }
   int fd = -1;
-  if (cu::Result r = api.mem_get_handle_for_address_range(&fd, base, end - base, cu::kMemRangeHandleTypeDmaBufFd, 0);
+  if (cu::Result r =
+          api.mem_get_handle_for_address_range(&fd, base, end - base, cu::kMemRangeHandleTypeDmaBufFd, 0);
       r != cu::kSuccess) {
     *error = api.describe("cuMemGetHandleForAddressRange(DMA_BUF_FD)", r);
     return RDMAD_ERR_CUDA;

@@ -49,7 +49,8 @@ rdmad_status rdmad_locate_host(const void* addr, rdmad_location* where) {
   where->numa_node = -1;
   int node = -1;
   constexpr unsigned long kMpolFNode = 1, kMpolFAddr = 2;  // <numaif.h> without linking libnuma
-  if (syscall(SYS_get_mempolicy, &node, nullptr, 0UL, addr, kMpolFNode | kMpolFAddr) == 0) where->numa_node = node;
+  if (syscall(SYS_get_mempolicy, &node, nullptr, 0UL, addr, kMpolFNode | kMpolFAddr) == 0)
+    where->numa_node = node;
   return RDMAD_OK;
 }
 

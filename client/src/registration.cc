@@ -18,9 +18,11 @@ rdmad_status finish_registration(rdmad_client* client, const rdmad::client::Repl
                                  rdmad_mr** out) {
   if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
   rdmad::proto::RegisterReply reply;
-  if (r.body.size() != sizeof(reply)) return fail(client, RDMAD_ERR_PROTOCOL, "register reply has the wrong size");
+  if (r.body.size() != sizeof(reply))
+    return fail(client, RDMAD_ERR_PROTOCOL, "register reply has the wrong size");
   std::memcpy(&reply, r.body.data(), sizeof(reply));
-  if (reply.nic_count > rdmad::proto::kMaxNics) return fail(client, RDMAD_ERR_PROTOCOL, "register reply nic_count");
+  if (reply.nic_count > rdmad::proto::kMaxNics)
+    return fail(client, RDMAD_ERR_PROTOCOL, "register reply nic_count");
   auto* mr = new rdmad_mr;
   mr->handle = reply.handle;
   mr->iova = reply.iova;
@@ -46,12 +48,13 @@ bool cached(rdmad_client* client, const MrCacheKey& key, rdmad_mr** out) {
 
 extern "C" {
 
-rdmad_status rdmad_register_host(rdmad_client* client, int fd, uint64_t offset, uint64_t length, uint32_t access,
-                                 uint32_t nic_mask, rdmad_mr** out) {
+rdmad_status rdmad_register_host(rdmad_client* client, int fd, uint64_t offset, uint64_t length,
+                                 uint32_t access, uint32_t nic_mask, rdmad_mr** out) {
   if (client == nullptr || out == nullptr || fd < 0) return RDMAD_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   struct stat st {};
-  if (fstat(fd, &st) != 0) return fail(client, RDMAD_ERR_INVALID_ARGUMENT, std::string("fstat: ") + strerror(errno));
+  if (fstat(fd, &st) != 0)
+    return fail(client, RDMAD_ERR_INVALID_ARGUMENT, std::string("fstat: ") + strerror(errno));
   MrCacheKey key{kHostKey, st.st_dev, st.st_ino, offset, length, access, nic_mask};
   std::lock_guard lock(client->mu);
   if (cached(client, key, out)) return RDMAD_OK;
@@ -94,7 +97,8 @@ rdmad_status rdmad_deregister(rdmad_client* client, rdmad_mr* mr) {
   if (!lost_before) client->cache.erase(mr->cache_key);
   delete mr;
   if (lost_before) return RDMAD_OK;  // reconnected on the way: the daemon no longer has it
-  if (r.status != RDMAD_OK) return fail(client, r.status, r.error + " (handle " + std::to_string(handle) + ")");
+  if (r.status != RDMAD_OK)
+    return fail(client, r.status, r.error + " (handle " + std::to_string(handle) + ")");
   return RDMAD_OK;
 }
 

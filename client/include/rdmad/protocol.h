@@ -6,6 +6,9 @@
 // static_assert'ed size and explicit reserved fields (no implicit padding).
 #pragma once
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +42,9 @@ enum class MsgType : uint16_t {
 };
 inline constexpr uint16_t kMaxRequestType = 8;
 
-constexpr uint16_t reply_type(MsgType t) { return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit); }
+constexpr uint16_t reply_type(MsgType t) {
+  return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
+}
 
 struct Header {
   uint32_t magic;
@@ -168,15 +173,24 @@ static_assert(sizeof(ErrorReply) == 256);
 // Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
-    case MsgType::kHello: return sizeof(HelloRequest);
-    case MsgType::kQueryNics: return 0;
-    case MsgType::kNearestNics: return sizeof(NearestNicsRequest);
-    case MsgType::kRegisterHost: return sizeof(RegisterHostRequest);
-    case MsgType::kRegisterDmabuf: return sizeof(RegisterDmabufRequest);
-    case MsgType::kDeregister: return sizeof(DeregisterRequest);
-    case MsgType::kListRegistrations: return sizeof(ListRequest);
-    case MsgType::kDiagnose: return 0;
-    case MsgType::kError: return -1;
+    case MsgType::kHello:
+      return sizeof(HelloRequest);
+    case MsgType::kQueryNics:
+      return 0;
+    case MsgType::kNearestNics:
+      return sizeof(NearestNicsRequest);
+    case MsgType::kRegisterHost:
+      return sizeof(RegisterHostRequest);
+    case MsgType::kRegisterDmabuf:
+      return sizeof(RegisterDmabufRequest);
+    case MsgType::kDeregister:
+      return sizeof(DeregisterRequest);
+    case MsgType::kListRegistrations:
+      return sizeof(ListRequest);
+    case MsgType::kDiagnose:
+      return 0;
+    case MsgType::kError:
+      return -1;
   }
   return -1;
 }
@@ -208,6 +222,25 @@ constexpr bool is_terminated(const char (&s)[N]) {
   for (size_t i = 0; i < N; ++i)
     if (s[i] == '\0') return true;
   return false;
+}
+
+// Takes every SCM_RIGHTS fd out of a received message: the first `capacity` go to `out`, the
+// rest are closed at once so that no fd a peer sent can leak. Returns how many went to `out`.
+inline size_t take_fds(msghdr& msg, int* out, size_t capacity) {
+  size_t n = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t k = 0; k < count; ++k) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+      if (n < capacity)
+        out[n++] = fd;
+      else
+        ::close(fd);
+    }
+  }
+  return n;
 }
 
 }  // namespace rdmad::proto

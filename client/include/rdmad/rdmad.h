@@ -50,7 +50,11 @@ enum { RDMAD_MAX_NICS = 16 };
 typedef struct rdmad_client rdmad_client; /* one connection to the daemon */
 typedef struct rdmad_mr rdmad_mr;         /* one registration */
 
-typedef enum rdmad_link_state { RDMAD_LINK_UNKNOWN = 0, RDMAD_LINK_DOWN = 1, RDMAD_LINK_UP = 2 } rdmad_link_state;
+typedef enum rdmad_link_state {
+  RDMAD_LINK_UNKNOWN = 0,
+  RDMAD_LINK_DOWN = 1,
+  RDMAD_LINK_UP = 2
+} rdmad_link_state;
 
 typedef struct rdmad_nic_info {
   uint32_t index; /* position in the daemon's NIC list; bit `index` of nic_mask selects it */
@@ -144,8 +148,8 @@ void rdmad_free_host(rdmad_host_buffer* buffer);
 /* Registers [offset, offset+length) of memfd `fd` (sealed with F_SEAL_SHRINK) on the NICs in
  * nic_mask (0: all). Repeating an identical registration returns the same rdmad_mr with a
  * reference added; each must be released with rdmad_deregister(). */
-rdmad_status rdmad_register_host(rdmad_client* client, int fd, uint64_t offset, uint64_t length, uint32_t access,
-                                 uint32_t nic_mask, rdmad_mr** out);
+rdmad_status rdmad_register_host(rdmad_client* client, int fd, uint64_t offset, uint64_t length,
+                                 uint32_t access, uint32_t nic_mask, rdmad_mr** out);
 
 /* Registers CUDA device memory [device_ptr, device_ptr+length): exports a dma-buf through the
  * CUDA driver (loaded at run time) and hands it to the daemon. */

@@ -82,7 +82,8 @@ class Client {
   // Connects (nullptr: $RDMAD_SOCKET or /run/rdmad/rdmad.sock).
   explicit Client(const char* socket_path = nullptr) {
     rdmad_client* c = nullptr;
-    if (rdmad_status s = rdmad_connect(socket_path, &c); s != RDMAD_OK) throw Error(s, rdmad_last_error(nullptr));
+    if (rdmad_status s = rdmad_connect(socket_path, &c); s != RDMAD_OK)
+      throw Error(s, rdmad_last_error(nullptr));
     client_.reset(c);
   }
 
@@ -93,7 +94,8 @@ class Client {
     out.resize(std::min(n, out.size()));
     return out;
   }
-  Registration register_host(int fd, uint64_t offset, uint64_t length, uint32_t access, uint32_t nic_mask = 0) {
+  Registration register_host(int fd, uint64_t offset, uint64_t length, uint32_t access,
+                             uint32_t nic_mask = 0) {
     rdmad_mr* mr = nullptr;
     check(rdmad_register_host(get(), fd, offset, length, access, nic_mask, &mr));
     return Registration(get(), mr);

@@ -14,15 +14,16 @@ namespace {
 // Frames served per wake-up before yielding to other connections.
 constexpr int kFramesPerTurn = 64;
 
+// The fds that came with one frame, closed when the frame has been served (a registration keeps
+// its own mapping or backend reference, never the fd).
 class ReceivedFds {
  public:
+  explicit ReceivedFds(msghdr& msg) : count_(proto::take_fds(msg, fds_.data(), fds_.size())) {}
   ~ReceivedFds() {
     for (size_t i = 0; i < count_; ++i) ::close(fds_[i]);
   }
-  void add(int fd) {
-    if (count_ < fds_.size()) fds_[count_++] = fd;
-    else ::close(fd);
-  }
+  ReceivedFds(const ReceivedFds&) = delete;
+  ReceivedFds& operator=(const ReceivedFds&) = delete;
   size_t count() const { return count_; }
   int first() const { return count_ > 0 ? fds_[0] : -1; }
 
@@ -39,7 +40,21 @@ Connection::Connection(SeqPacket::socket socket, Peer peer, UnixServer::Core& co
 void Connection::start() { wait_readable(); }
 
 void Connection::refuse(std::span<const std::byte> frame) {
-  ::send(socket_.native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  int fd = socket_.native_handle();
+  ::send(fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  // Closing with unread requests makes the peer's next recv fail with ECONNRESET before it sees
+  // our answer; drop what already arrived (and any fds with it) first.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kMaxFdsPerFrame)];
+  for (int i = 0; i < 16; ++i) {
+    iovec iov{rx_.data(), rx_.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0) break;
+    ReceivedFds discard(msg);
+  }
   close();
 }
 
@@ -88,16 +103,8 @@ bool Connection::read_one() {
   ssize_t n = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (n < 0 && errno == EINTR) return true;
   if (n < 0 && errno == EAGAIN) return false;
-  ReceivedFds fds;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t k = 0; k < count; ++k) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-      fds.add(fd);
-    }
-  }
+  if (n < 0) msg.msg_controllen = 0;  // nothing was received
+  ReceivedFds fds(msg);
   if (n <= 0 || (msg.msg_flags & MSG_TRUNC) != 0) {  // EOF, error, or a frame longer than any valid one
     if (n > 0) ipc_log()->debug("client pid {} sent an oversized frame; closing", peer_.pid);
     close();
@@ -132,28 +139,29 @@ void Connection::send(std::span<const std::byte> frame) {
 void Connection::wait_writable() {
   if (write_waiting_) return;
   write_waiting_ = true;
-  socket_.async_wait(SeqPacket::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
-    self->write_waiting_ = false;
-    if (self->closed_) return;
-    if (ec) {
-      self->close();
-      return;
-    }
-    while (!self->out_.empty()) {
-      auto& f = self->out_.front();
-      ssize_t n = ::send(self->socket_.native_handle(), f.data(), f.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && errno == EAGAIN) {
-        self->wait_writable();
-        return;
-      }
-      if (n < 0) {
-        self->close();
-        return;
-      }
-      self->out_.pop_front();
-    }
-    self->read_frames();  // reading was paused while replies were queued
-  });
+  socket_.async_wait(
+      SeqPacket::socket::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
+        self->write_waiting_ = false;
+        if (self->closed_) return;
+        if (ec) {
+          self->close();
+          return;
+        }
+        while (!self->out_.empty()) {
+          auto& f = self->out_.front();
+          ssize_t n = ::send(self->socket_.native_handle(), f.data(), f.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+          if (n < 0 && errno == EAGAIN) {
+            self->wait_writable();
+            return;
+          }
+          if (n < 0) {
+            self->close();
+            return;
+          }
+          self->out_.pop_front();
+        }
+        self->read_frames();  // reading was paused while replies were queued
+      });
 }
 
 }  // namespace rdmad::ipc

@@ -50,7 +50,8 @@ void check_gpu_driver(const std::string& root, Report& r) {
       r.line("ok", "gpu-driver", "NVIDIA open kernel module (" + version + ")");
     } else {
       r.line("fail", "gpu-driver",
-             "NVIDIA proprietary kernel module: it cannot export dma-buf, install the open module (" + version + ")");
+             "NVIDIA proprietary kernel module: it cannot export dma-buf, install the open module (" +
+                 version + ")");
     }
   } else if (std::filesystem::exists(root + "/sys/module/nvidia")) {
     r.line("warn", "gpu-driver", "nvidia module loaded but /proc/driver/nvidia/version is unreadable");
@@ -86,7 +87,9 @@ std::string diagnose_gpudirect(const std::string& root, const std::vector<NicDes
            (s.supported ? "supported (" : "not supported by backend " + nics[i].backend + ": ") + s.reason +
                (s.supported ? ")" : ""));
   }
-  auto failed = [&](const char* check) { return std::find(r.failed.begin(), r.failed.end(), check) != r.failed.end(); };
+  auto failed = [&](const char* check) {
+    return std::find(r.failed.begin(), r.failed.end(), check) != r.failed.end();
+  };
   if (dmabuf_nics > 0 && !failed("kernel") && !failed("gpu-driver")) {
     r.line("ok", "gpudirect", "available through dma-buf on " + std::to_string(dmabuf_nics) + " NIC(s)");
   } else {

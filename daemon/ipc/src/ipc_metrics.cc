@@ -5,8 +5,9 @@
 namespace rdmad::ipc {
 namespace {
 
-constexpr const char* kOpNames[] = {"unknown",         "hello",      "query_nics", "nearest_nics", "register_host",
-                                    "register_dmabuf", "deregister", "list",       "diagnose"};
+constexpr const char* kOpNames[] = {"unknown",      "hello",         "query_nics",
+                                    "nearest_nics", "register_host", "register_dmabuf",
+                                    "deregister",   "list",          "diagnose"};
 constexpr const char* kResultNames[] = {
     "ok",         "invalid_argument", "permission",  "quota",  "not_supported", "not_found", "protocol",
     "connection", "version",          "no_resource", "system", "cuda",          "lost"};
@@ -25,8 +26,8 @@ IpcMetrics::IpcMetrics(prometheus::Registry& registry)
                     .Name("rdmad_registration_duration_seconds")
                     .Help("Time to serve a memory registration request, validation to reply")
                     .Register(registry)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3, 4e-3,
-                                                                     16e-3, 64e-3, 0.25, 1.0, 4.0})),
+                    .Add({}, prometheus::Histogram::BucketBoundaries{1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3,
+                                                                     4e-3, 16e-3, 64e-3, 0.25, 1.0, 4.0})),
       requests_(prometheus::BuildCounter()
                     .Name("rdmad_client_requests_total")
                     .Help("Client requests by operation and result")

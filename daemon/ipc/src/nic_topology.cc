@@ -49,7 +49,8 @@ Result<std::vector<uint32_t>> nearest_nics(const std::vector<NicDescriptor>& nic
     auto nic_path = pci_path(root, nics[i].pci_address);
     if (nic_path.empty()) continue;
     size_t common = 0;
-    while (common < gpu_path.size() && common < nic_path.size() && gpu_path[common] == nic_path[common]) ++common;
+    while (common < gpu_path.size() && common < nic_path.size() && gpu_path[common] == nic_path[common])
+      ++common;
     size_t hops = (gpu_path.size() - common) + (nic_path.size() - common);
     if (hops < best) {
       best = hops;

@@ -24,19 +24,20 @@ std::string range_text(uint64_t offset, uint64_t length) {
 }
 
 // The request checks a direct caller could skip (the decoder already applied them to frames).
-Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uint32_t access, uint32_t nic_mask,
-                            size_t nic_count) {
+Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uint32_t access,
+                            uint32_t nic_mask, size_t nic_count) {
   if (length == 0) return Error{RDMAD_ERR_INVALID_ARGUMENT, "zero length"};
   if (offset + length < offset || iova + length < iova)
     return Error{RDMAD_ERR_INVALID_ARGUMENT, "offset + length overflows"};
   if (!valid_access(access))
-    return Error{RDMAD_ERR_INVALID_ARGUMENT, "invalid access flags (unknown bits, or remote write/atomic "
-                                             "without local write)"};
+    return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                 "invalid access flags (unknown bits, or remote write/atomic "
+                 "without local write)"};
   uint64_t all_nics = nic_count >= 32 ? ~uint32_t{0} : (uint32_t{1} << nic_count) - 1;
   if (nic_count == 0) return Error{RDMAD_ERR_NOT_SUPPORTED, "the node has no NIC to register on"};
   if ((nic_mask & ~all_nics) != 0)
-    return Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects NICs that do not exist (the node has " +
-                                                 std::to_string(nic_count) + ")"};
+    return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                 "nic_mask selects NICs that do not exist (the node has " + std::to_string(nic_count) + ")"};
   return Ok{};
 }
 
@@ -62,7 +63,8 @@ Usage RegistrationService::usage(uid_t uid) const {
 
 Result<Registered> RegistrationService::register_host(const Peer& peer, int fd,
                                                       const proto::RegisterHostRequest& req) {
-  return register_common(peer, fd, Request{RDMAD_MEM_HOST, req.offset, req.length, 0, req.access, req.nic_mask});
+  return register_common(peer, fd,
+                         Request{RDMAD_MEM_HOST, req.offset, req.length, 0, req.access, req.nic_mask});
 }
 
 Result<Registered> RegistrationService::register_dmabuf(const Peer& peer, int fd,
@@ -73,32 +75,36 @@ Result<Registered> RegistrationService::register_dmabuf(const Peer& peer, int fd
 
 Result<Registered> RegistrationService::register_common(const Peer& peer, int fd, const Request& req) {
   auto start = std::chrono::steady_clock::now();
-  auto valid = validate_request(req.offset, req.length, req.iova, req.access, req.nic_mask, inventory_.count());
+  auto valid =
+      validate_request(req.offset, req.length, req.iova, req.access, req.nic_mask, inventory_.count());
   if (!valid.ok()) return valid.error();
   struct stat st {};
   if (fstat(fd, &st) != 0) return sys_error("fstat", errno);
   if (req.kind == RDMAD_MEM_HOST) {
-    if (!S_ISREG(st.st_mode)) return Error{RDMAD_ERR_INVALID_ARGUMENT, "fd is not a memfd (not a regular file)"};
+    if (!S_ISREG(st.st_mode))
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "fd is not a memfd (not a regular file)"};
     // The daemon and the NIC keep using the pages after the call: a client that could shrink the
     // file would turn our accesses into SIGBUS, so the memfd must be sealed against shrinking.
     int seals = fcntl(fd, F_GET_SEALS);
     if (seals < 0) return Error{RDMAD_ERR_INVALID_ARGUMENT, "fd is not a memfd (F_GET_SEALS failed)"};
     if ((seals & F_SEAL_SHRINK) == 0)
-      return Error{RDMAD_ERR_INVALID_ARGUMENT, "memfd is not sealed with F_SEAL_SHRINK (rdmad_alloc_host does it)"};
+      return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                   "memfd is not sealed with F_SEAL_SHRINK (rdmad_alloc_host does it)"};
     if (req.offset + req.length > static_cast<uint64_t>(st.st_size))
       return Error{RDMAD_ERR_INVALID_ARGUMENT, "range " + range_text(req.offset, req.length) +
-                                                   " extends beyond the file (size " + std::to_string(st.st_size) +
-                                                   ")"};
+                                                   " extends beyond the file (size " +
+                                                   std::to_string(st.st_size) + ")"};
   } else {
     auto dmabuf = check_dmabuf_fd(fd);
     if (!dmabuf.ok()) return dmabuf.error();
   }
-  RegionKey key{peer.uid, req.kind, st.st_dev, st.st_ino, req.offset, req.length, req.access, req.nic_mask, req.iova};
+  RegionKey key{peer.uid,   req.kind,   st.st_dev,    st.st_ino, req.offset,
+                req.length, req.access, req.nic_mask, req.iova};
   const Quota& quota = quota_for(peer.uid);
   Usage& use = usage_[peer.uid];
   if (use.registrations + 1 > quota.max_registrations)
-    return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) + " exceeded (" +
-                                      std::to_string(quota.max_registrations) + " handles)"};
+    return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) +
+                                      " exceeded (" + std::to_string(quota.max_registrations) + " handles)"};
   Registered out;
   if (auto it = regions_.find(key); it != regions_.end()) {
     out = add_handle(peer, it->second.get(), req, true);
@@ -113,8 +119,8 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
   return out;
 }
 
-Result<RegistrationService::Region*> RegistrationService::create_region(const Peer& peer, int fd, const Request& req,
-                                                                         RegionKey key) {
+Result<RegistrationService::Region*> RegistrationService::create_region(const Peer& peer, int fd,
+                                                                        const Request& req, RegionKey key) {
   const Quota& quota = quota_for(peer.uid);
   Usage& use = usage_[peer.uid];
   auto region = std::make_unique<Region>();
@@ -131,7 +137,8 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   Result<MemoryRegion> mr = Error{};
   if (req.kind == RDMAD_MEM_HOST) {
     int prot = PROT_READ;
-    if ((req.access & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) != 0)
+    if ((req.access & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) !=
+        0)
       prot |= PROT_WRITE;
     void* base = mmap(nullptr, region->pinned_bytes, prot, MAP_SHARED, fd, static_cast<off_t>(aligned));
     if (base == MAP_FAILED) return sys_error("mmap of the memfd range", errno);
@@ -157,7 +164,8 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   return raw;
 }
 
-Registered RegistrationService::add_handle(const Peer& peer, Region* region, const Request& req, bool shared) {
+Registered RegistrationService::add_handle(const Peer& peer, Region* region, const Request& req,
+                                           bool shared) {
   uint64_t handle = next_handle_++;
   ++region->refs;
   ++usage_[peer.uid].registrations;
@@ -168,7 +176,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
 
 Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
   auto it = handles_.find(handle);
-  if (it == handles_.end()) return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
+  if (it == handles_.end())
+    return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
   if (it->second.conn_id != peer.conn_id)
     return Error{RDMAD_ERR_PERMISSION, "handle " + std::to_string(handle) + " belongs to another connection"};
   drop_handle(it);
@@ -207,8 +216,8 @@ void RegistrationService::release_connection(uint64_t conn_id) {
   }
 }
 
-std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64_t after, uint32_t max_entries,
-                                                        bool* more) const {
+std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64_t after,
+                                                        uint32_t max_entries, bool* more) const {
   std::vector<proto::ListEntry> out;
   *more = false;
   auto c = by_conn_.find(conn_id);

@@ -28,7 +28,8 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     case MsgType::kHello: {
       auto h = load<proto::HelloRequest>(body);
       if (h.flags != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "hello: reserved flags set");
-      if (h.min_version > h.max_version) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "hello: min_version > max_version");
+      if (h.min_version > h.max_version)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "hello: min_version > max_version");
       if (h.max_version < proto::kVersionMin || h.min_version > proto::kVersionMax)
         return fail(d, RDMAD_ERR_VERSION, "hello: no protocol version in common");
       d.body = h;
@@ -51,7 +52,8 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       if (r.length == 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: zero length");
       if (range_overflows(r.offset, r.length))
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: offset + length overflows");
-      if (!valid_access(r.access)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: invalid access flags");
+      if (!valid_access(r.access))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: invalid access flags");
       d.body = r;
       break;
     }
@@ -119,9 +121,12 @@ DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count,
   if (d.header.flags != 0) return fail(d, RDMAD_ERR_PROTOCOL, "reserved header flags set");
   bool is_hello = type == static_cast<uint16_t>(MsgType::kHello);
   uint16_t want_version = negotiated_version != 0 ? negotiated_version : proto::kVersionMin;
-  if (d.header.version != want_version) return fail(d, RDMAD_ERR_VERSION, "header version is not the negotiated one");
-  if (body.size() != static_cast<size_t>(expected)) return fail(d, RDMAD_ERR_PROTOCOL, "bad body length for type");
-  if (control_truncated) return fail(d, RDMAD_ERR_PROTOCOL, "too many file descriptors (control data truncated)");
+  if (d.header.version != want_version)
+    return fail(d, RDMAD_ERR_VERSION, "header version is not the negotiated one");
+  if (body.size() != static_cast<size_t>(expected))
+    return fail(d, RDMAD_ERR_PROTOCOL, "bad body length for type");
+  if (control_truncated)
+    return fail(d, RDMAD_ERR_PROTOCOL, "too many file descriptors (control data truncated)");
   if (fd_count != proto::request_fd_count(type))
     return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "wrong number of file descriptors for type");
   if (negotiated_version == 0 && !is_hello) return fail(d, RDMAD_ERR_PROTOCOL, "hello required first");

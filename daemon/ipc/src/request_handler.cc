@@ -47,14 +47,14 @@ std::span<const std::byte> registered(FrameWriter& w, const Registered& r) {
 }  // namespace
 
 std::span<const std::byte> UnixServer::Core::handle(Connection& conn, DecodedRequest& req, int fd,
-                                                     FrameBuffer& out) {
+                                                    FrameBuffer& out) {
   uint16_t type = req.header.type;
   rdmad_status status = req.status;
   std::span<const std::byte> frame;
   if (req.action == DecodeAction::kReplyError) {
     ipc_log()->debug("client pid {} request {}: {}", conn.peer().pid, type, req.reason);
-    frame = write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, req.header.request_id, status,
-                        req.reason);
+    frame = write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, req.header.request_id,
+                        status, req.reason);
   } else {
     frame = dispatch(conn, req, fd, out, &status);
   }
@@ -68,14 +68,16 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
   auto type = static_cast<MsgType>(req.header.type);
   auto fail = [&](const Error& e) {
     *status = e.status;
-    return write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, id, e.status, e.message);
+    return write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, id, e.status,
+                       e.message);
   };
   *status = RDMAD_OK;
   if (type == MsgType::kHello) {
     auto& hello = std::get<proto::HelloRequest>(req.body);
     conn.set_version(std::min(hello.max_version, proto::kVersionMax));
     FrameWriter w(out, conn.version(), proto::reply_type(type), id);
-    w.append(proto::HelloReply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_});
+    w.append(
+        proto::HelloReply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_});
     return w.finish();
   }
   FrameWriter w(out, conn.version(), proto::reply_type(type), id);

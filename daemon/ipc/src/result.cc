@@ -5,8 +5,9 @@
 namespace rdmad::ipc {
 
 Error sys_error(const std::string& what, int err) {
-  rdmad_status status = (err == ENOMEM || err == EMFILE || err == ENFILE || err == EAGAIN) ? RDMAD_ERR_NO_RESOURCE
-                                                                                          : RDMAD_ERR_SYSTEM;
+  rdmad_status status = (err == ENOMEM || err == EMFILE || err == ENFILE || err == EAGAIN)
+                            ? RDMAD_ERR_NO_RESOURCE
+                            : RDMAD_ERR_SYSTEM;
   return Error{status, what + ": " + std::strerror(err)};
 }
 

@@ -4,9 +4,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/basic_seq_packet_socket.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/local/basic_endpoint.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>

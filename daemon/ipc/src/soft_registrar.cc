@@ -14,13 +14,15 @@ Result<MemoryRegion> SoftRegistrar::register_host(void* addr, uint64_t length, u
     next_key_ += 2;
     region.keys.push_back({i, key, key + 1});
   }
-  if (region.keys.empty()) return Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of backend soft"};
+  if (region.keys.empty())
+    return Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of backend soft"};
   regions_.emplace(region.mr_id, Region{addr, length});
   return region;
 }
 
 Result<MemoryRegion> SoftRegistrar::register_dmabuf(int /*fd*/, uint64_t /*offset*/, uint64_t /*length*/,
-                                                    uint64_t /*iova*/, uint32_t /*access*/, uint32_t /*nic_mask*/) {
+                                                    uint64_t /*iova*/, uint32_t /*access*/,
+                                                    uint32_t /*nic_mask*/) {
   return Error{RDMAD_ERR_NOT_SUPPORTED, "not supported by backend soft: " + probe_dmabuf(0).reason};
 }
 

@@ -106,7 +106,8 @@ Result<Ok> UnixServer::Core::bind_socket() {
   if (chmod(path.c_str(), config_.socket_mode) != 0) return sys_error("chmod " + path, errno);
   if (!config_.socket_group.empty()) {
     group* g = getgrnam(config_.socket_group.c_str());
-    if (g == nullptr) return Error{RDMAD_ERR_INVALID_ARGUMENT, "unknown socket group " + config_.socket_group};
+    if (g == nullptr)
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "unknown socket group " + config_.socket_group};
     if (chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) return sys_error("chown " + path, errno);
   }
   acceptor_.listen(SOMAXCONN, ec);
@@ -158,17 +159,19 @@ void UnixServer::Core::on_accept(SeqPacket::socket socket) {
   auto conn = std::make_shared<Connection>(std::move(socket), peer, *this);
   FrameBuffer buf;
   if (!peer_allowed(config_, cred, peer_groups(conn->native_handle()))) {
-    ipc_log()->warn("refused client uid {} gid {} pid {}: not in allowed_uids or allowed_gids", cred.uid, cred.gid,
-                    cred.pid);
+    ipc_log()->warn("refused client uid {} gid {} pid {}: not in allowed_uids or allowed_gids", cred.uid,
+                    cred.gid, cred.pid);
     metrics_.request(0, RDMAD_ERR_PERMISSION);
     conn->refuse(write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_PERMISSION,
                              "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad"));
     return;
   }
   if (connections_.size() >= config_.max_clients) {
-    ipc_log()->warn("refused client pid {}: {} clients connected (max_clients)", cred.pid, connections_.size());
+    ipc_log()->warn("refused client pid {}: {} clients connected (max_clients)", cred.pid,
+                    connections_.size());
     metrics_.request(0, RDMAD_ERR_NO_RESOURCE);
-    conn->refuse(write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_NO_RESOURCE, "too many clients connected"));
+    conn->refuse(
+        write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_NO_RESOURCE, "too many clients connected"));
     return;
   }
   connections_.emplace(peer.conn_id, conn);

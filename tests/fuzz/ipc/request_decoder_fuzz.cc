@@ -43,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const auto* r = std::get_if<rdmad::proto::RegisterDmabufRequest>(&d.body)) {
     check(r->length > 0 && r->iova + r->length >= r->iova && rdmad::ipc::valid_access(r->access));
   }
-  if (const auto* h = std::get_if<rdmad::proto::HelloRequest>(&d.body)) check(version == 0 && h->min_version <= h->max_version);
+  if (const auto* h = std::get_if<rdmad::proto::HelloRequest>(&d.body))
+    check(version == 0 && h->min_version <= h->max_version);
   return 0;
 }

@@ -71,7 +71,8 @@ TEST(IpcClientProcess, SigkillMidRegistrationReleasesEverythingWithinASecond) {
     EXPECT_TRUE(eventually([&] {
       return srv.region_count() == 0 && srv.client_count() == 0 && open_fd_count() == fds_before &&
              srv.metric("rdmad_registered_bytes", {{"kind", "host"}}) == 0 &&
-             srv.metric("rdmad_registrations", {{"kind", "host"}}) == 0 && srv.registrar().live_regions() == 0;
+             srv.metric("rdmad_registrations", {{"kind", "host"}}) == 0 &&
+             srv.registrar().live_regions() == 0;
     }));
     EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(1));
     EXPECT_EQ(srv.metric("rdmad_clients_connected"), 0.0);
@@ -92,8 +93,8 @@ std::string run_as_nobody(const TestServer& srv, uint64_t handle) {
 TEST(IpcClientProcess, OtherUidIsRefusedWhenNotAllowed) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to uid 65534";
   TestServer srv([](ipc::IpcConfig& c) { c.allowed_uids = {1000}; });
-  EXPECT_EQ(run_as_nobody(srv, 1), "hello=2 deregister=-1 list=0");  // 2 = RDMAD_ERR_PERMISSION
-  EXPECT_EQ(srv.metric("rdmad_client_requests_total", {{"op", "unknown"}, {"result", "permission"}}), 1.0);
+  EXPECT_EQ(run_as_nobody(srv, 1), "connect=2 hello=2 deregister=-1 list=0");  // 2 = RDMAD_ERR_PERMISSION
+  EXPECT_EQ(srv.metric("rdmad_client_requests_total", {{"op", "unknown"}, {"result", "permission"}}), 2.0);
 }
 
 TEST(IpcClientProcess, AllowedOtherUidCannotUseAnotherConnectionsHandle) {
@@ -105,7 +106,7 @@ TEST(IpcClientProcess, AllowedOtherUidCannotUseAnotherConnectionsHandle) {
   ASSERT_EQ(rdmad_alloc_host(4096, &buf), RDMAD_OK);
   rdmad_mr* mr = nullptr;
   ASSERT_EQ(rdmad_register_host(owner, buf.fd, 0, 4096, RDMAD_ACCESS_LOCAL_WRITE, 0, &mr), RDMAD_OK);
-  EXPECT_EQ(run_as_nobody(srv, rdmad_mr_handle(mr)), "hello=0 deregister=2 list=0");
+  EXPECT_EQ(run_as_nobody(srv, rdmad_mr_handle(mr)), "connect=0 hello=0 deregister=2 list=0");
   EXPECT_EQ(srv.handle_count(), 1u);  // the owner's registration survived
   EXPECT_EQ(rdmad_deregister(owner, mr), RDMAD_OK);
   rdmad_disconnect(owner);

@@ -30,7 +30,8 @@ struct Cuda {
     set_current = reinterpret_cast<decltype(set_current)>(dlsym(lib, "cuCtxSetCurrent"));
     mem_alloc = reinterpret_cast<decltype(mem_alloc)>(dlsym(lib, "cuMemAlloc_v2"));
     mem_free = reinterpret_cast<decltype(mem_free)>(dlsym(lib, "cuMemFree_v2"));
-    if (!init || !device_count || !retain || !set_current || !mem_alloc || !mem_free) return "CUDA driver too old";
+    if (!init || !device_count || !retain || !set_current || !mem_alloc || !mem_free)
+      return "CUDA driver too old";
     int n = 0;
     if (init(0) != 0 || device_count(&n) != 0 || n == 0) return "no CUDA device";
     void* ctx = nullptr;
@@ -55,7 +56,8 @@ TEST(IpcGpu, ExportsDmabufAndSoftBackendRefusesWithReason) {
   rdmad_status s = rdmad_register_gpu(c, dptr + 4096 + 17, 1u << 20, RDMAD_ACCESS_LOCAL_WRITE, 0, &mr);
   EXPECT_EQ(s, RDMAD_ERR_NOT_SUPPORTED) << rdmad_last_error(c);
   std::string why = rdmad_last_error(c);
-  EXPECT_TRUE(why.find("backend soft") != std::string::npos || why.find("DMA_BUF_SUPPORTED") != std::string::npos)
+  EXPECT_TRUE(why.find("backend soft") != std::string::npos ||
+              why.find("DMA_BUF_SUPPORTED") != std::string::npos)
       << why;
   EXPECT_EQ(srv.region_count(), 0u);
   rdmad_disconnect(c);

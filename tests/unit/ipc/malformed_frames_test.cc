@@ -64,12 +64,15 @@ uint16_t t(MsgType m) { return static_cast<uint16_t>(m); }
 
 std::vector<Case> cases() {
   auto host = [](uint64_t off, uint64_t len, uint32_t access, uint32_t mask = 0) {
-    return [=] { return with_body(MsgType::kRegisterHost, proto::RegisterHostRequest{off, len, access, mask}); };
+    return [=] {
+      return with_body(MsgType::kRegisterHost, proto::RegisterHostRequest{off, len, access, mask});
+    };
   };
   return {
       {"empty datagram", true, [] { return std::vector<std::byte>{}; }, none, kClosed},
       {"shorter than header", true, [] { return std::vector<std::byte>(10); }, none, kClosed},
-      {"bad magic", true, [] { return frame(t(MsgType::kQueryNics), 0, 0, 1, 0, 0xdeadbeef); }, none, kClosed},
+      {"bad magic", true, [] { return frame(t(MsgType::kQueryNics), 0, 0, 1, 0, 0xdeadbeef); }, none,
+       kClosed},
       {"length field too big", true, [] { return frame(t(MsgType::kQueryNics), 100, 0); }, none, kClosed},
       {"length field too small", true, [] { return frame(t(MsgType::kDeregister), 0, 8); }, none, kClosed},
       {"oversized frame", true, [] { return frame(t(MsgType::kQueryNics), 8000, 8000); }, none, kClosed},
@@ -78,19 +81,25 @@ std::vector<Case> cases() {
       {"error type from a client", true, [] { return frame(0xffff, 0, 0); }, none, RDMAD_ERR_PROTOCOL},
       {"reserved header flags", true, [] { return frame(t(MsgType::kQueryNics), 0, 0, 1, 4); }, none,
        RDMAD_ERR_PROTOCOL},
-      {"wrong header version", true, [] { return frame(t(MsgType::kQueryNics), 0, 0, 7); }, none, RDMAD_ERR_VERSION},
+      {"wrong header version", true, [] { return frame(t(MsgType::kQueryNics), 0, 0, 7); }, none,
+       RDMAD_ERR_VERSION},
       {"register body too short", true, [] { return frame(t(MsgType::kRegisterHost), 16, 16); }, one_memfd,
        RDMAD_ERR_PROTOCOL},
       {"deregister body too long", true, [] { return frame(t(MsgType::kDeregister), 12, 12); }, none,
        RDMAD_ERR_PROTOCOL},
-      {"query with a body", true, [] { return frame(t(MsgType::kQueryNics), 8, 8); }, none, RDMAD_ERR_PROTOCOL},
+      {"query with a body", true, [] { return frame(t(MsgType::kQueryNics), 8, 8); }, none,
+       RDMAD_ERR_PROTOCOL},
       {"register without fd", true, host(0, 4096, kRw), none, RDMAD_ERR_INVALID_ARGUMENT},
-      {"two fds", true, host(0, 4096, kRw), [](const Fds& f) { return std::vector<int>{f.memfd, f.memfd}; },
+      {"two fds", true, host(0, 4096, kRw),
+       [](const Fds& f) {
+         return std::vector<int>{f.memfd, f.memfd};
+       },
        RDMAD_ERR_INVALID_ARGUMENT},
       {"too many fds (MSG_CTRUNC)", true, host(0, 4096, kRw),
        [](const Fds& f) { return std::vector<int>(6, f.memfd); }, RDMAD_ERR_PROTOCOL},
-      {"fd on a deregister", true, [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{5}); },
-       one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
+      {"fd on a deregister", true,
+       [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{5}); }, one_memfd,
+       RDMAD_ERR_INVALID_ARGUMENT},
       {"zero length", true, host(0, 0, kRw), one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
       {"offset overflow", true, host(~uint64_t{0} - 100, 4096, kRw), one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
       {"unknown access bits", true, host(0, 4096, 0x80), one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
@@ -100,20 +109,29 @@ std::vector<Case> cases() {
       {"nic_mask beyond the NICs", true, host(0, 4096, kRw, 0x100), one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
       {"unsealed memfd", true, host(0, 4096, kRw), [](const Fds& f) { return std::vector<int>{f.unsealed}; },
        RDMAD_ERR_INVALID_ARGUMENT},
-      {"pipe instead of memfd", true, host(0, 4096, kRw), [](const Fds& f) { return std::vector<int>{f.pipe_r}; },
-       RDMAD_ERR_INVALID_ARGUMENT},
+      {"pipe instead of memfd", true, host(0, 4096, kRw),
+       [](const Fds& f) { return std::vector<int>{f.pipe_r}; }, RDMAD_ERR_INVALID_ARGUMENT},
       {"memfd as dma-buf", true,
-       [] { return with_body(MsgType::kRegisterDmabuf, proto::RegisterDmabufRequest{0, 4096, 0x1000, kRw, 0}); },
+       [] {
+         return with_body(MsgType::kRegisterDmabuf, proto::RegisterDmabufRequest{0, 4096, 0x1000, kRw, 0});
+       },
        one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
-      {"deregister handle 0", true, [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{0}); }, none,
+      {"deregister handle 0", true,
+       [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{0}); }, none,
        RDMAD_ERR_INVALID_ARGUMENT},
       {"deregister unknown handle", true,
-       [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{123456}); }, none, RDMAD_ERR_NOT_FOUND},
-      {"list max_entries 0", true, [] { return with_body(MsgType::kListRegistrations, proto::ListRequest{0, 0, 0}); },
+       [] { return with_body(MsgType::kDeregister, proto::DeregisterRequest{123456}); }, none,
+       RDMAD_ERR_NOT_FOUND},
+      {"list max_entries 0", true,
+       [] {
+         return with_body(MsgType::kListRegistrations, proto::ListRequest{0, 0, 0});
+       },
        none, RDMAD_ERR_INVALID_ARGUMENT},
       {"nearest bad kind", true,
-       [] { return with_body(MsgType::kNearestNics, proto::NearestNicsRequest{7, -1, {}}); }, none,
-       RDMAD_ERR_INVALID_ARGUMENT},
+       [] {
+         return with_body(MsgType::kNearestNics, proto::NearestNicsRequest{7, -1, {}});
+       },
+       none, RDMAD_ERR_INVALID_ARGUMENT},
       {"nearest unterminated pci", true,
        [] {
          proto::NearestNicsRequest n{RDMAD_MEM_GPU, -1, {}};
@@ -121,12 +139,22 @@ std::vector<Case> cases() {
          return with_body(MsgType::kNearestNics, n);
        },
        none, RDMAD_ERR_INVALID_ARGUMENT},
-      {"second hello", true, [] { return with_body(MsgType::kHello, proto::HelloRequest{1, 1, 0}); }, none,
+      {"second hello", true,
+       [] {
+         return with_body(MsgType::kHello, proto::HelloRequest{1, 1, 0});
+       },
+       none, RDMAD_ERR_PROTOCOL},
+      {"request before hello", false, [] { return frame(t(MsgType::kQueryNics), 0, 0); }, none,
        RDMAD_ERR_PROTOCOL},
-      {"request before hello", false, [] { return frame(t(MsgType::kQueryNics), 0, 0); }, none, RDMAD_ERR_PROTOCOL},
-      {"hello min > max", false, [] { return with_body(MsgType::kHello, proto::HelloRequest{2, 1, 0}); }, none,
-       RDMAD_ERR_INVALID_ARGUMENT},
-      {"hello without common version", false, [] { return with_body(MsgType::kHello, proto::HelloRequest{5, 9, 0}); },
+      {"hello min > max", false,
+       [] {
+         return with_body(MsgType::kHello, proto::HelloRequest{2, 1, 0});
+       },
+       none, RDMAD_ERR_INVALID_ARGUMENT},
+      {"hello without common version", false,
+       [] {
+         return with_body(MsgType::kHello, proto::HelloRequest{5, 9, 0});
+       },
        none, RDMAD_ERR_VERSION},
   };
 }
@@ -166,7 +194,8 @@ TEST(IpcMalformedFrames, EachIsAnsweredOrDisconnectedWhileOthersKeepWorking) {
       EXPECT_EQ(again.header.request_id, 77u);
     }
     rdmad_mr* mr = nullptr;
-    ASSERT_EQ(rdmad_register_host(bystander, buf.fd, 0, 4096, kRw, 0, &mr), RDMAD_OK) << rdmad_last_error(bystander);
+    ASSERT_EQ(rdmad_register_host(bystander, buf.fd, 0, 4096, kRw, 0, &mr), RDMAD_OK)
+        << rdmad_last_error(bystander);
     ASSERT_EQ(rdmad_deregister(bystander, mr), RDMAD_OK);
   }
   EXPECT_TRUE(eventually([&] { return srv.client_count() == 1 && open_fd_count() == fds_before; }))

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,7 +20,8 @@ struct RawReply {
   proto::Header header{};
   std::vector<std::byte> body;
   rdmad_status status() const {  // error replies only
-    if (header.type != static_cast<uint16_t>(proto::MsgType::kError) || body.size() != sizeof(proto::ErrorReply))
+    if (header.type != static_cast<uint16_t>(proto::MsgType::kError) ||
+        body.size() != sizeof(proto::ErrorReply))
       return RDMAD_OK;
     proto::ErrorReply e;
     std::memcpy(&e, body.data(), sizeof(e));
@@ -91,6 +93,7 @@ class RawClient {
     RawReply r;
     std::vector<std::byte> buf(proto::kMaxFrameBytes);
     ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+    if (n < 0 && errno == ECONNRESET) n = ::recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);  // see Channel
     if (n < static_cast<ssize_t>(sizeof(proto::Header))) {
       r.closed = true;
       return r;

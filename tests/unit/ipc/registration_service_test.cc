@@ -92,7 +92,8 @@ TEST_F(RegistrationServiceTest, QuotasRefuseAndLeaveNothingBehind) {
   auto big = svc.register_host(a_, fd, {0, 20000, kRw, 0});
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().status, RDMAD_ERR_QUOTA);
-  EXPECT_NE(big.error().message.find("pinned-bytes quota of uid 1000"), std::string::npos) << big.error().message;
+  EXPECT_NE(big.error().message.find("pinned-bytes quota of uid 1000"), std::string::npos)
+      << big.error().message;
   EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
   EXPECT_EQ(svc.usage(a_.uid).registrations, 0u);
   EXPECT_EQ(registrar_.live_regions(), 0u);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <prometheus/registry.h>
 #include <sys/stat.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -13,7 +14,6 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <prometheus/registry.h>
 #include <string>
 #include <thread>
 
@@ -106,10 +106,14 @@ class TestServer {
         }
         if (!match) continue;
         switch (fam.type) {
-          case prometheus::MetricType::Counter: return m.counter.value;
-          case prometheus::MetricType::Gauge: return m.gauge.value;
-          case prometheus::MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
-          default: return -1;
+          case prometheus::MetricType::Counter:
+            return m.counter.value;
+          case prometheus::MetricType::Gauge:
+            return m.gauge.value;
+          case prometheus::MetricType::Histogram:
+            return static_cast<double>(m.histogram.sample_count);
+          default:
+            return -1;
         }
       }
     }

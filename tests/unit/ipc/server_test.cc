@@ -60,7 +60,8 @@ TEST(IpcServer, QueryRegisterListDeregisterByteExact) {
   EXPECT_EQ(rdmad_mr_length(mr), 5000u);
 
   uint64_t handle = rdmad_mr_handle(mr);
-  auto region = srv.on_server([&] { return srv.registrar().region_for_test(srv.server().service().mr_id_for_test(handle)); });
+  auto region = srv.on_server(
+      [&] { return srv.registrar().region_for_test(srv.server().service().mr_id_for_test(handle)); });
   ASSERT_EQ(region.size(), 5000u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(region.data()), rdmad_mr_iova(mr));
   bytes[4096 + 100] = 0xEE;  // the daemon's mapping shares the pages
@@ -170,8 +171,8 @@ TEST(IpcServer, ManyConcurrentClients) {
       for (int i = 0; i < kPairs; ++i) {
         rdmad_mr* mr = nullptr;
         uint64_t off = static_cast<uint64_t>((i + t) % 16) * 4096;
-        if (rdmad_register_host(c, buf.fd, off, 4096, kRw, 0, &mr) != RDMAD_OK || rdmad_mr_nic_count(mr) != 2 ||
-            rdmad_mr_length(mr) != 4096 || rdmad_deregister(c, mr) != RDMAD_OK)
+        if (rdmad_register_host(c, buf.fd, off, 4096, kRw, 0, &mr) != RDMAD_OK ||
+            rdmad_mr_nic_count(mr) != 2 || rdmad_mr_length(mr) != 4096 || rdmad_deregister(c, mr) != RDMAD_OK)
           ++failures;
       }
       rdmad_free_host(&buf);
@@ -190,7 +191,8 @@ TEST(IpcServer, ThousandsOfIdleConnectionsOnOneThread) {
   rlimit lim{};
   getrlimit(RLIMIT_NOFILE, &lim);
   constexpr size_t kConnections = 2000;
-  if (lim.rlim_max < 2 * kConnections + 100) GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << lim.rlim_max << " too low";
+  if (lim.rlim_max < 2 * kConnections + 100)
+    GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << lim.rlim_max << " too low";
   lim.rlim_cur = lim.rlim_max;
   setrlimit(RLIMIT_NOFILE, &lim);
   TestServer srv;
@@ -234,7 +236,9 @@ TEST(IpcServer, ReconnectsAfterRestartAndReportsLostRegistrations) {
   rdmad_client* c = connect_or_die(srv.path());
   LostLog log;
   rdmad_set_lost_callback(
-      c, [](void* user, rdmad_mr*, uint64_t handle) { static_cast<LostLog*>(user)->handles.push_back(handle); }, &log);
+      c,
+      [](void* user, rdmad_mr*, uint64_t handle) { static_cast<LostLog*>(user)->handles.push_back(handle); },
+      &log);
   rdmad_host_buffer buf;
   ASSERT_EQ(rdmad_alloc_host(2 * 4096, &buf), RDMAD_OK);
   rdmad_mr *m1 = nullptr, *m2 = nullptr;
@@ -333,7 +337,8 @@ TEST(IpcServer, DiagnoseAndGpuRegistrationNameTheReason) {
   } catch (const rdmad::Error& e) {
     // Without CUDA: the driver is missing; with CUDA: the pointer is not device memory.
     EXPECT_TRUE(e.status() == RDMAD_ERR_CUDA || e.status() == RDMAD_ERR_INVALID_ARGUMENT) << e.what();
-    EXPECT_TRUE(std::strstr(e.what(), "CUDA") != nullptr || std::strstr(e.what(), "device pointer") != nullptr)
+    EXPECT_TRUE(std::strstr(e.what(), "CUDA") != nullptr ||
+                std::strstr(e.what(), "device pointer") != nullptr)
         << e.what();
   }
 }
@@ -384,7 +389,8 @@ TEST(IpcServer, PipelinedRequestsWithASlowReaderAllAnsweredInOrder) {
   uint64_t sent = 0;
   for (uint64_t id = 100; id < 100 + 2000; ++id) {
     auto h = proto::make_header(1, static_cast<uint16_t>(proto::MsgType::kDiagnose), 0, id);
-    if (::send(raw.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h)) break;  // our buffer is full
+    if (::send(raw.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(h))
+      break;  // our buffer is full
     ++sent;
   }
   ASSERT_GT(sent, 100u);

@@ -13,7 +13,7 @@ namespace rdmad::ipc {
 
 struct Quota {
   uint64_t max_pinned_bytes = uint64_t{16} << 30;  // page-rounded bytes mapped for the uid
-  uint32_t max_registrations = 4096;              // handles held by the uid's connections
+  uint32_t max_registrations = 4096;               // handles held by the uid's connections
 };
 
 struct IpcConfig {
@@ -26,7 +26,7 @@ struct IpcConfig {
   std::vector<gid_t> allowed_gids;  // matched against the peer's primary and supplementary groups
   std::map<uid_t, Quota> quotas;    // per uid; others get default_quota
   Quota default_quota;
-  bool systemd_activation = true;  // adopt a socket passed by systemd for socket_path
+  bool systemd_activation = true;   // adopt a socket passed by systemd for socket_path
   std::string diagnose_root = "/";  // prefix for /proc and /sys in diagnose (tests use a fake tree)
   uint32_t max_clients = 16384;
 };

@@ -33,7 +33,8 @@ class MemoryRegistrar {
  public:
   virtual ~MemoryRegistrar() = default;
   // Registers mapped host memory [addr, addr+length) on the NICs in nic_mask (0: all).
-  virtual Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access, uint32_t nic_mask) = 0;
+  virtual Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
+                                             uint32_t nic_mask) = 0;
   // Registers [offset, offset+length) of a dma-buf (ibv_reg_dmabuf_mr). The fd may be closed after.
   virtual Result<MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
                                                uint32_t access, uint32_t nic_mask) = 0;

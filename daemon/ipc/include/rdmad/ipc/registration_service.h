@@ -57,7 +57,8 @@ class RegistrationService {
   Result<Registered> register_dmabuf(const Peer& peer, int fd, const proto::RegisterDmabufRequest& req);
   Result<Ok> deregister(const Peer& peer, uint64_t handle);
   // Handles of connection conn_id above `after`, ascending; *more tells whether some were left out.
-  std::vector<proto::ListEntry> list(uint64_t conn_id, uint64_t after, uint32_t max_entries, bool* more) const;
+  std::vector<proto::ListEntry> list(uint64_t conn_id, uint64_t after, uint32_t max_entries,
+                                     bool* more) const;
   // Releases every handle of a connection (disconnect, crash).
   void release_connection(uint64_t conn_id);
 
@@ -68,8 +69,9 @@ class RegistrationService {
   uint64_t mr_id_for_test(uint64_t handle) const;
 
  private:
-  using RegionKey = std::tuple<uid_t, uint32_t /*kind*/, dev_t, ino_t, uint64_t /*offset*/, uint64_t /*length*/,
-                               uint32_t /*access*/, uint32_t /*nic_mask*/, uint64_t /*iova*/>;
+  using RegionKey =
+      std::tuple<uid_t, uint32_t /*kind*/, dev_t, ino_t, uint64_t /*offset*/, uint64_t /*length*/,
+                 uint32_t /*access*/, uint32_t /*nic_mask*/, uint64_t /*iova*/>;
   struct Region {
     RegionKey key;
     rdmad_mem_kind kind;

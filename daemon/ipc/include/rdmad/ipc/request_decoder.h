@@ -17,9 +17,9 @@ enum class DecodeAction {
   kClose,       // the frame cannot be parsed: drop this connection
 };
 
-using RequestBody = std::variant<std::monostate, proto::HelloRequest, proto::NearestNicsRequest,
-                                 proto::RegisterHostRequest, proto::RegisterDmabufRequest,
-                                 proto::DeregisterRequest, proto::ListRequest>;
+using RequestBody =
+    std::variant<std::monostate, proto::HelloRequest, proto::NearestNicsRequest, proto::RegisterHostRequest,
+                 proto::RegisterDmabufRequest, proto::DeregisterRequest, proto::ListRequest>;
 
 struct DecodedRequest {
   DecodeAction action = DecodeAction::kClose;

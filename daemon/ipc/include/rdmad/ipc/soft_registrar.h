@@ -15,9 +15,10 @@ class SoftRegistrar final : public MemoryRegistrar {
  public:
   explicit SoftRegistrar(uint32_t nic_count);
 
-  Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access, uint32_t nic_mask) override;
-  Result<MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova, uint32_t access,
-                                       uint32_t nic_mask) override;
+  Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
+                                     uint32_t nic_mask) override;
+  Result<MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
+                                       uint32_t access, uint32_t nic_mask) override;
   void deregister(uint64_t mr_id) override;
   DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override { return "soft"; }

@@ -22,8 +22,8 @@ namespace rdmad::ipc {
 
 class UnixServer {
  public:
-  UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicInventory& inventory,
-             prometheus::Registry& registry);
+  UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+             NicInventory& inventory, prometheus::Registry& registry);
   ~UnixServer();
   UnixServer(const UnixServer&) = delete;
   UnixServer& operator=(const UnixServer&) = delete;
