@@ -91,24 +91,17 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
   // A refused peer gets an error frame and a close: read it even when the send failed.
   bool send_failed = n < 0;
   int send_errno = errno;
-  alignas(cmsghdr) char rx_control[CMSG_SPACE(sizeof(int) * proto::kMaxFdsPerFrame)];
+  proto::FrameReceiver rx;
   for (;;) {
-    iovec riov{rx_.data(), rx_.size()};
-    msghdr rmsg{};
-    rmsg.msg_iov = &riov;
-    rmsg.msg_iovlen = 1;
-    rmsg.msg_control = rx_control;
-    rmsg.msg_controllen = sizeof(rx_control);
-    do n = ::recvmsg(fd_, &rmsg, MSG_CMSG_CLOEXEC | (send_failed ? MSG_DONTWAIT : 0));
-    while (n < 0 && errno == EINTR);
+    n = rx.receive(fd_, rx_.data(), rx_.size(), send_failed ? MSG_DONTWAIT : 0);
     // A peer that closed with our request unread leaves ECONNRESET pending, reported before the
     // frames it sent first (its refusal): look once more for such a frame.
     if (n < 0 && errno == ECONNRESET) {
       send_failed = true;
       send_errno = ECONNRESET;
-      n = ::recvmsg(fd_, &rmsg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+      n = rx.receive(fd_, rx_.data(), rx_.size(), MSG_DONTWAIT);
     }
-    if (n > 0) proto::take_fds(rmsg, nullptr, 0);  // the protocol sends no fds to clients
+    if (n > 0) proto::take_fds(rx.msg, nullptr, 0);  // the protocol sends no fds to clients
     if (n <= 0) {
       int err = n < 0 ? errno : ECONNRESET;
       if (send_failed) err = send_errno;
@@ -119,7 +112,7 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
       return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}};
     }
     proto::Header rh;
-    if (static_cast<size_t>(n) < sizeof(rh) || (rmsg.msg_flags & MSG_TRUNC) != 0) break;
+    if (static_cast<size_t>(n) < sizeof(rh) || (rx.msg.msg_flags & MSG_TRUNC) != 0) break;
     std::memcpy(&rh, rx_.data(), sizeof(rh));
     if (rh.magic != proto::kMagic || rh.length != static_cast<size_t>(n) - sizeof(rh)) break;
     auto rbody = std::span<const std::byte>(rx_.data() + sizeof(rh), rh.length);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -223,6 +224,30 @@ constexpr bool is_terminated(const char (&s)[N]) {
     if (s[i] == '\0') return true;
   return false;
 }
+
+// Receives one frame and the fds riding with it (MSG_CMSG_CLOEXEC; room for kMaxFdsPerFrame,
+// more sets MSG_CTRUNC in msg.msg_flags). Retries EINTR. msg stays valid for take_fds().
+class FrameReceiver {
+ public:
+  ssize_t receive(int fd, void* buf, size_t len, int flags) {
+    iov_ = iovec{buf, len};
+    msg = msghdr{};
+    msg.msg_iov = &iov_;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control_;
+    msg.msg_controllen = sizeof(control_);
+    ssize_t n;
+    do n = ::recvmsg(fd, &msg, flags | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) msg.msg_controllen = 0;  // nothing arrived: no fds to take
+    return n;
+  }
+  msghdr msg{};
+
+ private:
+  alignas(cmsghdr) char control_[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
+  iovec iov_{};
+};
 
 // Takes every SCM_RIGHTS fd out of a received message: the first `capacity` go to `out`, the
 // rest are closed at once so that no fd a peer sent can leak. Returns how many went to `out`.

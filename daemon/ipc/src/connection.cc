@@ -44,16 +44,9 @@ void Connection::refuse(std::span<const std::byte> frame) {
   ::send(fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   // Closing with unread requests makes the peer's next recv fail with ECONNRESET before it sees
   // our answer; drop what already arrived (and any fds with it) first.
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kMaxFdsPerFrame)];
-  for (int i = 0; i < 16; ++i) {
-    iovec iov{rx_.data(), rx_.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0) break;
-    ReceivedFds discard(msg);
+  proto::FrameReceiver rx;
+  for (int i = 0; i < 16 && rx.receive(fd, rx_.data(), rx_.size(), MSG_DONTWAIT) > 0; ++i) {
+    ReceivedFds discard(rx.msg);
   }
   close();
 }
@@ -93,17 +86,10 @@ void Connection::read_frames() {
 
 bool Connection::read_one() {
   if (closed_ || !out_.empty()) return false;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kMaxFdsPerFrame)];
-  iovec iov{rx_.data(), rx_.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0 && errno == EINTR) return true;
+  proto::FrameReceiver rx;
+  ssize_t n = rx.receive(socket_.native_handle(), rx_.data(), rx_.size(), MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN) return false;
-  if (n < 0) msg.msg_controllen = 0;  // nothing was received
+  msghdr& msg = rx.msg;
   ReceivedFds fds(msg);
   if (n <= 0 || (msg.msg_flags & MSG_TRUNC) != 0) {  // EOF, error, or a frame longer than any valid one
     if (n > 0) ipc_log()->debug("client pid {} sent an oversized frame; closing", peer_.pid);
