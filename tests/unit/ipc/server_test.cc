@@ -405,3 +405,19 @@ TEST(IpcServer, PipelinedRequestsWithASlowReaderAllAnsweredInOrder) {
 
 }  // namespace
 }  // namespace rdmad::test
+
+namespace rdmad::test {
+namespace {
+
+TEST(IpcServer, ClientsBeyondMaxClientsAreRefusedWithAReason) {
+  TestServer srv([](ipc::IpcConfig& c) { c.max_clients = 2; });
+  RawClient a(srv.path()), b(srv.path());
+  ASSERT_TRUE(a.hello() && b.hello());
+  rdmad_client* third = nullptr;
+  EXPECT_EQ(rdmad_connect(srv.path().c_str(), &third), RDMAD_ERR_NO_RESOURCE);
+  EXPECT_NE(std::strstr(rdmad_last_error(nullptr), "too many clients"), nullptr) << rdmad_last_error(nullptr);
+  EXPECT_EQ(srv.client_count(), 2u);
+}
+
+}  // namespace
+}  // namespace rdmad::test
