@@ -1,2 +1,218 @@
-// placeholder translation unit; real code arrives with its issue
-namespace rdmad::client {}
+// Connection management and the query operations of the C API.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "client_impl.h"
+
+namespace rdmad::client {
+namespace {
+
+void mark_all_lost(rdmad_client* client) {
+  auto cache = std::move(client->cache);
+  client->cache.clear();
+  for (auto& [key, mr] : cache) {
+    mr->lost = true;
+    if (client->lost_fn != nullptr) client->lost_fn(client->lost_user, mr, mr->handle);
+  }
+}
+
+bool reconnect(rdmad_client* client) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client->reconnect_timeout_ms);
+  std::string error;
+  for (;;) {
+    if (client->channel.open(client->path, &error) == RDMAD_OK) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the daemon is restarting
+  }
+}
+
+rdmad_status nic_list(rdmad_client* client, const Reply& r, rdmad_nic_info* out, size_t capacity,
+                      size_t* count) {
+  proto::NicListReply head;
+  if (r.body.size() < sizeof(head)) return fail(client, RDMAD_ERR_PROTOCOL, "short NIC list reply");
+  std::memcpy(&head, r.body.data(), sizeof(head));
+  if (head.count > proto::kMaxNics || r.body.size() != sizeof(head) + head.count * sizeof(proto::NicEntry))
+    return fail(client, RDMAD_ERR_PROTOCOL, "NIC list reply has the wrong size");
+  *count = head.count;
+  for (size_t i = 0; i < head.count && i < capacity; ++i) {
+    proto::NicEntry e;
+    std::memcpy(&e, r.body.data() + sizeof(head) + i * sizeof(e), sizeof(e));
+    rdmad_nic_info& o = out[i];
+    o.index = e.index;
+    proto::copy_cstr(o.name, std::string(e.name, strnlen(e.name, sizeof(e.name))).c_str());
+    proto::copy_cstr(o.backend, std::string(e.backend, strnlen(e.backend, sizeof(e.backend))).c_str());
+    proto::copy_cstr(o.pci_address,
+                     std::string(e.pci_address, strnlen(e.pci_address, sizeof(e.pci_address))).c_str());
+    o.link_state =
+        e.link_state <= RDMAD_LINK_UP ? static_cast<rdmad_link_state>(e.link_state) : RDMAD_LINK_UNKNOWN;
+    o.speed_mbps = e.speed_mbps;
+    o.numa_node = e.numa_node;
+  }
+  return RDMAD_OK;
+}
+
+}  // namespace
+
+rdmad_status fail(rdmad_client* client, rdmad_status status, std::string message) {
+  if (client != nullptr) client->last_error = std::move(message);
+  return status;
+}
+
+Reply call(rdmad_client* client, proto::MsgType type, std::span<const std::byte> body, int fd) {
+  Reply r = client->channel.transact(type, body, fd);
+  if (r.status != RDMAD_ERR_CONNECTION || client->reconnect_timeout_ms == 0) return r;
+  if (!reconnect(client)) return r;
+  mark_all_lost(client);
+  return client->channel.transact(type, body, fd);
+}
+
+}  // namespace rdmad::client
+
+using rdmad::client::fail;
+using rdmad::proto::MsgType;
+
+namespace {
+thread_local std::string t_connect_error;  // rdmad_connect has no client to hold its message
+}
+
+extern "C" {
+
+const char* rdmad_strerror(rdmad_status status) {
+  switch (status) {
+    case RDMAD_OK:
+      return "success";
+    case RDMAD_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case RDMAD_ERR_PERMISSION:
+      return "permission denied";
+    case RDMAD_ERR_QUOTA:
+      return "quota exceeded";
+    case RDMAD_ERR_NOT_SUPPORTED:
+      return "not supported";
+    case RDMAD_ERR_NOT_FOUND:
+      return "not found";
+    case RDMAD_ERR_PROTOCOL:
+      return "protocol error";
+    case RDMAD_ERR_CONNECTION:
+      return "connection to the daemon failed";
+    case RDMAD_ERR_VERSION:
+      return "no common protocol version";
+    case RDMAD_ERR_NO_RESOURCE:
+      return "out of resources";
+    case RDMAD_ERR_SYSTEM:
+      return "system call failed";
+    case RDMAD_ERR_CUDA:
+      return "CUDA driver error";
+    case RDMAD_ERR_LOST:
+      return "registration lost in a daemon restart";
+  }
+  return "unknown status";
+}
+
+rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out) {
+  if (out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  auto* client = new rdmad_client;
+  const char* env = std::getenv("RDMAD_SOCKET");
+  client->path = socket_path != nullptr ? socket_path : (env != nullptr ? env : "/run/rdmad/rdmad.sock");
+  std::string error;
+  rdmad_status s = client->channel.open(client->path, &error);
+  if (s != RDMAD_OK) {
+    t_connect_error = error;
+    delete client;
+    return s;
+  }
+  *out = client;
+  return RDMAD_OK;
+}
+
+void rdmad_disconnect(rdmad_client* client) {
+  if (client == nullptr) return;
+  client->channel.close();  // the daemon releases everything this connection registered
+  for (auto& [key, mr] : client->cache) delete mr;
+  delete client;
+}
+
+const char* rdmad_last_error(const rdmad_client* client) {
+  return client != nullptr ? client->last_error.c_str() : t_connect_error.c_str();
+}
+
+uint16_t rdmad_protocol_version(const rdmad_client* client) { return client->channel.version(); }
+
+void rdmad_set_lost_callback(rdmad_client* client, rdmad_lost_fn fn, void* user) {
+  std::lock_guard lock(client->mu);
+  client->lost_fn = fn;
+  client->lost_user = user;
+}
+
+void rdmad_set_reconnect_timeout_ms(rdmad_client* client, uint32_t timeout_ms) {
+  std::lock_guard lock(client->mu);
+  client->reconnect_timeout_ms = timeout_ms;
+}
+
+rdmad_status rdmad_query_nics(rdmad_client* client, rdmad_nic_info* out, size_t capacity, size_t* count) {
+  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0))
+    return RDMAD_ERR_INVALID_ARGUMENT;
+  std::lock_guard lock(client->mu);
+  auto r = rdmad::client::call(client, MsgType::kQueryNics, {}, -1);
+  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+  return rdmad::client::nic_list(client, r, out, capacity, count);
+}
+
+rdmad_status rdmad_nearest_nics(rdmad_client* client, const rdmad_location* where, rdmad_nic_info* out,
+                                size_t capacity, size_t* count) {
+  if (client == nullptr || where == nullptr || count == nullptr || (out == nullptr && capacity > 0))
+    return RDMAD_ERR_INVALID_ARGUMENT;
+  std::lock_guard lock(client->mu);
+  rdmad::proto::NearestNicsRequest req{};
+  req.kind = where->kind;
+  req.numa_node = where->numa_node;
+  rdmad::proto::copy_cstr(
+      req.pci_address,
+      std::string(where->pci_address, strnlen(where->pci_address, sizeof(where->pci_address))).c_str());
+  auto r = rdmad::client::call(client, MsgType::kNearestNics, rdmad::client::as_bytes_of(req), -1);
+  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+  return rdmad::client::nic_list(client, r, out, capacity, count);
+}
+
+rdmad_status rdmad_list_registrations(rdmad_client* client, rdmad_registration_info* out, size_t capacity,
+                                      size_t* count) {
+  if (client == nullptr || count == nullptr || (out == nullptr && capacity > 0))
+    return RDMAD_ERR_INVALID_ARGUMENT;
+  std::lock_guard lock(client->mu);
+  *count = 0;
+  rdmad::proto::ListRequest req{0, rdmad::proto::kMaxListEntries, 0};
+  for (;;) {
+    auto r = rdmad::client::call(client, MsgType::kListRegistrations, rdmad::client::as_bytes_of(req), -1);
+    if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+    rdmad::proto::ListReply head;
+    if (r.body.size() < sizeof(head)) return fail(client, RDMAD_ERR_PROTOCOL, "short list reply");
+    std::memcpy(&head, r.body.data(), sizeof(head));
+    if (head.count > rdmad::proto::kMaxListEntries ||
+        r.body.size() != sizeof(head) + head.count * sizeof(rdmad::proto::ListEntry))
+      return fail(client, RDMAD_ERR_PROTOCOL, "list reply has the wrong size");
+    for (uint32_t i = 0; i < head.count; ++i, ++*count) {
+      rdmad::proto::ListEntry e;
+      std::memcpy(&e, r.body.data() + sizeof(head) + i * sizeof(e), sizeof(e));
+      if (*count < capacity)
+        out[*count] = {e.handle, e.offset, e.length, static_cast<rdmad_mem_kind>(e.kind), e.access};
+      req.after_handle = e.handle;
+    }
+    if (head.more == 0 || head.count == 0) return RDMAD_OK;
+  }
+}
+
+rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity) {
+  if (client == nullptr || out == nullptr || capacity == 0) return RDMAD_ERR_INVALID_ARGUMENT;
+  std::lock_guard lock(client->mu);
+  auto r = rdmad::client::call(client, MsgType::kDiagnose, {}, -1);
+  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+  size_t n = std::min(r.body.size(), capacity - 1);
+  std::memcpy(out, r.body.data(), n);
+  out[n] = '\0';
+  return RDMAD_OK;
+}
+
+}  // extern "C"

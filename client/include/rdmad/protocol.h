@@ -1,0 +1,271 @@
+// Wire protocol between librdmad and rdmad over a SOCK_SEQPACKET Unix socket (docs/protocol.md).
+//
+// One datagram is one frame: a 24-byte Header followed by a fixed-layout little-endian body whose
+// size is fixed per type (or fixed + count * entry for lists). File descriptors ride along with
+// SCM_RIGHTS. Both sides include this header; its layouts are the protocol, so every struct has a
+// static_assert'ed size and explicit reserved fields (no implicit padding).
+#pragma once
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "rdmad/rdmad.h"
+
+namespace rdmad::proto {
+
+static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
+
+inline constexpr uint32_t kMagic = 0x444d4452;  // "RDMD" in memory order
+inline constexpr uint16_t kVersionMin = 1;
+inline constexpr uint16_t kVersionMax = 1;
+inline constexpr size_t kMaxFrameBytes = 4096;
+inline constexpr size_t kMaxFdsPerFrame = 4;  // the receive cmsg buffer holds this many
+inline constexpr uint32_t kMaxNics = RDMAD_MAX_NICS;
+inline constexpr uint32_t kMaxListEntries = 64;
+inline constexpr uint16_t kReplyBit = 0x8000;
+
+enum class MsgType : uint16_t {
+  kHello = 1,
+  kQueryNics = 2,
+  kNearestNics = 3,
+  kRegisterHost = 4,
+  kRegisterDmabuf = 5,
+  kDeregister = 6,
+  kListRegistrations = 7,
+  kDiagnose = 8,
+  kError = 0xffff,  // reply to any request that failed
+};
+inline constexpr uint16_t kMaxRequestType = 8;
+
+constexpr uint16_t reply_type(MsgType t) {
+  return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
+}
+
+struct Header {
+  uint32_t magic;
+  uint16_t version;  // kVersionMin before the hello exchange, the negotiated version after
+  uint16_t type;     // MsgType, | kReplyBit for replies
+  uint32_t length;   // body bytes after this header; must equal the datagram size - 24
+  uint32_t flags;    // reserved, 0
+  uint64_t request_id;
+};
+static_assert(sizeof(Header) == 24);
+
+struct HelloRequest {
+  uint16_t min_version;
+  uint16_t max_version;
+  uint32_t flags;  // reserved, 0
+};
+static_assert(sizeof(HelloRequest) == 8);
+
+struct HelloReply {
+  uint16_t version;
+  uint16_t reserved;
+  uint32_t max_frame_bytes;
+  uint64_t instance_id;  // random per daemon start: a changed value means a restart
+};
+static_assert(sizeof(HelloReply) == 16);
+
+struct NicEntry {
+  char name[32];  // NUL-terminated
+  char backend[16];
+  char pci_address[16];
+  uint32_t link_state;  // rdmad_link_state
+  uint32_t speed_mbps;
+  int32_t numa_node;
+  uint32_t index;
+};
+static_assert(sizeof(NicEntry) == 80);
+
+struct NicListReply {  // followed by `count` NicEntry
+  uint32_t count;
+  uint32_t reserved;
+};
+static_assert(sizeof(NicListReply) == 8);
+
+struct NearestNicsRequest {
+  uint32_t kind;  // rdmad_mem_kind
+  int32_t numa_node;
+  char pci_address[16];
+};
+static_assert(sizeof(NearestNicsRequest) == 24);
+
+struct RegisterHostRequest {  // + exactly one fd: a memfd sealed with F_SEAL_SHRINK
+  uint64_t offset;
+  uint64_t length;
+  uint32_t access;    // RDMAD_ACCESS_*
+  uint32_t nic_mask;  // 0: every NIC
+};
+static_assert(sizeof(RegisterHostRequest) == 24);
+
+struct RegisterDmabufRequest {  // + exactly one fd: a dma-buf
+  uint64_t offset;              // into the dma-buf
+  uint64_t length;
+  uint64_t iova;  // the address the MR answers to (the device pointer)
+  uint32_t access;
+  uint32_t nic_mask;
+};
+static_assert(sizeof(RegisterDmabufRequest) == 32);
+
+struct NicKey {
+  uint32_t nic_index;
+  uint32_t lkey;
+  uint32_t rkey;
+  uint32_t reserved;
+};
+static_assert(sizeof(NicKey) == 16);
+
+inline constexpr uint32_t kRegisterShared = 1;  // RegisterReply.flags: deduplicated with an existing MR
+
+struct RegisterReply {
+  uint64_t handle;
+  uint64_t iova;
+  uint64_t length;
+  uint32_t nic_count;
+  uint32_t flags;
+  NicKey keys[kMaxNics];
+};
+static_assert(sizeof(RegisterReply) == 32 + 16 * kMaxNics);
+
+struct DeregisterRequest {
+  uint64_t handle;
+};
+static_assert(sizeof(DeregisterRequest) == 8);
+
+struct ListRequest {
+  uint64_t after_handle;  // 0 for the first page
+  uint32_t max_entries;   // 1..kMaxListEntries
+  uint32_t reserved;
+};
+static_assert(sizeof(ListRequest) == 16);
+
+struct ListEntry {
+  uint64_t handle;
+  uint64_t offset;
+  uint64_t length;
+  uint32_t kind;  // rdmad_mem_kind
+  uint32_t access;
+};
+static_assert(sizeof(ListEntry) == 32);
+
+struct ListReply {  // followed by `count` ListEntry
+  uint32_t count;
+  uint32_t more;  // 1 when entries after the last one exist
+};
+static_assert(sizeof(ListReply) == 8);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxListEntries * sizeof(ListEntry) <= kMaxFrameBytes);
+static_assert(sizeof(Header) + sizeof(NicListReply) + kMaxNics * sizeof(NicEntry) <= kMaxFrameBytes);
+
+// Diagnose reply body: UTF-8 text, one "<ok|warn|fail|info> <check>: <detail>\n" line per check.
+
+struct ErrorReply {
+  int32_t status;  // rdmad_status
+  uint32_t reserved;
+  char message[248];  // NUL-terminated
+};
+static_assert(sizeof(ErrorReply) == 256);
+
+// Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
+constexpr long request_body_bytes(uint16_t type) {
+  switch (static_cast<MsgType>(type)) {
+    case MsgType::kHello:
+      return sizeof(HelloRequest);
+    case MsgType::kQueryNics:
+      return 0;
+    case MsgType::kNearestNics:
+      return sizeof(NearestNicsRequest);
+    case MsgType::kRegisterHost:
+      return sizeof(RegisterHostRequest);
+    case MsgType::kRegisterDmabuf:
+      return sizeof(RegisterDmabufRequest);
+    case MsgType::kDeregister:
+      return sizeof(DeregisterRequest);
+    case MsgType::kListRegistrations:
+      return sizeof(ListRequest);
+    case MsgType::kDiagnose:
+      return 0;
+    case MsgType::kError:
+      return -1;
+  }
+  return -1;
+}
+
+// Number of fds a request type carries.
+constexpr size_t request_fd_count(uint16_t type) {
+  return type == static_cast<uint16_t>(MsgType::kRegisterHost) ||
+                 type == static_cast<uint16_t>(MsgType::kRegisterDmabuf)
+             ? 1
+             : 0;
+}
+
+constexpr Header make_header(uint16_t version, uint16_t type, uint32_t length, uint64_t request_id) {
+  return Header{kMagic, version, type, length, 0, request_id};
+}
+
+// Copies a NUL-terminated string into a fixed field, truncating and always terminating.
+template <size_t N>
+void copy_cstr(char (&dst)[N], const char* src) {
+  size_t n = src ? std::strlen(src) : 0;
+  if (n >= N) n = N - 1;
+  std::memcpy(dst, src ? src : "", n);
+  std::memset(dst + n, 0, N - n);
+}
+
+// True when a fixed string field holds a NUL within its bounds.
+template <size_t N>
+constexpr bool is_terminated(const char (&s)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (s[i] == '\0') return true;
+  return false;
+}
+
+// Receives one frame and the fds riding with it (MSG_CMSG_CLOEXEC; room for kMaxFdsPerFrame,
+// more sets MSG_CTRUNC in msg.msg_flags). Retries EINTR. msg stays valid for take_fds().
+class FrameReceiver {
+ public:
+  ssize_t receive(int fd, void* buf, size_t len, int flags) {
+    iov_ = iovec{buf, len};
+    msg = msghdr{};
+    msg.msg_iov = &iov_;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control_;
+    msg.msg_controllen = sizeof(control_);
+    ssize_t n;
+    do n = ::recvmsg(fd, &msg, flags | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) msg.msg_controllen = 0;  // nothing arrived: no fds to take
+    return n;
+  }
+  msghdr msg{};
+
+ private:
+  alignas(cmsghdr) char control_[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
+  iovec iov_{};
+};
+
+// Takes every SCM_RIGHTS fd out of a received message: the first `capacity` go to `out`, the
+// rest are closed at once so that no fd a peer sent can leak. Returns how many went to `out`.
+inline size_t take_fds(msghdr& msg, int* out, size_t capacity) {
+  size_t n = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t k = 0; k < count; ++k) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+      if (n < capacity)
+        out[n++] = fd;
+      else
+        ::close(fd);
+    }
+  }
+  return n;
+}
+
+}  // namespace rdmad::proto

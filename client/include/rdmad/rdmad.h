@@ -1,0 +1,188 @@
+/* librdmad: register host and GPU memory with the local rdmad daemon.
+ *
+ * C11 API. Every function returns an rdmad_status; on failure rdmad_last_error() gives the
+ * daemon's or the library's explanation. An rdmad_client is safe to use from several threads
+ * (calls are serialized); rdmad_mr objects belong to the client that created them. */
+#ifndef RDMAD_RDMAD_H
+#define RDMAD_RDMAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* librdmad.so is built with hidden visibility; everything declared here is its ABI. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* Status codes. The numeric values travel on the wire (docs/protocol.md): never renumber. */
+typedef enum rdmad_status {
+  RDMAD_OK = 0,
+  RDMAD_ERR_INVALID_ARGUMENT = 1, /* bad range, flags, handle format, ... */
+  RDMAD_ERR_PERMISSION = 2,       /* uid not allowed, or handle owned by another connection */
+  RDMAD_ERR_QUOTA = 3,            /* per-uid pinned-bytes or registration-count quota exceeded */
+  RDMAD_ERR_NOT_SUPPORTED = 4,    /* backend, driver or hardware cannot do this */
+  RDMAD_ERR_NOT_FOUND = 5,        /* unknown handle */
+  RDMAD_ERR_PROTOCOL = 6,         /* malformed or unexpected message */
+  RDMAD_ERR_CONNECTION = 7,       /* daemon unreachable or connection lost */
+  RDMAD_ERR_VERSION = 8,          /* no common protocol version */
+  RDMAD_ERR_NO_RESOURCE = 9,      /* daemon or backend out of a resource; retry later */
+  RDMAD_ERR_SYSTEM = 10,          /* a system call failed (message names it) */
+  RDMAD_ERR_CUDA = 11,            /* CUDA driver missing or a CUDA call failed */
+  RDMAD_ERR_LOST = 12             /* registration lost when the daemon restarted */
+} rdmad_status;
+
+/* Access flags (same meaning as the IBV_ACCESS_* flags of the same name). */
+enum {
+  RDMAD_ACCESS_LOCAL_WRITE = 1u << 0,
+  RDMAD_ACCESS_REMOTE_WRITE = 1u << 1, /* requires LOCAL_WRITE */
+  RDMAD_ACCESS_REMOTE_READ = 1u << 2,
+  RDMAD_ACCESS_REMOTE_ATOMIC = 1u << 3, /* requires LOCAL_WRITE */
+  RDMAD_ACCESS_RELAXED_ORDERING = 1u << 4,
+  RDMAD_ACCESS_ALL = (1u << 5) - 1
+};
+
+enum { RDMAD_MAX_NICS = 16 };
+
+typedef struct rdmad_client rdmad_client; /* one connection to the daemon */
+typedef struct rdmad_mr rdmad_mr;         /* one registration */
+
+typedef enum rdmad_link_state {
+  RDMAD_LINK_UNKNOWN = 0,
+  RDMAD_LINK_DOWN = 1,
+  RDMAD_LINK_UP = 2
+} rdmad_link_state;
+
+typedef struct rdmad_nic_info {
+  uint32_t index; /* position in the daemon's NIC list; bit `index` of nic_mask selects it */
+  char name[32];
+  char backend[16];
+  char pci_address[16]; /* "0000:17:00.0", empty for software NICs */
+  rdmad_link_state link_state;
+  uint32_t speed_mbps;
+  int32_t numa_node; /* -1 when unknown */
+} rdmad_nic_info;
+
+typedef struct rdmad_nic_key {
+  uint32_t nic_index;
+  uint32_t lkey;
+  uint32_t rkey;
+} rdmad_nic_key;
+
+typedef enum rdmad_mem_kind { RDMAD_MEM_HOST = 1, RDMAD_MEM_GPU = 2 } rdmad_mem_kind;
+
+/* Where a buffer lives, for rdmad_nearest_nics(). */
+typedef struct rdmad_location {
+  rdmad_mem_kind kind;
+  int32_t numa_node;    /* host memory: NUMA node, -1 unknown */
+  char pci_address[16]; /* GPU memory: the GPU's PCI address */
+} rdmad_location;
+
+typedef struct rdmad_registration_info {
+  uint64_t handle;
+  uint64_t offset;
+  uint64_t length;
+  rdmad_mem_kind kind;
+  uint32_t access;
+} rdmad_registration_info;
+
+/* Host buffer from rdmad_alloc_host(): a sealed memfd mapped into the caller. */
+typedef struct rdmad_host_buffer {
+  void* addr;
+  size_t length;
+  int fd;
+} rdmad_host_buffer;
+
+/* Called once per registration lost when the library reconnected after a daemon restart. The
+ * rdmad_mr stays valid (rdmad_mr_is_lost() returns 1) until the caller deregisters it. */
+typedef void (*rdmad_lost_fn)(void* user, rdmad_mr* mr, uint64_t old_handle);
+
+/* Returns a static description of a status code. */
+const char* rdmad_strerror(rdmad_status status);
+
+/* Connects and negotiates the protocol version. socket_path NULL: $RDMAD_SOCKET or
+ * /run/rdmad/rdmad.sock. */
+rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out);
+
+/* Closes the connection (the daemon releases every registration of it) and frees every
+ * rdmad_mr of the client except lost ones. NULL is a no-op. */
+void rdmad_disconnect(rdmad_client* client);
+
+/* The detailed message of the last failure on `client` (NULL: of this thread's last failed
+ * rdmad_connect). Valid until the next call on the client. */
+const char* rdmad_last_error(const rdmad_client* client);
+
+/* Negotiated protocol version. */
+uint16_t rdmad_protocol_version(const rdmad_client* client);
+
+/* Installs the callback reporting registrations lost across a daemon restart. */
+void rdmad_set_lost_callback(rdmad_client* client, rdmad_lost_fn fn, void* user);
+
+/* How long a call waits for the daemon to come back after the connection dropped (default
+ * 5000 ms; 0 disables reconnecting). */
+void rdmad_set_reconnect_timeout_ms(rdmad_client* client, uint32_t timeout_ms);
+
+/* Lists the node's NICs. Writes at most `capacity` entries and the total into *count. */
+rdmad_status rdmad_query_nics(rdmad_client* client, rdmad_nic_info* out, size_t capacity, size_t* count);
+
+/* Lists the NICs nearest (PCI tree / NUMA node) to a buffer at `where`, nearest first. */
+rdmad_status rdmad_nearest_nics(rdmad_client* client, const rdmad_location* where, rdmad_nic_info* out,
+                                size_t capacity, size_t* count);
+
+/* Fills *where for host memory at addr (its NUMA node, when the kernel tells). */
+rdmad_status rdmad_locate_host(const void* addr, rdmad_location* where);
+
+/* Fills *where for a CUDA device pointer (the GPU's PCI address). */
+rdmad_status rdmad_locate_gpu(uint64_t device_ptr, rdmad_location* where);
+
+/* Allocates `length` bytes (rounded up to the page size) of shareable host memory: a memfd
+ * sealed against shrinking, mapped read-write. Free with rdmad_free_host(). */
+rdmad_status rdmad_alloc_host(size_t length, rdmad_host_buffer* out);
+
+/* Unmaps and closes a buffer from rdmad_alloc_host(). Registrations of it stay valid. */
+void rdmad_free_host(rdmad_host_buffer* buffer);
+
+/* Registers [offset, offset+length) of memfd `fd` (sealed with F_SEAL_SHRINK) on the NICs in
+ * nic_mask (0: all). Repeating an identical registration returns the same rdmad_mr with a
+ * reference added; each must be released with rdmad_deregister(). */
+rdmad_status rdmad_register_host(rdmad_client* client, int fd, uint64_t offset, uint64_t length,
+                                 uint32_t access, uint32_t nic_mask, rdmad_mr** out);
+
+/* Registers CUDA device memory [device_ptr, device_ptr+length): exports a dma-buf through the
+ * CUDA driver (loaded at run time) and hands it to the daemon. */
+rdmad_status rdmad_register_gpu(rdmad_client* client, uint64_t device_ptr, uint64_t length, uint32_t access,
+                                uint32_t nic_mask, rdmad_mr** out);
+
+/* Drops one reference; the last one deregisters in the daemon and frees `mr`. */
+rdmad_status rdmad_deregister(rdmad_client* client, rdmad_mr* mr);
+
+/* Daemon-wide handle of a registration (also the one rdmad_list_registrations reports). */
+uint64_t rdmad_mr_handle(const rdmad_mr* mr);
+/* Address remote peers use with the rkeys of this registration. */
+uint64_t rdmad_mr_iova(const rdmad_mr* mr);
+uint64_t rdmad_mr_length(const rdmad_mr* mr);
+/* Number of NICs the registration is valid on, and their keys. */
+size_t rdmad_mr_nic_count(const rdmad_mr* mr);
+rdmad_status rdmad_mr_key(const rdmad_mr* mr, size_t i, rdmad_nic_key* out);
+/* 1 when the daemon restarted after this registration was made (it is gone there). */
+int rdmad_mr_is_lost(const rdmad_mr* mr);
+
+/* Lists this connection's registrations in the daemon. */
+rdmad_status rdmad_list_registrations(rdmad_client* client, rdmad_registration_info* out, size_t capacity,
+                                      size_t* count);
+
+/* Writes the daemon's GPUDirect RDMA diagnosis, one line per check, NUL-terminated. */
+rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMAD_RDMAD_H */

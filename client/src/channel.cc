@@ -1,0 +1,138 @@
+#include "channel.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace rdmad::client {
+namespace {
+
+bool connection_errno(int err) {
+  return err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ECONNREFUSED || err == ENOENT;
+}
+
+}  // namespace
+
+rdmad_status Channel::open(const std::string& path, std::string* error) {
+  close();
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    *error = "socket path too long: " + path;
+    return RDMAD_ERR_INVALID_ARGUMENT;
+  }
+  fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return RDMAD_ERR_SYSTEM;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *error = "connect " + path + ": " + std::strerror(errno);
+    close();
+    return RDMAD_ERR_CONNECTION;
+  }
+  version_ = proto::kVersionMin;
+  proto::HelloRequest hello{proto::kVersionMin, proto::kVersionMax, 0};
+  Reply r = transact(proto::MsgType::kHello, as_bytes_of(hello), -1);
+  if (r.status == RDMAD_OK && r.body.size() != sizeof(proto::HelloReply)) {
+    r.status = RDMAD_ERR_PROTOCOL;
+    r.error = "hello reply has the wrong size";
+  }
+  if (r.status != RDMAD_OK) {
+    *error = r.error;
+    close();
+    return r.status;
+  }
+  proto::HelloReply h;
+  std::memcpy(&h, r.body.data(), sizeof(h));
+  if (h.version < proto::kVersionMin || h.version > proto::kVersionMax) {
+    *error =
+        "daemon chose protocol version " + std::to_string(h.version) + " which this library does not speak";
+    close();
+    return RDMAD_ERR_VERSION;
+  }
+  version_ = h.version;
+  instance_id_ = h.instance_id;
+  return RDMAD_OK;
+}
+
+void Channel::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, int fd) {
+  Reply r;
+  if (fd_ < 0) return Reply{RDMAD_ERR_CONNECTION, "not connected", {}};
+  uint64_t id = next_request_id_++;
+  proto::Header h =
+      proto::make_header(version_, static_cast<uint16_t>(type), static_cast<uint32_t>(body.size()), id);
+  iovec iov[2] = {{&h, sizeof(h)}, {const_cast<std::byte*>(body.data()), body.size()}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = body.empty() ? 1 : 2;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  ssize_t n;
+  do n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  // A refused peer gets an error frame and a close: read it even when the send failed.
+  bool send_failed = n < 0;
+  int send_errno = errno;
+  proto::FrameReceiver rx;
+  for (;;) {
+    n = rx.receive(fd_, rx_.data(), rx_.size(), send_failed ? MSG_DONTWAIT : 0);
+    // A peer that closed with our request unread leaves ECONNRESET pending, reported before the
+    // frames it sent first (its refusal): look once more for such a frame.
+    if (n < 0 && errno == ECONNRESET) {
+      send_failed = true;
+      send_errno = ECONNRESET;
+      n = rx.receive(fd_, rx_.data(), rx_.size(), MSG_DONTWAIT);
+    }
+    if (n > 0) proto::take_fds(rx.msg, nullptr, 0);  // the protocol sends no fds to clients
+    if (n <= 0) {
+      int err = n < 0 ? errno : ECONNRESET;
+      if (send_failed) err = send_errno;
+      close();
+      if (n == 0 || connection_errno(err) || err == EAGAIN)
+        return Reply{
+            RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}};
+      return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}};
+    }
+    proto::Header rh;
+    if (static_cast<size_t>(n) < sizeof(rh) || (rx.msg.msg_flags & MSG_TRUNC) != 0) break;
+    std::memcpy(&rh, rx_.data(), sizeof(rh));
+    if (rh.magic != proto::kMagic || rh.length != static_cast<size_t>(n) - sizeof(rh)) break;
+    auto rbody = std::span<const std::byte>(rx_.data() + sizeof(rh), rh.length);
+    if (rh.type == static_cast<uint16_t>(proto::MsgType::kError) && rh.length == sizeof(proto::ErrorReply) &&
+        (rh.request_id == id || rh.request_id == 0)) {
+      proto::ErrorReply e;
+      std::memcpy(&e, rbody.data(), sizeof(e));
+      e.message[sizeof(e.message) - 1] = '\0';
+      r.status = e.status > 0 && e.status <= RDMAD_ERR_LOST ? static_cast<rdmad_status>(e.status)
+                                                            : RDMAD_ERR_PROTOCOL;
+      r.error = e.message;
+      if (send_failed) close();
+      return r;
+    }
+    if (rh.request_id != id || rh.type != proto::reply_type(type)) break;
+    r.body = rbody;
+    return r;
+  }
+  close();
+  return Reply{RDMAD_ERR_PROTOCOL, "malformed reply from the daemon", {}};
+}
+
+}  // namespace rdmad::client

@@ -1,0 +1,34 @@
+// Configuration of the client service (socket, access control, quotas). Plain data: the daemon's
+// TOML config fills it; tests build it directly.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rdmad::ipc {
+
+struct Quota {
+  uint64_t max_pinned_bytes = uint64_t{16} << 30;  // page-rounded bytes mapped for the uid
+  uint32_t max_registrations = 4096;               // handles held by the uid's connections
+};
+
+struct IpcConfig {
+  std::string socket_path = "/run/rdmad/rdmad.sock";
+  uint32_t socket_mode = 0660;
+  std::string socket_group;  // empty: keep the daemon's group
+  // Who may use the service besides root. Both empty: anyone who can open the socket (the
+  // socket's mode and group are then the only gate).
+  std::vector<uid_t> allowed_uids;
+  std::vector<gid_t> allowed_gids;  // matched against the peer's primary and supplementary groups
+  std::map<uid_t, Quota> quotas;    // per uid; others get default_quota
+  Quota default_quota;
+  bool systemd_activation = true;   // adopt a socket passed by systemd for socket_path
+  std::string diagnose_root = "/";  // prefix for /proc and /sys in diagnose (tests use a fake tree)
+  uint32_t max_clients = 16384;
+};
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,42 @@
+// Prometheus metrics of the client service. Labels are bounded enumerations only (kind, op,
+// result): never a uid, pid or address.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <cstdint>
+
+#include "rdmad/rdmad.h"
+
+namespace rdmad::ipc {
+
+class IpcMetrics {
+ public:
+  explicit IpcMetrics(prometheus::Registry& registry);
+
+  void client_connected() { clients_.Increment(); }
+  void client_disconnected() { clients_.Decrement(); }
+  // One daemon-side memory region (after deduplication) appeared or went away.
+  void region_added(rdmad_mem_kind kind, uint64_t bytes);
+  void region_removed(rdmad_mem_kind kind, uint64_t bytes);
+  void observe_registration_seconds(double seconds) { duration_.Observe(seconds); }
+  // One request of protocol type `type` (0 or out of range: "unknown") finished with `result`.
+  void request(uint16_t type, rdmad_status result);
+
+ private:
+  static constexpr size_t kOps = 9;       // unknown + 8 request types
+  static constexpr size_t kResults = 13;  // RDMAD_OK .. RDMAD_ERR_LOST
+  prometheus::Gauge& clients_;
+  std::array<prometheus::Gauge*, 2> regions_{};
+  std::array<prometheus::Gauge*, 2> bytes_{};
+  prometheus::Histogram& duration_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  std::array<std::array<prometheus::Counter*, kResults>, kOps> request_counters_{};
+};
+
+}  // namespace rdmad::ipc

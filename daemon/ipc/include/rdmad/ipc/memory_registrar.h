@@ -1,0 +1,76 @@
+// What the client service needs from the transport layer: registering memory on NICs and
+// describing the NICs. The daemon adapts its verbs backends to these interfaces; SoftRegistrar
+// and StaticNicInventory are the in-tree implementations used by the soft backend and the tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rdmad/ipc/result.h"
+#include "rdmad/rdmad.h"
+
+namespace rdmad::ipc {
+
+struct NicKeys {
+  uint32_t nic_index;
+  uint32_t lkey;
+  uint32_t rkey;
+};
+
+struct MemoryRegion {
+  uint64_t mr_id = 0;  // registrar-private identity passed back to deregister()
+  std::vector<NicKeys> keys;
+};
+
+struct DmabufSupport {
+  bool supported = false;
+  std::string reason;  // why not, or how (e.g. "ibv_reg_dmabuf_mr probe returned EBADF")
+};
+
+class MemoryRegistrar {
+ public:
+  virtual ~MemoryRegistrar() = default;
+  // Registers mapped host memory [addr, addr+length) on the NICs in nic_mask (0: all).
+  virtual Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
+                                             uint32_t nic_mask) = 0;
+  // Registers [offset, offset+length) of a dma-buf (ibv_reg_dmabuf_mr). The fd may be closed after.
+  virtual Result<MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
+                                               uint32_t access, uint32_t nic_mask) = 0;
+  // Releases a region from register_host/register_dmabuf. Never fails from the caller's view.
+  virtual void deregister(uint64_t mr_id) = 0;
+  // Whether NIC `nic_index` can register dma-buf memory.
+  virtual DmabufSupport probe_dmabuf(uint32_t nic_index) = 0;
+  virtual std::string backend_name() const = 0;
+};
+
+struct NicDescriptor {
+  std::string name;
+  std::string backend;
+  std::string pci_address;  // "0000:17:00.0", empty for software NICs
+  rdmad_link_state link_state = RDMAD_LINK_UNKNOWN;
+  uint32_t speed_mbps = 0;
+  int32_t numa_node = -1;
+};
+
+class NicInventory {
+ public:
+  virtual ~NicInventory() = default;
+  // The node's NICs; a NIC's position is its index in the protocol (and its nic_mask bit).
+  virtual std::vector<NicDescriptor> nics() const = 0;
+  // Number of NICs (called per registration: implementations make it cheap).
+  virtual size_t count() const { return nics().size(); }
+};
+
+class StaticNicInventory final : public NicInventory {
+ public:
+  explicit StaticNicInventory(std::vector<NicDescriptor> nics) : nics_(std::move(nics)) {}
+  std::vector<NicDescriptor> nics() const override { return nics_; }
+  size_t count() const override { return nics_.size(); }
+
+ private:
+  std::vector<NicDescriptor> nics_;
+};
+
+}  // namespace rdmad::ipc

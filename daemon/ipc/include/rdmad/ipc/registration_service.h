@@ -1,0 +1,117 @@
+// The registration table of the client service: validates ranges, maps memfds, deduplicates
+// identical registrations of one uid, enforces per-uid quotas and ties every handle to the
+// connection that created it. Transport-free (the socket server feeds it), single-threaded: all
+// calls come from the control-plane io_context.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "rdmad/ipc/ipc_config.h"
+#include "rdmad/ipc/ipc_metrics.h"
+#include "rdmad/ipc/memory_registrar.h"
+#include "rdmad/ipc/result.h"
+#include "rdmad/protocol.h"
+
+namespace rdmad::ipc {
+
+struct Peer {
+  uint64_t conn_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
+struct Registered {
+  uint64_t handle = 0;
+  uint64_t iova = 0;  // address remote peers use with the rkeys
+  uint64_t length = 0;
+  bool shared = false;  // deduplicated with an existing region of the same uid
+  std::vector<NicKeys> keys;
+};
+
+struct Usage {
+  uint64_t pinned_bytes = 0;
+  uint32_t registrations = 0;
+};
+
+class RegistrationService {
+ public:
+  // metrics may be null (tests of the table alone).
+  RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicInventory& inventory,
+                      IpcMetrics* metrics);
+  ~RegistrationService();
+  RegistrationService(const RegistrationService&) = delete;
+  RegistrationService& operator=(const RegistrationService&) = delete;
+
+  // fd stays owned by the caller (it may close it right after: the mapping keeps the file).
+  Result<Registered> register_host(const Peer& peer, int fd, const proto::RegisterHostRequest& req);
+  Result<Registered> register_dmabuf(const Peer& peer, int fd, const proto::RegisterDmabufRequest& req);
+  Result<Ok> deregister(const Peer& peer, uint64_t handle);
+  // Handles of connection conn_id above `after`, ascending; *more tells whether some were left out.
+  std::vector<proto::ListEntry> list(uint64_t conn_id, uint64_t after, uint32_t max_entries,
+                                     bool* more) const;
+  // Releases every handle of a connection (disconnect, crash).
+  void release_connection(uint64_t conn_id);
+
+  Usage usage(uid_t uid) const;
+  size_t region_count() const { return regions_.size(); }
+  size_t handle_count() const { return handles_.size(); }
+  // The registrar's id of the region behind `handle` (0 if none).
+  uint64_t mr_id_for_test(uint64_t handle) const;
+
+ private:
+  using RegionKey =
+      std::tuple<uid_t, uint32_t /*kind*/, dev_t, ino_t, uint64_t /*offset*/, uint64_t /*length*/,
+                 uint32_t /*access*/, uint32_t /*nic_mask*/, uint64_t /*iova*/>;
+  struct Region {
+    RegionKey key;
+    rdmad_mem_kind kind;
+    uint64_t mr_id = 0;
+    void* map_base = nullptr;  // host: our MAP_SHARED mapping of the memfd
+    uint64_t map_bytes = 0;
+    uint64_t iova = 0;
+    uint64_t pinned_bytes = 0;
+    uint32_t refs = 0;
+    std::vector<NicKeys> keys;
+  };
+  struct Handle {
+    uint64_t conn_id;
+    uid_t uid;
+    Region* region;
+    uint64_t offset;
+    uint64_t length;
+    uint32_t access;
+  };
+  struct Request {
+    rdmad_mem_kind kind;
+    uint64_t offset, length, iova;
+    uint32_t access, nic_mask;
+  };
+
+  const Quota& quota_for(uid_t uid) const;
+  Result<Registered> register_common(const Peer& peer, int fd, const Request& req);
+  Result<Region*> create_region(const Peer& peer, int fd, const Request& req, RegionKey key);
+  Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared);
+  void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it);
+
+  const IpcConfig& config_;
+  MemoryRegistrar& registrar_;
+  const NicInventory& inventory_;
+  IpcMetrics* metrics_;
+  uint64_t next_handle_ = 1;
+  std::map<RegionKey, std::unique_ptr<Region>> regions_;
+  std::unordered_map<uint64_t, Handle> handles_;
+  std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
+  std::unordered_map<uid_t, Usage> usage_;
+};
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,41 @@
+// Registration semantics of the soft backend: host memory is already mapped by the service, so a
+// registration records the range and hands out per-NIC lkey/rkey pairs; dma-buf is refused
+// because a user-space NIC cannot reach device memory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+
+#include "rdmad/ipc/memory_registrar.h"
+
+namespace rdmad::ipc {
+
+class SoftRegistrar final : public MemoryRegistrar {
+ public:
+  explicit SoftRegistrar(uint32_t nic_count);
+
+  Result<MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
+                                     uint32_t nic_mask) override;
+  Result<MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
+                                       uint32_t access, uint32_t nic_mask) override;
+  void deregister(uint64_t mr_id) override;
+  DmabufSupport probe_dmabuf(uint32_t nic_index) override;
+  std::string backend_name() const override { return "soft"; }
+
+  size_t live_regions() const { return regions_.size(); }
+  // The bytes a registration covers, as the backend would read them.
+  std::span<const std::byte> region_for_test(uint64_t mr_id) const;
+
+ private:
+  struct Region {
+    void* addr;
+    uint64_t length;
+  };
+  uint32_t nic_count_;
+  uint64_t next_id_ = 1;
+  uint32_t next_key_ = 0x100;
+  std::map<uint64_t, Region> regions_;
+};
+
+}  // namespace rdmad::ipc

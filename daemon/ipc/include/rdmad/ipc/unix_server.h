@@ -1,0 +1,48 @@
+// The client service's Unix socket: SOCK_SEQPACKET, mode and group from config (or adopted from
+// systemd socket activation), peer credentials checked on accept, every connection served from
+// the control-plane io_context (no thread per client). Not thread-safe: call it, and run the
+// io_context, from one thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rdmad/ipc/ipc_config.h"
+#include "rdmad/ipc/memory_registrar.h"
+#include "rdmad/ipc/registration_service.h"
+#include "rdmad/ipc/result.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace rdmad::ipc {
+
+class UnixServer {
+ public:
+  UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+             NicInventory& inventory, prometheus::Registry& registry);
+  ~UnixServer();
+  UnixServer(const UnixServer&) = delete;
+  UnixServer& operator=(const UnixServer&) = delete;
+
+  // Binds (or adopts the systemd-passed socket for config.socket_path) and starts accepting.
+  Result<Ok> start();
+  // Stops accepting, drops every connection (releasing its registrations) and removes the socket
+  // file it created. Idempotent.
+  void stop();
+
+  bool socket_activated() const;
+  size_t client_count() const;
+  const RegistrationService& service() const;
+  const IpcConfig& config() const;
+
+  class Core;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace rdmad::ipc

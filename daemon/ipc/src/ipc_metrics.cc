@@ -1,0 +1,68 @@
+#include "rdmad/ipc/ipc_metrics.h"
+
+#include <string>
+
+namespace rdmad::ipc {
+namespace {
+
+constexpr const char* kOpNames[] = {"unknown",      "hello",         "query_nics",
+                                    "nearest_nics", "register_host", "register_dmabuf",
+                                    "deregister",   "list",          "diagnose"};
+constexpr const char* kResultNames[] = {
+    "ok",         "invalid_argument", "permission",  "quota",  "not_supported", "not_found", "protocol",
+    "connection", "version",          "no_resource", "system", "cuda",          "lost"};
+
+size_t kind_index(rdmad_mem_kind kind) { return kind == RDMAD_MEM_GPU ? 1 : 0; }
+
+}  // namespace
+
+IpcMetrics::IpcMetrics(prometheus::Registry& registry)
+    : clients_(prometheus::BuildGauge()
+                   .Name("rdmad_clients_connected")
+                   .Help("Client connections open on the Unix socket")
+                   .Register(registry)
+                   .Add({})),
+      duration_(prometheus::BuildHistogram()
+                    .Name("rdmad_registration_duration_seconds")
+                    .Help("Time to serve a memory registration request, validation to reply")
+                    .Register(registry)
+                    .Add({}, prometheus::Histogram::BucketBoundaries{1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3,
+                                                                     4e-3, 16e-3, 64e-3, 0.25, 1.0, 4.0})),
+      requests_(prometheus::BuildCounter()
+                    .Name("rdmad_client_requests_total")
+                    .Help("Client requests by operation and result")
+                    .Register(registry)) {
+  auto& regions = prometheus::BuildGauge()
+                      .Name("rdmad_registrations")
+                      .Help("Memory regions registered for clients (after deduplication)")
+                      .Register(registry);
+  auto& bytes = prometheus::BuildGauge()
+                    .Name("rdmad_registered_bytes")
+                    .Help("Bytes registered for clients, page-rounded (after deduplication)")
+                    .Register(registry);
+  const char* kinds[] = {"host", "gpu"};
+  for (size_t i = 0; i < 2; ++i) {
+    regions_[i] = &regions.Add({{"kind", kinds[i]}});
+    bytes_[i] = &bytes.Add({{"kind", kinds[i]}});
+  }
+}
+
+void IpcMetrics::region_added(rdmad_mem_kind kind, uint64_t bytes) {
+  regions_[kind_index(kind)]->Increment();
+  bytes_[kind_index(kind)]->Increment(static_cast<double>(bytes));
+}
+
+void IpcMetrics::region_removed(rdmad_mem_kind kind, uint64_t bytes) {
+  regions_[kind_index(kind)]->Decrement();
+  bytes_[kind_index(kind)]->Decrement(static_cast<double>(bytes));
+}
+
+void IpcMetrics::request(uint16_t type, rdmad_status result) {
+  size_t op = type < kOps ? type : 0;
+  size_t res = static_cast<size_t>(result) < kResults ? static_cast<size_t>(result) : kResults - 1;
+  auto*& counter = request_counters_[op][res];
+  if (counter == nullptr) counter = &requests_.Add({{"op", kOpNames[op]}, {"result", kResultNames[res]}});
+  counter->Increment();
+}
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,241 @@
+#include "rdmad/ipc/registration_service.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "rdmad/ipc/dmabuf.h"
+#include "rdmad/ipc/request_decoder.h"
+
+namespace rdmad::ipc {
+namespace {
+
+uint64_t page_bytes() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+std::string range_text(uint64_t offset, uint64_t length) {
+  return "[" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
+}
+
+// The request checks a direct caller could skip (the decoder already applied them to frames).
+Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uint32_t access,
+                            uint32_t nic_mask, size_t nic_count) {
+  if (length == 0) return Error{RDMAD_ERR_INVALID_ARGUMENT, "zero length"};
+  if (offset + length < offset || iova + length < iova)
+    return Error{RDMAD_ERR_INVALID_ARGUMENT, "offset + length overflows"};
+  if (!valid_access(access))
+    return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                 "invalid access flags (unknown bits, or remote write/atomic "
+                 "without local write)"};
+  uint64_t all_nics = nic_count >= 32 ? ~uint32_t{0} : (uint32_t{1} << nic_count) - 1;
+  if (nic_count == 0) return Error{RDMAD_ERR_NOT_SUPPORTED, "the node has no NIC to register on"};
+  if ((nic_mask & ~all_nics) != 0)
+    return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                 "nic_mask selects NICs that do not exist (the node has " + std::to_string(nic_count) + ")"};
+  return Ok{};
+}
+
+}  // namespace
+
+RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar,
+                                         const NicInventory& inventory, IpcMetrics* metrics)
+    : config_(config), registrar_(registrar), inventory_(inventory), metrics_(metrics) {}
+
+RegistrationService::~RegistrationService() {
+  while (!handles_.empty()) drop_handle(handles_.begin());
+}
+
+const Quota& RegistrationService::quota_for(uid_t uid) const {
+  auto it = config_.quotas.find(uid);
+  return it != config_.quotas.end() ? it->second : config_.default_quota;
+}
+
+Usage RegistrationService::usage(uid_t uid) const {
+  auto it = usage_.find(uid);
+  return it != usage_.end() ? it->second : Usage{};
+}
+
+Result<Registered> RegistrationService::register_host(const Peer& peer, int fd,
+                                                      const proto::RegisterHostRequest& req) {
+  return register_common(peer, fd,
+                         Request{RDMAD_MEM_HOST, req.offset, req.length, 0, req.access, req.nic_mask});
+}
+
+Result<Registered> RegistrationService::register_dmabuf(const Peer& peer, int fd,
+                                                        const proto::RegisterDmabufRequest& req) {
+  return register_common(peer, fd,
+                         Request{RDMAD_MEM_GPU, req.offset, req.length, req.iova, req.access, req.nic_mask});
+}
+
+Result<Registered> RegistrationService::register_common(const Peer& peer, int fd, const Request& req) {
+  auto start = std::chrono::steady_clock::now();
+  auto valid =
+      validate_request(req.offset, req.length, req.iova, req.access, req.nic_mask, inventory_.count());
+  if (!valid.ok()) return valid.error();
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return sys_error("fstat", errno);
+  if (req.kind == RDMAD_MEM_HOST) {
+    if (!S_ISREG(st.st_mode))
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "fd is not a memfd (not a regular file)"};
+    // The daemon and the NIC keep using the pages after the call: a client that could shrink the
+    // file would turn our accesses into SIGBUS, so the memfd must be sealed against shrinking.
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) return Error{RDMAD_ERR_INVALID_ARGUMENT, "fd is not a memfd (F_GET_SEALS failed)"};
+    if ((seals & F_SEAL_SHRINK) == 0)
+      return Error{RDMAD_ERR_INVALID_ARGUMENT,
+                   "memfd is not sealed with F_SEAL_SHRINK (rdmad_alloc_host does it)"};
+    if (req.offset + req.length > static_cast<uint64_t>(st.st_size))
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "range " + range_text(req.offset, req.length) +
+                                                   " extends beyond the file (size " +
+                                                   std::to_string(st.st_size) + ")"};
+  } else {
+    auto dmabuf = check_dmabuf_fd(fd);
+    if (!dmabuf.ok()) return dmabuf.error();
+  }
+  RegionKey key{peer.uid,   req.kind,   st.st_dev,    st.st_ino, req.offset,
+                req.length, req.access, req.nic_mask, req.iova};
+  const Quota& quota = quota_for(peer.uid);
+  Usage& use = usage_[peer.uid];
+  if (use.registrations + 1 > quota.max_registrations)
+    return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) +
+                                      " exceeded (" + std::to_string(quota.max_registrations) + " handles)"};
+  Registered out;
+  if (auto it = regions_.find(key); it != regions_.end()) {
+    out = add_handle(peer, it->second.get(), req, true);
+  } else {
+    auto region = create_region(peer, fd, req, key);
+    if (!region.ok()) return region.error();
+    out = add_handle(peer, region.value(), req, false);
+  }
+  if (metrics_ != nullptr)
+    metrics_->observe_registration_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return out;
+}
+
+Result<RegistrationService::Region*> RegistrationService::create_region(const Peer& peer, int fd,
+                                                                        const Request& req, RegionKey key) {
+  const Quota& quota = quota_for(peer.uid);
+  Usage& use = usage_[peer.uid];
+  auto region = std::make_unique<Region>();
+  region->key = key;
+  region->kind = req.kind;
+  uint64_t aligned = req.offset & ~(page_bytes() - 1);
+  uint64_t end = (req.offset + req.length + page_bytes() - 1) & ~(page_bytes() - 1);
+  region->pinned_bytes = end - aligned;
+  if (use.pinned_bytes + region->pinned_bytes > quota.max_pinned_bytes)
+    return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of uid " + std::to_string(peer.uid) + " exceeded (" +
+                                      std::to_string(use.pinned_bytes) + " in use + " +
+                                      std::to_string(region->pinned_bytes) + " requested > " +
+                                      std::to_string(quota.max_pinned_bytes) + ")"};
+  Result<MemoryRegion> mr = Error{};
+  if (req.kind == RDMAD_MEM_HOST) {
+    int prot = PROT_READ;
+    if ((req.access & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) !=
+        0)
+      prot |= PROT_WRITE;
+    void* base = mmap(nullptr, region->pinned_bytes, prot, MAP_SHARED, fd, static_cast<off_t>(aligned));
+    if (base == MAP_FAILED) return sys_error("mmap of the memfd range", errno);
+    region->map_base = base;
+    region->map_bytes = region->pinned_bytes;
+    auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
+    region->iova = reinterpret_cast<uintptr_t>(addr);
+    mr = registrar_.register_host(addr, req.length, req.access, req.nic_mask);
+  } else {
+    region->iova = req.iova;
+    mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, req.access, req.nic_mask);
+  }
+  if (!mr.ok()) {
+    if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
+    return mr.error();
+  }
+  region->mr_id = mr.value().mr_id;
+  region->keys = std::move(mr.value().keys);
+  use.pinned_bytes += region->pinned_bytes;
+  if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
+  Region* raw = region.get();
+  regions_.emplace(key, std::move(region));
+  return raw;
+}
+
+Registered RegistrationService::add_handle(const Peer& peer, Region* region, const Request& req,
+                                           bool shared) {
+  uint64_t handle = next_handle_++;
+  ++region->refs;
+  ++usage_[peer.uid].registrations;
+  handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
+  by_conn_[peer.conn_id].insert(handle);
+  return Registered{handle, region->iova, req.length, shared, region->keys};
+}
+
+Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
+  auto it = handles_.find(handle);
+  if (it == handles_.end())
+    return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
+  if (it->second.conn_id != peer.conn_id)
+    return Error{RDMAD_ERR_PERMISSION, "handle " + std::to_string(handle) + " belongs to another connection"};
+  drop_handle(it);
+  return Ok{};
+}
+
+void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iterator it) {
+  uint64_t handle = it->first;
+  Handle h = it->second;
+  handles_.erase(it);
+  if (auto c = by_conn_.find(h.conn_id); c != by_conn_.end()) {
+    c->second.erase(handle);
+    if (c->second.empty()) by_conn_.erase(c);
+  }
+  Usage& use = usage_[h.uid];
+  --use.registrations;
+  Region* region = h.region;
+  if (--region->refs == 0) {
+    registrar_.deregister(region->mr_id);
+    if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
+    use.pinned_bytes -= region->pinned_bytes;
+    if (metrics_ != nullptr) metrics_->region_removed(region->kind, region->pinned_bytes);
+    regions_.erase(region->key);
+  }
+  if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
+}
+
+void RegistrationService::release_connection(uint64_t conn_id) {
+  auto c = by_conn_.find(conn_id);
+  if (c == by_conn_.end()) return;
+  std::set<uint64_t> handles = std::move(c->second);
+  by_conn_.erase(c);
+  for (uint64_t handle : handles) {
+    auto it = handles_.find(handle);
+    if (it != handles_.end()) drop_handle(it);
+  }
+}
+
+std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64_t after,
+                                                        uint32_t max_entries, bool* more) const {
+  std::vector<proto::ListEntry> out;
+  *more = false;
+  auto c = by_conn_.find(conn_id);
+  if (c == by_conn_.end()) return out;
+  for (auto it = c->second.upper_bound(after); it != c->second.end(); ++it) {
+    if (out.size() == max_entries) {
+      *more = true;
+      break;
+    }
+    const Handle& h = handles_.at(*it);
+    out.push_back({*it, h.offset, h.length, static_cast<uint32_t>(h.region->kind), h.access});
+  }
+  return out;
+}
+
+uint64_t RegistrationService::mr_id_for_test(uint64_t handle) const {
+  auto it = handles_.find(handle);
+  return it == handles_.end() ? 0 : it->second.region->mr_id;
+}
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,137 @@
+#include "rdmad/ipc/request_decoder.h"
+
+#include <cstring>
+
+namespace rdmad::ipc {
+namespace {
+
+using proto::MsgType;
+
+DecodedRequest fail(DecodedRequest d, rdmad_status status, const char* reason) {
+  d.action = DecodeAction::kReplyError;
+  d.status = status;
+  d.reason = reason;
+  return d;
+}
+
+template <class T>
+T load(std::span<const std::byte> body) {
+  T value;
+  std::memcpy(&value, body.data(), sizeof(T));
+  return value;
+}
+
+bool range_overflows(uint64_t base, uint64_t length) { return base + length < base; }
+
+DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) {
+  switch (static_cast<MsgType>(d.header.type)) {
+    case MsgType::kHello: {
+      auto h = load<proto::HelloRequest>(body);
+      if (h.flags != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "hello: reserved flags set");
+      if (h.min_version > h.max_version)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "hello: min_version > max_version");
+      if (h.max_version < proto::kVersionMin || h.min_version > proto::kVersionMax)
+        return fail(d, RDMAD_ERR_VERSION, "hello: no protocol version in common");
+      d.body = h;
+      break;
+    }
+    case MsgType::kNearestNics: {
+      auto n = load<proto::NearestNicsRequest>(body);
+      if (n.kind != RDMAD_MEM_HOST && n.kind != RDMAD_MEM_GPU)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nearest_nics: kind must be host (1) or gpu (2)");
+      if (!proto::is_terminated(n.pci_address))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nearest_nics: pci_address not NUL-terminated");
+      if (n.numa_node < -1) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nearest_nics: numa_node < -1");
+      if (n.kind == RDMAD_MEM_GPU && n.pci_address[0] == '\0')
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nearest_nics: gpu location needs a pci_address");
+      d.body = n;
+      break;
+    }
+    case MsgType::kRegisterHost: {
+      auto r = load<proto::RegisterHostRequest>(body);
+      if (r.length == 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: zero length");
+      if (range_overflows(r.offset, r.length))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: offset + length overflows");
+      if (!valid_access(r.access))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_host: invalid access flags");
+      d.body = r;
+      break;
+    }
+    case MsgType::kRegisterDmabuf: {
+      auto r = load<proto::RegisterDmabufRequest>(body);
+      if (r.length == 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: zero length");
+      if (range_overflows(r.offset, r.length) || range_overflows(r.iova, r.length))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: offset or iova + length overflows");
+      if (!valid_access(r.access))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: invalid access flags");
+      d.body = r;
+      break;
+    }
+    case MsgType::kDeregister: {
+      auto r = load<proto::DeregisterRequest>(body);
+      if (r.handle == 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "deregister: handle 0 is never valid");
+      d.body = r;
+      break;
+    }
+    case MsgType::kListRegistrations: {
+      auto r = load<proto::ListRequest>(body);
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: reserved field set");
+      if (r.max_entries == 0 || r.max_entries > proto::kMaxListEntries)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: max_entries must be 1..64");
+      d.body = r;
+      break;
+    }
+    case MsgType::kQueryNics:
+    case MsgType::kDiagnose:
+    case MsgType::kError:
+      break;
+  }
+  d.action = DecodeAction::kDispatch;
+  return d;
+}
+
+}  // namespace
+
+bool valid_access(uint32_t access) {
+  if ((access & ~uint32_t{RDMAD_ACCESS_ALL}) != 0) return false;
+  bool needs_local_write = (access & (RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) != 0;
+  return !needs_local_write || (access & RDMAD_ACCESS_LOCAL_WRITE) != 0;
+}
+
+DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count, bool control_truncated,
+                              uint16_t negotiated_version) {
+  DecodedRequest d;
+  if (frame.size() < sizeof(proto::Header)) {
+    d.reason = "frame shorter than the header";
+    return d;
+  }
+  std::memcpy(&d.header, frame.data(), sizeof(proto::Header));
+  if (d.header.magic != proto::kMagic) {
+    d.reason = "bad magic";
+    return d;
+  }
+  if (d.header.length != frame.size() - sizeof(proto::Header)) {
+    d.reason = "length field disagrees with the frame size";
+    return d;
+  }
+  auto body = frame.subspan(sizeof(proto::Header));
+  uint16_t type = d.header.type;
+  long expected = (type & proto::kReplyBit) != 0 ? -1 : proto::request_body_bytes(type);
+  if (expected < 0) return fail(d, RDMAD_ERR_PROTOCOL, "unknown request type");
+  if (d.header.flags != 0) return fail(d, RDMAD_ERR_PROTOCOL, "reserved header flags set");
+  bool is_hello = type == static_cast<uint16_t>(MsgType::kHello);
+  uint16_t want_version = negotiated_version != 0 ? negotiated_version : proto::kVersionMin;
+  if (d.header.version != want_version)
+    return fail(d, RDMAD_ERR_VERSION, "header version is not the negotiated one");
+  if (body.size() != static_cast<size_t>(expected))
+    return fail(d, RDMAD_ERR_PROTOCOL, "bad body length for type");
+  if (control_truncated)
+    return fail(d, RDMAD_ERR_PROTOCOL, "too many file descriptors (control data truncated)");
+  if (fd_count != proto::request_fd_count(type))
+    return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "wrong number of file descriptors for type");
+  if (negotiated_version == 0 && !is_hello) return fail(d, RDMAD_ERR_PROTOCOL, "hello required first");
+  if (negotiated_version != 0 && is_hello) return fail(d, RDMAD_ERR_PROTOCOL, "hello already done");
+  return validate_body(d, body);
+}
+
+}  // namespace rdmad::ipc

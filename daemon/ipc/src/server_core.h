@@ -1,0 +1,72 @@
+// Private state of UnixServer shared by the acceptor and the connections.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <boost/asio/basic_seq_packet_socket.hpp>
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/basic_endpoint.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <span>
+#include <unordered_map>
+
+#include "frame_writer.h"
+#include "rdmad/ipc/ipc_metrics.h"
+#include "rdmad/ipc/registration_service.h"
+#include "rdmad/ipc/request_decoder.h"
+#include "rdmad/ipc/unix_server.h"
+
+namespace rdmad::ipc {
+
+class Connection;
+
+// AF_UNIX SOCK_SEQPACKET for Asio (Boost 1.74 has no local::seq_packet_protocol).
+class SeqPacket {
+ public:
+  using endpoint = boost::asio::local::basic_endpoint<SeqPacket>;
+  using socket = boost::asio::basic_seq_packet_socket<SeqPacket>;
+  using acceptor = boost::asio::basic_socket_acceptor<SeqPacket>;
+  int type() const { return SOCK_SEQPACKET; }
+  int protocol() const { return 0; }
+  int family() const { return AF_UNIX; }
+};
+
+class UnixServer::Core {
+ public:
+  Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicInventory& inventory,
+       prometheus::Registry& registry);
+
+  Result<Ok> start();
+  void stop();
+  // Serves one decoded request of `conn`; returns the reply frame (in conn's buffer).
+  std::span<const std::byte> handle(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out);
+  void on_closed(uint64_t conn_id);
+
+  boost::asio::io_context& io_;
+  IpcConfig config_;
+  MemoryRegistrar& registrar_;
+  NicInventory& inventory_;
+  IpcMetrics metrics_;
+  RegistrationService service_;
+  uint64_t instance_id_;
+  SeqPacket::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
+  bool activated_ = false;
+  bool created_path_ = false;
+  bool stopped_ = false;
+  uint64_t next_conn_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections_;
+
+ private:
+  Result<Ok> bind_socket();
+  bool adopt_systemd_socket();
+  void accept_next();
+  void on_accept(SeqPacket::socket socket);
+  std::span<const std::byte> dispatch(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
+                                      rdmad_status* status);
+};
+
+}  // namespace rdmad::ipc

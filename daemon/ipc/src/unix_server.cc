@@ -1,0 +1,214 @@
+#include "rdmad/ipc/unix_server.h"
+
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "connection.h"
+#include "log.h"
+
+namespace rdmad::ipc {
+namespace {
+
+uint64_t random_instance_id() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) | rd();
+}
+
+std::vector<gid_t> peer_groups(int fd) {
+  std::vector<gid_t> groups(64);
+  socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) {
+    if (errno != ERANGE) return {};
+    groups.resize(len / sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) return {};
+  }
+  groups.resize(len / sizeof(gid_t));
+  return groups;
+}
+
+bool peer_allowed(const IpcConfig& c, const ucred& cred, const std::vector<gid_t>& groups) {
+  if (cred.uid == 0) return true;
+  if (c.allowed_uids.empty() && c.allowed_gids.empty()) return true;
+  auto has = [](const auto& v, auto x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  if (has(c.allowed_uids, cred.uid) || has(c.allowed_gids, cred.gid)) return true;
+  return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return has(c.allowed_gids, g); });
+}
+
+// A live socket at path means another daemon serves it; a dead one is left over from a crash.
+Result<Ok> clear_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Ok{};
+  if (!S_ISSOCK(st.st_mode)) return Error{RDMAD_ERR_SYSTEM, path + " exists and is not a socket"};
+  int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(probe);
+  if (live) return Error{RDMAD_ERR_SYSTEM, "another daemon is serving " + path};
+  if (unlink(path.c_str()) != 0) return sys_error("unlink stale " + path, errno);
+  return Ok{};
+}
+
+}  // namespace
+
+UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+                       NicInventory& inventory, prometheus::Registry& registry)
+    : io_(io),
+      config_(std::move(config)),
+      registrar_(registrar),
+      inventory_(inventory),
+      metrics_(registry),
+      service_(config_, registrar_, inventory_, &metrics_),
+      instance_id_(random_instance_id()),
+      acceptor_(io),
+      accept_retry_(io) {}
+
+bool UnixServer::Core::adopt_systemd_socket() {
+  int n = sd_listen_fds(0);
+  for (int fd = SD_LISTEN_FDS_START; n > 0 && fd < SD_LISTEN_FDS_START + n; ++fd) {
+    if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
+      boost::system::error_code ec;
+      acceptor_.assign(SeqPacket(), fd, ec);
+      if (!ec) {
+        ipc_log()->info("serving clients on {} (systemd socket activation)", config_.socket_path);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Result<Ok> UnixServer::Core::bind_socket() {
+  const std::string& path = config_.socket_path;
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
+    return Error{RDMAD_ERR_INVALID_ARGUMENT, "socket path empty or longer than 107 bytes: " + path};
+  std::error_code fec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, fec);
+  if (fec) return Error{RDMAD_ERR_SYSTEM, "create " + dir.string() + ": " + fec.message()};
+  auto cleared = clear_stale_socket(path);
+  if (!cleared.ok()) return cleared;
+  boost::system::error_code ec;
+  acceptor_.open(SeqPacket(), ec);
+  if (!ec) acceptor_.bind(SeqPacket::endpoint(path), ec);
+  if (ec) return Error{RDMAD_ERR_SYSTEM, "bind " + path + ": " + ec.message()};
+  created_path_ = true;
+  if (chmod(path.c_str(), config_.socket_mode) != 0) return sys_error("chmod " + path, errno);
+  if (!config_.socket_group.empty()) {
+    group* g = getgrnam(config_.socket_group.c_str());
+    if (g == nullptr)
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "unknown socket group " + config_.socket_group};
+    if (chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) return sys_error("chown " + path, errno);
+  }
+  acceptor_.listen(SOMAXCONN, ec);
+  if (ec) return Error{RDMAD_ERR_SYSTEM, "listen " + path + ": " + ec.message()};
+  ipc_log()->info("serving clients on {} (mode {:o})", path, config_.socket_mode);
+  return Ok{};
+}
+
+Result<Ok> UnixServer::Core::start() {
+  activated_ = config_.systemd_activation && adopt_systemd_socket();
+  if (!activated_) {
+    auto bound = bind_socket();
+    if (!bound.ok()) {
+      ipc_log()->error("{}", bound.error().message);
+      stop();
+      return bound;
+    }
+  }
+  stopped_ = false;
+  accept_next();
+  return Ok{};
+}
+
+void UnixServer::Core::accept_next() {
+  acceptor_.async_accept([this](boost::system::error_code ec, SeqPacket::socket socket) {
+    if (ec == boost::asio::error::operation_aborted || stopped_) return;
+    if (ec) {
+      // Out of fds: back off instead of spinning on a listener that stays readable.
+      ipc_log()->warn("accept: {}", ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](boost::system::error_code tec) {
+        if (!tec && !stopped_) accept_next();
+      });
+      return;
+    }
+    on_accept(std::move(socket));
+    accept_next();
+  });
+}
+
+void UnixServer::Core::on_accept(SeqPacket::socket socket) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    ipc_log()->warn("SO_PEERCRED: {}", std::strerror(errno));
+    return;
+  }
+  Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
+  auto conn = std::make_shared<Connection>(std::move(socket), peer, *this);
+  FrameBuffer buf;
+  if (!peer_allowed(config_, cred, peer_groups(conn->native_handle()))) {
+    ipc_log()->warn("refused client uid {} gid {} pid {}: not in allowed_uids or allowed_gids", cred.uid,
+                    cred.gid, cred.pid);
+    metrics_.request(0, RDMAD_ERR_PERMISSION);
+    conn->refuse(write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_PERMISSION,
+                             "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad"));
+    return;
+  }
+  if (connections_.size() >= config_.max_clients) {
+    ipc_log()->warn("refused client pid {}: {} clients connected (max_clients)", cred.pid,
+                    connections_.size());
+    metrics_.request(0, RDMAD_ERR_NO_RESOURCE);
+    conn->refuse(
+        write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_NO_RESOURCE, "too many clients connected"));
+    return;
+  }
+  connections_.emplace(peer.conn_id, conn);
+  metrics_.client_connected();
+  conn->start();
+}
+
+void UnixServer::Core::on_closed(uint64_t conn_id) {
+  auto it = connections_.find(conn_id);
+  if (it == connections_.end()) return;
+  service_.release_connection(conn_id);
+  metrics_.client_disconnected();
+  connections_.erase(it);
+}
+
+void UnixServer::Core::stop() {
+  stopped_ = true;
+  boost::system::error_code ec;
+  accept_retry_.cancel();
+  acceptor_.close(ec);
+  if (created_path_) unlink(config_.socket_path.c_str());
+  created_path_ = false;
+  auto conns = connections_;
+  for (auto& [id, conn] : conns) conn->close();
+}
+
+UnixServer::UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+                       NicInventory& inventory, prometheus::Registry& registry)
+    : core_(std::make_shared<Core>(io, std::move(config), registrar, inventory, registry)) {}
+
+UnixServer::~UnixServer() { core_->stop(); }
+
+Result<Ok> UnixServer::start() { return core_->start(); }
+void UnixServer::stop() { core_->stop(); }
+bool UnixServer::socket_activated() const { return core_->activated_; }
+size_t UnixServer::client_count() const { return core_->connections_.size(); }
+const RegistrationService& UnixServer::service() const { return core_->service_; }
+const IpcConfig& UnixServer::config() const { return core_->config_; }
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Regenerates the seed corpus of ipc_request_decoder_fuzz: one well-formed frame per request type
+plus classic malformations. Each file is <control byte><frame> (see request_decoder_fuzz.cc)."""
+import os
+import struct
+
+MAGIC = 0x444D4452
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def frame(typ, body=b"", version=1, flags=0, length=None, magic=MAGIC, rid=1):
+    if length is None:
+        length = len(body)
+    return struct.pack("<IHHIIQ", magic, version, typ, length, flags, rid) + body
+
+
+def seed(name, control, data):
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(bytes([control]) + data)
+
+
+HELLO_DONE = 16
+os.makedirs(HERE, exist_ok=True)
+seed("hello", 0, frame(1, struct.pack("<HHI", 1, 1, 0)))
+seed("hello_no_common_version", 0, frame(1, struct.pack("<HHI", 5, 9, 0)))
+seed("query_nics", HELLO_DONE, frame(2))
+seed("nearest_gpu", HELLO_DONE, frame(3, struct.pack("<Ii16s", 2, -1, b"0000:17:00.0")))
+seed("nearest_host", HELLO_DONE, frame(3, struct.pack("<Ii16s", 1, 0, b"")))
+seed("register_host", HELLO_DONE | 1, frame(4, struct.pack("<QQII", 4096, 65536, 7, 0)))
+seed("register_host_overflow", HELLO_DONE | 1, frame(4, struct.pack("<QQII", 2**64 - 10, 100, 7, 0)))
+seed("register_host_ctrunc", HELLO_DONE | 8 | 4, frame(4, struct.pack("<QQII", 0, 4096, 1, 0)))
+seed("register_dmabuf", HELLO_DONE | 1, frame(5, struct.pack("<QQQII", 17, 1 << 20, 0x7F0000001011, 3, 1)))
+seed("deregister", HELLO_DONE, frame(6, struct.pack("<Q", 42)))
+seed("list", HELLO_DONE, frame(7, struct.pack("<QII", 0, 64, 0)))
+seed("diagnose", HELLO_DONE, frame(8))
+seed("unknown_type", HELLO_DONE, frame(99))
+seed("bad_magic", HELLO_DONE, frame(2, magic=0x12345678))
+seed("bad_length", HELLO_DONE, frame(6, struct.pack("<Q", 1), length=4))
+seed("short", HELLO_DONE, b"RDMD\x01\x00")

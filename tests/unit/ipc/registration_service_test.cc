@@ -1,0 +1,193 @@
+// The registration table alone: range checks, quotas, deduplication, ownership, release.
+#include "rdmad/ipc/registration_service.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "rdmad/ipc/dmabuf.h"
+#include "rdmad/ipc/soft_registrar.h"
+#include "server_fixture.h"
+
+namespace rdmad::ipc {
+namespace {
+
+int sealed_memfd(size_t bytes, bool seal = true) {
+  int fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+  if (seal) {
+    EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  }
+  return fd;
+}
+
+constexpr uint32_t kRw = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
+
+class RegistrationServiceTest : public ::testing::Test {
+ protected:
+  IpcConfig config_;
+  SoftRegistrar registrar_{2};
+  StaticNicInventory inventory_{test::soft_nics()};
+  Peer a_{1, 1000, 1000, 11};
+  Peer b_{2, 1000, 1000, 12};  // same uid, other connection
+  Peer c_{3, 2000, 2000, 13};  // other uid
+};
+
+TEST_F(RegistrationServiceTest, MapsTheRequestedRangeByteExact) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(3 * 4096);
+  auto* mem = static_cast<unsigned char*>(mmap(nullptr, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  for (size_t i = 0; i < 3 * 4096; ++i) mem[i] = static_cast<unsigned char>(i * 7 + 3);
+  auto r = svc.register_host(a_, fd, proto::RegisterHostRequest{4096 + 100, 5000, kRw, 0});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().keys.size(), 2u);
+  EXPECT_NE(r.value().keys[0].lkey, r.value().keys[1].lkey);
+  auto region = registrar_.region_for_test(svc.mr_id_for_test(r.value().handle));
+  ASSERT_EQ(region.size(), 5000u);
+  EXPECT_EQ(std::memcmp(region.data(), mem + 4096 + 100, 5000), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(region.data()), r.value().iova);
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 2 * 4096u);  // [4096, 12288) page-rounded
+  munmap(mem, 3 * 4096);
+  close(fd);
+}
+
+TEST_F(RegistrationServiceTest, RejectsBadRangesAndFiles) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(8192);
+  int unsealed = sealed_memfd(8192, false);
+  int pipes[2];
+  ASSERT_EQ(pipe(pipes), 0);
+  struct Case {
+    int fd;
+    proto::RegisterHostRequest req;
+    const char* needle;
+  } cases[] = {
+      {fd, {0, 0, kRw, 0}, "zero length"},
+      {fd, {~uint64_t{0} - 10, 100, kRw, 0}, "overflows"},
+      {fd, {4096, 8192, kRw, 0}, "beyond the file"},
+      {fd, {0, 4096, 1u << 7, 0}, "access flags"},
+      {fd, {0, 4096, RDMAD_ACCESS_REMOTE_WRITE, 0}, "access flags"},
+      {fd, {0, 4096, kRw, 0x4}, "nic_mask"},
+      {unsealed, {0, 4096, kRw, 0}, "F_SEAL_SHRINK"},
+      {pipes[0], {0, 4096, kRw, 0}, "not a memfd"},
+  };
+  for (const auto& c : cases) {
+    auto r = svc.register_host(a_, c.fd, c.req);
+    ASSERT_FALSE(r.ok()) << c.needle;
+    EXPECT_EQ(r.error().status, RDMAD_ERR_INVALID_ARGUMENT) << c.needle;
+    EXPECT_NE(r.error().message.find(c.needle), std::string::npos) << r.error().message;
+  }
+  EXPECT_EQ(svc.region_count(), 0u);
+  EXPECT_EQ(registrar_.live_regions(), 0u);
+  close(fd), close(unsealed), close(pipes[0]), close(pipes[1]);
+}
+
+TEST_F(RegistrationServiceTest, QuotasRefuseAndLeaveNothingBehind) {
+  config_.quotas[a_.uid] = Quota{16384, 2};
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(65536);
+  auto big = svc.register_host(a_, fd, {0, 20000, kRw, 0});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().status, RDMAD_ERR_QUOTA);
+  EXPECT_NE(big.error().message.find("pinned-bytes quota of uid 1000"), std::string::npos)
+      << big.error().message;
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
+  EXPECT_EQ(svc.usage(a_.uid).registrations, 0u);
+  EXPECT_EQ(registrar_.live_regions(), 0u);
+  ASSERT_TRUE(svc.register_host(a_, fd, {0, 4096, kRw, 0}).ok());
+  ASSERT_TRUE(svc.register_host(a_, fd, {4096, 4096, kRw, 0}).ok());
+  auto third = svc.register_host(a_, fd, {8192, 4096, kRw, 0});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().status, RDMAD_ERR_QUOTA);
+  EXPECT_NE(third.error().message.find("registration-count quota"), std::string::npos);
+  EXPECT_EQ(svc.usage(a_.uid).registrations, 2u);
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 8192u);
+  EXPECT_EQ(registrar_.live_regions(), 2u);
+  // Another uid has its own (default) quota.
+  EXPECT_TRUE(svc.register_host(c_, fd, {8192, 4096, kRw, 0}).ok());
+  close(fd);
+}
+
+TEST_F(RegistrationServiceTest, DeduplicatesPerUidAndRefcounts) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(65536);
+  int other_fd = dup(fd);  // same file identity through another descriptor
+  auto r1 = svc.register_host(a_, fd, {0, 65536, kRw, 0});
+  auto r2 = svc.register_host(b_, other_fd, {0, 65536, kRw, 0});
+  auto r3 = svc.register_host(c_, fd, {0, 65536, kRw, 0});
+  ASSERT_TRUE(r1.ok() && r2.ok() && r3.ok());
+  EXPECT_FALSE(r1.value().shared);
+  EXPECT_TRUE(r2.value().shared);
+  EXPECT_FALSE(r3.value().shared);  // never shared across uids
+  EXPECT_EQ(r1.value().keys[0].rkey, r2.value().keys[0].rkey);
+  EXPECT_NE(r1.value().handle, r2.value().handle);
+  EXPECT_EQ(svc.region_count(), 2u);
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 65536u);  // charged once
+  EXPECT_EQ(svc.usage(a_.uid).registrations, 2u);
+  ASSERT_TRUE(svc.deregister(a_, r1.value().handle).ok());
+  EXPECT_EQ(svc.region_count(), 2u);  // b still holds it
+  ASSERT_TRUE(svc.deregister(b_, r2.value().handle).ok());
+  EXPECT_EQ(svc.region_count(), 1u);
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
+  close(fd), close(other_fd);
+}
+
+TEST_F(RegistrationServiceTest, HandlesBelongToTheirConnection) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(4096);
+  auto r = svc.register_host(a_, fd, {0, 4096, kRw, 0});
+  ASSERT_TRUE(r.ok());
+  for (const Peer& other : {b_, c_}) {
+    auto d = svc.deregister(other, r.value().handle);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.error().status, RDMAD_ERR_PERMISSION);
+  }
+  EXPECT_EQ(svc.deregister(a_, 999).error().status, RDMAD_ERR_NOT_FOUND);
+  bool more = true;
+  EXPECT_TRUE(svc.list(b_.conn_id, 0, 64, &more).empty());
+  EXPECT_EQ(svc.list(a_.conn_id, 0, 64, &more).size(), 1u);
+  EXPECT_TRUE(svc.deregister(a_, r.value().handle).ok());
+  close(fd);
+}
+
+TEST_F(RegistrationServiceTest, ReleaseConnectionDropsEverythingAndListPages) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(100 * 4096);
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(svc.register_host(a_, fd, {i * 4096, 4096, kRw, 0}).ok());
+  bool more = false;
+  auto page1 = svc.list(a_.conn_id, 0, 64, &more);
+  ASSERT_EQ(page1.size(), 64u);
+  EXPECT_TRUE(more);
+  auto page2 = svc.list(a_.conn_id, page1.back().handle, 64, &more);
+  EXPECT_EQ(page2.size(), 36u);
+  EXPECT_FALSE(more);
+  svc.release_connection(a_.conn_id);
+  EXPECT_EQ(svc.region_count(), 0u);
+  EXPECT_EQ(svc.handle_count(), 0u);
+  EXPECT_EQ(registrar_.live_regions(), 0u);
+  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
+  close(fd);
+}
+
+TEST_F(RegistrationServiceTest, DmabufChecksTheFdAndSoftRefusesWithReason) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(4096);
+  auto r = svc.register_dmabuf(a_, fd, {0, 4096, 0x10000, kRw, 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not a dma-buf"), std::string::npos) << r.error().message;
+  auto soft = registrar_.register_dmabuf(fd, 0, 4096, 0x10000, kRw, 0);
+  ASSERT_FALSE(soft.ok());
+  EXPECT_EQ(soft.error().status, RDMAD_ERR_NOT_SUPPORTED);
+  EXPECT_EQ(soft.error().message.rfind("not supported by backend soft: ", 0), 0u) << soft.error().message;
+  EXPECT_TRUE(is_dmabuf_link("anon_inode:dmabuf"));
+  EXPECT_TRUE(is_dmabuf_link("/dmabuf:nvidia"));
+  EXPECT_FALSE(is_dmabuf_link("/memfd:test (deleted)"));
+  EXPECT_FALSE(is_dmabuf_link("anon_inode:[eventfd]"));
+  close(fd);
+}
+
+}  // namespace
+}  // namespace rdmad::ipc
