@@ -24,6 +24,9 @@ std::vector<Section> make_sections() {
       {"metrics", "The Prometheus /metrics endpoint.", false},
       {"cc", "DCQCN congestion control: a named profile plus per-knob overrides under the mlx5 knob names.",
        false},
+      {"ipc", "The Unix socket that local applications use through librdmad: who may connect, and per-uid quotas.",
+       false},
+      {"quota", "A per-uid quota that overrides the [ipc] defaults for one user.", true},
       {"nic", "One table per NIC the daemon drives. With no [[nic]] table, the daemon discovers rdma-core "
               "devices.",
        true},
@@ -74,6 +77,48 @@ std::vector<Field> make_fields() {
                  fmt::format("an integer in [{}, {}]", k.min, k.max), false, v::int_range(k.min, k.max),
                  [name](Config& c, size_t, const Value& x) { c.cc.overrides[name] = as<int64_t>(x); }});
   }
+  // [ipc]
+  f.push_back({"ipc", "socket_mode", FieldType::kString, std::string("0660"),
+               "Permissions of the client socket, in octal.", "an octal mode such as 0660", false, v::octal_mode(),
+               [](Config& c, size_t, const Value& x) { c.ipc.socket_mode = as<std::string>(x); }});
+  f.push_back({"ipc", "socket_group", FieldType::kString, std::string(""),
+               "Group that owns the client socket (its members may connect); empty keeps the daemon's group.",
+               "a group name", false, v::identifier(true),
+               [](Config& c, size_t, const Value& x) { c.ipc.socket_group = as<std::string>(x); }});
+  f.push_back({"ipc", "allowed_uids", FieldType::kIntList, IntList{},
+               "User ids allowed to use the service besides root; with allowed_gids also empty, anyone who can open "
+               "the socket may.",
+               "an array of uids", false, v::id_list(),
+               [](Config& c, size_t, const Value& x) { c.ipc.allowed_uids = as<IntList>(x); }});
+  f.push_back({"ipc", "allowed_gids", FieldType::kIntList, IntList{},
+               "Group ids (primary or supplementary) allowed to use the service.", "an array of gids", false,
+               v::id_list(), [](Config& c, size_t, const Value& x) { c.ipc.allowed_gids = as<IntList>(x); }});
+  f.push_back({"ipc", "max_clients", FieldType::kInt, int64_t{16384}, "Most client connections served at once.",
+               "an integer in [1, 1000000]", false, v::int_range(1, 1000000),
+               [](Config& c, size_t, const Value& x) { c.ipc.max_clients = as<int64_t>(x); }});
+  f.push_back({"ipc", "quota_pinned_bytes", FieldType::kInt, int64_t{17179869184},
+               "Bytes of memory one uid may have registered (pinned) at once, unless a [[quota]] says otherwise.",
+               "an integer in [0, 2^62]", false, v::int_range(0, int64_t{1} << 62),
+               [](Config& c, size_t, const Value& x) { c.ipc.quota_pinned_bytes = as<int64_t>(x); }});
+  f.push_back({"ipc", "quota_registrations", FieldType::kInt, int64_t{4096},
+               "Registrations one uid may hold at once, unless a [[quota]] says otherwise.",
+               "an integer in [0, 4294967295]", false, v::int_range(0, 4294967295LL),
+               [](Config& c, size_t, const Value& x) { c.ipc.quota_registrations = as<int64_t>(x); }});
+  // [[quota]]
+  auto quota = [](Config& c, size_t i) -> QuotaSection& {
+    if (c.quotas.size() <= i) c.quotas.resize(i + 1);
+    return c.quotas[i];
+  };
+  f.push_back({"quota", "uid", FieldType::kInt, std::monostate{}, "The user id this quota applies to.",
+               "an integer in [0, 4294967294]", true, v::int_range(0, 4294967294LL),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).uid = as<int64_t>(x); }});
+  f.push_back({"quota", "pinned_bytes", FieldType::kInt, int64_t{17179869184},
+               "Bytes this uid may have registered at once.", "an integer in [0, 2^62]", false,
+               v::int_range(0, int64_t{1} << 62),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).pinned_bytes = as<int64_t>(x); }});
+  f.push_back({"quota", "registrations", FieldType::kInt, int64_t{4096}, "Registrations this uid may hold at once.",
+               "an integer in [0, 4294967295]", false, v::int_range(0, 4294967295LL),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).registrations = as<int64_t>(x); }});
   // [[nic]]
   auto nic = [](Config& c, size_t i) -> NicSection& {
     if (c.nics.size() <= i) c.nics.resize(i + 1);
@@ -142,6 +187,7 @@ const char* type_name(FieldType t) {
     case FieldType::kInt: return "integer";
     case FieldType::kBool: return "boolean";
     case FieldType::kStringMap: return "table of strings";
+    case FieldType::kIntList: return "array of integers";
   }
   return "?";
 }
@@ -159,6 +205,7 @@ std::string to_toml(const Value& v) {
     }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(const IntList& l) const { return fmt::format("[{}]", fmt::join(l, ", ")); }
     std::string operator()(const StringMap& m) const {
       if (m.empty()) return "{}";
       std::vector<std::string> parts;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,19 @@ class Parser {
         break;
       case FieldType::kBool:
         if (n.is_boolean()) return *n.value<bool>();
+        break;
+      case FieldType::kIntList:
+        if (const toml::array* a = n.as_array()) {
+          IntList list;
+          for (const toml::node& item : *a) {
+            if (!item.is_integer()) {
+              error(item.source(), key, fmt::format("expected an array of integers, got {} in it", node_type_name(item)));
+              return std::monostate{};
+            }
+            list.push_back(*item.value<int64_t>());
+          }
+          return list;
+        }
         break;
       case FieldType::kStringMap:
         if (const toml::table* t = n.as_table()) {
@@ -146,7 +160,7 @@ class Parser {
         for (size_t i = 0; i < arr->size(); ++i) {
           apply_defaults(*s, i);
           parse_table(*s, *arr->get(i)->as_table(), i, fmt::format("{}[{}]", name, i));
-          array_tables_.push_back(arr->get(i)->source());
+          array_tables_[name].push_back(arr->get(i)->source());
         }
       } else {
         const toml::table* t = node.as_table();
@@ -170,9 +184,10 @@ class Parser {
   // Rules that involve more than one key.
   void check_nics() {
     std::set<std::string> names;
-    for (size_t i = 0; i < out_.config.nics.size() && i < array_tables_.size(); ++i) {
+    const auto& tables = array_tables_["nic"];
+    for (size_t i = 0; i < out_.config.nics.size() && i < tables.size(); ++i) {
       const NicSection& n = out_.config.nics[i];
-      const auto& where = array_tables_[i];
+      const auto& where = tables[i];
       const std::string key = fmt::format("nic[{}]", i);
       if (!n.name.empty() && !names.insert(n.name).second) {
         error(where, key + ".name", fmt::format("duplicate NIC name '{}'", n.name));
@@ -191,6 +206,17 @@ class Parser {
         error(where, key + ".backend", "backend dpdk is not built into this binary (configure with -DRDMAD_WITH_DPDK=ON)");
       }
 #endif
+    }
+  }
+
+  void check_quotas() {
+    std::set<int64_t> uids;
+    const auto& tables = array_tables_["quota"];
+    for (size_t i = 0; i < out_.config.quotas.size() && i < tables.size(); ++i) {
+      const int64_t uid = out_.config.quotas[i].uid;
+      if (uid >= 0 && !uids.insert(uid).second) {
+        error(tables[i], fmt::format("quota[{}].uid", i), fmt::format("a second [[quota]] for uid {}", uid));
+      }
     }
   }
 
@@ -214,13 +240,14 @@ class Parser {
     }
     parse_root(root);
     check_nics();
+    check_quotas();
     finish_cc();
   }
 
  private:
   std::string file_;
   LoadResult& out_;
-  std::vector<toml::source_region> array_tables_;
+  std::map<std::string, std::vector<toml::source_region>> array_tables_;  // per array section
 };
 
 }  // namespace

@@ -26,6 +26,7 @@ const char* nic_example(const std::string& key) {
   if (key == "address") return "\"127.0.0.1\"";
   if (key == "device") return "\"mlx5_0\"";
   if (key == "gid_match") return "\"10.1.0.0/16\"";
+  if (key == "uid") return "1000";
   return nullptr;
 }
 

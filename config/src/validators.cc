@@ -101,6 +101,23 @@ Validator label_map() {
   };
 }
 
+Validator octal_mode() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    const bool ok = s.size() >= 3 && s.size() <= 4 &&
+                    std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '7'; });
+    return ok ? "" : "an octal mode such as 0660";
+  };
+}
+
+Validator id_list() {
+  return [](const Value& v) -> std::string {
+    for (int64_t id : std::get<IntList>(v))
+      if (id < 0 || id > 4294967294LL) return fmt::format("ids in [0, 4294967294]; got {}", id);
+    return "";
+  };
+}
+
 Validator cidr(bool allow_empty) {
   return [allow_empty](const Value& v) -> std::string {
     const auto& s = std::get<std::string>(v);

@@ -20,6 +20,8 @@ Validator ip_address(bool allow_empty);
 Validator identifier(bool allow_empty);  // [A-Za-z0-9_.-]+
 Validator label_map();                   // Prometheus label names -> values
 Validator cidr(bool allow_empty);        // a.b.c.d/n or v6/n
+Validator octal_mode();                  // "0660"
+Validator id_list();                     // uids/gids in [0, 2^32-2]
 
 // Parses "host:port" / "[v6]:port"; false on malformed input.
 bool split_host_port(const std::string& s, std::string& host, int64_t& port);

@@ -68,6 +68,40 @@ bool Daemon::start() {
   }
   nic_collector_ = nics_->collector();
   exporter_->add_collectable(nic_collector_);
+  return start_client_service();
+}
+
+ipc::IpcConfig ipc_config(const config::Config& c) {
+  ipc::IpcConfig ic;
+  ic.socket_path = c.daemon.socket_path;
+  ic.socket_mode = static_cast<uint32_t>(std::stoul(c.ipc.socket_mode, nullptr, 8));
+  ic.socket_group = c.ipc.socket_group;
+  for (int64_t u : c.ipc.allowed_uids) ic.allowed_uids.push_back(static_cast<uid_t>(u));
+  for (int64_t g : c.ipc.allowed_gids) ic.allowed_gids.push_back(static_cast<gid_t>(g));
+  ic.max_clients = static_cast<uint32_t>(c.ipc.max_clients);
+  ic.default_quota = {static_cast<uint64_t>(c.ipc.quota_pinned_bytes), static_cast<uint32_t>(c.ipc.quota_registrations)};
+  for (const auto& q : c.quotas) {
+    ic.quotas[static_cast<uid_t>(q.uid)] = {static_cast<uint64_t>(q.pinned_bytes), static_cast<uint32_t>(q.registrations)};
+  }
+  ic.diagnose_root = c.daemon.sysfs_root;
+  return ic;
+}
+
+bool Daemon::start_client_service() {
+  std::string error;
+  registrar_ = std::make_unique<VerbsRegistrar>(*nics_, backends_);
+  if (!registrar_->start(error)) {
+    log::get("ipc")->error("{}", error);
+    return false;
+  }
+  client_nics_ = std::make_unique<ClientNicList>(*nics_, *hardware_);
+  ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *client_nics_, exporter_->registry());
+  if (auto r = ipc_->start(); !r.ok()) {
+    log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
+    return false;
+  }
+  log::get("ipc")->info("serving clients on {}{}", config_.daemon.socket_path,
+                        ipc_->socket_activated() ? " (socket from systemd)" : "");
   return true;
 }
 
@@ -89,6 +123,7 @@ int Daemon::run() {
 
   notifier_.stopping();
   log::get("daemon")->info("stopping");
+  if (ipc_) ipc_->stop();  // releases every client's registrations before the NICs go
   exporter_.reset();  // stops the HTTP server before the registry it serves goes away
   log::get("daemon")->info("stopped");
   return 0;
@@ -170,6 +205,11 @@ void Daemon::apply_live(const config::Config& next) {
   restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
   restart_needed("cc", next.cc.params != config_.cc.params);
   restart_needed("nic", next.nics.size() != config_.nics.size());
+  restart_needed("ipc", next.ipc.allowed_uids != config_.ipc.allowed_uids ||
+                            next.ipc.allowed_gids != config_.ipc.allowed_gids ||
+                            next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||
+                            next.ipc.quota_registrations != config_.ipc.quota_registrations ||
+                            next.quotas.size() != config_.quotas.size());
   // Live keys are taken; restart-only keys keep their running values until the restart.
   config_.daemon.log_level = next.daemon.log_level;
   config_.metrics.labels = next.metrics.labels;

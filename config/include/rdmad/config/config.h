@@ -42,11 +42,29 @@ struct NicSection {
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
 };
 
+struct IpcSection {
+  std::string socket_mode;             // octal, e.g. "0660"
+  std::string socket_group;            // group owning the socket ("" keeps the daemon's)
+  std::vector<int64_t> allowed_uids;   // besides root; both lists empty: the socket's mode is the gate
+  std::vector<int64_t> allowed_gids;
+  int64_t max_clients = 16384;
+  int64_t quota_pinned_bytes = 0;      // default per-uid quota
+  int64_t quota_registrations = 0;
+};
+
+struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
+  int64_t uid = -1;
+  int64_t pinned_bytes = 0;
+  int64_t registrations = 0;
+};
+
 struct Config {
   DaemonSection daemon;
   MetricsSection metrics;
   CcSection cc;
+  IpcSection ipc;
   std::vector<NicSection> nics;
+  std::vector<QuotaSection> quotas;
   std::string source;  // file the config came from ("<default>" for the embedded one)
 };
 

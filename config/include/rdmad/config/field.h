@@ -8,15 +8,17 @@
 #include <span>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "rdmad/config/config.h"
 
 namespace rdmad::config {
 
-enum class FieldType : uint8_t { kString, kInt, kBool, kStringMap };
+enum class FieldType : uint8_t { kString, kInt, kBool, kStringMap, kIntList };
 
 using StringMap = std::map<std::string, std::string>;
-using Value = std::variant<std::monostate, std::string, int64_t, bool, StringMap>;
+using IntList = std::vector<int64_t>;
+using Value = std::variant<std::monostate, std::string, int64_t, bool, StringMap, IntList>;
 
 struct Section {
   std::string name;  // "daemon", "nic", ...

@@ -10,7 +10,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/config/config.h"
+#include "rdmad/daemon/client_service.h"
 #include "rdmad/daemon/hardware_nics.h"
+#include "rdmad/ipc/unix_server.h"
 #include "rdmad/daemon/nic_inventory.h"
 #include "rdmad/daemon/notifier.h"
 #include "rdmad/verbs/registry.h"
@@ -43,6 +45,7 @@ class Daemon {
   void arm_watchdog();
   void arm_nic_poll();
   void apply_live(const config::Config& next);
+  bool start_client_service();
 
   config::Config config_;
   std::string config_path_;
@@ -60,6 +63,10 @@ class Daemon {
   std::shared_ptr<prometheus::Collectable> nic_collector_;
   std::unique_ptr<metrics::Exporter> exporter_;
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
+  // The client service, after the NICs it registers memory on (so it goes first at shutdown).
+  std::unique_ptr<VerbsRegistrar> registrar_;
+  std::unique_ptr<ClientNicList> client_nics_;
+  std::unique_ptr<ipc::UnixServer> ipc_;
 };
 
 }  // namespace rdmad::daemon

@@ -1,0 +1,119 @@
+#include "rdmad/daemon/client_service.h"
+
+#include <fmt/format.h>
+
+namespace rdmad::daemon {
+
+uint32_t to_verbs_access(uint32_t a) {
+  uint32_t v = 0;
+  if (a & RDMAD_ACCESS_LOCAL_WRITE) v |= verbs::kAccessLocalWrite;
+  if (a & RDMAD_ACCESS_REMOTE_WRITE) v |= verbs::kAccessRemoteWrite;
+  if (a & RDMAD_ACCESS_REMOTE_READ) v |= verbs::kAccessRemoteRead;
+  return v;
+}
+
+namespace {
+
+rdmad_status to_status(verbs::StatusCode c) {
+  switch (c) {
+    case verbs::StatusCode::kNotSupported: return RDMAD_ERR_NOT_SUPPORTED;
+    case verbs::StatusCode::kNoResource: return RDMAD_ERR_NO_RESOURCE;
+    default: return RDMAD_ERR_SYSTEM;
+  }
+}
+
+}  // namespace
+
+VerbsRegistrar::VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends)
+    : nics_(nics), backends_(backends) {}
+
+bool VerbsRegistrar::start(std::string& error) {
+  for (const Nic& nic : nics_.nics()) {
+    auto pd = nic.device->alloc_pd();
+    if (!pd.is_ok()) {
+      error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
+      return false;
+    }
+    pds_.push_back(std::move(pd.value()));
+  }
+  return true;
+}
+
+template <class RegisterFn>
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
+  ipc::MemoryRegion region{next_id_, {}};
+  std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
+  for (uint32_t i = 0; i < pds_.size(); ++i) {
+    if (nic_mask != 0 && (nic_mask & (1u << i)) == 0) continue;
+    auto mr = fn(*pds_[i]);
+    if (!mr.is_ok()) {
+      // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
+      return ipc::Error{to_status(mr.status().code()),
+                        fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
+                                    nics_.nics()[i].config.backend, mr.status().message())};
+    }
+    region.keys.push_back({i, mr.value()->lkey(), mr.value()->rkey()});
+    mrs.push_back(std::move(mr.value()));
+  }
+  if (mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
+  regions_.emplace(next_id_++, std::move(mrs));
+  return region;
+}
+
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_host(void* addr, uint64_t length, uint32_t access,
+                                                             uint32_t nic_mask) {
+  return register_on(nic_mask, "register host memory", [&](verbs::ProtectionDomain& pd) {
+    return pd.reg_mr(addr, length, to_verbs_access(access));
+  });
+}
+
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, uint64_t offset, uint64_t length,
+                                                               uint64_t iova, uint32_t access, uint32_t nic_mask) {
+  return register_on(nic_mask, "register dma-buf", [&](verbs::ProtectionDomain& pd) {
+    return pd.reg_dmabuf_mr(fd, offset, length, iova, to_verbs_access(access));
+  });
+}
+
+void VerbsRegistrar::deregister(uint64_t mr_id) { regions_.erase(mr_id); }
+
+ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
+  if (nic_index >= nics_.nics().size()) return {false, "no such NIC"};
+  const Nic& nic = nics_.nics()[nic_index];
+  const verbs::BackendInfo* b = backends_.find(nic.config.backend);
+  if (b != nullptr && b->caps.dmabuf_mr) return {true, fmt::format("backend {} registers dma-buf", nic.config.backend)};
+  if (nic.config.backend == "soft")
+    return {false, "backend soft: a user-space NIC cannot reach device memory; dma-buf needs the rdma_core backend"};
+  return {false, fmt::format("backend {} cannot register dma-buf on this device", nic.config.backend)};
+}
+
+std::string VerbsRegistrar::backend_name() const {
+  std::string names;
+  for (const Nic& n : nics_.nics()) {
+    if (names.find(n.config.backend) != std::string::npos) continue;
+    names += names.empty() ? n.config.backend : "," + n.config.backend;
+  }
+  return names.empty() ? "none" : names;
+}
+
+std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
+  std::vector<ipc::NicDescriptor> out;
+  for (const Nic& nic : inventory_.nics()) {
+    ipc::NicDescriptor d;
+    d.name = nic.config.name;
+    d.backend = nic.config.backend;
+    if (auto port = nic.device->query_port(1); port.is_ok()) {
+      d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
+      d.speed_mbps = port.value().speed_mbps;
+    }
+    for (const auto& hw : hardware_.devices()) {
+      if (hw.name == nic.config.device) {
+        d.pci_address = hw.pci_address;
+        d.numa_node = hw.numa_node;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace rdmad::daemon
