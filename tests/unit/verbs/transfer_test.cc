@@ -25,6 +25,10 @@ std::string op_name(WrOpcode op) {
   return "?";
 }
 
+void PrintTo(const TransferCase& c, std::ostream* os) {
+  *os << c.backend << " " << op_name(c.op) << " " << c.size << " B mtu " << c.mtu;
+}
+
 class TransferTest : public ::testing::TestWithParam<TransferCase> {};
 
 constexpr size_t kGuard = 64;
