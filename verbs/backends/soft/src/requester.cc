@@ -100,7 +100,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
   auto& sq = qp.shared->sq;
   int sent = 0;
   while (sent < budget && qp.send_idx < qp.accepted) {
-    if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(kWindowPsns)) break;
+    if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(window_psns(qp.mtu))) break;
     if (!may_send_data(qp, now)) break;
     const SendWr& wr = sq.at(qp.send_idx);
     SendSlot& s = qp.slots[sq.slot(qp.send_idx)];

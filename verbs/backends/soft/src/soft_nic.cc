@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -98,6 +99,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
     // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
     std::string name = "rdmad-soft" + std::to_string(id_);
     pthread_setname_np(pthread_self(), name.c_str());
+    prctl(PR_SET_TIMERSLACK, 1UL);  // pacing and retransmission deadlines are µs-scale
     loop();
   });
 }
