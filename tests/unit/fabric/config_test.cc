@@ -83,6 +83,11 @@ seed = 7
   EXPECT_FALSE(b.ecn);
   EXPECT_EQ(b.seed, 7u);
   EXPECT_NO_THROW(validate(c));
+  const FabricConfig o = parse_toml_config("seed = 3\n[[port]]\n[[port]]\nseed = 9\n[[port]]\n", 50);
+  ASSERT_EQ(o.ports.size(), 3u);
+  EXPECT_EQ(o.ports[0].seed, 50u) << "the override replaces the document's seed";
+  EXPECT_EQ(o.ports[1].seed, 9u) << "a port's own seed wins";
+  EXPECT_EQ(o.ports[2].seed, 52u);
 }
 
 TEST(FabricConfig, TomlErrorsNameTheKey) {

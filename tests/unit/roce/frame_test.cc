@@ -88,8 +88,7 @@ struct FrameCase {
 const FrameCase kFrameCases[] = {
     {"empty", [](std::vector<uint8_t>& f) { f.clear(); }, DecodeError::kTruncatedIp},
     {"short ipv4", [](std::vector<uint8_t>& f) { f.resize(19); }, DecodeError::kTruncatedIp},
-    {"total length past end", [](std::vector<uint8_t>& f) { f.resize(f.size() - 1); },
-     DecodeError::kTruncatedIp},
+    {"total length past end", [](std::vector<uint8_t>& f) { f.pop_back(); }, DecodeError::kTruncatedIp},
     {"version 5", [](std::vector<uint8_t>& f) { f[0] = 0x55; }, DecodeError::kBadIpVersion},
     {"ip options", [](std::vector<uint8_t>& f) { f[0] = 0x46; }, DecodeError::kBadIpHeader},
     {"total below header", [](std::vector<uint8_t>& f) { f[2] = 0, f[3] = 19; }, DecodeError::kBadIpHeader},

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_file, "TOML file with top-level keys and [[port]] tables");
   app.add_option("-p,--port", port_specs,
                  "a port as key=value,... e.g. listen=127.0.0.1:14791,forward=127.0.0.1:4791,rate=1gbit");
-  auto* seed_opt = app.add_option("--seed", seed, "base seed; port i gets seed+i unless it sets its own");
+  auto* seed_opt = app.add_option(
+      "--seed", seed, "base seed (overrides the TOML one); port i gets seed+i unless it sets its own");
   auto* interval_opt = app.add_option("--stats-interval-ms", interval_ms, "stats line period, 0 = none");
   app.add_option("--stats-json", stats_json, "rewrite this file with JSON stats every interval");
   app.add_option("--duration-s", duration_s, "exit after this many seconds (0 = run until SIGINT/SIGTERM)");
@@ -64,15 +65,13 @@ int main(int argc, char** argv) {
       if (!in) throw std::runtime_error("cannot read " + config_file);
       std::stringstream ss;
       ss << in.rdbuf();
-      config = parse_toml_config(ss.str());
+      config = parse_toml_config(ss.str(), *seed_opt ? std::optional<uint64_t>(seed) : std::nullopt);
     }
     for (size_t i = 0; i < port_specs.size(); ++i) {
       PortConfig p = parse_port_spec(port_specs[i]);
-      if (p.seed == PortConfig{}.seed) p.seed = seed + config.ports.size();
+      if (port_specs[i].find("seed=") == std::string::npos) p.seed = seed + config.ports.size();
+      if (p.name.empty()) p.name = "port" + std::to_string(config.ports.size());
       config.ports.push_back(std::move(p));
-    }
-    if (*seed_opt && !config_file.empty()) {
-      for (size_t i = 0; i < config.ports.size(); ++i) config.ports[i].seed = seed + i;
     }
     if (*interval_opt || config_file.empty()) config.stats_interval_ms = interval_ms;
     if (!stats_json.empty()) config.stats_json = stats_json;

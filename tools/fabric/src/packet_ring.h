@@ -4,16 +4,18 @@
 // ring is sized at the port buffer plus two of the largest datagrams.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 namespace rdmad::fabric {
 
+// Trivial on purpose: the descriptor array is allocated uninitialised so that a large buffer only
+// costs memory once it is used.
 struct QueuedPacket {
-  uint32_t offset = 0;
-  uint32_t len = 0;
-  int64_t arrival_ns = 0;
-  uint8_t tos = 0;
+  uint32_t offset;
+  uint32_t len;
+  int64_t arrival_ns;
+  uint8_t tos;
 };
 static_assert(sizeof(QueuedPacket) == 24);
 
@@ -29,15 +31,17 @@ class PacketRing {
   size_t packets() const { return count_; }
   uint64_t bytes() const { return bytes_; }  // sum of queued datagram lengths
   const QueuedPacket& front() const { return desc_[head_]; }
-  std::span<const uint8_t> data(const QueuedPacket& p) const { return {buf_.data() + p.offset, p.len}; }
+  std::span<const uint8_t> data(const QueuedPacket& p) const { return {buf_.get() + p.offset, p.len}; }
 
  private:
   // Where a record of `len` bytes would start, or SIZE_MAX if it does not fit.
   size_t place(size_t len) const;
 
-  std::vector<uint8_t> buf_;
+  size_t capacity_bytes_;
+  std::unique_ptr<uint8_t[]> buf_;
   size_t write_ = 0;  // next free byte
-  std::vector<QueuedPacket> desc_;
+  size_t max_packets_;
+  std::unique_ptr<QueuedPacket[]> desc_;
   size_t head_ = 0;
   size_t count_ = 0;
   uint64_t bytes_ = 0;

@@ -15,7 +15,9 @@ namespace {
 constexpr int64_t kMaxSleepNs = 10'000'000;     // re-check the stop flag at least this often
 constexpr int64_t kPublishEveryNs = 1'000'000;  // stats snapshot period
 constexpr int64_t kSpinBelowNs = 5'000;         // closer deadlines are not worth a sleep
-constexpr size_t kMaxRxBatchesPerLoop = 8;      // bounded so a flood cannot starve the drain
+constexpr size_t kMaxRxBatchesPerLoop = 8;
+constexpr int64_t kLateNs = 1'000'000;  // a departure this far behind schedule is "late"      // bounded so a
+                                        // flood cannot starve the drain
 
 int64_t mono_ns() {
   timespec ts;
@@ -23,8 +25,8 @@ int64_t mono_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-// Descriptors for the smallest datagram a port can hold (an ACK is 20 bytes) filling the buffer.
-size_t max_packets(uint64_t buffer_bytes) { return static_cast<size_t>(buffer_bytes / 16 + 64); }
+// Descriptors for a buffer full of the smallest RoCEv2 datagrams (an ACK is 20 bytes).
+size_t max_packets(uint64_t buffer_bytes) { return static_cast<size_t>(buffer_bytes / 20 + 64); }
 
 }  // namespace
 
@@ -130,6 +132,7 @@ void Port::transmit(int64_t now_ns) {
     // even when the thread wakes late.
     const int64_t finish = std::max(link_free_ns_, p.arrival_ns) + wire_ns(p.len);
     if (finish > now_ns) break;
+    if (now_ns - finish > kLateNs && config_.rate_bps != 0) ++local_.late_departures;
     link_free_ns_ = finish;
     // Marking at dequeue sees the queue including this datagram. An unlimited port never builds a
     // real queue (what sits in the ring is one receive batch), so it never marks.
@@ -150,7 +153,7 @@ void Port::transmit(int64_t now_ns) {
     const bool hold = reorder_rng_() < config_.reorder;
     if (hold && !holding_) {
       std::memcpy(held_.data(), ring_.data(p).data(), p.len);
-      held_.resize(p.len);
+      held_len_ = p.len;
       held_tos_ = tos;
       holding_ = true;
       held_deadline_ns_ = now_ns + static_cast<int64_t>(config_.reorder_hold_us) * 1000;
@@ -179,13 +182,12 @@ void Port::send_front(uint8_t tos) {
 
 void Port::release_held() {
   if (tx_.full()) local_.tx_errors += tx_.flush(socket_);
-  tx_.add(held_, held_tos_);
+  tx_.add({held_.data(), held_len_}, held_tos_);
   ++local_.tx_packets;
-  local_.tx_bytes += held_.size();
+  local_.tx_bytes += held_len_;
   holding_ = false;
   // Flush now: the hold buffer may be reused by the next reorder decision.
   local_.tx_errors += tx_.flush(socket_);
-  held_.resize(kMaxDatagramBytes);
 }
 
 int64_t Port::next_deadline_ns(int64_t now_ns) const {

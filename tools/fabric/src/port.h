@@ -20,7 +20,7 @@ namespace rdmad::fabric {
 
 class Port {
  public:
-  Port(const PortConfig& config);  // opens and binds the socket; throws on failure
+  explicit Port(const PortConfig& config);  // opens and binds the socket; throws on failure
   ~Port();
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
@@ -53,7 +53,8 @@ class Port {
   cc::SplitMixUniform reorder_rng_;
   size_t ip_udp_overhead_bytes_;
   int64_t link_free_ns_ = 0;   // when the link finishes sending what it has already scheduled
-  std::vector<uint8_t> held_;  // a datagram held back for reordering
+  std::vector<uint8_t> held_;  // a datagram held back for reordering (kMaxDatagramBytes)
+  size_t held_len_ = 0;
   uint8_t held_tos_ = 0;
   bool holding_ = false;
   int64_t held_deadline_ns_ = 0;

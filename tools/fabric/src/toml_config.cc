@@ -11,21 +11,18 @@
 namespace rdmad::fabric {
 namespace {
 
-double to_double(const std::string& v, const std::string& key) {
-  double d = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc{} || end != v.data() + v.size())
+template <typename T>
+T to_number(const std::string& v, const std::string& key) {
+  T out{};
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) {
     throw std::invalid_argument(key + ": not a number '" + v + "'");
-  return d;
+  }
+  return out;
 }
 
-uint64_t to_u64(const std::string& v, const std::string& key) {
-  uint64_t u = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-  if (ec != std::errc{} || end != v.data() + v.size())
-    throw std::invalid_argument(key + ": not an integer '" + v + "'");
-  return u;
-}
+double to_double(const std::string& v, const std::string& key) { return to_number<double>(v, key); }
+uint64_t to_u64(const std::string& v, const std::string& key) { return to_number<uint64_t>(v, key); }
 
 bool to_bool(const std::string& v, const std::string& key) {
   if (v == "true" || v == "1" || v == "on") return true;
@@ -102,7 +99,7 @@ PortConfig parse_port_spec(std::string_view spec) {
   return p;
 }
 
-FabricConfig parse_toml_config(std::string_view text) {
+FabricConfig parse_toml_config(std::string_view text, std::optional<uint64_t> base_seed) {
   toml::table root;
   try {
     root = toml::parse(text);
@@ -110,12 +107,12 @@ FabricConfig parse_toml_config(std::string_view text) {
     throw std::runtime_error("fabric config: " + std::string(e.description()));
   }
   FabricConfig c;
-  uint64_t seed = 1;
+  uint64_t seed = base_seed.value_or(1);
   for (const auto& [k, node] : root) {
     const std::string key(k.str());
     try {
       if (key == "seed") {
-        seed = to_u64(node_text(node, key), key);
+        seed = base_seed.value_or(to_u64(node_text(node, key), key));
       } else if (key == "stats_interval_ms") {
         c.stats_interval_ms = static_cast<uint32_t>(to_u64(node_text(node, key), key));
       } else if (key == "stats_json") {

@@ -3,6 +3,7 @@
 // forwarding everything it receives to one destination through a rate-limited, RED/ECN-marking
 // queue with optional seeded loss, reordering and duplication. Parsing throws (startup only).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,9 +38,10 @@ struct FabricConfig {
 uint64_t parse_rate_bps(std::string_view text);
 // "200KB" (1000), "64KiB" (1024), "1MB", "1MiB", "1500" (bytes). Throws on bad input.
 uint64_t parse_bytes(std::string_view text);
-// Parses a TOML document (see docs/fabric.md for the keys). Throws std::runtime_error with the
-// offending key on any error.
-FabricConfig parse_toml_config(std::string_view toml);
+// Parses a TOML document (see docs/fabric.md for the keys). Port i gets seed base + i unless it
+// sets `seed`; `base_seed`, when given, replaces the document's top-level `seed`. Throws
+// std::runtime_error with the offending key on any error.
+FabricConfig parse_toml_config(std::string_view toml, std::optional<uint64_t> base_seed = std::nullopt);
 // One port from "key=value,key=value" (the same keys as a TOML [[port]] table).
 PortConfig parse_port_spec(std::string_view spec);
 // Checks ranges and address families; throws std::invalid_argument naming the port and field.
