@@ -13,7 +13,8 @@ constexpr uint32_t kCounterMax = std::numeric_limits<uint32_t>::max() / 2;
 
 ReactionPoint::ReactionPoint(const DcqcnParams& p, double line_rate_mbps)
     : line_rate_mbps_(line_rate_mbps),
-      max_rate_mbps_(p.max_rate_mbps > 0 ? std::min(line_rate_mbps, static_cast<double>(p.max_rate_mbps)) : line_rate_mbps),
+      max_rate_mbps_(p.max_rate_mbps > 0 ? std::min(line_rate_mbps, static_cast<double>(p.max_rate_mbps))
+                                         : line_rate_mbps),
       min_rate_mbps_(std::min(static_cast<double>(p.min_rate_mbps), max_rate_mbps_)),
       alpha_gain_(p.alpha_gain),
       alpha_keep_(1.0 - p.alpha_gain),
@@ -27,10 +28,16 @@ ReactionPoint::ReactionPoint(const DcqcnParams& p, double line_rate_mbps)
       rate_hai_mbps_(p.rate_hai_mbps),
       // rpg_gd: the firmware cuts Rc by Rc·α_fw/2^gd with α_fw = α·1024 in 1/1024 steps.
       cut_gain_(std::ldexp(1.0, 10 - static_cast<int>(p.rate_cut_gd_log2))),
+      // rpg_min_dec_fac read as "one cut lowers Rc by at most this percent" (at the firmware
+      // default of 50 the other reading, "new rate ≥ pct% of old", is the same).
       max_cut_fraction_(std::min(100u, p.max_cut_pct) / 100.0),
       first_cnp_rate_mbps_(p.rate_on_first_cnp_mbps),
       clamp_target_(p.clamp_target_rate),
-      clamp_target_after_timer_(p.clamp_target_rate_after_time_inc) {}
+      clamp_target_after_timer_(p.clamp_target_rate_after_time_inc) {
+  for (size_t n = 0; n < alpha_keep_pow_.size(); ++n) {
+    alpha_keep_pow_[n] = std::pow(alpha_keep_, static_cast<double>(n));
+  }
+}
 
 void ReactionPoint::start(RpState& s, TimeNs now) const {
   s = RpState{};
@@ -45,7 +52,11 @@ double ReactionPoint::alpha(const RpState& s, TimeNs now) const {
   if (alpha_timer_ns_ <= 0 || now <= s.alpha_anchor_ns) return s.alpha_at_anchor;
   // The α timer restarts at every CNP, so the decays since then are a whole number of periods.
   const TimeNs periods = (now - s.alpha_anchor_ns) / alpha_timer_ns_;
-  return s.alpha_at_anchor * std::pow(alpha_keep_, static_cast<double>(periods));
+  // The table holds std::pow's own values, so both paths give identical results.
+  const double decay = static_cast<size_t>(periods) < alpha_keep_pow_.size()
+                           ? alpha_keep_pow_[static_cast<size_t>(periods)]
+                           : std::pow(alpha_keep_, static_cast<double>(periods));
+  return s.alpha_at_anchor * decay;
 }
 
 TimeNs ReactionPoint::next_event_ns(const RpState& s) const {
@@ -57,43 +68,47 @@ TimeNs ReactionPoint::next_event_ns(const RpState& s) const {
   return e;
 }
 
-void ReactionPoint::on_timer(RpState& s, TimeNs now) const {
+void ReactionPoint::on_timer_slow(RpState& s, TimeNs now) const {
   if (s.last_cut_ns == kNever) return;  // never cut: at the maximum rate, nothing scheduled
   for (;;) {
     const TimeNs cut_due = cut_pending(s) ? s.last_cut_ns + cut_period_ns_ : kNever;
     // Increase events due at the same instant as a deferred cut go first.
     const TimeNs horizon = std::min(now, cut_due);
-    if (!at_line_rate(s) && increase_timer_ns_ > 0 && horizon > s.last_cut_ns) {
+    // The compare first: most touches find no timer event due, and a division costs ~40 cycles.
+    if (!at_line_rate(s) && increase_timer_ns_ > 0 &&
+        horizon >= s.last_cut_ns + static_cast<TimeNs>(s.timer_events + 1) * increase_timer_ns_) {
       const auto due_events = static_cast<uint64_t>((horizon - s.last_cut_ns) / increase_timer_ns_);
-      if (due_events > s.timer_events) {
-        apply_increase_events(s, s.timer_events, s.byte_events, due_events - s.timer_events);
-      }
+      apply_increase_events(s, s.timer_events, s.byte_events, due_events - s.timer_events);
     }
     if (cut_due > now) return;
-    cut(s, cut_due);
+    cut(s, cut_due, alpha(s, cut_due));
   }
 }
 
 void ReactionPoint::on_cnp(RpState& s, TimeNs now) const {
   on_timer(s, now);
+  const double a = alpha(s, now);
   const bool ever_cut = (s.flags & kFlagEverCut) != 0;
+  // mlx5 rate_reduce_monitor_period: the first CNP of an episode cuts at once; CNPs inside the period
+  // after a cut coalesce into one cut at its end.
   if (cut_period_ns_ == 0 || !ever_cut || now - s.last_cut_ns >= cut_period_ns_) {
-    cut(s, now);
+    cut(s, now, a);
   } else {
     s.flags |= kFlagCutPending;  // coalesced: one cut at the end of the check period
   }
   // SIGCOMM'15 Alg. 1 cuts with the old α, then moves α toward 1.
-  s.alpha_at_anchor = alpha(s, now) * alpha_keep_ + alpha_gain_;
+  s.alpha_at_anchor = a * alpha_keep_ + alpha_gain_;
   s.alpha_anchor_ns = now;
 }
 
-void ReactionPoint::cut(RpState& s, TimeNs at) const {
+void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   const double old_rate = s.rate_mbps;
   double new_rate;
+  // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it).
   if ((s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0) {
     new_rate = std::min(old_rate, first_cnp_rate_mbps_);
   } else {
-    const double fraction = std::min({alpha(s, at) * cut_gain_, max_cut_fraction_, 1.0});
+    const double fraction = std::min({alpha_now * cut_gain_, max_cut_fraction_, 1.0});
     new_rate = old_rate * (1.0 - fraction);
   }
   new_rate = std::clamp(new_rate, min_rate_mbps_, max_rate_mbps_);
@@ -109,9 +124,10 @@ void ReactionPoint::cut(RpState& s, TimeNs at) const {
   s.flags = (s.flags | kFlagEverCut) & ~kFlagCutPending;
 }
 
-void ReactionPoint::on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const {
-  on_timer(s, now);
-  // At the maximum rate the counter is irrelevant: the next cut resets it.
+void ReactionPoint::on_bytes_sent_slow(RpState& s, TimeNs now, uint64_t bytes) const {
+  on_timer_slow(s, now);
+  // byte_counter_bytes = 0 disables the byte counter (BC stays 0: no hyper increase). At the maximum
+  // rate the counter is irrelevant: the next cut resets it.
   if (byte_counter_bytes_ == 0 || s.last_cut_ns == kNever || at_line_rate(s)) return;
   const uint64_t total = s.bytes_counted + bytes;
   s.bytes_counted = total % byte_counter_bytes_;
@@ -123,6 +139,8 @@ void ReactionPoint::apply_increase_events(RpState& s, uint32_t& counter, uint32_
   const uint32_t f = fast_recovery_stages_;
   while (n > 0 && !at_line_rate(s)) {
     // Split the n events into runs with a constant target step, each applied in closed form.
+    // Counters include the event itself, so "≤ F" gives exactly F fast-recovery steps (SIGCOMM'15's
+    // five iterations for F = 5; the HPCC Mellanox model's `stage < F` before incrementing).
     const uint64_t next = uint64_t{counter} + 1;
     double step;
     uint64_t run;
@@ -153,6 +171,7 @@ void ReactionPoint::apply_increase_events(RpState& s, uint32_t& counter, uint32_
 // maps d to (d + step)/2, so after k events d = step + (d0 − step)·2^−k.
 void ReactionPoint::apply_run(RpState& s, double step_mbps, uint64_t n) const {
   const auto halve = [](double d, uint64_t k) {
+    if (k == 1) return d * 0.5;  // the usual case: one event per touch (exact, like ldexp)
     return k >= 2000 ? 0.0 : std::ldexp(d, -static_cast<int>(k));
   };
   double rt = s.target_mbps;

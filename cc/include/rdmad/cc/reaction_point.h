@@ -3,10 +3,10 @@
 // extensions (rate-cut check period, min_dec_fac, clamp flags, rate on first CNP).
 //
 // The state is plain data owned by the caller (one per QP, ≤ 64 bytes); ReactionPoint holds only
-// the derived parameters and is shared by all flows. There are no per-flow periodic timers: α decay
-// is a closed form of the time since the last CNP, and increase events that fell due since the flow
-// was last touched are applied in closed form on the next touch. A flow below its maximum rate has
-// exactly one next event (next_event_ns); a flow at its maximum rate has none.
+// the derived parameters (about 4 KB with its α-decay table) and is shared by all flows. There are no
+// per-flow periodic timers: α decay is a closed form of the time since the last CNP, and increase events that
+// fell due since the flow was last touched are applied in closed form on the next touch. A flow below its
+// maximum rate has exactly one next event (next_event_ns); a flow at its maximum rate has none.
 //
 // Semantic choices (the reasons are in docs/dcqcn.md):
 // - Events at the same instant apply in the order: α decay, increase events, deferred cut, then
@@ -18,6 +18,7 @@
 // - A rate within kLineRateSnapMbps of the maximum rate, with the target at the maximum, is the
 //   maximum rate: the flow leaves recovery and has no further events.
 // - Time must not go backwards between calls on one state.
+#include <array>
 #include <cstdint>
 
 #include "rdmad/cc/dcqcn_params.h"
@@ -29,15 +30,15 @@ namespace rdmad::cc {
 inline constexpr double kLineRateSnapMbps = 1.0;
 
 struct RpState {
-  double rate_mbps = 0;          // Rc, the pacing rate
-  double target_mbps = 0;        // Rt
-  double alpha_at_anchor = 0;    // α at alpha_anchor_ns (decays every K since then)
-  TimeNs alpha_anchor_ns = 0;    // last CNP (or start)
-  TimeNs last_cut_ns = kNever;   // last rate cut; the increase timer and byte counter restart here
-  uint64_t bytes_counted = 0;    // bytes since the last byte-counter event
-  uint32_t timer_events = 0;     // T: increase-timer events since the last cut
-  uint32_t byte_events = 0;      // BC: byte-counter events since the last cut
-  uint32_t flags = 0;            // kFlag* below
+  double rate_mbps = 0;         // Rc, the pacing rate
+  double target_mbps = 0;       // Rt
+  double alpha_at_anchor = 0;   // α at alpha_anchor_ns (decays every K since then)
+  TimeNs alpha_anchor_ns = 0;   // last CNP (or start)
+  TimeNs last_cut_ns = kNever;  // last rate cut; the increase timer and byte counter restart here
+  uint64_t bytes_counted = 0;   // bytes since the last byte-counter event
+  uint32_t timer_events = 0;    // T: increase-timer events since the last cut
+  uint32_t byte_events = 0;     // BC: byte-counter events since the last cut
+  uint32_t flags = 0;           // kFlag* below
 };
 static_assert(sizeof(RpState) <= 64, "RpState must fit one cache line");
 
@@ -57,11 +58,15 @@ class ReactionPoint {
   void on_cnp(RpState& s, TimeNs now) const;
 
   // The flow put `bytes` on the wire at `now` (feeds the byte counter).
-  void on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const;
+  void on_bytes_sent(RpState& s, TimeNs now, uint64_t bytes) const {
+    if (!idle(s)) on_bytes_sent_slow(s, now, bytes);  // a recovered flow ignores its bytes
+  }
 
   // Applies every event due up to and including `now` (increase events, a deferred cut). Safe to
   // call at any time; the usual caller is a timing wheel firing at next_event_ns().
-  void on_timer(RpState& s, TimeNs now) const;
+  void on_timer(RpState& s, TimeNs now) const {
+    if (!idle(s)) on_timer_slow(s, now);
+  }
 
   // Rc, the rate to pace at, as of the last call that touched the state.
   double rate_mbps(const RpState& s) const { return s.rate_mbps; }
@@ -83,7 +88,12 @@ class ReactionPoint {
   double min_rate_mbps() const { return min_rate_mbps_; }
 
  private:
-  void cut(RpState& s, TimeNs at) const;
+  // At the maximum rate with no cut pending: nothing can happen until the next CNP (the fast path
+  // of most packets; the checks are inline, the work out of line).
+  bool idle(const RpState& s) const { return at_line_rate(s) && (s.flags & kFlagCutPending) == 0; }
+  void on_timer_slow(RpState& s, TimeNs now) const;
+  void on_bytes_sent_slow(RpState& s, TimeNs now, uint64_t bytes) const;
+  void cut(RpState& s, TimeNs at, double alpha_now) const;
   // Applies `n` consecutive events of one counter (`counter` is T or BC, `other` the other one).
   void apply_increase_events(RpState& s, uint32_t& counter, uint32_t other, uint64_t n) const;
   void apply_run(RpState& s, double step_mbps, uint64_t n) const;
@@ -93,20 +103,21 @@ class ReactionPoint {
   double max_rate_mbps_;
   double min_rate_mbps_;
   double alpha_gain_;
-  double alpha_keep_;        // 1 − g
+  double alpha_keep_;  // 1 − g
   double initial_alpha_;
-  TimeNs alpha_timer_ns_;    // K; 0 disables decay
-  TimeNs cut_period_ns_;     // rate-cut check period; 0 cuts on every CNP
-  TimeNs increase_timer_ns_; // 0 disables the timer
+  TimeNs alpha_timer_ns_;     // K; 0 disables decay
+  TimeNs cut_period_ns_;      // rate-cut check period; 0 cuts on every CNP
+  TimeNs increase_timer_ns_;  // 0 disables the timer
   uint64_t byte_counter_bytes_;
   uint32_t fast_recovery_stages_;
   double rate_ai_mbps_;
   double rate_hai_mbps_;
-  double cut_gain_;          // 2^(10 − gd): the cut is Rc·α·cut_gain (α/2 for gd = 11)
-  double max_cut_fraction_;  // max_cut_pct / 100
+  double cut_gain_;             // 2^(10 − gd): the cut is Rc·α·cut_gain (α/2 for gd = 11)
+  double max_cut_fraction_;     // max_cut_pct / 100
   double first_cnp_rate_mbps_;  // 0: normal cut
   bool clamp_target_;
   bool clamp_target_after_timer_;
+  std::array<double, 512> alpha_keep_pow_;  // (1 − g)^n: α decay without a pow() per CNP
 };
 
 }  // namespace rdmad::cc

@@ -52,8 +52,7 @@ template <typename Uniform>
 class BasicRedMarker {
  public:
   BasicRedMarker(RedParams params, Uniform uniform) : params_(params), uniform_(std::move(uniform)) {}
-  BasicRedMarker(RedParams params, uint64_t seed)
-    requires std::constructible_from<Uniform, uint64_t>
+  BasicRedMarker(RedParams params, uint64_t seed) requires std::constructible_from<Uniform, uint64_t>
       : params_(params), uniform_(seed) {}
 
   // Marking probability at this queue length (0 at or below Kmin, 1 above Kmax).
