@@ -17,6 +17,18 @@ constexpr uint64_t kBottleneckBps = 1'000'000'000;
 constexpr uint32_t kMsg = 64u << 10;
 constexpr int kInflight = 8;
 
+// The paper profile with its timers scaled from 40 Gb/s to this 1 Gb/s bottleneck (×20): at 1 Gb/s
+// a flow's packets, and so its CNPs, arrive 40 times less often (DCQCN.md: timers scale with RTT).
+cc::DcqcnParams scaled_profile() {
+  cc::DcqcnParams p = cc::paper_profile();
+  p.alpha_timer_us *= 20;
+  p.increase_timer_us *= 20;
+  p.np_cnp_interval_us *= 20;
+  p.rate_ai_mbps = 10;  // paper: 40 and 200 at 40 Gb/s
+  p.rate_hai_mbps = 50;
+  return p;
+}
+
 double jain(const std::vector<double>& x) {
   double s = std::accumulate(x.begin(), x.end(), 0.0), sq = 0;
   for (double v : x) sq += v * v;
@@ -28,7 +40,7 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   DeviceConfig rc = soft_config();
   rc.verify_icrc = false;  // packets arrive from the fabric's socket (see fabric_test.cc)
   rc.cc_enabled = true;
-  rc.dcqcn = cc::mlx5_profile();
+  rc.dcqcn = scaled_profile();
   Endpoint send[kSenders];
   auto rdev = open_device("soft", rc, &skip);
   ASSERT_TRUE(rdev) << skip;
@@ -59,7 +71,7 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   for (int i = 0; i < kSenders; ++i) {
     DeviceConfig sc = soft_config();
     sc.cc_enabled = true;
-    sc.dcqcn = cc::mlx5_profile();
+    sc.dcqcn = scaled_profile();
     sc.line_rate_mbps = 1000;  // each sender's link as fast as the bottleneck: 4:1 incast
     make_endpoint(send[i], open_device("soft", sc, &skip), 64);
     src_mrs.push_back(std::move(send[i].pd->reg_mr(src.data(), src.size(), 0).value()));
