@@ -9,7 +9,7 @@
 
 #include <numeric>
 
-#include "../../unit/verbs/verbs_test_util.h"
+#include "unit/verbs/verbs_test_util.h"
 #include "rdmad/fabric/fabric.h"
 
 namespace rdmad::verbs::test {
