@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "../../unit/verbs/verbs_test_util.h"
+#include "unit/verbs/verbs_test_util.h"
 
 namespace rdmad::verbs::test {
 namespace {

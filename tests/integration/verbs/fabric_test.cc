@@ -9,7 +9,7 @@
 
 #include <numeric>
 
-#include "../../unit/verbs/verbs_test_util.h"
+#include "unit/verbs/verbs_test_util.h"
 #include "rdmad/fabric/fabric.h"
 
 namespace rdmad::verbs::test {
@@ -51,7 +51,7 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   fab.start();
   ConnectOptions o;
   o.mtu = 1024;
-  o.timeout = 10;  // 4 ms: tail losses recover quickly
+  o.timeout = 12;  // 16.8 ms: tail losses recover quickly
   PortInfo pa = a.dev->query_port(1).value(), pb = b.dev->query_port(1).value();
   pb.udp_port = fab.listen_endpoint(0).port();  // a → fabric port 0 → b
   pa.udp_port = fab.listen_endpoint(1).port();  // b → fabric port 1 → a
@@ -101,7 +101,14 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   ASSERT_EQ(wcs.size(), wrs.size());
   for (size_t i = 0; i < wcs.size(); ++i) {
     EXPECT_EQ(wcs[i].wr_id, i) << "completions out of order";
-    EXPECT_EQ(wcs[i].status, WcStatus::kSuccess) << to_string(wcs[i].status);
+    EXPECT_EQ(wcs[i].status, WcStatus::kSuccess) << "wr " << i << ": " << to_string(wcs[i].status);
+  }
+  if (HasFailure()) {
+    NicCounters ca = a.dev->counters(), cb = b.dev->counters();
+    ADD_FAILURE() << "a: timeouts " << ca.local_ack_timeout_err << " seq naks " << ca.packet_seq_err << " implied "
+                  << ca.implied_nak_seq_err << " retx " << ca.retransmitted_packets << " rx_dropped " << ca.rx_dropped
+                  << "; b: dup " << cb.duplicate_request << " ooo " << cb.out_of_sequence << " rx_dropped "
+                  << cb.rx_dropped;
   }
   auto rw = wait_completions(*b.rcq, 1);
   ASSERT_EQ(rw.size(), 1u);

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "../../unit/verbs/verbs_test_util.h"
+#include "unit/verbs/verbs_test_util.h"
 
 namespace rdmad::verbs::test {
 namespace {

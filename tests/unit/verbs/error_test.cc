@@ -37,6 +37,12 @@ class ErrorTest : public ::testing::TestWithParam<std::string> {
     w.rkey = remote_mr_->rkey();
     return w;
   }
+  /// Posts one WR on a's QP and returns the status of its completion (kGeneralError if none came).
+  WcStatus run_one(const SendWr& w) {
+    if (!a_.qp->post_send({&w, 1}).is_ok()) return WcStatus::kGeneralError;
+    auto wcs = wait_completions(*a_.scq, 1);
+    return wcs.size() == 1 ? wcs[0].status : WcStatus::kGeneralError;
+  }
   void expect_unchanged_remote() {
     for (uint8_t v : remote_) ASSERT_EQ(v, 0x22) << "target memory was modified";
   }
@@ -75,20 +81,14 @@ TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
 
 TEST_P(ErrorTest, OutOfBoundsWriteLeavesTargetUntouched) {
   SendWr w = write(1, 200, remote_.size() - 100);
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_EQ(run_one(w), WcStatus::kRemoteAccessError);
   expect_unchanged_remote();
 }
 
 TEST_P(ErrorTest, OutOfBoundsReadLeavesLocalUntouched) {
   SendWr w = write(1, 64, remote_.size() - 8);
   w.opcode = WrOpcode::kRdmaRead;
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_EQ(run_one(w), WcStatus::kRemoteAccessError);
   for (uint8_t v : local_) ASSERT_EQ(v, 0x11);
 }
 
@@ -98,20 +98,14 @@ TEST_P(ErrorTest, MissingRemoteWritePermission) {
   SendWr w = write(1, 16);
   w.remote_addr = reinterpret_cast<uint64_t>(ro.data());
   w.rkey = ro_mr->rkey();
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteAccessError);
+  EXPECT_EQ(run_one(w), WcStatus::kRemoteAccessError);
   for (uint8_t v : ro) ASSERT_EQ(v, 0x44);
 }
 
 TEST_P(ErrorTest, BadLkeyIsLocalProtectionError) {
   SendWr w = write(1, 16);
   w.sge.lkey ^= 0x300;
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kLocalProtectionError);
+  EXPECT_EQ(run_one(w), WcStatus::kLocalProtectionError);
   expect_unchanged_remote();
   expect_state(*a_.qp, QpState::kError);
 }
@@ -123,10 +117,7 @@ TEST_P(ErrorTest, SendLongerThanReceiveBuffer) {
   ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
   SendWr w = write(1, 11);
   w.opcode = WrOpcode::kSend;
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kRemoteInvalidRequest);
+  EXPECT_EQ(run_one(w), WcStatus::kRemoteInvalidRequest);
   auto rwcs = wait_completions(*b_.rcq, 1);
   ASSERT_EQ(rwcs.size(), 1u);
   EXPECT_EQ(rwcs[0].status, WcStatus::kLocalLengthError);
@@ -142,10 +133,7 @@ TEST_P(ErrorTest, RnrRetryExceeded) {
   SetUp(o);
   SendWr w = write(1, 16);
   w.opcode = WrOpcode::kSend;
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
-  auto wcs = wait_completions(*a_.scq, 1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kRnrRetryExceeded);
+  EXPECT_EQ(run_one(w), WcStatus::kRnrRetryExceeded);
   EXPECT_EQ(a_.dev->counters().rnr_nak_retry_err, 3u);  // the first try and two retries
 }
 

@@ -14,6 +14,7 @@ using roce::psn_diff;
 
 constexpr uint32_t kMaxMessageBytes = 1u << 31;
 constexpr uint32_t kAckReqEvery = 32;  // ask for an ACK at least every this many packets
+constexpr uint32_t kReadChunkPackets = 64;
 
 // RNR NAK timer codes in ns (IB spec table 45: code 0 is the longest, 655.36 ms).
 constexpr TimeNs kRnrTimerNs[32] = {
@@ -99,11 +100,14 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
   auto& sq = qp.shared->sq;
   int sent = 0;
   while (sent < budget && qp.send_idx < qp.accepted) {
-    if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(kWindowPsns)) break;
+    if (psn_diff(qp.send_psn, qp.una_psn) >= static_cast<int32_t>(window_psns(qp.mtu))) break;
     if (!may_send_data(qp, now)) break;
     const SendWr& wr = sq.at(qp.send_idx);
     SendSlot& s = qp.slots[sq.slot(qp.send_idx)];
     if (s.error != WcStatus::kSuccess) break;
+    if (wr.opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, qp.send_psn) > 0) {
+      qp.send_psn = s.read_next_psn;  // re-request only what has not arrived
+    }
     uint32_t seg = static_cast<uint32_t>(psn_diff(qp.send_psn, s.first_psn));
     uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
     roce::Packet p;
@@ -113,10 +117,17 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     if (wr.opcode == WrOpcode::kRdmaRead) {
       p.bth.opcode = roce::Opcode::kReadRequest;
       p.bth.ack_req = true;
-      p.reth = {wr.remote_addr + offset, wr.rkey, static_cast<uint32_t>(wr.sge.length - offset)};
-      s.read_next_psn = qp.send_psn;
-      qp.send_psn = end_psn(s);
-      ++qp.send_idx;
+      // Large READs go out as several READ requests of at most kReadChunkPackets responses each:
+      // every request is a valid RoCEv2 READ for the next PSNs of the WR, the send window then
+      // bounds READ responses like any other traffic, and a lost response costs one chunk.
+      // A re-request ends where the original request ended: the responder allocated PSNs per
+      // request, and a request straddling two of them would be answered beyond its expected PSN.
+      uint32_t left = s.npkts - seg;
+      uint32_t chunk = std::min(left, kReadChunkPackets - seg % kReadChunkPackets);
+      uint64_t chunk_bytes = std::min<uint64_t>(wr.sge.length - offset, uint64_t{chunk} * qp.mtu);
+      p.reth = {wr.remote_addr + offset, wr.rkey, static_cast<uint32_t>(chunk_bytes)};
+      qp.send_psn = psn_add(qp.send_psn, chunk);
+      if (chunk == left) ++qp.send_idx;
     } else {
       bool first = seg == 0;
       bool last = seg + 1 == s.npkts;

@@ -57,12 +57,27 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   int32_t d = psn_diff(psn, qp.epsn);
   if (d < 0) {
     ++counters_.duplicate_request;
-    if (op == Opcode::kReadRequest) {  // the responses were lost: serve the re-request again
-      if (check_remote(qp, pkt.reth.va, pkt.reth.dma_length, pkt.reth.rkey, kAccessRemoteRead)) {
-        uint32_t n = packets_for(pkt.reth.dma_length, qp.mtu);
-        push_response(qp, {Response::Kind::kRead, 0, psn, psn_add(psn, n - 1), psn, pkt.reth.va,
-                           pkt.reth.dma_length});
+    if (op == Opcode::kReadRequest) {  // responses were lost: serve the re-request again
+      if (!check_remote(qp, pkt.reth.va, pkt.reth.dma_length, pkt.reth.rkey, kAccessRemoteRead)) return;
+      // The requester ignores every response after its gap and re-requests the later READs too, so
+      // a READ still being answered restarts at the requested PSN and everything queued after it
+      // is dropped, instead of being sent (stale) before the answer to this request.
+      for (uint32_t k = 0; k < qp.resp_count; ++k) {
+        Response& r = qp.responses[(qp.resp_head + k) % kResponseDepth];
+        if (r.kind != Response::Kind::kRead) continue;
+        bool covers = psn_diff(psn, r.first_psn) >= 0 && psn_diff(psn, r.last_psn) <= 0;
+        if (!covers && psn_diff(r.first_psn, psn) <= 0) continue;
+        if (covers) {
+          if (psn_diff(psn, r.psn) < 0) r.psn = psn;
+          qp.resp_count = k + 1;
+          return;
+        }
+        qp.resp_count = k;  // a later READ: drop it and the rest
+        break;
       }
+      uint32_t n = packets_for(pkt.reth.dma_length, qp.mtu);
+      push_response(qp, {Response::Kind::kRead, 0, psn, psn_add(psn, n - 1), psn, pkt.reth.va,
+                         pkt.reth.dma_length});
     } else {
       ack_coalesced(qp, psn_add(qp.epsn, roce::kPsnMask));  // re-ACK everything up to epsn - 1
     }

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -41,9 +42,6 @@ void set_buffer(int fd, int opt_force, int opt, uint32_t bytes) {
   if (setsockopt(fd, SOL_SOCKET, opt_force, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
 }
 
-// Spin this long without work before sleeping in ppoll: keeps round trips short without burning
-// a core when idle.
-constexpr TimeNs kSpinNs = 50'000;
 
 }  // namespace
 
@@ -98,6 +96,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
     // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
     std::string name = "rdmad-soft" + std::to_string(id_);
     pthread_setname_np(pthread_self(), name.c_str());
+    prctl(PR_SET_TIMERSLACK, 1UL);  // pacing and retransmission deadlines are µs-scale
     loop();
   });
 }
@@ -149,6 +148,7 @@ bool SoftNic::drain_commands() {
 void SoftNic::loop() {
   TimeNs last_work = now_ns();
   uint64_t seen_seq = 0;
+  const TimeNs spin_ns = static_cast<TimeNs>(config_.busy_poll_us) * 1000;
   while (!stop_.load(std::memory_order_relaxed)) {
     TimeNs now = now_ns();
     bool work = drain_commands();
@@ -176,7 +176,7 @@ void SoftNic::loop() {
     }
     if (work) {
       last_work = now;
-    } else if (now - last_work > kSpinNs) {
+    } else if (now - last_work >= spin_ns) {
       idle_wait(now, next_deadline, seen_seq);
       last_work = now_ns();
     }

@@ -28,8 +28,12 @@ namespace rdmad::verbs::soft {
 inline constexpr uint32_t kQpnBase = 0x100;
 inline constexpr uint32_t kMaxQps = 1024;
 inline constexpr uint32_t kMaxMrs = 4096;
-inline constexpr uint32_t kWindowPsns = 512;  // requester packets in flight per QP
+// Requester bytes in flight per QP (as packets of the path MTU, at least 64): enough for loopback
+// bandwidth, small enough that a go-back-N re-send does not flood a switch buffer.
+inline constexpr uint32_t kWindowBytes = 1u << 20;
+inline constexpr uint32_t window_psns(uint32_t mtu) { return kWindowBytes / mtu < 64 ? 64 : kWindowBytes / mtu; }
 inline constexpr uint32_t kResponseDepth = 64;
+inline constexpr TimeNs kPacingCatchUpNs = 200'000;
 // Ethernet + IPv4 + UDP + BTH + ICRC + FCS around a payload, counted by the pacer and DCQCN.
 inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
 

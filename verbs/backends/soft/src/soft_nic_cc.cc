@@ -2,6 +2,8 @@
 // the sender's QP, the reaction point adjusts each QP's rate on CNPs and sent bytes, and the pacer
 // spaces each QP's data packets at that rate. Per-QP state lives in QpContext; the algorithms are
 // the cc/ ones shared with the simulator.
+#include <algorithm>
+
 #include "soft_nic.h"
 
 namespace rdmad::verbs::soft {
@@ -14,7 +16,11 @@ bool SoftNic::may_send_data(const QpContext& qp, TimeNs now) const {
 void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
   if (!config_.cc_enabled) return;
   rp_.on_bytes_sent(qp.rp, now, bytes);
-  if (!rp_.at_line_rate(qp.rp)) pacer_.on_departure(qp.pacer, now, bytes, rp_.rate_mbps(qp.rp));
+  if (rp_.at_line_rate(qp.rp)) return;
+  // A user-space thread wakes late (timer slack, scheduling); departures owed since then may go
+  // out back to back, up to kPacingCatchUpNs worth, so the achieved rate is the DCQCN rate.
+  TimeNs from = std::max(qp.pacer.next_departure_ns, now - kPacingCatchUpNs);
+  pacer_.on_departure(qp.pacer, from, bytes, rp_.rate_mbps(qp.rp));
 }
 
 void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {

@@ -35,7 +35,10 @@ struct DeviceConfig {
   bool cc_enabled = true;           // soft: run DCQCN (reaction + notification point)
   cc::DcqcnParams dcqcn = cc::mlx5_profile();
   uint32_t socket_buffer_bytes = 8u << 20;  // soft: SO_SNDBUF/SO_RCVBUF
-  bool verify_icrc = true;          // soft: drop packets whose ICRC does not match their IP/UDP headers
+  bool verify_icrc = true;
+  // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
+  // round trips when the datapath has a core of its own and lengthens them when cores are shared.
+  uint32_t busy_poll_us = 0;          // soft: drop packets whose ICRC does not match their IP/UDP headers
 };
 
 struct BackendInfo {
