@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "rdmad/rdmad.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -191,6 +192,63 @@ TEST(DaemonStartup, SoftNicIsOpenedLoggedAndExported) {
   EXPECT_TRUE(metrics_contain(port, "rdmad_np_cnp_packets_sent_total{device=\"rail0\",port=\"1\"} 0", 5s));
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_exit(5s), 0);
+}
+
+// The client service end to end: librdmad talks to a real daemon whose soft NICs register memory
+// through the transport interface.
+TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
+  TempDir dir;
+  const std::string sock = dir.path() + "/run/rdmad.sock";
+  const std::string cfg = dir.write(
+      "rdmad.toml", config_text(dir, "info") +
+                        "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"
+                        "[[nic]]\nname = \"rail1\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n");
+  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(d.wait_for_output("] ready", 10s)) << d.output();
+  EXPECT_NE(d.output().find("serving clients on " + sock), std::string::npos) << d.output();
+  std::smatch m;
+  const std::string out = d.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  const int port = std::stoi(m[1]);
+
+  rdmad_client* client = nullptr;
+  ASSERT_EQ(rdmad_connect(sock.c_str(), &client), RDMAD_OK) << rdmad_last_error(nullptr);
+  rdmad_nic_info nics[4];
+  size_t count = 0;
+  ASSERT_EQ(rdmad_query_nics(client, nics, 4, &count), RDMAD_OK) << rdmad_last_error(client);
+  ASSERT_EQ(count, 2u);
+  EXPECT_STREQ(nics[0].name, "rail0");
+  EXPECT_STREQ(nics[1].backend, "soft");
+  EXPECT_EQ(nics[1].link_state, RDMAD_LINK_UP);
+
+  rdmad_host_buffer buf{};
+  ASSERT_EQ(rdmad_alloc_host(1 << 20, &buf), RDMAD_OK);
+  rdmad_mr* mr = nullptr;
+  ASSERT_EQ(rdmad_register_host(client, buf.fd, 0, buf.length,
+                                RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ, 0, &mr),
+            RDMAD_OK)
+      << rdmad_last_error(client);
+  ASSERT_EQ(rdmad_mr_nic_count(mr), 2u);
+  rdmad_nic_key k0{}, k1{};
+  ASSERT_EQ(rdmad_mr_key(mr, 0, &k0), RDMAD_OK);
+  ASSERT_EQ(rdmad_mr_key(mr, 1, &k1), RDMAD_OK);
+  EXPECT_EQ(k0.nic_index, 0u);
+  EXPECT_EQ(k1.nic_index, 1u);
+  EXPECT_NE(k0.rkey, 0u);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 1", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_clients_connected 1", 5s));
+
+  // dma-buf on a soft NIC is refused with the reason.
+  rdmad_mr* gpu = nullptr;
+  EXPECT_NE(rdmad_register_gpu(client, 0x1000, 4096, RDMAD_ACCESS_LOCAL_WRITE, 0, &gpu), RDMAD_OK);
+
+  // A client that goes away has its registrations released.
+  rdmad_disconnect(client);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 0", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_clients_connected 0", 5s));
+  rdmad_free_host(&buf);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(5s), 0) << d.output();
 }
 
 TEST(DaemonStartup, NicThatCannotOpenIsAStartupErrorNamingIt) {
