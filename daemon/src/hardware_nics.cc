@@ -12,6 +12,7 @@
 #include "rdmad/nic_cc/cc_param_store.h"
 #include "rdmad/nic_cc/cc_port_status.h"
 #include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "port_metrics.h"
 
 namespace rdmad::daemon {
 namespace rc = verbs::rdma_core;
@@ -147,45 +148,33 @@ class HardwareNics::Collector final : public prometheus::Collectable {
         const metrics::LabelList l = {{"device", d.name}, {"port", port}};
         const auto it = owner_.ports_.find(PortKey{d.name, p.port});
         const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
-        f.gauge("rdmad_nic_info", "Always 1; one series per NIC port with its backend and link layer.",
-                {{"device", d.name}, {"port", port}, {"backend", "rdma_core"},
-                 {"link_layer", std::string(rc::to_string(p.link_layer))}, {"nic", st ? st->nic_name : ""}},
-                1);
         // State and counters are read now: sysfs is the source of truth for hardware ports.
         const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
         int state = p.state;
         uint64_t rate = p.rate_mbps;
         for (const auto& fp : fresh.ports)
           if (fp.port == p.port) state = fp.state, rate = fp.rate_mbps;
-        f.gauge("rdmad_state_id", "Port state as sysfs numbers it (1 DOWN, 2 INIT, 4 ACTIVE).", l, state);
-        f.gauge("rdmad_rate_bytes_per_second", "Port link speed in bytes per second.", l,
-                static_cast<double>(rate) * 1e6 / 8);
+        add_port_info(f, {d.name, port, "rdma_core", std::string(rc::to_string(p.link_layer)),
+                          st ? st->nic_name : "", state, static_cast<double>(rate) * 1e6 / 8});
+        PortCounterValues v;
         if (auto pc = nic_cc::read_port_counters(owner_.root_, d.name, p.port); pc.ok()) {
-          f.counter("rdmad_port_data_received_bytes_total", "Bytes received (counters/port_rcv_data x 4).", l,
-                    static_cast<double>(pc.value().rcv_bytes));
-          f.counter("rdmad_port_data_transmitted_bytes_total", "Bytes transmitted (counters/port_xmit_data x 4).", l,
-                    static_cast<double>(pc.value().xmit_bytes));
-          f.counter("rdmad_port_packets_received_total", "Packets received.", l,
-                    static_cast<double>(pc.value().rcv_packets));
-          f.counter("rdmad_port_packets_transmitted_total", "Packets transmitted.", l,
-                    static_cast<double>(pc.value().xmit_packets));
+          // counters/port_*_data count 4-byte words; read_port_counters returns bytes.
+          v.rx_bytes = pc.value().rcv_bytes;
+          v.tx_bytes = pc.value().xmit_bytes;
+          v.rx_packets = pc.value().rcv_packets;
+          v.tx_packets = pc.value().xmit_packets;
         }
         if (auto hw = nic_cc::read_hw_counters(owner_.root_, d.name, p.port); hw.ok()) {
           const auto dc = nic_cc::dcqcn_counters(hw.value());
-          auto c = [&](const char* name, const char* help, const std::optional<uint64_t>& v) {
-            if (v) f.counter(name, help, l, static_cast<double>(*v));
-          };
-          c("rdmad_np_cnp_packets_sent_total", "CNPs sent by the notification point.", dc.np_cnp_sent);
-          c("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.",
-            dc.np_ecn_marked_roce_packets);
-          c("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", dc.rp_cnp_handled);
-          c("rdmad_rp_cnp_ignored_packets_received_total",
-            "CNPs received but not applied (congestion control off or unknown QP).", dc.rp_cnp_ignored);
-          c("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
-            dc.out_of_sequence);
-          c("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", dc.packet_seq_err);
-          c("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", dc.local_ack_timeout_err);
+          v.np_cnp_sent = dc.np_cnp_sent;
+          v.np_ecn_marked = dc.np_ecn_marked_roce_packets;
+          v.rp_cnp_handled = dc.rp_cnp_handled;
+          v.rp_cnp_ignored = dc.rp_cnp_ignored;
+          v.out_of_sequence = dc.out_of_sequence;
+          v.packet_seq_err = dc.packet_seq_err;
+          v.local_ack_timeout_err = dc.local_ack_timeout_err;
         }
+        add_port_counters(f, l, v);
         if (st != nullptr) {
           for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
             f.gauge("rdmad_cc_misconfigured",
@@ -194,7 +183,7 @@ class HardwareNics::Collector final : public prometheus::Collectable {
           }
           if (!st->cc_info.empty()) {
             metrics::LabelList info = l;
-            for (const auto& [k, v] : st->cc_info) info.emplace_back(k, v);
+            for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
             f.gauge("rdmad_cc_params_info", "Always 1; the NIC's DCQCN parameters in force as labels (mlx5 knobs).",
                     info, 1);
           }

@@ -4,6 +4,7 @@
 
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/family_set.h"
+#include "port_metrics.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -40,18 +41,11 @@ class NicCollector final : public prometheus::Collectable {
       if (nic.config.backend == "rdma_core") continue;
       const std::string device = nic.device->info().name;
       for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
-        const metrics::LabelList l = {{"device", device}, {"port", std::to_string(p)}};
         const auto port_result = nic.device->query_port(p);
         if (port_result.is_ok()) {
-          const verbs::PortInfo* port = &port_result.value();
-          f.gauge("rdmad_nic_info", "Always 1; one series per NIC port with its backend and link layer.",
-                  {{"device", device}, {"port", std::to_string(p)}, {"backend", nic.config.backend},
-                   {"link_layer", link_layer_name(port->link_layer)}, {"nic", nic.config.name}},
-                  1);
-          f.gauge("rdmad_state_id", "Port state as sysfs numbers it (1 DOWN, 2 INIT, 4 ACTIVE).", l,
-                  state_id(port->state));
-          f.gauge("rdmad_rate_bytes_per_second", "Port link speed in bytes per second.", l,
-                  static_cast<double>(port->speed_mbps) * 1e6 / 8);
+          const verbs::PortInfo& port = port_result.value();
+          add_port_info(f, {device, std::to_string(p), nic.config.backend, link_layer_name(port.link_layer),
+                            nic.config.name, state_id(port.state), static_cast<double>(port.speed_mbps) * 1e6 / 8});
         }
       }
       // Counters are per device; soft NICs have one port.
@@ -60,20 +54,10 @@ class NicCollector final : public prometheus::Collectable {
       auto counter = [&](const char* name, const char* help, uint64_t v) {
         f.counter(name, help, l, static_cast<double>(v));
       };
-      counter("rdmad_port_data_received_bytes_total", "RoCEv2 payload bytes received.", c.rx_bytes);
-      counter("rdmad_port_data_transmitted_bytes_total", "RoCEv2 payload bytes transmitted.", c.tx_bytes);
-      counter("rdmad_port_packets_received_total", "RoCEv2 packets received.", c.rx_packets);
-      counter("rdmad_port_packets_transmitted_total", "RoCEv2 packets transmitted.", c.tx_packets);
-      counter("rdmad_np_cnp_packets_sent_total", "CNPs sent by the notification point.", c.np_cnp_sent);
-      counter("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.",
-              c.np_ecn_marked_roce_packets);
-      counter("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", c.rp_cnp_handled);
-      counter("rdmad_rp_cnp_ignored_packets_received_total",
-              "CNPs received but not applied (congestion control off or unknown QP).", c.rp_cnp_ignored);
-      counter("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
-              c.out_of_sequence);
-      counter("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", c.packet_seq_err);
-      counter("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", c.local_ack_timeout_err);
+      add_port_counters(f, l,
+                        {c.rx_bytes, c.tx_bytes, c.rx_packets, c.tx_packets, c.np_cnp_sent,
+                         c.np_ecn_marked_roce_packets, c.rp_cnp_handled, c.rp_cnp_ignored, c.out_of_sequence,
+                         c.packet_seq_err, c.local_ack_timeout_err});
       counter("rdmad_retransmitted_packets_total", "Packets retransmitted.", c.retransmitted_packets);
       counter("rdmad_duplicate_requests_total", "Requests received with an already-seen PSN.", c.duplicate_request);
       counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
