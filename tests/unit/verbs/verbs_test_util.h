@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/registry.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 
@@ -19,6 +20,7 @@ inline BackendRegistry& registry() {
   static BackendRegistry r = [] {
     BackendRegistry reg;
     soft::register_backend(reg);
+    rdma_core::register_backend(reg);
     return reg;
   }();
   return r;
@@ -59,7 +61,8 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
     return nullptr;
   }
   if (backend != "soft" && b->list_devices().empty()) {
-    *skip_reason = "backend '" + backend + "' found no device on this machine";
+    // The backend's own reason ("no RDMA device: ibv_get_device_list found 0 devices").
+    *skip_reason = b->open(config).status().message();
     return nullptr;
   }
   auto r = b->open(config);

@@ -115,4 +115,17 @@ const SplitKeys* region_slices(const verbs::MemoryRegion& mr) {
   return rc != nullptr ? &rc->keys() : nullptr;
 }
 
+std::optional<NicLocation> nic_location(const Device& device) {
+  const auto* rc = dynamic_cast<const RcDevice*>(&device);
+  if (rc == nullptr) return std::nullopt;
+  const DeviceState& st = rc->state();
+  NicLocation loc;
+  loc.device = st.sysfs.name;
+  loc.port = st.config.port;
+  if (const PortInfo* p = st.sysfs_port(); p != nullptr) loc.netdev = p->netdev;
+  loc.pci_address = st.sysfs.pci_address;
+  loc.sysfs_root = st.root.root().string();
+  return loc;
+}
+
 }  // namespace rdmad::verbs::rdma_core

@@ -2,6 +2,8 @@
 // handle) and dma-buf memory; QP creation.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rc_objects.h"
 #include "rdmad/verbs/rdma_core/mr_split.h"
 

@@ -41,6 +41,7 @@ class RcDevice final : public Device {
   Result<std::unique_ptr<verbs::ProtectionDomain>> alloc_pd() override;
   Result<std::unique_ptr<verbs::CompletionQueue>> create_cq(uint32_t depth) override;
   NicCounters counters() const override;
+  const DeviceState& state() const { return *state_; }
 
  private:
   std::shared_ptr<DeviceState> state_;

@@ -2,7 +2,9 @@
 // built on the stack (no allocation per post), and the QP state machine through ibv_modify_qp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "rc_objects.h"
 

@@ -6,7 +6,9 @@
 // fixes it) or `gid_netdev` / `gid_cidr` / `gid_ipv6`, `dscp`. The source GID is selected again at
 // every query_port() and at every modify() carrying kQpAv, so address changes are picked up without
 // keeping an index; after an AddressWatcher event the daemon calls query_port() to log the new GID.
-// NIC congestion control (cc_apply) is not part of the verbs device: see rdmad/nic_cc/.
+// NIC congestion control (cc_apply) is not part of the verbs device: nic_location() gives the netdev
+// and PCI address that rdmad/nic_cc/ (inspect_cc, locate_cc_params, apply_cc_params) needs.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,5 +31,17 @@ inline void register_backend(BackendRegistry& registry) { registry.add(backend_i
 /// The slice keys of a region registered by this backend (null for another backend's region). A
 /// region of at most kMaxMrSliceBytes has one slice; larger ones several (see split_keys.h).
 const SplitKeys* region_slices(const verbs::MemoryRegion& mr);
+
+/// Where an opened rdma_core device sits on the host, for rdmad/nic_cc/ (CC parameters, counters).
+struct NicLocation {
+  std::string device;       // "mlx5_0"
+  uint8_t port = 1;
+  std::string netdev;       // the port's netdev (empty on InfiniBand)
+  std::string pci_address;  // empty for a software device (rxe)
+  std::string sysfs_root;   // the root its sysfs facts were read under
+};
+
+/// nullopt for a device of another backend.
+std::optional<NicLocation> nic_location(const Device& device);
 
 }  // namespace rdmad::verbs::rdma_core
