@@ -19,7 +19,8 @@ class RdmaCoreAdapterHw : public ::testing::Test {
     if (!da) GTEST_SKIP() << skip;
     auto port = da->query_port(1);
     ASSERT_TRUE(port.is_ok()) << port.status().message();
-    if (port->state != PortState::kActive) GTEST_SKIP() << "port 1 of " << da->info().name << " is not ACTIVE";
+    if (port->state != PortState::kActive)
+      GTEST_SKIP() << "port 1 of " << da->info().name << " is not ACTIVE";
     if (port->link_layer == LinkLayer::kInfiniband) {
       GTEST_SKIP() << "InfiniBand: the interface has no LID in QpAttr yet (rdma_core_hw_test covers IB)";
     }
@@ -44,7 +45,8 @@ TEST_F(RdmaCoreAdapterHw, WriteWithImmAndSendAreByteExact) {
   fill_pattern(src, 7);
   auto smr = std::move(a_.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite).value());
   auto dmr = std::move(
-      b_.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead).value());
+      b_.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)
+          .value());
   auto rmr = std::move(b_.pd->reg_mr(rbuf.data(), rbuf.size(), kAccessLocalWrite).value());
   RecvWr r[2] = {{1, {reinterpret_cast<uint64_t>(rbuf.data()), 4096, rmr->lkey()}},
                  {2, {reinterpret_cast<uint64_t>(rbuf.data()), 4096, rmr->lkey()}}};

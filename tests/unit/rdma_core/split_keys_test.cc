@@ -13,8 +13,12 @@ SplitKeys three_slices() {  // 10 GiB: 3.5 + 3.5 + 3 GiB
   k.addr = kBase;
   k.length = 10ULL << 30;
   k.count = 3;
-  k.lkeys[0] = 0x100, k.lkeys[1] = 0x200, k.lkeys[2] = 0x300;
-  k.rkeys[0] = 0x1100, k.rkeys[1] = 0x1200, k.rkeys[2] = 0x1300;
+  k.lkeys[0] = 0x100;
+  k.lkeys[1] = 0x200;
+  k.lkeys[2] = 0x300;
+  k.rkeys[0] = 0x1100;
+  k.rkeys[1] = 0x1200;
+  k.rkeys[2] = 0x1300;
   return k;
 }
 

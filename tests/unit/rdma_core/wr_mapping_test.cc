@@ -22,8 +22,9 @@ TEST(RdmaCoreWcStatus, EveryInterfaceStatusHasItsIbverbsStatus) {
 }
 
 TEST(RdmaCoreWcStatus, StatusesWithoutAnInterfaceNameAreGeneralErrors) {
-  for (ibv_wc_status s : {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
-                          IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_FATAL_ERR, IBV_WC_GENERAL_ERR}) {
+  for (ibv_wc_status s :
+       {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
+        IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_FATAL_ERR, IBV_WC_GENERAL_ERR}) {
     EXPECT_EQ(to_wc_status(s), WcStatus::kGeneralError) << ibv_wc_status_str(s);
   }
 }
@@ -173,7 +174,8 @@ TEST(RdmaCoreQpAttr, InitToRtrOnRoceCarriesTheGrh) {
   path.sgid_index = 3;
   path.dscp = 26;
   path.hop_limit = 64;
-  const uint32_t mask = kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer | kQpMaxDestRdAtomic;
+  const uint32_t mask =
+      kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer | kQpMaxDestRdAtomic;
   const auto t = to_ibv_qp_attr(a, mask, path);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->mask, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_AV |
@@ -217,8 +219,8 @@ TEST(RdmaCoreQpAttr, RtrToRtsAndUnselectedFieldsStayOut) {
   a.rnr_retry = 7;
   a.max_rd_atomic = 4;
   a.path_mtu_bytes = 1000;  // invalid but not selected
-  const auto t = to_ibv_qp_attr(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxRdAtomic,
-                                PathConfig{});
+  const auto t = to_ibv_qp_attr(
+      a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxRdAtomic, PathConfig{});
   ASSERT_TRUE(t);
   EXPECT_EQ(t->mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                          IBV_QP_MAX_QP_RD_ATOMIC);
@@ -242,6 +244,26 @@ TEST(RdmaCoreQpState, RoundTrip) {
     EXPECT_EQ(from_ibv_state(to_ibv_state(s)), s);
   }
   EXPECT_EQ(from_ibv_state(IBV_QPS_SQE), QpState::kError);
+}
+
+TEST(RdmaCoreQpAttr, MergeKeepsUnselectedFields) {
+  QpAttr current;
+  current.state = QpState::kRtr;
+  current.dest_qp_num = 0x42;
+  current.path_mtu_bytes = 2048;
+  QpAttr next;  // defaults everywhere except what the modify selects
+  next.state = QpState::kRts;
+  next.sq_psn = 0x777;
+  merge_qp_attr(next, kQpState | kQpSqPsn, current);
+  EXPECT_EQ(current.state, QpState::kRts);
+  EXPECT_EQ(current.sq_psn, 0x777u);
+  EXPECT_EQ(current.dest_qp_num, 0x42u);
+  EXPECT_EQ(current.path_mtu_bytes, 2048u);
+  next.dest_gid = *Gid::from_ip("10.0.0.9");
+  next.state = QpState::kError;
+  merge_qp_attr(next, kQpAv, current);
+  EXPECT_EQ(current.dest_gid.to_ip_string(), "10.0.0.9");
+  EXPECT_EQ(current.state, QpState::kRts);
 }
 
 }  // namespace

@@ -10,10 +10,13 @@ namespace {
 PortState to_port_state(int ib_state) {
   switch (ib_state) {
     case IBV_PORT_ACTIVE:
-    case IBV_PORT_ACTIVE_DEFER: return PortState::kActive;
+    case IBV_PORT_ACTIVE_DEFER:
+      return PortState::kActive;
     case IBV_PORT_INIT:
-    case IBV_PORT_ARMED: return PortState::kInit;
-    default: return PortState::kDown;
+    case IBV_PORT_ARMED:
+      return PortState::kInit;
+    default:
+      return PortState::kDown;
   }
 }
 
@@ -23,8 +26,8 @@ verbs::PortInfo to_verbs_port(const PortInfo& port, const GidBytes& gid) {
   verbs::PortInfo out;
   out.port_num = static_cast<uint8_t>(port.port);
   out.state = to_port_state(port.state);
-  out.link_layer = port.link_layer == LinkLayer::kInfiniBand ? verbs::LinkLayer::kInfiniband
-                                                             : verbs::LinkLayer::kEthernet;
+  out.link_layer =
+      port.link_layer == LinkLayer::kInfiniBand ? verbs::LinkLayer::kInfiniband : verbs::LinkLayer::kEthernet;
   out.speed_mbps = static_cast<uint32_t>(port.rate_mbps);
   out.max_mtu_bytes = 4096;
   out.active_mtu_bytes = port.active_mtu_bytes;

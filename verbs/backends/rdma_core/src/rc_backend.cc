@@ -52,14 +52,16 @@ Result<std::unique_ptr<Device>> open_device(const DeviceConfig& config) {
     state->caps = caps.value();
   }
   if (config.port == 0 || config.port > state->caps.phys_port_cnt) {
-    return Status::error(fmt::format("{} has ports 1..{}, not {}", state->sysfs.name, state->caps.phys_port_cnt,
-                                     config.port));
+    return Status::error(
+        fmt::format("{} has ports 1..{}, not {}", state->sysfs.name, state->caps.phys_port_cnt, config.port));
   }
-  if (auto match = gid_match_from_config(config, state->root, ""); !match) return Status::error(match.error());
-  const GidChoice gid = state->select_gid_now();
+  if (auto match = gid_match_from_config(config, state->root, ""); !match)
+    return Status::error(match.error());
+  const GidChoice gid = state->select_gid_now(config.port);
   if (auto log = spdlog::get("verbs")) {
-    log->info("{} port {}: source gid {}", state->sysfs.name, config.port,
-              gid.ok() ? fmt::format("{} ({})", format_gid(gid.entry->gid), gid.reason) : "none: " + gid.reason);
+    log->info(
+        "{} port {}: source gid {}", state->sysfs.name, config.port,
+        gid.ok() ? fmt::format("{} ({})", format_gid(gid.entry->gid), gid.reason) : "none: " + gid.reason);
   }
   return std::unique_ptr<Device>(new RcDevice(std::move(state)));
 }
@@ -85,10 +87,13 @@ Status status_from_errno(int err, std::string message) {
   switch (err) {
     case ENOMEM:
     case EAGAIN:
-    case ENOSPC: return Status::no_resource(std::move(message));
+    case ENOSPC:
+      return Status::no_resource(std::move(message));
     case EOPNOTSUPP:
-    case EPROTONOSUPPORT: return Status::not_supported(std::move(message));
-    default: return Status::error(std::move(message));
+    case EPROTONOSUPPORT:
+      return Status::not_supported(std::move(message));
+    default:
+      return Status::error(std::move(message));
   }
 }
 
@@ -122,7 +127,7 @@ std::optional<NicLocation> nic_location(const Device& device) {
   NicLocation loc;
   loc.device = st.sysfs.name;
   loc.port = st.config.port;
-  if (const PortInfo* p = st.sysfs_port(); p != nullptr) loc.netdev = p->netdev;
+  if (const PortInfo* p = st.sysfs_port(st.config.port); p != nullptr) loc.netdev = p->netdev;
   loc.pci_address = st.sysfs.pci_address;
   loc.sysfs_root = st.root.root().string();
   return loc;

@@ -9,32 +9,32 @@
 
 namespace rdmad::verbs::rdma_core {
 
-const PortInfo* DeviceState::sysfs_port() const {
+const PortInfo* DeviceState::sysfs_port(uint8_t port_num) const {
   for (const PortInfo& p : sysfs.ports) {
-    if (p.port == config.port) return &p;
+    if (p.port == port_num) return &p;
   }
   return nullptr;
 }
 
-GidChoice DeviceState::select_gid_now() const {
-  const PortInfo* port = sysfs_port();
+GidChoice DeviceState::select_gid_now(uint8_t port_num) const {
+  const PortInfo* port = sysfs_port(port_num);
   PortInfo fallback;
-  fallback.port = config.port;
+  fallback.port = port_num;
   if (port == nullptr) port = &fallback;
   auto match = gid_match_from_config(config, root, port->netdev);
   if (!match) return {std::nullopt, match.error()};
-  auto table = read_gid_table_verbs(ctx.get(), sysfs.name, config.port);
+  auto table = read_gid_table_verbs(ctx.get(), sysfs.name, port_num);
   if (table) return select_port_gid(*table, *port, *match);
-  const auto from_sysfs = read_gid_table_sysfs(root, sysfs.name, config.port);
+  const auto from_sysfs = read_gid_table_sysfs(root, sysfs.name, port_num);
   return select_port_gid(from_sysfs, *port, *match);
 }
 
 Result<PathConfig> DeviceState::path_config() const {
   ibv_port_attr attr{};
   if (const int rc = ibv_query_port(ctx.get(), config.port, &attr); rc != 0) {
-    return Status::error(VerbsError{fmt::format("ibv_query_port({})", config.port), sysfs.name,
-                                    rc > 0 ? rc : errno}
-                             .message());
+    return Status::error(
+        VerbsError{fmt::format("ibv_query_port({})", config.port), sysfs.name, rc > 0 ? rc : errno}
+            .message());
   }
   PathConfig p;
   p.port_num = config.port;
@@ -46,7 +46,7 @@ Result<PathConfig> DeviceState::path_config() const {
         "{} port {} is InfiniBand: LID addressing through the verbs interface needs QpAttr::dest_lid",
         sysfs.name, config.port));
   }
-  const GidChoice gid = select_gid_now();
+  const GidChoice gid = select_gid_now(config.port);
   if (!gid.ok()) {
     return Status::error(fmt::format("{} port {}: no source GID: {}", sysfs.name, config.port, gid.reason));
   }
@@ -61,10 +61,8 @@ RcDevice::RcDevice(std::shared_ptr<DeviceState> state) : state_(std::move(state)
 }
 
 Result<verbs::PortInfo> RcDevice::query_port(uint8_t port_num) const {
-  if (port_num != state_->config.port) {
-    return Status::not_supported(
-        fmt::format("{} was opened on port {}, not {}", info_.name, state_->config.port, port_num));
-  }
+  // Any port can be described; QPs use the configured one. The GID rule (gid_netdev empty) follows
+  // each port's own netdev.
   ibv_port_attr attr{};
   if (const int rc = ibv_query_port(state_->ctx.get(), port_num, &attr); rc != 0) {
     return Status::error(
@@ -77,7 +75,7 @@ Result<verbs::PortInfo> RcDevice::query_port(uint8_t port_num) const {
   for (const PortInfo& p : now.ports) {
     if (p.port == port_num) port = p;
   }
-  const GidChoice gid = state_->select_gid_now();
+  const GidChoice gid = state_->select_gid_now(port_num);
   verbs::PortInfo out = to_verbs_port(port, gid.entry ? gid.entry->gid : GidBytes{});
   apply_port_attr(attr, out);
   return out;
@@ -91,7 +89,8 @@ Result<std::unique_ptr<verbs::ProtectionDomain>> RcDevice::alloc_pd() {
 
 Result<std::unique_ptr<verbs::CompletionQueue>> RcDevice::create_cq(uint32_t depth) {
   if (depth == 0 || depth > state_->caps.max_cqe) {
-    return Status::error(fmt::format("cq depth {} outside 1..{} on {}", depth, state_->caps.max_cqe, info_.name));
+    return Status::error(
+        fmt::format("cq depth {} outside 1..{} on {}", depth, state_->caps.max_cqe, info_.name));
   }
   auto cq = rdma_core::CompletionQueue::create(state_->ctx, static_cast<int>(depth), nullptr, 0);
   if (!cq) return status_from_errno(cq.error().err, cq.error().message());

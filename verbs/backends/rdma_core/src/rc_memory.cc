@@ -21,12 +21,13 @@ RcMemoryRegion::~RcMemoryRegion() {
 RcProtectionDomain::RcProtectionDomain(std::shared_ptr<DeviceState> state, rdma_core::ProtectionDomain pd)
     : state_(std::move(state)), pd_(std::move(pd)), split_(std::make_shared<SplitKeyTable>()) {}
 
-Result<std::unique_ptr<verbs::MemoryRegion>> RcProtectionDomain::reg_mr(void* addr, size_t length, uint32_t access) {
+Result<std::unique_ptr<verbs::MemoryRegion>> RcProtectionDomain::reg_mr(void* addr, size_t length,
+                                                                        uint32_t access) {
   const auto plan = plan_mr_slices(length);
   if (plan.empty()) return Status::error(fmt::format("reg_mr of 0 bytes on {}", pd_.device()));
   if (plan.size() > kMaxSlices) {
-    return Status::no_resource(fmt::format("reg_mr of {} bytes on {}: more than {} slices of {} bytes", length,
-                                           pd_.device(), kMaxSlices, kMaxMrSliceBytes));
+    return Status::no_resource(fmt::format("reg_mr of {} bytes on {}: more than {} slices of {} bytes",
+                                           length, pd_.device(), kMaxSlices, kMaxMrSliceBytes));
   }
   SplitKeys keys;
   keys.addr = reinterpret_cast<uint64_t>(addr);
@@ -45,18 +46,21 @@ Result<std::unique_ptr<verbs::MemoryRegion>> RcProtectionDomain::reg_mr(void* ad
   std::shared_ptr<SplitKeyTable> table;
   if (slices.size() > 1) {
     if (!split_->add(keys)) {
-      return Status::no_resource(
-          fmt::format("{} split regions already registered on this PD of {}", SplitKeyTable::kCapacity, pd_.device()));
+      return Status::no_resource(fmt::format("{} split regions already registered on this PD of {}",
+                                             SplitKeyTable::kCapacity, pd_.device()));
     }
     table = split_;
   }
-  return std::unique_ptr<verbs::MemoryRegion>(new RcMemoryRegion(std::move(slices), keys, access, std::move(table)));
+  return std::unique_ptr<verbs::MemoryRegion>(
+      new RcMemoryRegion(std::move(slices), keys, access, std::move(table)));
 }
 
-Result<std::unique_ptr<verbs::MemoryRegion>> RcProtectionDomain::reg_dmabuf_mr(int fd, uint64_t offset, size_t length,
-                                                                        uint64_t iova, uint32_t access) {
+Result<std::unique_ptr<verbs::MemoryRegion>> RcProtectionDomain::reg_dmabuf_mr(int fd, uint64_t offset,
+                                                                               size_t length, uint64_t iova,
+                                                                               uint32_t access) {
   if (state_->caps.dmabuf.support != DmabufSupport::kSupported) {
-    return Status::not_supported(fmt::format("{}: dma-buf registration: {}", pd_.device(), state_->caps.dmabuf.detail));
+    return Status::not_supported(
+        fmt::format("{}: dma-buf registration: {}", pd_.device(), state_->caps.dmabuf.detail));
   }
   auto mr = rdma_core::MemoryRegion::register_dmabuf(pd_, offset, length, iova, fd, to_ibv_access(access));
   if (!mr) return status_from_errno(mr.error().err, mr.error().message());

@@ -26,11 +26,12 @@ struct DeviceState {
   DeviceInfo sysfs;  // facts read at open
   DeviceCaps caps;
 
-  // Reads the GID table (ibv_query_gid_table, sysfs when that fails) and applies the config's rule.
-  GidChoice select_gid_now() const;
+  // Reads the GID table of `port` (ibv_query_gid_table, sysfs when that fails) and applies the
+  // config's rule.
+  GidChoice select_gid_now(uint8_t port) const;
   // How QPs of the configured port address their peers right now.
   Result<PathConfig> path_config() const;
-  const PortInfo* sysfs_port() const;
+  const PortInfo* sysfs_port(uint8_t port) const;
 };
 
 class RcDevice final : public Device {
@@ -71,8 +72,8 @@ class RcProtectionDomain final : public verbs::ProtectionDomain {
  public:
   RcProtectionDomain(std::shared_ptr<DeviceState> state, rdma_core::ProtectionDomain pd);
   Result<std::unique_ptr<verbs::MemoryRegion>> reg_mr(void* addr, size_t length, uint32_t access) override;
-  Result<std::unique_ptr<verbs::MemoryRegion>> reg_dmabuf_mr(int fd, uint64_t offset, size_t length, uint64_t iova,
-                                                      uint32_t access) override;
+  Result<std::unique_ptr<verbs::MemoryRegion>> reg_dmabuf_mr(int fd, uint64_t offset, size_t length,
+                                                             uint64_t iova, uint32_t access) override;
   Result<std::unique_ptr<verbs::QueuePair>> create_qp(const QpInitAttr& attr) override;
 
  private:
@@ -95,8 +96,8 @@ class RcCompletionQueue final : public verbs::CompletionQueue {
 
 class RcQueuePair final : public verbs::QueuePair {
  public:
-  RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp, std::shared_ptr<SplitKeyTable> split,
-              const QpInitAttr& init);
+  RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
+              std::shared_ptr<SplitKeyTable> split, const QpInitAttr& init);
   uint32_t qp_num() const override { return qp_.qp_num(); }
   Status modify(const QpAttr& attr, uint32_t mask) override;
   QpAttr query() const override;

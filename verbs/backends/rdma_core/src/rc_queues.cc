@@ -59,12 +59,12 @@ Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
     path = p.value();
   }
   const auto t = to_ibv_qp_attr(attr, mask, path);
-  if (!t) return Status::error(fmt::format("qp 0x{:x}: path mtu {} is not 256..4096", qp_num(), attr.path_mtu_bytes));
+  if (!t)
+    return Status::error(
+        fmt::format("qp 0x{:x}: path mtu {} is not 256..4096", qp_num(), attr.path_mtu_bytes));
   auto r = qp_.modify(t->attr, t->mask);
   if (!r) return Status::error(r.error().message());
-  const QpAttr old = attr_;
-  attr_ = attr;
-  if (!(mask & kQpState)) attr_.state = old.state;
+  merge_qp_attr(attr, mask, attr_);
   qp_state_.store(attr_.state, std::memory_order_release);
   return Status::ok();
 }

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/verbs/registry.h"
 #include "rdmad/verbs/rdma_core/split_keys.h"
+#include "rdmad/verbs/registry.h"
 
 namespace rdmad::verbs::rdma_core {
 
@@ -34,7 +34,7 @@ const SplitKeys* region_slices(const verbs::MemoryRegion& mr);
 
 /// Where an opened rdma_core device sits on the host, for rdmad/nic_cc/ (CC parameters, counters).
 struct NicLocation {
-  std::string device;       // "mlx5_0"
+  std::string device;  // "mlx5_0"
   uint8_t port = 1;
   std::string netdev;       // the port's netdev (empty on InfiniBand)
   std::string pci_address;  // empty for a software device (rxe)

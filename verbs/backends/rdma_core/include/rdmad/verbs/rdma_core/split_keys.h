@@ -20,8 +20,8 @@
 
 namespace rdmad::verbs::rdma_core {
 
-inline constexpr size_t kMaxSlices = 64;      // 224 GiB per registration
-inline constexpr size_t kMaxSgePieces = 3;    // a 4 GiB SGE touches at most three 3.5 GiB slices
+inline constexpr size_t kMaxSlices = 64;    // 224 GiB per registration
+inline constexpr size_t kMaxSgePieces = 3;  // a 4 GiB SGE touches at most three 3.5 GiB slices
 
 struct SplitKeys {
   uint64_t addr = 0;  // start of the whole registration

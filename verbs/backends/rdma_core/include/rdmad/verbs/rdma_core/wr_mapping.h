@@ -51,4 +51,7 @@ struct PathConfig {
 /// selected field has no ibverbs value (a path MTU other than 256..4096).
 std::optional<QpTransition> to_ibv_qp_attr(const QpAttr& attr, uint32_t mask, const PathConfig& path);
 
+/// Copies the fields `mask` selects from `in` into `out` (what a QP reports after a modify).
+void merge_qp_attr(const QpAttr& in, uint32_t mask, QpAttr& out);
+
 }  // namespace rdmad::verbs::rdma_core
