@@ -11,6 +11,11 @@
 #include <vector>
 
 #include "rdmad/verbs/registry.h"
+// Binaries that link the rdma_core backend (and so see its headers) also run its instances.
+#if __has_include("rdmad/verbs/rdma_core/rdma_core_backend.h")
+#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
+#define RDMAD_TEST_HAVE_RDMA_CORE 1
+#endif
 #include "rdmad/verbs/soft/soft_backend.h"
 
 namespace rdmad::verbs::test {
@@ -19,6 +24,9 @@ inline BackendRegistry& registry() {
   static BackendRegistry r = [] {
     BackendRegistry reg;
     soft::register_backend(reg);
+#ifdef RDMAD_TEST_HAVE_RDMA_CORE
+    rdma_core::register_backend(reg);
+#endif
     return reg;
   }();
   return r;
@@ -59,7 +67,8 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
     return nullptr;
   }
   if (backend != "soft" && b->list_devices().empty()) {
-    *skip_reason = "backend '" + backend + "' found no device on this machine";
+    // The backend's own reason ("no RDMA device: ibv_get_device_list found 0 devices").
+    *skip_reason = b->open(config).status().message();
     return nullptr;
   }
   auto r = b->open(config);

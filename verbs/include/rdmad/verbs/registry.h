@@ -35,10 +35,18 @@ struct DeviceConfig {
   bool cc_enabled = true;           // soft: run DCQCN (reaction + notification point)
   cc::DcqcnParams dcqcn = cc::mlx5_profile();
   uint32_t socket_buffer_bytes = 8u << 20;  // soft: SO_SNDBUF/SO_RCVBUF
-  bool verify_icrc = true;
+  bool verify_icrc = true;          // soft: drop packets whose ICRC does not match their IP/UDP headers
   // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
   // round trips when the datapath has a core of its own and lengthens them when cores are shared.
-  uint32_t busy_poll_us = 0;          // soft: drop packets whose ICRC does not match their IP/UDP headers
+  uint32_t busy_poll_us = 0;
+  // rdma_core: which port, which source GID, which DSCP. name empty opens the first device.
+  uint8_t port = 1;                 // rdma_core: port number (from 1)
+  int gid_index = -1;               // rdma_core: fixed GID index; -1 selects by gid_netdev/gid_cidr
+  std::string gid_netdev;           // rdma_core: netdev the RoCEv2 GID must be bound to (VLANs on it too)
+  std::string gid_cidr;             // rdma_core: optional prefix the GID must be in ("10.0.0.0/16")
+  bool gid_ipv6 = false;            // rdma_core: the fabric is IPv6 (prefer IPv6 GIDs over IPv4-mapped)
+  uint8_t dscp = 26;                // rdma_core: DSCP of data packets (traffic class = DSCP with ECT(0))
+  std::string sysfs_root = "/";     // rdma_core: stands in for "/" when reading sysfs (tests)
 };
 
 struct BackendInfo {

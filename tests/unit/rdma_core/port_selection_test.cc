@@ -1,0 +1,148 @@
+// From fixture hosts to the interface's PortInfo, NicCounters and Capabilities.
+#include "rdmad/verbs/rdma_core/port_selection.h"
+
+#include <gtest/gtest.h>
+
+#include "rdmad/verbs/rdma_core/device_mapping.h"
+#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "unit/nic_cc/sysfs_fixture.h"
+
+namespace rdmad::verbs::rdma_core {
+namespace {
+
+using nic_cc::SysfsRoot;
+using rdmad::testing::sysfs_fixture;
+
+verbs::PortInfo port_of(const std::string& host, const DeviceConfig& config, GidChoice* choice,
+                        const std::string& device = "mlx5_0") {
+  const SysfsRoot root(sysfs_fixture(host));
+  const DeviceInfo d = read_device_sysfs(root, device);
+  return port_info_from_sysfs(root, d, d.ports.at(0), config, choice);
+}
+
+TEST(RdmaCorePortInfo, RoceHostDefaultsToTheIpv4GidOfThePortsNetdev) {
+  GidChoice choice;
+  const auto p = port_of("roce-cx6dx", DeviceConfig{}, &choice);
+  ASSERT_TRUE(choice.ok()) << choice.reason;
+  EXPECT_EQ(choice.entry->index, 3u);
+  EXPECT_EQ(p.gid.to_ip_string(), "10.10.1.11");
+  EXPECT_EQ(p.port_num, 1);
+  EXPECT_EQ(p.state, PortState::kActive);
+  EXPECT_EQ(p.link_layer, verbs::LinkLayer::kEthernet);
+  EXPECT_EQ(p.speed_mbps, 100000u);
+  EXPECT_EQ(p.active_mtu_bytes, 4096u) << "netdev MTU 9000";
+}
+
+TEST(RdmaCorePortInfo, ConfigPicksVlanByCidrIpv6OrFixedIndex) {
+  GidChoice choice;
+  DeviceConfig c;
+  c.gid_cidr = "192.168.100.0/24";
+  port_of("roce-cx6dx", c, &choice);
+  ASSERT_TRUE(choice.ok()) << choice.reason;
+  EXPECT_EQ(choice.entry->index, 9u) << "the VLAN on the port's netdev is accepted";
+  c = DeviceConfig{};
+  c.gid_ipv6 = true;
+  port_of("roce-cx6dx", c, &choice);
+  ASSERT_TRUE(choice.ok());
+  EXPECT_EQ(choice.entry->index, 5u);
+  c = DeviceConfig{};
+  c.gid_index = 1;
+  port_of("roce-cx6dx", c, &choice);
+  ASSERT_TRUE(choice.ok());
+  EXPECT_EQ(choice.entry->index, 1u);
+}
+
+TEST(RdmaCorePortInfo, BadCidrOrWrongNetdevGivesNoGid) {
+  GidChoice choice;
+  DeviceConfig c;
+  c.gid_cidr = "10.0.0.0/99";
+  const auto p = port_of("roce-cx6dx", c, &choice);
+  EXPECT_FALSE(choice.ok());
+  EXPECT_NE(choice.reason.find("gid_cidr"), std::string::npos);
+  EXPECT_EQ(p.gid, Gid{});
+  c = DeviceConfig{};
+  c.gid_netdev = "eth9";
+  port_of("roce-cx6dx", c, &choice);
+  EXPECT_FALSE(choice.ok()) << "no GID of mlx5_0 is on eth9";
+}
+
+TEST(RdmaCorePortInfo, InfinibandHostUsesThePortGid) {
+  GidChoice choice;
+  const auto p = port_of("ib-hdr", DeviceConfig{}, &choice);
+  ASSERT_TRUE(choice.ok()) << choice.reason;
+  EXPECT_EQ(choice.entry->index, 0u);
+  EXPECT_EQ(format_gid(p.gid.raw), "fe80::b83f:d203:12:3450");
+  EXPECT_EQ(p.link_layer, verbs::LinkLayer::kInfiniband);
+  EXPECT_EQ(p.state, PortState::kActive);
+  EXPECT_EQ(p.speed_mbps, 200000u);
+  const auto down = port_of("ib-hdr", DeviceConfig{}, &choice, "mlx5_1");
+  EXPECT_EQ(down.state, PortState::kDown);
+}
+
+TEST(RdmaCorePortInfo, IbvQueryPortOverridesStateAndMtus) {
+  GidChoice choice;
+  auto p = port_of("roce-cx6dx", DeviceConfig{}, &choice);
+  ibv_port_attr attr{};
+  attr.state = IBV_PORT_INIT;
+  attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+  attr.max_mtu = IBV_MTU_4096;
+  attr.active_mtu = IBV_MTU_1024;
+  apply_port_attr(attr, p);
+  EXPECT_EQ(p.state, PortState::kInit);
+  EXPECT_EQ(p.active_mtu_bytes, 1024u);
+  EXPECT_EQ(p.max_mtu_bytes, 4096u);
+  EXPECT_EQ(p.gid.to_ip_string(), "10.10.1.11") << "the GID stays the selected one";
+}
+
+TEST(RdmaCoreNicCounters, MapsPortAndHwCountersWithByteUnits) {
+  const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
+  const auto port = nic_cc::read_port_counters(root, "mlx5_0", 1);
+  const auto hw = nic_cc::read_hw_counters(root, "mlx5_0", 1);
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(hw);
+  const NicCounters c = to_nic_counters(&port.value(), &hw.value());
+  EXPECT_EQ(c.tx_bytes, 3530287420123ULL * 4) << "port_xmit_data counts 4-byte words";
+  EXPECT_EQ(c.rx_bytes, 2201188776ULL * 4);
+  EXPECT_EQ(c.tx_packets, 5811720381u);
+  EXPECT_EQ(c.rx_packets, 901231177u);
+  EXPECT_EQ(c.np_ecn_marked_roce_packets, 120990u);
+  EXPECT_EQ(c.np_cnp_sent, 120554u);
+  EXPECT_EQ(c.rp_cnp_handled, 98812u);
+  EXPECT_EQ(c.rp_cnp_ignored, 0u);
+  EXPECT_EQ(c.out_of_sequence, 3u);
+  EXPECT_EQ(c.packet_seq_err, 1u);
+  EXPECT_EQ(c.local_ack_timeout_err, 2u);
+  // A driver without hw_counters (the InfiniBand host) still gives the port's traffic.
+  const SysfsRoot ib(sysfs_fixture("ib-hdr"));
+  const auto ib_port = nic_cc::read_port_counters(ib, "mlx5_0", 1);
+  ASSERT_TRUE(ib_port);
+  const NicCounters i = to_nic_counters(&ib_port.value(), nullptr);
+  EXPECT_EQ(i.tx_bytes, ib_port->xmit_bytes);
+  EXPECT_EQ(i.np_cnp_sent, 0u);
+  EXPECT_EQ(to_nic_counters(nullptr, nullptr).tx_bytes, 0u);
+}
+
+TEST(RdmaCoreCapabilities, AdvertiseWhatTheProbesFound) {
+  DeviceCaps caps;
+  caps.max_mr_size = ~0ULL;
+  caps.max_qp = 131072;
+  caps.max_qp_wr = 32768;
+  caps.max_cqe = 4194303;
+  caps.dmabuf = classify_dmabuf_probe(false, EBADF);
+  Capabilities c = to_capabilities(caps, 1u << 30);
+  EXPECT_TRUE(c.dmabuf_mr) << "EBADF on fd -1 means the path is there";
+  EXPECT_FALSE(c.software_cc);
+  EXPECT_EQ(c.max_mr_size, kMaxSlices * kMaxMrSliceBytes) << "one handle covers kMaxSlices slices";
+  EXPECT_EQ(c.max_qp, 131072u);
+  EXPECT_EQ(c.max_qp_wr, 32768u);
+  EXPECT_EQ(c.max_cq_depth, 4194303u);
+  EXPECT_EQ(c.max_msg_size, 1u << 30);
+  caps.dmabuf = classify_dmabuf_probe(false, EOPNOTSUPP);
+  caps.max_mr_size = 1ULL << 30;  // a device that cannot take a 3.5 GiB slice
+  c = to_capabilities(caps, 1u << 30);
+  EXPECT_FALSE(c.dmabuf_mr);
+  EXPECT_EQ(c.max_mr_size, 1ULL << 30);
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::rdma_core

@@ -1,0 +1,67 @@
+// The rdma_core backend's registration and capabilities against its behaviour. Without a device
+// only the "nothing is advertised, nothing opens" half runs; with one (a NIC or Soft-RoCE) the
+// device half checks dma-buf, queue and CQ limits.
+#include <gtest/gtest.h>
+
+#include "verbs_test_util.h"
+
+namespace rdmad::verbs::test {
+namespace {
+
+TEST(RdmaCoreRegistry, RegisteredAndListsLibibverbsDevices) {
+  const BackendInfo* b = registry().find("rdma_core");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->name, "rdma_core");
+  EXPECT_EQ(b->list_devices(), rdma_core::list_device_names());
+}
+
+TEST(RdmaCoreCapabilities, NoDeviceAdvertisesNothingAndOpenSaysWhy) {
+  const BackendInfo* b = registry().find("rdma_core");
+  ASSERT_NE(b, nullptr);
+  if (!b->list_devices().empty()) GTEST_SKIP() << "this host has RDMA devices (see the device half)";
+  const Capabilities& c = b->caps;
+  EXPECT_FALSE(c.dmabuf_mr);
+  EXPECT_FALSE(c.software_cc);
+  EXPECT_EQ(c.max_mr_size, 0u);
+  EXPECT_EQ(c.max_qp, 0u);
+  EXPECT_EQ(c.max_qp_wr, 0u);
+  EXPECT_EQ(c.max_cq_depth, 0u);
+  auto r = registry().open("rdma_core", DeviceConfig{});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "no RDMA device: ibv_get_device_list found 0 devices");
+  DeviceConfig named;
+  named.name = "mlx5_0";
+  EXPECT_FALSE(registry().open("rdma_core", named).is_ok());
+}
+
+TEST(RdmaCoreCapabilities, DeviceMatchesBehaviour) {
+  std::string skip;
+  auto d = open_device("rdma_core", DeviceConfig{}, &skip);
+  if (!d) GTEST_SKIP() << skip;
+  const Capabilities& caps = registry().find("rdma_core")->caps;
+  Endpoint e;
+  make_endpoint(e, std::move(d), 16);
+  // fd -1: EBADF (an error, not "not supported") exactly where the probe said dma-buf works.
+  auto dm = e.pd->reg_dmabuf_mr(-1, 0, 4096, 0, kAccessLocalWrite);
+  ASSERT_FALSE(dm.is_ok());
+  EXPECT_EQ(dm.status().code() == StatusCode::kNotSupported, !caps.dmabuf_mr) << dm.status().message();
+  EXPECT_FALSE(caps.software_cc);
+  EXPECT_GT(caps.max_mr_size, 0u);
+  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).is_ok());
+  QpInitAttr ia;
+  ia.send_cq = e.scq.get();
+  ia.recv_cq = e.rcq.get();
+  ia.max_send_wr = caps.max_qp_wr + 1;
+  EXPECT_FALSE(e.pd->create_qp(ia).is_ok()) << "max_qp_wr + 1 accepted";
+  std::vector<uint8_t> buf(1 << 20);
+  auto mr = e.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteRead);
+  ASSERT_TRUE(mr.is_ok()) << mr.status().message();
+  const rdma_core::SplitKeys* keys = rdma_core::region_slices(*mr.value());
+  ASSERT_NE(keys, nullptr);
+  EXPECT_EQ(keys->count, 1u);
+  EXPECT_EQ(keys->lkeys[0], mr.value()->lkey());
+  EXPECT_EQ(mr.value()->length(), buf.size());
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::test

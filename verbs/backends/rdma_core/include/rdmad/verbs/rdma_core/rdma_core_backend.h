@@ -1,0 +1,47 @@
+#pragma once
+// The rdma_core backend ("rdma_core"): real RDMA NICs through libibverbs. The only header of this
+// backend the daemon includes; everything else goes through the verbs interface.
+//
+// Per NIC the daemon fills DeviceConfig: `name` (empty: the first device), `port`, `gid_index` (>= 0
+// fixes it) or `gid_netdev` / `gid_cidr` / `gid_ipv6`, `dscp`. The source GID is selected again at
+// every query_port() and at every modify() carrying kQpAv, so address changes are picked up without
+// keeping an index; after an AddressWatcher event the daemon calls query_port() to log the new GID.
+// NIC congestion control (cc_apply) is not part of the verbs device: nic_location() gives the netdev
+// and PCI address that rdmad/nic_cc/ (inspect_cc, locate_cc_params, apply_cc_params) needs.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "rdmad/verbs/registry.h"
+
+namespace rdmad::verbs::rdma_core {
+
+/// Names of the devices ibv_get_device_list finds (empty on a host without RDMA devices).
+std::vector<std::string> list_device_names();
+
+/// {name "rdma_core", capabilities, factory}. The capabilities are probed on the first device
+/// (dma-buf by the fd = -1 probe, limits by ibv_query_device); with no device everything is off and
+/// open() fails with "no RDMA device: ibv_get_device_list found 0 devices".
+BackendInfo backend_info();
+
+/// Adds the rdma_core backend to a registry.
+inline void register_backend(BackendRegistry& registry) { registry.add(backend_info()); }
+
+/// The slice keys of a region registered by this backend (null for another backend's region). A
+/// region of at most kMaxMrSliceBytes has one slice; larger ones several (see split_keys.h).
+const SplitKeys* region_slices(const verbs::MemoryRegion& mr);
+
+/// Where an opened rdma_core device sits on the host, for rdmad/nic_cc/ (CC parameters, counters).
+struct NicLocation {
+  std::string device;  // "mlx5_0"
+  uint8_t port = 1;
+  std::string netdev;       // the port's netdev (empty on InfiniBand)
+  std::string pci_address;  // empty for a software device (rxe)
+  std::string sysfs_root;   // the root its sysfs facts were read under
+};
+
+/// nullopt for a device of another backend.
+std::optional<NicLocation> nic_location(const Device& device);
+
+}  // namespace rdmad::verbs::rdma_core

@@ -1,0 +1,131 @@
+// Datapath of the rdma_core backend: batched ibv_poll_cq, chained ibv_post_send / ibv_post_recv
+// built on the stack (no allocation per post), and the QP state machine through ibv_modify_qp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "rc_objects.h"
+
+namespace rdmad::verbs::rdma_core {
+
+namespace {
+
+constexpr size_t kPollBatch = 64;
+constexpr size_t kPostChunk = 32;
+
+// Moves a split region's SGE onto its slices (see split_keys.h); unchanged for any other lkey.
+inline void translate_split(const SplitKeyTable& table, ibv_sge* sges, int& num_sge) {
+  if (num_sge == 0) return;
+  if (const SplitKeys* keys = table.find(sges[0].lkey); keys != nullptr) {
+    const size_t n = translate_sge(*keys, sges[0].addr, sges[0].length, sges);
+    if (n > 0) num_sge = static_cast<int>(n);
+  }
+}
+
+Status post_failure(const char* verb, uint32_t qpn, int rc, size_t done, size_t* posted) {
+  if (posted != nullptr) *posted = done;
+  if (rc == ENOMEM) return Status::no_resource(fmt::format("{} on qp 0x{:x}: queue full", verb, qpn));
+  return Status::error(fmt::format("{} on qp 0x{:x}: {}", verb, qpn, std::strerror(rc)));
+}
+
+}  // namespace
+
+size_t RcCompletionQueue::poll(std::span<WorkCompletion> out) {
+  ibv_wc wc[kPollBatch];
+  size_t total = 0;
+  while (total < out.size()) {
+    const int want = static_cast<int>(std::min(kPollBatch, out.size() - total));
+    const int n = ibv_poll_cq(cq_.get(), want, wc);
+    if (n <= 0) break;  // empty, or a CQ error the async event reports
+    for (int i = 0; i < n; ++i) to_work_completion(wc[i], out[total + static_cast<size_t>(i)]);
+    total += static_cast<size_t>(n);
+    if (n < want) break;
+  }
+  return total;
+}
+
+RcQueuePair::RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
+                         std::shared_ptr<SplitKeyTable> split, const QpInitAttr&)
+    : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {}
+
+Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
+  std::lock_guard lock(attr_mu_);
+  PathConfig path;
+  if (mask & kQpAv) {
+    auto p = state_->path_config();
+    if (!p.is_ok()) return p.status();
+    path = p.value();
+  }
+  const auto t = to_ibv_qp_attr(attr, mask, path);
+  if (!t)
+    return Status::error(
+        fmt::format("qp 0x{:x}: path mtu {} is not 256..4096", qp_num(), attr.path_mtu_bytes));
+  auto r = qp_.modify(t->attr, t->mask);
+  if (!r) return Status::error(r.error().message());
+  merge_qp_attr(attr, mask, attr_);
+  qp_state_.store(attr_.state, std::memory_order_release);
+  return Status::ok();
+}
+
+QpAttr RcQueuePair::query() const {
+  std::lock_guard lock(attr_mu_);
+  QpAttr out = attr_;
+  ibv_qp_attr a{};
+  ibv_qp_init_attr ia{};
+  // The NIC moves a QP to ERR on its own (transport errors): ask it.
+  if (ibv_query_qp(qp_.get(), &a, IBV_QP_STATE, &ia) == 0) out.state = from_ibv_state(a.qp_state);
+  return out;
+}
+
+Status RcQueuePair::post_send(std::span<const SendWr> wrs, size_t* posted) {
+  const QpState st = qp_state_.load(std::memory_order_acquire);
+  if (st != QpState::kRts && st != QpState::kError) {
+    if (posted != nullptr) *posted = 0;
+    return Status::error(fmt::format("post_send on qp 0x{:x} in {}", qp_num(), to_string(st)));
+  }
+  ibv_send_wr wr[kPostChunk];
+  ibv_sge sge[kPostChunk][kMaxSgePieces];
+  for (size_t base = 0; base < wrs.size(); base += kPostChunk) {
+    const size_t n = std::min(kPostChunk, wrs.size() - base);
+    for (size_t i = 0; i < n; ++i) {
+      to_ibv_send_wr(wrs[base + i], wr[i], sge[i][0]);
+      translate_split(*split_, sge[i], wr[i].num_sge);
+      wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    if (const int rc = ibv_post_send(qp_.get(), wr, &bad); rc != 0) {
+      const size_t ok = bad != nullptr ? static_cast<size_t>(bad - wr) : 0;
+      return post_failure("ibv_post_send", qp_num(), rc, base + ok, posted);
+    }
+  }
+  if (posted != nullptr) *posted = wrs.size();
+  return Status::ok();
+}
+
+Status RcQueuePair::post_recv(std::span<const RecvWr> wrs, size_t* posted) {
+  if (qp_state_.load(std::memory_order_acquire) == QpState::kReset) {
+    if (posted != nullptr) *posted = 0;
+    return Status::error(fmt::format("post_recv on qp 0x{:x} in RESET", qp_num()));
+  }
+  ibv_recv_wr wr[kPostChunk];
+  ibv_sge sge[kPostChunk][kMaxSgePieces];
+  for (size_t base = 0; base < wrs.size(); base += kPostChunk) {
+    const size_t n = std::min(kPostChunk, wrs.size() - base);
+    for (size_t i = 0; i < n; ++i) {
+      to_ibv_recv_wr(wrs[base + i], wr[i], sge[i][0]);
+      translate_split(*split_, sge[i], wr[i].num_sge);
+      wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = ibv_post_recv(qp_.get(), wr, &bad); rc != 0) {
+      const size_t ok = bad != nullptr ? static_cast<size_t>(bad - wr) : 0;
+      return post_failure("ibv_post_recv", qp_num(), rc, base + ok, posted);
+    }
+  }
+  if (posted != nullptr) *posted = wrs.size();
+  return Status::ok();
+}
+
+}  // namespace rdmad::verbs::rdma_core
