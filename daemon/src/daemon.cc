@@ -14,6 +14,7 @@
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
+#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 #include "rdmad/version.h"
 
@@ -26,6 +27,7 @@ Daemon::Daemon(config::Config config, std::string config_path)
       watchdog_timer_(io_),
       nic_poll_timer_(io_) {
   verbs::soft::register_backend(backends_);
+  verbs::rdma_core::register_backend(backends_);
 }
 
 Daemon::~Daemon() = default;
@@ -100,8 +102,6 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
-  log::get("ipc")->info("serving clients on {}{}", config_.daemon.socket_path,
-                        ipc_->socket_activated() ? " (socket from systemd)" : "");
   return true;
 }
 

@@ -83,6 +83,10 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     dc.address = n.address;
     dc.udp_port = static_cast<uint16_t>(n.udp_port);
     dc.dcqcn = config.cc.params;
+    dc.port = static_cast<uint8_t>(n.port);
+    dc.gid_index = static_cast<int>(n.gid_index);
+    dc.gid_cidr = n.gid_match;
+    dc.sysfs_root = config.daemon.sysfs_root;
     auto device = registry_.open(n.backend, dc);
     if (!device.is_ok() && n.backend == "rdma_core") {
       // A hardware NIC can be absent or not yet usable (driver loading, no provider): its CC

@@ -251,6 +251,33 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   EXPECT_EQ(d.wait_exit(5s), 0) << d.output();
 }
 
+// The operator view of a hardware NIC: with daemon.sysfs_root on a fixture host (a ConnectX port
+// with the vendor driver's DCQCN tree), the start-up log shows the port and the NIC's DCQCN
+// parameters, the port is exported from sysfs, and libibverbs not finding the device leaves only
+// its datapath out of service.
+TEST(DaemonStartup, HardwareNicOperatorViewFromSysfs) {
+  TempDir dir;
+  std::string text = config_text(dir, "info");
+  text.insert(text.find("[metrics]"), "sysfs_root = \"" RDMAD_SOURCE_DIR "/tests/data/sysfs/roce-vendor-ecn\"\n");
+  const std::string cfg = dir.write(
+      "rdmad.toml", text + "[[nic]]\nname = \"rail0\"\nbackend = \"rdma_core\"\ndevice = \"mlx5_0\"\nroce_priority = 5\n");
+  Subprocess p({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(p.wait_for_output("] ready", 10s)) << p.output();
+  const std::string out = p.output();
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(mlx5_0 port 1: Ethernet ACTIVE)"))) << out;
+  EXPECT_NE(out.find("mlx5_0 port 1: DCQCN via vendor sysfs /sys/class/net/eth0/ecn"), std::string::npos) << out;
+  EXPECT_NE(out.find("nic rail0: device mlx5_0 is out of service"), std::string::npos) << out;
+  EXPECT_NE(out.find("cc misconfiguration:"), std::string::npos) << out;  // CC off on priority 5
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  const int port = std::stoi(m[1]);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_state_id{device=\"mlx5_0\",port=\"1\"} 4", 5s));
+  EXPECT_TRUE(metrics_contain(
+      port, "rdmad_cc_misconfigured{device=\"mlx5_0\",port=\"1\",reason=\"cc_disabled_on_priority\"} 1", 5s));
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_exit(5s), 0);
+}
+
 TEST(DaemonStartup, NicThatCannotOpenIsAStartupErrorNamingIt) {
   TempDir dir;
   // 192.0.2.1 (TEST-NET-1) is not an address of this host, so the soft NIC cannot bind it.
