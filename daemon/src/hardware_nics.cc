@@ -143,13 +143,13 @@ class HardwareNics::Collector final : public prometheus::Collectable {
     metrics::FamilySet f;
     std::lock_guard lock(owner_.mu_);
     for (const auto& d : owner_.devices_) {
+      // State and counters are read now: sysfs is the source of truth for hardware ports.
+      const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
       for (const auto& p : d.ports) {
         const std::string port = std::to_string(p.port);
         const metrics::LabelList l = {{"device", d.name}, {"port", port}};
         const auto it = owner_.ports_.find(PortKey{d.name, p.port});
         const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
-        // State and counters are read now: sysfs is the source of truth for hardware ports.
-        const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
         int state = p.state;
         uint64_t rate = p.rate_mbps;
         for (const auto& fp : fresh.ports)
