@@ -8,6 +8,16 @@ if(GIT_FOUND AND EXISTS ${CMAKE_SOURCE_DIR}/.git)
   if(NOT git_rc EQUAL 0 OR RDMAD_COMMIT STREQUAL "")
     set(RDMAD_COMMIT "unknown")
   endif()
+  # Re-run this when a new commit is checked out, so an incremental build reports the right one.
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --git-path HEAD
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} OUTPUT_VARIABLE git_head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  execute_process(COMMAND ${GIT_EXECUTABLE} symbolic-ref -q HEAD
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} OUTPUT_VARIABLE git_ref OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  foreach(f ${git_head} .git/${git_ref} .git/packed-refs)
+    if(f AND EXISTS ${CMAKE_SOURCE_DIR}/${f})
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${f})
+    endif()
+  endforeach()
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/version.h.in ${CMAKE_BINARY_DIR}/generated/rdmad/version.h @ONLY)
 add_library(rdmad_version INTERFACE)
