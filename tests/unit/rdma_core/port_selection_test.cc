@@ -94,6 +94,21 @@ TEST(RdmaCorePortInfo, IbvQueryPortOverridesStateAndMtus) {
   EXPECT_EQ(p.gid.to_ip_string(), "10.10.1.11") << "the GID stays the selected one";
 }
 
+TEST(RdmaCorePortInfo, InfinibandPortReportsItsLidForPeers) {
+  GidChoice choice;
+  auto p = port_of("ib-hdr", DeviceConfig{}, &choice);
+  ibv_port_attr attr{};
+  attr.state = IBV_PORT_ACTIVE;
+  attr.link_layer = IBV_LINK_LAYER_INFINIBAND;
+  attr.lid = 0x2a;
+  apply_port_attr(attr, p);
+  EXPECT_EQ(p.lid, 0x2a) << "a peer connects with QpAttr::dest_lid = this LID";
+  attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+  verbs::PortInfo roce;
+  apply_port_attr(attr, roce);
+  EXPECT_EQ(roce.lid, 0) << "RoCE ports have no LID";
+}
+
 TEST(RdmaCoreNicCounters, MapsPortAndHwCountersWithByteUnits) {
   const SysfsRoot root(sysfs_fixture("roce-cx6dx"));
   const auto port = nic_cc::read_port_counters(root, "mlx5_0", 1);

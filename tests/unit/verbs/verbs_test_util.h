@@ -119,6 +119,7 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
   a.dest_qp_num = remote_qpn;
   a.rq_psn = rq_psn;
   a.dest_gid = remote_port.gid;
+  a.dest_lid = remote_port.lid;  // InfiniBand ports route by LID; RoCE ignores it
   a.dest_udp_port = o.via_port ? o.via_port : remote_port.udp_port;
   a.min_rnr_timer = o.min_rnr_timer;
   a.max_dest_rd_atomic = 16;

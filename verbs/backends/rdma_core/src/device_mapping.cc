@@ -44,6 +44,7 @@ void apply_port_attr(const ibv_port_attr& attr, verbs::PortInfo& out) {
                                                                 : verbs::LinkLayer::kEthernet;
   if (const uint32_t m = mtu_bytes(attr.max_mtu); m != 0) out.max_mtu_bytes = m;
   if (const uint32_t m = mtu_bytes(attr.active_mtu); m != 0) out.active_mtu_bytes = m;
+  if (out.link_layer == verbs::LinkLayer::kInfiniband) out.lid = attr.lid;
 }
 
 NicCounters to_nic_counters(const nic_cc::PortCounters* port, const nic_cc::HwCounters* hw) {

@@ -40,11 +40,9 @@ Result<PathConfig> DeviceState::path_config() const {
   p.port_num = config.port;
   p.dscp = config.dscp;
   if (attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
-    // The interface's address vector is a GID; LID routing needs the peer's LID, which QpAttr
-    // does not carry yet.
-    return Status::not_supported(fmt::format(
-        "{} port {} is InfiniBand: LID addressing through the verbs interface needs QpAttr::dest_lid",
-        sysfs.name, config.port));
+    // InfiniBand routes by LID: the QP's modify fills dlid from QpAttr::dest_lid; SL 0.
+    p.roce = false;
+    return p;
   }
   const GidChoice gid = select_gid_now(config.port);
   if (!gid.ok()) {

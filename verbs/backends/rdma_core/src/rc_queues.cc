@@ -57,6 +57,10 @@ Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
     auto p = state_->path_config();
     if (!p.is_ok()) return p.status();
     path = p.value();
+    path.dlid = attr.dest_lid;
+    if (!path.roce && path.dlid == 0) {
+      return Status::error(fmt::format("qp 0x{:x}: InfiniBand port needs QpAttr::dest_lid (the peer's LID)", qp_num()));
+    }
   }
   const auto t = to_ibv_qp_attr(attr, mask, path);
   if (!t)

@@ -34,6 +34,7 @@ struct PortInfo {
   uint32_t active_mtu_bytes = 4096;
   Gid gid;                      // GID index 0: the RoCEv2 address
   uint16_t udp_port = 4791;     // RoCEv2 UDP port this NIC listens on
+  uint16_t lid = 0;             // InfiniBand: this port's LID (what a peer puts in dest_lid)
 };
 
 /// Memory access flags (ibv_access_flags subset).
@@ -80,6 +81,7 @@ struct QpAttr {
   uint8_t max_dest_rd_atomic = 16;  // outstanding READs as responder
   Gid dest_gid;                  // peer address (or the address of a fabric emulator port)
   uint16_t dest_udp_port = 4791;
+  uint16_t dest_lid = 0;         // InfiniBand ports: the peer port's LID (RoCE routes by dest_gid)
 };
 
 struct QpInitAttr {
