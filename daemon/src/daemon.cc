@@ -70,6 +70,8 @@ bool Daemon::start() {
   }
   nic_collector_ = nics_->collector();
   exporter_->add_collectable(nic_collector_);
+  device_events_ = std::make_unique<DeviceEventMonitor>(io_, *nics_);
+  device_events_->start();
   return start_client_service();
 }
 

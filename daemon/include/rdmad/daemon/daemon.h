@@ -11,6 +11,7 @@
 
 #include "rdmad/config/config.h"
 #include "rdmad/daemon/client_service.h"
+#include "rdmad/daemon/device_events.h"
 #include "rdmad/daemon/hardware_nics.h"
 #include "rdmad/ipc/unix_server.h"
 #include "rdmad/daemon/nic_inventory.h"
@@ -67,6 +68,7 @@ class Daemon {
   std::unique_ptr<VerbsRegistrar> registrar_;
   std::unique_ptr<ClientNicList> client_nics_;
   std::unique_ptr<ipc::UnixServer> ipc_;
+  std::unique_ptr<DeviceEventMonitor> device_events_;  // watches the NICs' descriptors: goes before them
 };
 
 }  // namespace rdmad::daemon

@@ -4,6 +4,7 @@
 
 #include "rc_objects.h"
 #include "rdmad/nic_cc/port_counters.h"
+#include "rdmad/verbs/rdma_core/async_event.h"
 #include "rdmad/verbs/rdma_core/device_mapping.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
 
@@ -53,6 +54,8 @@ Result<PathConfig> DeviceState::path_config() const {
 }
 
 RcDevice::RcDevice(std::shared_ptr<DeviceState> state) : state_(std::move(state)) {
+  // Events are read from the daemon's event loop: the async fd must never block it.
+  events_ok_ = make_async_fd_nonblocking(state_->ctx.get());
   info_.name = state_->sysfs.name;
   info_.backend = "rdma_core";
   info_.port_count = state_->caps.phys_port_cnt;
@@ -99,6 +102,33 @@ NicCounters RcDevice::counters() const {
   const auto port = nic_cc::read_port_counters(state_->root, info_.name, state_->config.port);
   const auto hw = nic_cc::read_hw_counters(state_->root, info_.name, state_->config.port);
   return to_nic_counters(port ? &port.value() : nullptr, hw ? &hw.value() : nullptr);
+}
+
+}  // namespace rdmad::verbs::rdma_core
+
+namespace rdmad::verbs::rdma_core {
+
+int RcDevice::event_fd() const { return events_ok_ ? state_->ctx.get()->async_fd : -1; }
+
+std::vector<verbs::DeviceEvent> RcDevice::read_events() {
+  std::vector<verbs::DeviceEvent> out;
+  while (auto ev = read_async_event(state_->ctx.get())) {
+    verbs::DeviceEvent e;
+    switch (ev->kind) {
+      case AsyncEvent::Kind::kPortActive: e.kind = verbs::DeviceEvent::Kind::kPortActive; break;
+      case AsyncEvent::Kind::kPortDown: e.kind = verbs::DeviceEvent::Kind::kPortDown; break;
+      case AsyncEvent::Kind::kPortChanged: e.kind = verbs::DeviceEvent::Kind::kPortChanged; break;
+      case AsyncEvent::Kind::kQpFatal: e.kind = verbs::DeviceEvent::Kind::kQpFatal; break;
+      case AsyncEvent::Kind::kCqError: e.kind = verbs::DeviceEvent::Kind::kCqError; break;
+      case AsyncEvent::Kind::kDeviceFatal: e.kind = verbs::DeviceEvent::Kind::kDeviceFatal; break;
+      case AsyncEvent::Kind::kOther: e.kind = verbs::DeviceEvent::Kind::kOther; break;
+    }
+    e.port = static_cast<uint8_t>(ev->port);
+    e.qp_num = ev->qp_num;
+    e.text = std::move(ev->text);
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 }  // namespace rdmad::verbs::rdma_core

@@ -41,12 +41,15 @@ class RcDevice final : public Device {
   Result<verbs::PortInfo> query_port(uint8_t port_num) const override;
   Result<std::unique_ptr<verbs::ProtectionDomain>> alloc_pd() override;
   Result<std::unique_ptr<verbs::CompletionQueue>> create_cq(uint32_t depth) override;
+  int event_fd() const override;
+  std::vector<verbs::DeviceEvent> read_events() override;
   NicCounters counters() const override;
   const DeviceState& state() const { return *state_; }
 
  private:
   std::shared_ptr<DeviceState> state_;
   verbs::DeviceInfo info_;
+  bool events_ok_ = false;  // the async fd is non-blocking and may be watched
 };
 
 class RcMemoryRegion final : public verbs::MemoryRegion {

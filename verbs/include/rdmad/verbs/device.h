@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/status.h"
@@ -64,6 +65,15 @@ class ProtectionDomain {
   virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr& attr) = 0;
 };
 
+/// An asynchronous device event (ibverbs async events: port up/down, QP and CQ errors, device loss).
+struct DeviceEvent {
+  enum class Kind : uint8_t { kPortActive, kPortDown, kPortChanged, kQpFatal, kCqError, kDeviceFatal, kOther };
+  Kind kind = Kind::kOther;
+  uint8_t port = 0;     // port events
+  uint32_t qp_num = 0;  // QP events
+  std::string text;     // the backend's name for the event
+};
+
 struct DeviceInfo {
   std::string name;     // "soft0", "mlx5_0", ...
   std::string backend;  // registry name
@@ -80,6 +90,11 @@ class Device {
   virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t depth) = 0;
   /// Transport counters summed at read time.
   virtual NicCounters counters() const = 0;
+  /// A descriptor that becomes readable when device events are pending; -1 when the backend has
+  /// no asynchronous events. The device keeps ownership.
+  virtual int event_fd() const { return -1; }
+  /// Reads every pending event without blocking.
+  virtual std::vector<DeviceEvent> read_events() { return {}; }
 };
 
 }  // namespace rdmad::verbs
