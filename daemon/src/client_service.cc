@@ -82,7 +82,7 @@ ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
   const verbs::BackendInfo* b = backends_.find(nic.config.backend);
   if (b != nullptr && b->caps.dmabuf_mr) return {true, fmt::format("backend {} registers dma-buf", nic.config.backend)};
   if (nic.config.backend == "soft")
-    return {false, "backend soft: a user-space NIC cannot reach device memory; dma-buf needs the rdma_core backend"};
+    return {false, "a user-space NIC cannot reach device memory; dma-buf needs the rdma_core backend"};
   return {false, fmt::format("backend {} cannot register dma-buf on this device", nic.config.backend)};
 }
 

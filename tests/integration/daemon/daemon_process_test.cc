@@ -242,6 +242,18 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   rdmad_mr* gpu = nullptr;
   EXPECT_NE(rdmad_register_gpu(client, 0x1000, 4096, RDMAD_ACCESS_LOCAL_WRITE, 0, &gpu), RDMAD_OK);
 
+  // The operator CLI sees the same NICs, and says why GPUDirect is unavailable here.
+  Subprocess ctl({binary("tools/rdmactl/rdmactl"), "--socket", sock, "--json", "nics"});
+  EXPECT_EQ(ctl.wait_exit(10s), 0) << ctl.output();
+  EXPECT_NE(ctl.output().find("{\"index\":1,\"name\":\"rail1\",\"backend\":\"soft\",\"link\":\"up\""),
+            std::string::npos)
+      << ctl.output();
+  Subprocess diag({binary("tools/rdmactl/rdmactl"), "--socket", sock, "diagnose"});
+  EXPECT_EQ(diag.wait_exit(10s), 0) << diag.output();
+  EXPECT_NE(diag.output().find("fail dmabuf rail0: not supported by backend soft"), std::string::npos) << diag.output();
+  Subprocess gone({binary("tools/rdmactl/rdmactl"), "--socket", dir.path() + "/nothing.sock", "status"});
+  EXPECT_EQ(gone.wait_exit(10s), 3) << gone.output();
+
   // A client that goes away has its registrations released.
   rdmad_disconnect(client);
   EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 0", 5s));

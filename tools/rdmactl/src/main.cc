@@ -1,0 +1,141 @@
+// rdmactl: operator CLI for rdmad. Talks to the daemon's client socket through librdmad.
+//   rdmactl [--socket PATH] [--json] status | nics | diagnose
+// Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "rdmad/rdmad.h"
+
+namespace {
+
+constexpr int kExitDaemonError = 1;
+constexpr int kExitUnreachable = 3;
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+const char* link_name(rdmad_link_state s) {
+  switch (s) {
+    case RDMAD_LINK_UP: return "up";
+    case RDMAD_LINK_DOWN: return "down";
+    default: return "unknown";
+  }
+}
+
+int fail(rdmad_client* c, const char* what, rdmad_status st) {
+  std::fprintf(stderr, "rdmactl: %s: %s: %s\n", what, rdmad_strerror(st), rdmad_last_error(c));
+  return kExitDaemonError;
+}
+
+int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
+  size_t count = 0;
+  if (const auto st = rdmad_query_nics(c, nullptr, 0, &count); st != RDMAD_OK) return fail(c, "query nics", st);
+  if (json) {
+    std::printf("{\"socket\":\"%s\",\"protocol_version\":%u,\"nics\":%zu}\n", json_escape(socket).c_str(),
+                rdmad_protocol_version(c), count);
+  } else {
+    std::printf("daemon:   reachable at %s (protocol %u)\nnics:     %zu\n", socket.c_str(), rdmad_protocol_version(c),
+                count);
+  }
+  return 0;
+}
+
+int cmd_nics(rdmad_client* c, bool json) {
+  std::vector<rdmad_nic_info> nics(64);
+  size_t count = 0;
+  if (const auto st = rdmad_query_nics(c, nics.data(), nics.size(), &count); st != RDMAD_OK)
+    return fail(c, "query nics", st);
+  nics.resize(std::min(count, nics.size()));
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < nics.size(); ++i) {
+      const auto& n = nics[i];
+      std::printf("%s{\"index\":%u,\"name\":\"%s\",\"backend\":\"%s\",\"link\":\"%s\",\"speed_mbps\":%u,"
+                  "\"pci_address\":\"%s\",\"numa_node\":%d}",
+                  i ? "," : "", n.index, json_escape(n.name).c_str(), json_escape(n.backend).c_str(),
+                  link_name(n.link_state), n.speed_mbps, json_escape(n.pci_address).c_str(), n.numa_node);
+    }
+    std::printf("]\n");
+    return 0;
+  }
+  std::printf("%-5s %-16s %-10s %-7s %12s %-14s %s\n", "INDEX", "NAME", "BACKEND", "LINK", "SPEED", "PCI", "NUMA");
+  for (const auto& n : nics) {
+    std::printf("%-5u %-16s %-10s %-7s %9u Mb/s %-14s %d\n", n.index, n.name, n.backend, link_name(n.link_state),
+                n.speed_mbps, n.pci_address[0] ? n.pci_address : "-", n.numa_node);
+  }
+  if (nics.empty()) std::printf("(no NICs configured)\n");
+  return 0;
+}
+
+int cmd_diagnose(rdmad_client* c, bool json) {
+  std::string buf(16384, '\0');
+  if (const auto st = rdmad_diagnose(c, buf.data(), buf.size()); st != RDMAD_OK) return fail(c, "diagnose", st);
+  buf.resize(buf.find('\0'));
+  if (!json) {
+    std::printf("%s%s", buf.c_str(), buf.empty() || buf.back() == '\n' ? "" : "\n");
+    return 0;
+  }
+  std::printf("[");
+  size_t start = 0;
+  bool first = true;
+  while (start < buf.size()) {
+    size_t end = buf.find('\n', start);
+    if (end == std::string::npos) end = buf.size();
+    if (end > start) {
+      std::printf("%s\"%s\"", first ? "" : ",", json_escape(buf.substr(start, end - start)).c_str());
+      first = false;
+    }
+    start = end + 1;
+  }
+  std::printf("]\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
+               "Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.",
+               "rdmactl"};
+  std::string socket = "/run/rdmad/rdmad.sock";
+  if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
+  bool json = false;
+  app.add_option("-s,--socket", socket, "Daemon socket (default $RDMAD_SOCKET or /run/rdmad/rdmad.sock)");
+  app.add_flag("--json", json, "Machine-readable output");
+  app.require_subcommand(1);
+  auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
+  auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node");
+  auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, one line per check");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  rdmad_client* c = nullptr;
+  if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
+    std::fprintf(stderr, "rdmactl: cannot reach rdmad at %s: %s: %s\n", socket.c_str(), rdmad_strerror(st),
+                 rdmad_last_error(nullptr));
+    return kExitUnreachable;
+  }
+  rdmad_set_reconnect_timeout_ms(c, 0);
+  int rc = 0;
+  if (status->parsed()) rc = cmd_status(c, socket, json);
+  if (nics->parsed()) rc = cmd_nics(c, json);
+  if (diagnose->parsed()) rc = cmd_diagnose(c, json);
+  rdmad_disconnect(c);
+  return rc;
+}
