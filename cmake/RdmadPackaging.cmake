@@ -21,6 +21,9 @@ set(RDMAD_DEPLOY_OUT ${PROJECT_BINARY_DIR}/deploy)
 
 # --- daemon component ------------------------------------------------------------------------
 install(TARGETS rdmad RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT daemon)
+if(TARGET rdmactl)
+  install(TARGETS rdmactl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+endif()
 
 install(CODE "
   set(RDMAD_SBINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}\")
