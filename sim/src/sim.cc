@@ -1,2 +1,0 @@
-// placeholder translation unit; real code arrives with its issue
-namespace rdmad::sim {}
