@@ -33,6 +33,19 @@ std::vector<test::Datagram> burst(Fabric& fabric, UdpPeer& receiver, uint8_t tos
   return got;
 }
 
+// The port thread counts a departure after handing the batch to the kernel, so the receiver can
+// hold every datagram a moment before the counters do: poll (with a deadline) until they agree.
+PortStats settled_stats(Fabric& fabric, size_t departures) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  PortStats s = fabric.stats(0);
+  while (s.departures_below_kmin + s.departures_between + s.departures_above_kmax < departures &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s = fabric.stats(0);
+  }
+  return s;
+}
+
 TEST(FabricMarking, CeAboveKminArrivesAtTheReceiver) {
   UdpPeer receiver;
   const PortConfig p = marking_port(receiver);
@@ -46,7 +59,7 @@ TEST(FabricMarking, CeAboveKminArrivesAtTheReceiver) {
     ASSERT_TRUE(ecn == roce::kEcnEct0 || ecn == roce::kEcnCe) << int(got[i].tos);
     if (ecn == roce::kEcnCe) ++ce;
   }
-  const PortStats s = fabric->stats(0);
+  const PortStats s = settled_stats(*fabric, kCount);
   EXPECT_EQ(ce, s.marked) << "every mark the port counts reaches the receiver";
   EXPECT_GT(s.departures_above_kmax, 0u) << "the burst must overflow Kmax";
   EXPECT_GE(s.marked, s.departures_above_kmax) << "above Kmax every datagram is marked";
@@ -69,7 +82,7 @@ TEST(FabricMarking, NonEctTrafficIsNeverMarked) {
   const auto got = burst(*fabric, receiver, 0xB8);  // DSCP 46, Not-ECT
   ASSERT_EQ(got.size(), kCount);
   for (const auto& d : got) ASSERT_EQ(d.tos, 0xB8);
-  const PortStats s = fabric->stats(0);
+  const PortStats s = settled_stats(*fabric, kCount);
   EXPECT_EQ(s.marked, 0u);
   EXPECT_GT(s.departures_above_kmax, 0u) << "the queue was long enough to mark ECT traffic";
 }
