@@ -216,16 +216,25 @@ TEST_F(PeerChannelTest, ReconnectsWhenThePeerComesBack) {
 
 TEST_F(PeerChannelTest, DaemonsDiallingEachOtherKeepOneConnection) {
   Recorder ra, rb;
-  auto b = start(config("node-b"));
-  const uint16_t port = b->listen_port();
-  b.reset();
-  PeerConfig ca = config("node-a");
-  ca.peers.push_back(address_of("node-b", port));
-  auto a = start(ca, &ra);
-  PeerConfig cb = config("node-b");
-  cb.listen_port = port;
-  cb.peers.push_back(address_of("node-a", a->listen_port()));
-  b = start(cb, &rb);
+  std::unique_ptr<PeerChannel> a, b;
+  // Each side must know the other's port before it starts, so b's port is chosen first (a free
+  // one, found by binding port 0). Another process can take it before b binds it: then try again.
+  for (int attempt = 0; attempt < 5 && !b; ++attempt) {
+    asio::ip::tcp::acceptor probe(io_, {asio::ip::make_address("127.0.0.1"), 0});
+    const uint16_t port = probe.local_endpoint().port();
+    probe.close();
+    PeerConfig ca = config("node-a");
+    ca.peers.push_back(address_of("node-b", port));
+    a = start(ca, &ra);
+    PeerConfig cb = config("node-b");
+    cb.listen_port = port;
+    cb.peers.push_back(address_of("node-a", a->listen_port()));
+    auto candidate = std::make_unique<PeerChannel>(io_, std::move(cb));
+    rb.attach(*candidate);
+    std::string err;
+    if (candidate->start(err)) b = std::move(candidate);
+  }
+  ASSERT_TRUE(b) << "no free port could be bound in 5 attempts";
   ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
   run_for(io_, milliseconds(300));
   EXPECT_TRUE(a->connected("node-b"));
