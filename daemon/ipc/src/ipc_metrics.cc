@@ -22,6 +22,12 @@ IpcMetrics::IpcMetrics(prometheus::Registry& registry)
                    .Help("Client connections open on the Unix socket")
                    .Register(registry)
                    .Add({})),
+      quota_ratio_(prometheus::BuildGauge()
+                       .Name("rdmad_quota_usage_max_ratio")
+                       .Help("Highest per-uid quota usage (pinned bytes or registration count over the quota), 0..1; "
+                             "no uid label by design")
+                       .Register(registry)
+                       .Add({})),
       duration_(prometheus::BuildHistogram()
                     .Name("rdmad_registration_duration_seconds")
                     .Help("Time to serve a memory registration request, validation to reply")

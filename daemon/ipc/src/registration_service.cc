@@ -1,5 +1,7 @@
 #include "rdmad/ipc/registration_service.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -171,7 +173,21 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   ++usage_[peer.uid].registrations;
   handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
   by_conn_[peer.conn_id].insert(handle);
+  update_quota_ratio();
   return Registered{handle, region->iova, req.length, shared, region->keys};
+}
+
+void RegistrationService::update_quota_ratio() {
+  if (metrics_ == nullptr) return;
+  double worst = 0;
+  for (const auto& [uid, use] : usage_) {
+    const Quota& q = quota_for(uid);
+    if (q.max_pinned_bytes > 0)
+      worst = std::max(worst, static_cast<double>(use.pinned_bytes) / static_cast<double>(q.max_pinned_bytes));
+    if (q.max_registrations > 0)
+      worst = std::max(worst, static_cast<double>(use.registrations) / static_cast<double>(q.max_registrations));
+  }
+  metrics_->set_quota_usage_max_ratio(worst);
 }
 
 Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
@@ -203,6 +219,7 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
     regions_.erase(region->key);
   }
   if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
+  update_quota_ratio();
 }
 
 void RegistrationService::release_connection(uint64_t conn_id) {

@@ -200,7 +200,7 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   TempDir dir;
   const std::string sock = dir.path() + "/run/rdmad.sock";
   const std::string cfg = dir.write(
-      "rdmad.toml", config_text(dir, "info") +
+      "rdmad.toml", config_text(dir, "info") + "[ipc]\nquota_registrations = 4\n" +
                         "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"
                         "[[nic]]\nname = \"rail1\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n");
   Subprocess d({binary("daemon/rdmad"), "--config", cfg});
@@ -237,6 +237,7 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   EXPECT_NE(k0.rkey, 0u);
   EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 1", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_clients_connected 1", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_quota_usage_max_ratio 0.25\n", 5s));  // 1 of 4 registrations
 
   // dma-buf on a soft NIC is refused with the reason.
   rdmad_mr* gpu = nullptr;
@@ -258,6 +259,7 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   rdmad_disconnect(client);
   EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 0", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_clients_connected 0", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_quota_usage_max_ratio 0\n", 5s));
   rdmad_free_host(&buf);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(5s), 0) << d.output();

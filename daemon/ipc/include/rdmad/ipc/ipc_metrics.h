@@ -27,11 +27,14 @@ class IpcMetrics {
   void observe_registration_seconds(double seconds) { duration_.Observe(seconds); }
   // One request of protocol type `type` (0 or out of range: "unknown") finished with `result`.
   void request(uint16_t type, rdmad_status result);
+  // Highest usage / quota ratio of any uid (pinned bytes or registration count), 0..1.
+  void set_quota_usage_max_ratio(double ratio) { quota_ratio_.Set(ratio); }
 
  private:
   static constexpr size_t kOps = 9;       // unknown + 8 request types
   static constexpr size_t kResults = 13;  // RDMAD_OK .. RDMAD_ERR_LOST
   prometheus::Gauge& clients_;
+  prometheus::Gauge& quota_ratio_;
   std::array<prometheus::Gauge*, 2> regions_{};
   std::array<prometheus::Gauge*, 2> bytes_{};
   prometheus::Histogram& duration_;

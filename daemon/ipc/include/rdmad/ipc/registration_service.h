@@ -102,6 +102,8 @@ class RegistrationService {
   Result<Region*> create_region(const Peer& peer, int fd, const Request& req, RegionKey key);
   Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared);
   void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it);
+  // Recomputes rdmad_quota_usage_max_ratio (O(uids with registrations), per request, not per packet).
+  void update_quota_ratio();
 
   const IpcConfig& config_;
   MemoryRegistrar& registrar_;
