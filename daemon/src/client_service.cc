@@ -1,6 +1,9 @@
 #include "rdmad/daemon/client_service.h"
 
+#include <set>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace rdmad::daemon {
 
@@ -87,12 +90,9 @@ ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
 }
 
 std::string VerbsRegistrar::backend_name() const {
-  std::string names;
-  for (const Nic& n : nics_.nics()) {
-    if (names.find(n.config.backend) != std::string::npos) continue;
-    names += names.empty() ? n.config.backend : "," + n.config.backend;
-  }
-  return names.empty() ? "none" : names;
+  std::set<std::string> names;
+  for (const Nic& n : nics_.nics()) names.insert(n.config.backend);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
 }
 
 std::vector<ipc::NicDescriptor> ClientNicList::nics() const {

@@ -75,6 +75,8 @@ bool Daemon::start() {
   return start_client_service();
 }
 
+namespace {
+
 ipc::IpcConfig ipc_config(const config::Config& c) {
   ipc::IpcConfig ic;
   ic.socket_path = c.daemon.socket_path;
@@ -90,6 +92,8 @@ ipc::IpcConfig ipc_config(const config::Config& c) {
   ic.diagnose_root = c.daemon.sysfs_root;
   return ic;
 }
+
+}  // namespace
 
 bool Daemon::start_client_service() {
   std::string error;
@@ -206,12 +210,12 @@ void Daemon::apply_live(const config::Config& next) {
   restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);
   restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
   restart_needed("cc", next.cc.params != config_.cc.params);
-  restart_needed("nic", next.nics.size() != config_.nics.size());
+  restart_needed("nic", next.nics != config_.nics);
   restart_needed("ipc", next.ipc.allowed_uids != config_.ipc.allowed_uids ||
                             next.ipc.allowed_gids != config_.ipc.allowed_gids ||
                             next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||
                             next.ipc.quota_registrations != config_.ipc.quota_registrations ||
-                            next.quotas.size() != config_.quotas.size());
+                            next.quotas != config_.quotas);
   // Live keys are taken; restart-only keys keep their running values until the restart.
   config_.daemon.log_level = next.daemon.log_level;
   config_.metrics.labels = next.metrics.labels;

@@ -40,6 +40,8 @@ struct NicSection {
   std::string gid_match;    // rdma_core: CIDR the selected GID's address must lie in ("" = any)
   bool cc_apply = false;    // rdma_core: write the [cc] parameters to the NIC (else read and report only)
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
+
+  bool operator==(const NicSection&) const = default;
 };
 
 struct IpcSection {
@@ -56,6 +58,8 @@ struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
   int64_t uid = -1;
   int64_t pinned_bytes = 0;
   int64_t registrations = 0;
+
+  bool operator==(const QuotaSection&) const = default;
 };
 
 struct Config {
