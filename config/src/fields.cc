@@ -48,8 +48,8 @@ constexpr int64_t kMaxMs = 3600000;
 
 void add_peer_fields(std::vector<Field>& f) {
   f.push_back({"peer", "enabled", FieldType::kBool, false,
-               "Turn on the peer channel and with it flows between nodes; when false the daemon neither listens on "
-               "listen nor dials [[peers]].",
+               "Turn on the peer channel and with it flows between nodes; when false the daemon neither accepts peers "
+               "on listen nor dials [[peers]], and clients cannot open flows.",
                "true or false", false, nullptr, [](Config& c, size_t, const Value& x) { c.peer.enabled = as<bool>(x); }});
   f.push_back({"peer", "node_id", FieldType::kString, std::string(""),
                "This node's id in the cluster: it presents it when connecting and other nodes list it as their "
