@@ -239,9 +239,10 @@ class Parser {
   void check_min_max(const std::string& section, const std::string& min_key, int64_t min, const std::string& max_key,
                      int64_t max) {
     if (max >= min) return;
+    // Name the key the file sets (the other one has its default).
     const std::string max_path = section + "." + max_key;
-    error(where({max_path, section + "." + min_key}, section), max_path,
-          fmt::format("{} ({}) must be at least {} ({})", max_key, max, min_key, min));
+    const std::string key = regions_.count(max_path) ? max_path : section + "." + min_key;
+    error(where({key}, section), key, fmt::format("{} ({}) must be at least {} ({})", max_key, max, min_key, min));
   }
 
   void check_peers() {
