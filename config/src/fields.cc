@@ -30,7 +30,159 @@ std::vector<Section> make_sections() {
       {"nic", "One table per NIC the daemon drives. With no [[nic]] table, the daemon discovers rdma-core "
               "devices.",
        true},
+      {"peer", "The peer channel: a TCP control connection to the rdmad of other nodes, over which flows between "
+               "nodes are set up. Off unless enabled; all its keys take effect at the next restart.",
+       false},
+      {"peers", "One table per remote daemon this node dials. A pair of nodes needs an entry on at least one side "
+                "(the other accepts); listing each other on both sides is fine. Needs [peer] enabled = true.",
+       true},
+      {"flow", "Flows between nodes: how a transfer is cut into chunks and striped over the lanes (local NICs) "
+               "towards a peer, and how lanes fail over and rejoin. Used only with [peer] enabled; takes effect at "
+               "the next restart.",
+       false},
   };
+}
+
+// A time in milliseconds, bounded above so that conversions to nanoseconds cannot overflow.
+constexpr int64_t kMaxMs = 3600000;
+
+void add_peer_fields(std::vector<Field>& f) {
+  f.push_back({"peer", "enabled", FieldType::kBool, false,
+               "Turn on the peer channel and with it flows between nodes; when false the daemon neither accepts peers "
+               "on listen nor dials [[peers]], and clients cannot open flows.",
+               "true or false", false, nullptr, [](Config& c, size_t, const Value& x) { c.peer.enabled = as<bool>(x); }});
+  f.push_back({"peer", "node_id", FieldType::kString, std::string(""),
+               "This node's id in the cluster: it presents it when connecting and other nodes list it as their "
+               "[[peers]] node_id. Must be unique in the cluster; empty uses the host name.",
+               "a name of 1-64 letters, digits, '_', '.' or '-', or empty (the host name)", false,
+               v::identifier(true), [](Config& c, size_t, const Value& x) { c.peer.node_id = as<std::string>(x); }});
+  f.push_back({"peer", "listen", FieldType::kString, std::string("0.0.0.0:18515"),
+               "IP address and TCP port the peer channel accepts connections on: 0.0.0.0 or [::] accepts on every "
+               "address, a management or NIC address restricts it to that network; port 0 picks a free port (tests).",
+               "an IP address and port", false, v::listen_address(), [](Config& c, size_t, const Value& x) {
+                 c.peer.listen = as<std::string>(x);
+                 v::split_host_port(c.peer.listen, c.peer.listen_host, c.peer.listen_port);
+               }});
+  f.push_back({"peer", "key_file", FieldType::kString, std::string(""),
+               "File holding the cluster's shared secret (at least 16 bytes; a trailing newline is ignored) with "
+               "which peers authenticate each other (HMAC); every node needs the same secret, and the file should be "
+               "readable by the daemon only. Empty turns authentication off: use that only on a trusted network.",
+               "an absolute path, or empty", false, v::absolute_path(true),
+               [](Config& c, size_t, const Value& x) { c.peer.key_file = as<std::string>(x); }});
+  f.push_back({"peer", "keepalive_interval_ms", FieldType::kInt, int64_t{1000},
+               "Milliseconds between keepalive pings on a peer connection; lower detects a dead peer sooner at the "
+               "cost of more control traffic.",
+               "an integer in [10, 3600000]", false, v::int_range(10, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.peer.keepalive_interval_ms = as<int64_t>(x); }});
+  f.push_back({"peer", "keepalive_misses", FieldType::kInt, int64_t{3},
+               "A peer silent for keepalive_interval_ms x keepalive_misses is declared dead: its connection is closed "
+               "and it is dialled again. Raise it on a lossy or busy management network.",
+               "an integer in [1, 1000]", false, v::int_range(1, 1000),
+               [](Config& c, size_t, const Value& x) { c.peer.keepalive_misses = as<int64_t>(x); }});
+  f.push_back({"peer", "reconnect_min_ms", FieldType::kInt, int64_t{100},
+               "Milliseconds before the first new dial of a lost or unreachable peer; the delay doubles (with "
+               "jitter) after each failed attempt up to reconnect_max_ms.",
+               "an integer in [1, 3600000]", false, v::int_range(1, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.peer.reconnect_min_ms = as<int64_t>(x); }});
+  f.push_back({"peer", "reconnect_max_ms", FieldType::kInt, int64_t{30000},
+               "Longest delay in milliseconds between dials of a peer that stays unreachable (at least "
+               "reconnect_min_ms); lower reconnects sooner after a long outage, higher dials a down node less often.",
+               "an integer in [1, 3600000], at least reconnect_min_ms", false, v::int_range(1, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.peer.reconnect_max_ms = as<int64_t>(x); }});
+  f.push_back({"peer", "qps_per_nic", FieldType::kInt, int64_t{1},
+               "Reliable-connected queue pairs opened per local NIC towards each peer; more than one spreads a lane "
+               "over several QPs (more ECMP paths through the fabric) at the cost of QP state on the NIC.",
+               "an integer in [1, 16]", false, v::int_range(1, 16),
+               [](Config& c, size_t, const Value& x) { c.peer.qps_per_nic = as<int64_t>(x); }});
+  f.push_back({"peer", "qp_timeout", FieldType::kInt, int64_t{14},
+               "Local ACK timeout of the flow QPs as the verbs exponent n: a packet unacknowledged for 4.096 us x "
+               "2^n is retransmitted (14: about 67 ms; 0: wait forever). Raise it on large or congested fabrics, "
+               "lower it to detect a dead path sooner.",
+               "an integer in [0, 31]", false, v::int_range(0, 31),
+               [](Config& c, size_t, const Value& x) { c.peer.qp_timeout = as<int64_t>(x); }});
+  f.push_back({"peer", "qp_retry_cnt", FieldType::kInt, int64_t{7},
+               "Retransmissions of an unacknowledged packet before a flow QP fails and its lane fails over (7 is the "
+               "most the hardware allows).",
+               "an integer in [0, 7]", false, v::int_range(0, 7),
+               [](Config& c, size_t, const Value& x) { c.peer.qp_retry_cnt = as<int64_t>(x); }});
+  // [[peers]]
+  auto node = [](Config& c, size_t i) -> PeerNodeSection& {
+    if (c.peers.size() <= i) c.peers.resize(i + 1);
+    return c.peers[i];
+  };
+  f.push_back({"peers", "node_id", FieldType::kString, std::monostate{},
+               "The remote daemon's id (its [peer] node_id, or its host name if that is empty); a connection that "
+               "presents another id is refused.",
+               "a name of 1-64 letters, digits, '_', '.' or '-'", true, v::identifier(false),
+               [node](Config& c, size_t i, const Value& x) { node(c, i).node_id = as<std::string>(x); }});
+  f.push_back({"peers", "address", FieldType::kString, std::monostate{},
+               "IP address and TCP port of the remote daemon's peer channel (its [peer] listen), e.g. "
+               "10.0.0.2:18515 or [fd00::2]:18515.",
+               "an IP address and port in [1, 65535]", true, v::peer_address(),
+               [node](Config& c, size_t i, const Value& x) {
+                 PeerNodeSection& n = node(c, i);
+                 n.address = as<std::string>(x);
+                 v::split_host_port(n.address, n.host, n.port);
+               }});
+}
+
+void add_flow_fields(std::vector<Field>& f) {
+  f.push_back({"flow", "policy", FieldType::kString, std::string("weighted"),
+               "How chunks are spread over the lanes: weighted (in proportion to each lane's measured throughput), "
+               "congestion_aware (weighted, lowered by the lane's CNP rate and capped by its DCQCN rate), "
+               "round_robin (one chunk per lane in turn) or hash (each flow pinned to one lane; no striping).",
+               "one of weighted, congestion_aware, round_robin, hash", false,
+               v::one_of({"weighted", "congestion_aware", "round_robin", "hash"}),
+               [](Config& c, size_t, const Value& x) { c.flow.policy = as<std::string>(x); }});
+  f.push_back({"flow", "chunk_bytes", FieldType::kInt, int64_t{1048576},
+               "Bytes per chunk, the unit a transfer is striped in (the last chunk may be shorter). Larger chunks cost "
+               "less per byte; smaller ones balance lanes more finely and lose less on a failover.",
+               "an integer in [4096, 1073741824]", false, v::int_range(4096, 1073741824),
+               [](Config& c, size_t, const Value& x) { c.flow.chunk_bytes = as<int64_t>(x); }});
+  f.push_back({"flow", "lane_window_chunks", FieldType::kInt, int64_t{8},
+               "Chunks in flight per lane (local NIC) per peer; chunk_bytes x lane_window_chunks must cover the "
+               "lane's bandwidth-delay product to keep it busy.",
+               "an integer in [1, 1024]", false, v::int_range(1, 1024),
+               [](Config& c, size_t, const Value& x) { c.flow.lane_window_chunks = as<int64_t>(x); }});
+  f.push_back({"flow", "sq_depth", FieldType::kInt, int64_t{256},
+               "Send queue entries of each flow QP; raise it with lane_window_chunks so that a full window of work "
+               "requests always fits.",
+               "a power of two in [16, 65536]", false, v::power_of_two(16, 65536),
+               [](Config& c, size_t, const Value& x) { c.flow.sq_depth = as<int64_t>(x); }});
+  f.push_back({"flow", "cq_depth", FieldType::kInt, int64_t{512},
+               "Completion queue entries of the flow QPs' completion queues; keep it at least as large as the work "
+               "requests that can be outstanding on the QPs sharing one, or completions are lost.",
+               "a power of two in [16, 65536]", false, v::power_of_two(16, 65536),
+               [](Config& c, size_t, const Value& x) { c.flow.cq_depth = as<int64_t>(x); }});
+  f.push_back({"flow", "max_flows_per_client", FieldType::kInt, int64_t{64},
+               "Flows one client connection may have open at once; further opens are refused.",
+               "an integer in [1, 4096]", false, v::int_range(1, 4096),
+               [](Config& c, size_t, const Value& x) { c.flow.max_flows_per_client = as<int64_t>(x); }});
+  f.push_back({"flow", "min_lane_fraction", FieldType::kDouble, 0.25,
+               "Lanes slower than this fraction of the fastest are left out of striping (an occasional probe chunk "
+               "measures them again); 0 keeps every lane, 1 only the fastest.",
+               "a number in [0, 1]", false, v::double_range(0, 1),
+               [](Config& c, size_t, const Value& x) { c.flow.min_lane_fraction = as<double>(x); }});
+  f.push_back({"flow", "honour_pci_distance", FieldType::kBool, true,
+               "Stripe a buffer only over the working NICs nearest to it in the PCI tree (a far NIC slows the near "
+               "ones down); false uses every NIC whatever the distance.",
+               "true or false", false, nullptr,
+               [](Config& c, size_t, const Value& x) { c.flow.honour_pci_distance = as<bool>(x); }});
+  f.push_back({"flow", "cnp_half_weight_per_s", FieldType::kDouble, 1000.0,
+               "congestion_aware: rate of congestion notification packets (CNPs per second) at which a lane's weight "
+               "is halved; lower reacts more strongly to congestion.",
+               "a number > 0", false, v::positive_double(),
+               [](Config& c, size_t, const Value& x) { c.flow.cnp_half_weight_per_s = as<double>(x); }});
+  f.push_back({"flow", "rejoin_backoff_min_ms", FieldType::kInt, int64_t{100},
+               "Milliseconds a failed lane waits after it recovers before it takes chunks again; the wait doubles "
+               "each time the lane fails again, up to rejoin_backoff_max_ms.",
+               "an integer in [1, 3600000]", false, v::int_range(1, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.flow.rejoin_backoff_min_ms = as<int64_t>(x); }});
+  f.push_back({"flow", "rejoin_backoff_max_ms", FieldType::kInt, int64_t{10000},
+               "Longest rejoin wait in milliseconds of a lane that keeps failing (at least rejoin_backoff_min_ms); "
+               "higher keeps a flapping link out longer.",
+               "an integer in [1, 3600000], at least rejoin_backoff_min_ms", false, v::int_range(1, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.flow.rejoin_backoff_max_ms = as<int64_t>(x); }});
 }
 
 std::vector<Field> make_fields() {
@@ -166,6 +318,18 @@ std::vector<Field> make_fields() {
                "misconfiguration.",
                "an integer in [0, 7]", false, v::int_range(0, 7),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
+  f.push_back({"nic", "advertise_address", FieldType::kString, std::string(""),
+               "soft: IP address that peers send this NIC's traffic to instead of address, for a NIC behind a NAT or "
+               "a fabric emulator port in front of it; empty advertises address. Ignored by other backends.",
+               "an IPv4 or IPv6 address, or empty", false, v::ip_address(true),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_address = as<std::string>(x); }});
+  f.push_back({"nic", "advertise_udp_port", FieldType::kInt, int64_t{0},
+               "soft: UDP port that peers send this NIC's traffic to, with advertise_address; 0 advertises udp_port. "
+               "Ignored by other backends.",
+               "an integer in [0, 65535] (0: udp_port)", false, v::int_range(0, 65535),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_udp_port = as<int64_t>(x); }});
+  add_peer_fields(f);
+  add_flow_fields(f);
   return f;
 }
 
@@ -188,6 +352,7 @@ const char* type_name(FieldType t) {
     case FieldType::kBool: return "boolean";
     case FieldType::kStringMap: return "table of strings";
     case FieldType::kIntList: return "array of integers";
+    case FieldType::kDouble: return "number";
   }
   return "?";
 }
@@ -205,6 +370,11 @@ std::string to_toml(const Value& v) {
     }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(double d) const {
+      std::string out = fmt::format("{}", d);
+      if (out.find_first_of(".eEn") == std::string::npos) out += ".0";  // "1000" would read back as an integer
+      return out;
+    }
     std::string operator()(const IntList& l) const { return fmt::format("[{}]", fmt::join(l, ", ")); }
     std::string operator()(const StringMap& m) const {
       if (m.empty()) return "{}";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -74,6 +75,10 @@ class Parser {
       case FieldType::kBool:
         if (n.is_boolean()) return *n.value<bool>();
         break;
+      case FieldType::kDouble:
+        if (n.is_floating_point()) return *n.value<double>();
+        if (n.is_integer()) return static_cast<double>(*n.value<int64_t>());
+        break;
       case FieldType::kIntList:
         if (const toml::array* a = n.as_array()) {
           IntList list;
@@ -110,6 +115,7 @@ class Parser {
   }
 
   void parse_table(const Section& section, const toml::table& table, size_t index, const std::string& prefix) {
+    regions_[prefix] = table.source();
     std::set<std::string> seen;
     for (auto&& [k, node] : table) {
       const std::string name(k.str());
@@ -124,6 +130,7 @@ class Parser {
         continue;
       }
       seen.insert(name);
+      regions_[key] = node.source();
       Value v = convert(*f, node, key);
       if (std::holds_alternative<std::monostate>(v)) continue;
       if (f->validate) {
@@ -220,6 +227,48 @@ class Parser {
     }
   }
 
+  // Where a cross-key error points: the first of `keys` present in the file, else its section.
+  toml::source_region where(std::initializer_list<std::string> keys, const std::string& section) {
+    for (const auto& k : keys)
+      if (auto it = regions_.find(k); it != regions_.end()) return it->second;
+    if (auto it = regions_.find(section); it != regions_.end()) return it->second;
+    return {};
+  }
+
+  // `max_key` must not be below `min_key` (both in `section`).
+  void check_min_max(const std::string& section, const std::string& min_key, int64_t min, const std::string& max_key,
+                     int64_t max) {
+    if (max >= min) return;
+    // Name the key the file sets (the other one has its default).
+    const std::string max_path = section + "." + max_key;
+    const std::string key = regions_.count(max_path) ? max_path : section + "." + min_key;
+    error(where({key}, section), key, fmt::format("{} ({}) must be at least {} ({})", max_key, max, min_key, min));
+  }
+
+  void check_peers() {
+    const Config& c = out_.config;
+    check_min_max("peer", "reconnect_min_ms", c.peer.reconnect_min_ms, "reconnect_max_ms", c.peer.reconnect_max_ms);
+    check_min_max("flow", "rejoin_backoff_min_ms", c.flow.rejoin_backoff_min_ms, "rejoin_backoff_max_ms",
+                  c.flow.rejoin_backoff_max_ms);
+    if (!c.peers.empty() && !c.peer.enabled) {
+      error(where({"peers[0]"}, "peer"), "peers",
+            "[[peers]] is listed but the peer channel is off: set enabled = true in [peer]");
+    }
+    std::map<std::string, size_t> ids;
+    for (size_t i = 0; i < c.peers.size(); ++i) {
+      const std::string& id = c.peers[i].node_id;
+      if (id.empty()) continue;  // missing: already reported
+      const std::string key = fmt::format("peers[{}].node_id", i);
+      if (!c.peer.node_id.empty() && id == c.peer.node_id) {
+        error(where({key}, "peer"), key,
+              fmt::format("'{}' is this node's own [peer] node_id; list only other nodes", id));
+      }
+      if (auto [it, fresh] = ids.emplace(id, i); !fresh) {
+        error(where({key}, "peer"), key, fmt::format("duplicate peer node_id '{}' (also peers[{}])", id, it->second));
+      }
+    }
+  }
+
   void finish_cc() {
     auto params = cc::profile_by_name(out_.config.cc.profile);
     if (!params) return;  // already reported by the profile validator
@@ -241,6 +290,7 @@ class Parser {
     parse_root(root);
     check_nics();
     check_quotas();
+    check_peers();
     finish_cc();
   }
 
@@ -248,6 +298,7 @@ class Parser {
   std::string file_;
   LoadResult& out_;
   std::map<std::string, std::vector<toml::source_region>> array_tables_;  // per array section
+  std::map<std::string, toml::source_region> regions_;  // key path or table ("peer", "peers[1]") -> where it is
 };
 
 }  // namespace

@@ -19,14 +19,17 @@ std::string shown_default(const Field& f) {
   return "";
 }
 
-// A sample [[nic]] entry for the commented example in the default config.
-const char* nic_example(const std::string& key) {
-  if (key == "name") return "\"soft0\"";
-  if (key == "backend") return "\"soft\"";
-  if (key == "address") return "\"127.0.0.1\"";
-  if (key == "device") return "\"mlx5_0\"";
-  if (key == "gid_match") return "\"10.1.0.0/16\"";
-  if (key == "uid") return "1000";
+// Sample values for the commented [[nic]], [[quota]] and [[peers]] examples in the default config.
+const char* array_example(const Field& f) {
+  const std::string path = f.path();
+  if (path == "nic.name") return "\"soft0\"";
+  if (path == "nic.backend") return "\"soft\"";
+  if (path == "nic.address") return "\"127.0.0.1\"";
+  if (path == "nic.device") return "\"mlx5_0\"";
+  if (path == "nic.gid_match") return "\"10.1.0.0/16\"";
+  if (path == "quota.uid") return "1000";
+  if (path == "peers.node_id") return "\"node2\"";
+  if (path == "peers.address") return "\"10.0.0.2:18515\"";
   return nullptr;
 }
 
@@ -45,7 +48,7 @@ std::string render_default_config() {
       out << "# " << f.doc << "\n";
       std::string value = shown_default(f);
       if (s.is_array) {
-        if (const char* ex = nic_example(f.name)) value = ex;
+        if (const char* ex = array_example(f)) value = ex;
         out << "# " << f.name << " = " << value << "\n";
       } else if (std::holds_alternative<std::monostate>(f.default_value)) {
         out << "# " << f.name << " = " << value << "\n";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -26,11 +27,36 @@ Validator int_range(int64_t min, int64_t max) {
   };
 }
 
-Validator absolute_path() {
+Validator power_of_two(int64_t min, int64_t max) {
+  return [min, max](const Value& v) -> std::string {
+    const int64_t x = std::get<int64_t>(v);
+    if (x >= min && x <= max && (x & (x - 1)) == 0) return "";
+    return fmt::format("a power of two in [{}, {}]", min, max);
+  };
+}
+
+Validator double_range(double min, double max) {
+  return [min, max](const Value& v) -> std::string {
+    const double x = std::get<double>(v);
+    if (std::isfinite(x) && x >= min && x <= max) return "";
+    return fmt::format("a number in [{}, {}]", min, max);
+  };
+}
+
+Validator positive_double() {
   return [](const Value& v) -> std::string {
+    const double x = std::get<double>(v);
+    if (std::isfinite(x) && x > 0) return "";
+    return "a finite number > 0";
+  };
+}
+
+Validator absolute_path(bool allow_empty) {
+  return [allow_empty](const Value& v) -> std::string {
     const auto& s = std::get<std::string>(v);
+    if (allow_empty && s.empty()) return "";
     if (!s.empty() && s.front() == '/' && s.find('\0') == std::string::npos) return "";
-    return "an absolute path";
+    return allow_empty ? "an absolute path, or empty" : "an absolute path";
   };
 }
 
@@ -66,6 +92,16 @@ Validator listen_address() {
     const auto& s = std::get<std::string>(v);
     if (split_host_port(s, host, port) && is_ip_address(host)) return "";
     return "an IP address and port, like 127.0.0.1:9842 or [::1]:9842 (port 0 picks a free port)";
+  };
+}
+
+Validator peer_address() {
+  return [](const Value& v) -> std::string {
+    std::string host;
+    int64_t port = 0;
+    const auto& s = std::get<std::string>(v);
+    if (split_host_port(s, host, port) && is_ip_address(host) && port >= 1) return "";
+    return "an IP address and port, like 10.0.0.2:18515 or [fd00::2]:18515 (port in [1, 65535])";
   };
 }
 

@@ -14,8 +14,12 @@ using Validator = std::function<std::string(const Value&)>;
 
 Validator one_of(std::initializer_list<const char*> choices);
 Validator int_range(int64_t min, int64_t max);
-Validator absolute_path();
+Validator power_of_two(int64_t min, int64_t max);  // an integer power of two in [min, max]
+Validator double_range(double min, double max);     // a finite number in [min, max]
+Validator positive_double();                        // a finite number > 0
+Validator absolute_path(bool allow_empty = false);
 Validator listen_address();  // host:port, [v6]:port; port 0 picks a free port
+Validator peer_address();  // host:port or [v6]:port with an IP literal host and a port in [1, 65535]
 Validator ip_address(bool allow_empty);
 Validator identifier(bool allow_empty);  // [A-Za-z0-9_.-]+
 Validator label_map();                   // Prometheus label names -> values

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "rdmad/config/field.h"
@@ -41,6 +42,55 @@ TEST(Config, DefaultIsValidAndMatchesDocumentedDefaults) {
   EXPECT_TRUE(c.nics.empty());
 }
 
+TEST(Config, PeerAndFlowDefaults) {
+  const Config c = default_config();
+  EXPECT_FALSE(c.peer.enabled);
+  EXPECT_EQ(c.peer.node_id, "");  // the daemon fills in the host name
+  EXPECT_EQ(c.peer.listen, "0.0.0.0:18515");
+  EXPECT_EQ(c.peer.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.peer.listen_port, 18515);
+  EXPECT_EQ(c.peer.key_file, "");
+  EXPECT_EQ(c.peer.keepalive_interval_ms, 1000);
+  EXPECT_EQ(c.peer.keepalive_misses, 3);
+  EXPECT_EQ(c.peer.reconnect_min_ms, 100);
+  EXPECT_EQ(c.peer.reconnect_max_ms, 30000);
+  EXPECT_EQ(c.peer.qps_per_nic, 1);
+  EXPECT_EQ(c.peer.qp_timeout, 14);
+  EXPECT_EQ(c.peer.qp_retry_cnt, 7);
+  EXPECT_TRUE(c.peers.empty());
+  EXPECT_EQ(c.flow.policy, "weighted");
+  EXPECT_EQ(c.flow.chunk_bytes, 1048576);
+  EXPECT_EQ(c.flow.lane_window_chunks, 8);
+  EXPECT_EQ(c.flow.sq_depth, 256);
+  EXPECT_EQ(c.flow.cq_depth, 512);
+  EXPECT_EQ(c.flow.max_flows_per_client, 64);
+  EXPECT_EQ(c.flow.min_lane_fraction, 0.25);
+  EXPECT_TRUE(c.flow.honour_pci_distance);
+  EXPECT_EQ(c.flow.cnp_half_weight_per_s, 1000.0);
+  EXPECT_EQ(c.flow.rejoin_backoff_min_ms, 100);
+  EXPECT_EQ(c.flow.rejoin_backoff_max_ms, 10000);
+  // The loader's defaults are the structs' own (a Config built in code behaves like an empty file).
+  EXPECT_EQ(c.peer, PeerSection{});
+  EXPECT_EQ(c.flow, FlowSection{});
+}
+
+TEST(Config, NicAdvertiseDefaultsPerEntry) {
+  const LoadResult r = load_string(
+      "[[nic]]\nname = \"a\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nadvertise_address = \"::1\"\n"
+      "advertise_udp_port = 1\n[[nic]]\nname = \"b\"\nbackend = \"soft\"\naddress = \"127.0.0.2\"\n",
+      "nic.toml");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  ASSERT_EQ(r.config.nics.size(), 2u);
+  EXPECT_EQ(r.config.nics[0].advertise_address, "::1");
+  EXPECT_EQ(r.config.nics[0].advertise_udp_port, 1);
+  EXPECT_EQ(r.config.nics[1].advertise_address, "");
+  EXPECT_EQ(r.config.nics[1].advertise_udp_port, 0);
+  // operator== sees the new keys (the daemon's reload reports a changed [[nic]] entry).
+  NicSection changed = r.config.nics[1];
+  changed.advertise_udp_port = 9;
+  EXPECT_FALSE(changed == r.config.nics[1]);
+}
+
 TEST(Config, PrintedDefaultConfigRoundTrips) {
   const std::string text = render_default_config();
   const LoadResult r = load_string(text, "<printed>");
@@ -48,6 +98,9 @@ TEST(Config, PrintedDefaultConfigRoundTrips) {
   EXPECT_EQ(r.config.daemon.log_level, default_config().daemon.log_level);
   EXPECT_EQ(r.config.metrics.listen, default_config().metrics.listen);
   EXPECT_EQ(r.config.cc.params, default_config().cc.params);
+  EXPECT_EQ(r.config.peer, default_config().peer);
+  EXPECT_EQ(r.config.flow, default_config().flow);
+  EXPECT_TRUE(r.config.peers.empty());
   // Every field of the table appears in the printed file.
   for (const Field& f : fields()) EXPECT_NE(text.find(f.name + " = "), std::string::npos) << f.path();
 }
@@ -70,6 +123,158 @@ TEST(Config, FullFileSetsEverySection) {
   EXPECT_EQ(c.nics[1].device, "mlx5_0");
   EXPECT_EQ(c.nics[1].port, 1);
   EXPECT_EQ(c.nics[1].udp_port, 4791);  // per-entry default
+  EXPECT_EQ(c.nics[0].advertise_address, "10.9.0.1");
+  EXPECT_EQ(c.nics[0].advertise_udp_port, 14791);
+  EXPECT_EQ(c.nics[1].advertise_address, "");
+  EXPECT_EQ(c.nics[1].advertise_udp_port, 0);
+
+  EXPECT_TRUE(c.peer.enabled);
+  EXPECT_EQ(c.peer.node_id, "gpu-node-01.rack7");
+  EXPECT_EQ(c.peer.listen, "[::]:0");
+  EXPECT_EQ(c.peer.listen_host, "::");
+  EXPECT_EQ(c.peer.listen_port, 0);
+  EXPECT_EQ(c.peer.key_file, "/etc/rdmad/peer.key");
+  EXPECT_EQ(c.peer.keepalive_interval_ms, 250);
+  EXPECT_EQ(c.peer.keepalive_misses, 5);
+  EXPECT_EQ(c.peer.reconnect_min_ms, 50);
+  EXPECT_EQ(c.peer.reconnect_max_ms, 50);  // equal bounds are allowed
+  EXPECT_EQ(c.peer.qps_per_nic, 4);
+  EXPECT_EQ(c.peer.qp_timeout, 18);
+  EXPECT_EQ(c.peer.qp_retry_cnt, 3);
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[0], (PeerNodeSection{"gpu-node-02.rack7", "10.0.0.2:18515", "10.0.0.2", 18515}));
+  EXPECT_EQ(c.peers[1], (PeerNodeSection{"gpu-node-03.rack7", "[fd00::3]:18516", "fd00::3", 18516}));
+
+  EXPECT_EQ(c.flow.policy, "congestion_aware");
+  EXPECT_EQ(c.flow.chunk_bytes, 65536);
+  EXPECT_EQ(c.flow.lane_window_chunks, 32);
+  EXPECT_EQ(c.flow.sq_depth, 1024);
+  EXPECT_EQ(c.flow.cq_depth, 2048);
+  EXPECT_EQ(c.flow.max_flows_per_client, 8);
+  EXPECT_EQ(c.flow.min_lane_fraction, 0.0);  // an integer is accepted for a number
+  EXPECT_FALSE(c.flow.honour_pci_distance);
+  EXPECT_EQ(c.flow.cnp_half_weight_per_s, 250.5);
+  EXPECT_EQ(c.flow.rejoin_backoff_min_ms, 10);
+  EXPECT_EQ(c.flow.rejoin_backoff_max_ms, 10);
+}
+
+// Loads `text` and returns its errors as "line key: message" lines.
+std::string errors_of(const std::string& text) {
+  const LoadResult r = load_string(text, "t.toml");
+  std::string s;
+  for (const auto& e : r.errors) s += fmt::format("{} {}: {}\n", e.line, e.key, e.message);
+  return s;
+}
+
+bool has_error(const std::string& text, const std::string& part) {
+  return errors_of(text).find(part) != std::string::npos;
+}
+
+// A file with the peer channel on and one [[peers]] entry (its address on line 5).
+std::string with_peer(const std::string& node_id, const std::string& address) {
+  return fmt::format("[peer]\nenabled = true\n[[peers]]\nnode_id = \"{}\"\naddress = \"{}\"\n", node_id, address);
+}
+
+TEST(Config, PeerListenAndAddressesParse) {
+  struct Case {
+    const char* listen;
+    const char* host;
+    int64_t port;
+  };
+  for (const Case& k : {Case{"127.0.0.1:1", "127.0.0.1", 1}, Case{"[::1]:65535", "::1", 65535},
+                        Case{"10.1.2.3:0", "10.1.2.3", 0}, Case{"[fe80::1%2]:7", "", 0}}) {
+    const LoadResult r = load_string(fmt::format("[peer]\nlisten = \"{}\"\n", k.listen), "t.toml");
+    if (*k.host == '\0') {  // a scoped v6 literal is not accepted by inet_pton
+      EXPECT_FALSE(r.ok()) << k.listen;
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << k.listen << all_errors(r);
+    EXPECT_EQ(r.config.peer.listen, k.listen);
+    EXPECT_EQ(r.config.peer.listen_host, k.host);
+    EXPECT_EQ(r.config.peer.listen_port, k.port);
+  }
+  for (const char* bad : {"host:18515", "10.0.0.1", "10.0.0.1:", ":18515", "[::1]18515", "::1:18515",
+                          "10.0.0.1:-1", "10.0.0.1:65536", "10.0.0.1:1x"}) {
+    EXPECT_TRUE(has_error(fmt::format("[peer]\nlisten = \"{}\"\n", bad), "2 peer.listen: invalid value")) << bad;
+    EXPECT_TRUE(has_error(with_peer("n", bad), "5 peers[0].address: invalid value")) << bad;
+  }
+  // A peer's port 0 means nothing to dial.
+  EXPECT_TRUE(has_error(with_peer("n", "[::1]:0"), "port in [1, 65535]"));
+}
+
+TEST(Config, NodeIdsAreNamesOfAtMost64Bytes) {
+  const std::string ok64(64, 'a');
+  EXPECT_EQ(errors_of("[peer]\nnode_id = \"" + ok64 + "\"\n"), "");
+  EXPECT_EQ(errors_of("[peer]\nnode_id = \"A-z_0.9\"\n"), "");
+  for (const std::string& bad : {ok64 + "b", std::string("a b"), std::string("n/1"), std::string("n\\u00e9")}) {
+    EXPECT_TRUE(has_error("[peer]\nnode_id = \"" + bad + "\"\n", "peer.node_id: invalid value")) << bad;
+    EXPECT_TRUE(has_error(with_peer(bad, "10.0.0.2:1"), "peers[0].node_id: invalid value")) << bad;
+  }
+  // [[peers]] node_id may not be empty (it names a remote node); [peer] node_id may (the host name).
+  EXPECT_TRUE(has_error(with_peer("", "10.0.0.2:1"), "peers[0].node_id: invalid value"));
+}
+
+TEST(Config, PeerCrossKeyRules) {
+  const std::string peers = "[[peers]]\nnode_id = \"b\"\naddress = \"10.0.0.2:1\"\n";
+  // [[peers]] needs the channel on.
+  EXPECT_EQ(errors_of(peers), "1 peers: [[peers]] is listed but the peer channel is off: set enabled = true in [peer]\n");
+  EXPECT_EQ(errors_of("[peer]\nenabled = true\n" + peers), "");
+  // Its own id is refused only when [peer] node_id is set (an empty one is the host name, unknown here).
+  EXPECT_EQ(errors_of("[peer]\nenabled = true\nnode_id = \"b\"\n" + peers),
+            "5 peers[0].node_id: 'b' is this node's own [peer] node_id; list only other nodes\n");
+  EXPECT_EQ(errors_of("[peer]\nenabled = true\nnode_id = \"a\"\n" + peers), "");
+  // Every node once.
+  EXPECT_EQ(errors_of("[peer]\nenabled = true\n" + peers + peers + "[[peers]]\nnode_id = \"c\"\naddress = \"10.0.0.3:1\"\n" + peers),
+            "7 peers[1].node_id: duplicate peer node_id 'b' (also peers[0])\n"
+            "13 peers[3].node_id: duplicate peer node_id 'b' (also peers[0])\n");
+  // reconnect_max_ms >= reconnect_min_ms, named at the key the file sets.
+  EXPECT_EQ(errors_of("[peer]\nreconnect_min_ms = 30001\n"),
+            "2 peer.reconnect_min_ms: reconnect_max_ms (30000) must be at least reconnect_min_ms (30001)\n");
+  EXPECT_EQ(errors_of("[peer]\nreconnect_min_ms = 10\nreconnect_max_ms = 9\n"),
+            "3 peer.reconnect_max_ms: reconnect_max_ms (9) must be at least reconnect_min_ms (10)\n");
+  EXPECT_EQ(errors_of("[peer]\nreconnect_min_ms = 30000\n"), "");
+}
+
+TEST(Config, FlowRules) {
+  EXPECT_EQ(errors_of("[flow]\nrejoin_backoff_max_ms = 99\n"),
+            "2 flow.rejoin_backoff_max_ms: rejoin_backoff_max_ms (99) must be at least rejoin_backoff_min_ms (100)\n");
+  EXPECT_EQ(errors_of("[flow]\nrejoin_backoff_min_ms = 10000\n"), "");
+  for (const char* policy : {"weighted", "congestion_aware", "round_robin", "hash"}) {
+    EXPECT_EQ(errors_of(fmt::format("[flow]\npolicy = \"{}\"\n", policy)), "") << policy;
+  }
+  for (const char* key : {"sq_depth", "cq_depth"}) {
+    for (int64_t ok : {16, 1024, 65536}) EXPECT_EQ(errors_of(fmt::format("[flow]\n{} = {}\n", key, ok)), "") << ok;
+    for (int64_t bad : {0, 8, 24, 65535, 131072, -16}) {
+      EXPECT_TRUE(has_error(fmt::format("[flow]\n{} = {}\n", key, bad), "a power of two in [16, 65536]"))
+          << key << " " << bad;
+    }
+  }
+  for (const char* ok : {"0", "1", "0.5", "1.0", "0e0"}) {
+    EXPECT_EQ(errors_of(fmt::format("[flow]\nmin_lane_fraction = {}\n", ok)), "") << ok;
+  }
+  for (const char* bad : {"-0.01", "1.01", "nan", "inf"}) {
+    EXPECT_TRUE(has_error(fmt::format("[flow]\nmin_lane_fraction = {}\n", bad), "a number in [0, 1]")) << bad;
+  }
+  for (const char* bad : {"0", "0.0", "-1", "inf", "nan"}) {
+    EXPECT_TRUE(has_error(fmt::format("[flow]\ncnp_half_weight_per_s = {}\n", bad), "a finite number > 0")) << bad;
+  }
+  EXPECT_EQ(errors_of("[flow]\nchunk_bytes = 4096\n"), "");
+  EXPECT_EQ(errors_of("[flow]\nchunk_bytes = 1073741824\n"), "");
+  EXPECT_TRUE(has_error("[flow]\nchunk_bytes = 4095\n", "an integer in [4096, 1073741824]"));
+  EXPECT_TRUE(has_error("[flow]\nchunk_bytes = 1073741825\n", "an integer in [4096, 1073741824]"));
+}
+
+TEST(Config, NumbersRenderAsTomlFloats) {
+  EXPECT_EQ(to_toml(Value{0.25}), "0.25");
+  EXPECT_EQ(to_toml(Value{1000.0}), "1000.0");
+  EXPECT_EQ(to_toml(Value{0.0}), "0.0");
+  EXPECT_EQ(to_toml(Value{1e300}), "1e+300");
+  // A printed number reads back as the same double.
+  for (double d : {0.1, 1.0 / 3, 250.5, 1e-7}) {
+    const LoadResult r = load_string("[flow]\ncnp_half_weight_per_s = " + to_toml(Value{d}) + "\n", "t.toml");
+    ASSERT_TRUE(r.ok()) << all_errors(r);
+    EXPECT_EQ(r.config.flow.cnp_half_weight_per_s, d);
+  }
 }
 
 // Each file under tests/data/config/invalid/ starts with "# expect: LINE KEY MESSAGE-PART" and

@@ -40,6 +40,8 @@ struct NicSection {
   std::string gid_match;    // rdma_core: CIDR the selected GID's address must lie in ("" = any)
   bool cc_apply = false;    // rdma_core: write the [cc] parameters to the NIC (else read and report only)
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
+  std::string advertise_address;   // soft: IP peers send to instead of `address` ("" = address)
+  int64_t advertise_udp_port = 0;  // soft: UDP port peers send to (0 = udp_port)
 
   bool operator==(const NicSection&) const = default;
 };
@@ -62,6 +64,49 @@ struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
   bool operator==(const QuotaSection&) const = default;
 };
 
+struct PeerSection {  // the TCP control channel between daemons, and with it flows
+  bool enabled = false;
+  std::string node_id;      // this daemon's id; "" = the host name (filled by the daemon, not the loader)
+  std::string listen = "0.0.0.0:18515";  // raw "host:port" / "[v6]:port"
+  std::string listen_host = "0.0.0.0";   // IP literal, without brackets
+  int64_t listen_port = 18515;  // 0: an ephemeral port
+  std::string key_file;     // shared secret for HMAC authentication; "" = no authentication
+  int64_t keepalive_interval_ms = 1000;
+  int64_t keepalive_misses = 3;
+  int64_t reconnect_min_ms = 100;
+  int64_t reconnect_max_ms = 30000;
+  int64_t qps_per_nic = 1;    // RC QPs per local NIC per peer
+  int64_t qp_timeout = 14;    // local ACK timeout, 4.096 us * 2^qp_timeout
+  int64_t qp_retry_cnt = 7;
+
+  bool operator==(const PeerSection&) const = default;
+};
+
+struct PeerNodeSection {  // one [[peers]] entry: a daemon this one dials
+  std::string node_id;
+  std::string address;  // raw "host:port" / "[v6]:port"
+  std::string host;     // IP literal, without brackets
+  int64_t port = 0;     // 1..65535
+
+  bool operator==(const PeerNodeSection&) const = default;
+};
+
+struct FlowSection {  // striping of flows across NICs and peers
+  std::string policy = "weighted";  // weighted | congestion_aware | round_robin | hash
+  int64_t chunk_bytes = 1048576;
+  int64_t lane_window_chunks = 8;  // chunks in flight per NIC per peer
+  int64_t sq_depth = 256;          // power of two
+  int64_t cq_depth = 512;          // power of two
+  int64_t max_flows_per_client = 64;
+  double min_lane_fraction = 0.25;
+  bool honour_pci_distance = true;
+  double cnp_half_weight_per_s = 1000;
+  int64_t rejoin_backoff_min_ms = 100;
+  int64_t rejoin_backoff_max_ms = 10000;
+
+  bool operator==(const FlowSection&) const = default;
+};
+
 struct Config {
   DaemonSection daemon;
   MetricsSection metrics;
@@ -69,6 +114,9 @@ struct Config {
   IpcSection ipc;
   std::vector<NicSection> nics;
   std::vector<QuotaSection> quotas;
+  PeerSection peer;
+  std::vector<PeerNodeSection> peers;
+  FlowSection flow;
   std::string source;  // file the config came from ("<default>" for the embedded one)
 };
 

@@ -14,11 +14,12 @@
 
 namespace rdmad::config {
 
-enum class FieldType : uint8_t { kString, kInt, kBool, kStringMap, kIntList };
+enum class FieldType : uint8_t { kString, kInt, kBool, kStringMap, kIntList, kDouble };
 
 using StringMap = std::map<std::string, std::string>;
 using IntList = std::vector<int64_t>;
-using Value = std::variant<std::monostate, std::string, int64_t, bool, StringMap, IntList>;
+// kDouble keys also accept TOML integers (`weight = 1000` means 1000.0).
+using Value = std::variant<std::monostate, std::string, int64_t, bool, StringMap, IntList, double>;
 
 struct Section {
   std::string name;  // "daemon", "nic", ...
@@ -47,7 +48,8 @@ struct Field {
 std::span<const Section> sections();
 std::span<const Field> fields();
 
-// Renders a value as a TOML literal ("\"info\"", "4791", "{ rack = \"r1\" }").
+// Renders a value as a TOML literal ("\"info\"", "4791", "0.25", "{ rack = \"r1\" }"); a double always
+// renders as a TOML float ("1000.0").
 std::string to_toml(const Value& v);
 const char* type_name(FieldType t);
 
