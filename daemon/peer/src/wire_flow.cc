@@ -33,7 +33,8 @@ bool get_keys(Reader& r, std::vector<GrantKey>& keys) {
   return !r.failed();
 }
 
-bool range_ok(uint64_t iova, uint64_t length) { return length > 0 && iova + length >= iova; }
+// Non-empty and its last byte addressable (it may end at the top of the address space).
+bool range_ok(uint64_t iova, uint64_t length) { return length > 0 && length - 1 <= ~uint64_t{0} - iova; }
 
 }  // namespace
 
