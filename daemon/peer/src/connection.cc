@@ -144,7 +144,13 @@ void Connection::handle(MessageType type, std::span<const uint8_t> payload) {
     case MessageType::kPong:
       if (!decode_ping(payload)) refuse("broken frame: malformed pong", &c.frame_errors);
       return;  // any frame proves liveness (last_rx_)
-    default: channel_->on_frame(*this, type, payload); return;
+    default:
+      if (!flow_payload_valid(type, payload)) {
+        refuse(std::string("broken frame: malformed ") + to_string(type), &c.frame_errors);
+        return;
+      }
+      channel_->on_frame(*this, type, payload);
+      return;
   }
 }
 

@@ -18,6 +18,14 @@ QpConnector* PeerSession::ready(const std::string& peer) const {
   return it != peers_.end() && it->second.state == State::kReady ? it->second.qps.get() : nullptr;
 }
 
+std::vector<std::string> PeerSession::ready_peers() const {
+  std::vector<std::string> out;
+  for (const auto& [id, p] : peers_) {
+    if (p.state == State::kReady) out.push_back(id);
+  }
+  return out;
+}
+
 void PeerSession::on_up(const std::string& peer, bool initiator) {
   peers_.erase(peer);
   if (!initiator) return;  // the dialling side offers
@@ -39,13 +47,18 @@ void PeerSession::on_down(const std::string& peer) {
 }
 
 void PeerSession::on_message(const std::string& peer, MessageType type, std::span<const uint8_t> payload) {
-  if (type != MessageType::kEndpoints) return;
+  if (type != MessageType::kEndpoints) {
+    if (on_message_) on_message_(peer, type, payload);
+    return;
+  }
   const auto m = decode_endpoints(payload);
   if (!m) return fail(peer, "malformed endpoints message");
+  if (is_rebuild(m->kind)) return on_rebuild(peer, *m);
   switch (m->kind) {
     case EndpointsKind::kOffer: return on_offer(peer, *m);
     case EndpointsKind::kAnswer: return on_answer(peer, *m);
     case EndpointsKind::kAck: return on_ack(peer, *m);
+    default: return;
   }
 }
 

@@ -33,76 +33,115 @@ verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare() {
   qps_.clear();
   std::vector<NicEndpoint> out;
   for (uint16_t n = 0; n < nics_.size(); ++n) {
-    const LocalNic& nic = nics_[n];
-    auto port = nic.device->query_port(nic.port);
-    if (!port.is_ok()) return with_context(port.status(), nic.name, "query_port");
-    for (uint16_t j = 0; j < options_.qps_per_nic; ++j) {
-      verbs::QpInitAttr ia;
-      ia.max_send_wr = options_.max_send_wr;
-      ia.max_recv_wr = options_.max_recv_wr;
-      ia.send_cq = nic.send_cq;
-      ia.recv_cq = nic.recv_cq;
-      auto qp = nic.pd->create_qp(ia);
-      if (!qp.is_ok()) return with_context(qp.status(), nic.name, "create_qp");
-      QpAttr a;
-      a.state = QpState::kInit;
-      a.access_flags = options_.access;
-      Status st = qp.value()->modify(a, verbs::kQpState | verbs::kQpAccessFlags);
-      if (!st.is_ok()) return with_context(st, nic.name, "RESET→INIT");
-      Qp q;
-      q.nic_index = n;
-      q.qp_index = j;
-      q.local = {.nic_name = nic.name,
-                 .nic_index = n,
-                 .qp_index = j,
-                 .gid = port->gid,
-                 .udp_port = port->udp_port,
-                 .qpn = qp.value()->qp_num(),
-                 .psn = random_psn(),
-                 .mtu_bytes = std::min(port->active_mtu_bytes, options_.max_mtu_bytes)};
-      q.qp = std::move(qp.value());
-      out.push_back(q.local);
-      qps_.push_back(std::move(q));
-    }
+    const Status st = add_nic_qps(n, out);
+    if (!st.is_ok()) return st;
   }
   return out;
 }
 
+verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare_nic(uint16_t nic_index) {
+  if (nic_index >= nics_.size()) return Status::error("no local NIC " + std::to_string(nic_index));
+  std::erase_if(qps_, [&](const Qp& q) { return q.nic_index == nic_index; });
+  std::vector<NicEndpoint> out;
+  const Status st = add_nic_qps(nic_index, out);
+  // Keep the (nic, qp index) order of qps(); moving the entries leaves every QueuePair in place.
+  std::stable_sort(qps_.begin(), qps_.end(), [](const Qp& a, const Qp& b) { return a.nic_index < b.nic_index; });
+  if (!st.is_ok()) return st;
+  return out;
+}
+
+Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
+  const LocalNic& nic = nics_[n];
+  auto port = nic.device->query_port(nic.port);
+  if (!port.is_ok()) return with_context(port.status(), nic.name, "query_port");
+  for (uint16_t j = 0; j < options_.qps_per_nic; ++j) {
+    verbs::QpInitAttr ia;
+    ia.max_send_wr = options_.max_send_wr;
+    ia.max_recv_wr = options_.max_recv_wr;
+    ia.send_cq = nic.send_cq;
+    ia.recv_cq = nic.recv_cq;
+    auto qp = nic.pd->create_qp(ia);
+    if (!qp.is_ok()) return with_context(qp.status(), nic.name, "create_qp");
+    QpAttr a;
+    a.state = QpState::kInit;
+    a.access_flags = options_.access;
+    Status st = qp.value()->modify(a, verbs::kQpState | verbs::kQpAccessFlags);
+    if (!st.is_ok()) return with_context(st, nic.name, "RESET→INIT");
+    Qp q;
+    q.nic_index = n;
+    q.qp_index = j;
+    q.local = {.nic_name = nic.name,
+               .nic_index = n,
+               .qp_index = j,
+               .gid = nic.advertise_gid.value_or(port->gid),
+               .udp_port = nic.advertise_udp_port != 0 ? nic.advertise_udp_port : port->udp_port,
+               .qpn = qp.value()->qp_num(),
+               .psn = random_psn(),
+               .mtu_bytes = std::min(port->active_mtu_bytes, options_.max_mtu_bytes)};
+    q.qp = std::move(qp.value());
+    out.push_back(q.local);
+    qps_.push_back(std::move(q));
+  }
+  return Status::ok();
+}
+
 Status QpConnector::connect(std::span<const NicEndpoint> remote) {
-  std::vector<Qp> kept;
+  auto n = connect_where(remote, -1);
+  if (!n.is_ok()) return n.status();
+  if (qps_.empty()) return Status::error("no NIC pair in common with the peer");
+  return Status::ok();
+}
+
+Status QpConnector::connect_nic(uint16_t nic_index, std::span<const NicEndpoint> remote) {
+  if (nic_index >= nics_.size()) return Status::error("no local NIC " + std::to_string(nic_index));
+  auto n = connect_where(remote, nic_index);
+  if (!n.is_ok()) return n.status();
+  if (*n == 0) return Status::error("nic " + nics_[nic_index].name + ": no QP pair in common with the peer");
+  return Status::ok();
+}
+
+verbs::Result<size_t> QpConnector::connect_where(std::span<const NicEndpoint> remote, int nic) {
+  auto in_scope = [nic](const Qp& q) { return !q.connected && (nic < 0 || q.nic_index == nic); };
+  size_t connected = 0;
   for (Qp& q : qps_) {
+    if (!in_scope(q)) continue;
     const auto r = std::find_if(remote.begin(), remote.end(), [&](const NicEndpoint& e) {
       return e.nic_index == q.nic_index && e.qp_index == q.qp_index;
     });
     if (r == remote.end()) continue;  // the peer has fewer NICs or QPs: this one stays unused
-    const std::string& name = nics_[q.nic_index].name;
-    QpAttr a;
-    a.state = QpState::kRtr;
-    a.path_mtu_bytes = std::min(q.local.mtu_bytes, r->mtu_bytes);
-    a.dest_qp_num = r->qpn;
-    a.rq_psn = r->psn;
-    a.dest_gid = r->gid;
-    a.dest_udp_port = r->udp_port;
-    a.min_rnr_timer = options_.min_rnr_timer;
-    a.max_dest_rd_atomic = options_.max_rd_atomic;
-    Status st = q.qp->modify(a, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn |
-                                    verbs::kQpAv | verbs::kQpMinRnrTimer | verbs::kQpMaxDestRdAtomic);
-    if (!st.is_ok()) return with_context(st, name, "INIT→RTR");
-    a.state = QpState::kRts;
-    a.sq_psn = q.local.psn;
-    a.timeout = options_.timeout;
-    a.retry_cnt = options_.retry_cnt;
-    a.rnr_retry = options_.rnr_retry;
-    a.max_rd_atomic = options_.max_rd_atomic;
-    st = q.qp->modify(a, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout | verbs::kQpRetryCnt |
-                             verbs::kQpRnrRetry | verbs::kQpMaxRdAtomic);
-    if (!st.is_ok()) return with_context(st, name, "RTR→RTS");
-    q.remote = *r;
-    q.connected = true;
-    kept.push_back(std::move(q));
+    const Status st = connect_qp(q, *r);
+    if (!st.is_ok()) return st;
+    ++connected;
   }
-  qps_ = std::move(kept);
-  if (qps_.empty()) return Status::error("no NIC pair in common with the peer");
+  std::erase_if(qps_, in_scope);  // the connected ones are out of scope now
+  return connected;
+}
+
+Status QpConnector::connect_qp(Qp& q, const NicEndpoint& r) {
+  const std::string& name = nics_[q.nic_index].name;
+  QpAttr a;
+  a.state = QpState::kRtr;
+  a.path_mtu_bytes = std::min(q.local.mtu_bytes, r.mtu_bytes);
+  a.dest_qp_num = r.qpn;
+  a.rq_psn = r.psn;
+  a.dest_gid = r.gid;
+  a.dest_udp_port = r.udp_port;
+  a.min_rnr_timer = options_.min_rnr_timer;
+  a.max_dest_rd_atomic = options_.max_rd_atomic;
+  Status st = q.qp->modify(a, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn |
+                                  verbs::kQpAv | verbs::kQpMinRnrTimer | verbs::kQpMaxDestRdAtomic);
+  if (!st.is_ok()) return with_context(st, name, "INIT→RTR");
+  a.state = QpState::kRts;
+  a.sq_psn = q.local.psn;
+  a.timeout = options_.timeout;
+  a.retry_cnt = options_.retry_cnt;
+  a.rnr_retry = options_.rnr_retry;
+  a.max_rd_atomic = options_.max_rd_atomic;
+  st = q.qp->modify(a, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout | verbs::kQpRetryCnt |
+                           verbs::kQpRnrRetry | verbs::kQpMaxRdAtomic);
+  if (!st.is_ok()) return with_context(st, name, "RTR→RTS");
+  q.remote = r;
+  q.connected = true;
   return Status::ok();
 }
 

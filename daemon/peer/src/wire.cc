@@ -1,82 +1,12 @@
 #include "rdmad/peer/wire.h"
 
-#include <cstring>
+#include "byte_codec.h"
 
 namespace rdmad::peer {
-namespace {
+using codec::Reader;
+using codec::Writer;
 
-class Writer {
- public:
-  void u8(uint8_t v) { out_.push_back(v); }
-  void u16(uint16_t v) {
-    u8(static_cast<uint8_t>(v >> 8));
-    u8(static_cast<uint8_t>(v));
-  }
-  void u32(uint32_t v) {
-    u16(static_cast<uint16_t>(v >> 16));
-    u16(static_cast<uint16_t>(v));
-  }
-  void u64(uint64_t v) {
-    u32(static_cast<uint32_t>(v >> 32));
-    u32(static_cast<uint32_t>(v));
-  }
-  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
-  void str8(const std::string& s) {
-    u8(static_cast<uint8_t>(s.size()));
-    bytes({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
-  }
-  std::vector<uint8_t> take() { return std::move(out_); }
-
- private:
-  std::vector<uint8_t> out_;
-};
-
-// Bounds-checked reader: any read past the end marks it failed and returns zeros.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
-  uint8_t u8() { return ok(1) ? in_[pos_++] : 0; }
-  uint16_t u16() {
-    const uint16_t hi = u8();
-    return static_cast<uint16_t>(hi << 8 | u8());
-  }
-  uint32_t u32() {
-    const uint32_t hi = u16();
-    return hi << 16 | u16();
-  }
-  uint64_t u64() {
-    const uint64_t hi = u32();
-    return hi << 32 | u32();
-  }
-  bool bytes(std::span<uint8_t> out) {
-    if (!ok(out.size())) return false;
-    std::memcpy(out.data(), in_.data() + pos_, out.size());
-    pos_ += out.size();
-    return true;
-  }
-  std::string str8() {
-    const size_t n = u8();
-    if (!ok(n)) return {};
-    std::string s(reinterpret_cast<const char*>(in_.data() + pos_), n);
-    pos_ += n;
-    return s;
-  }
-  bool failed() const { return failed_; }
-  bool done() const { return !failed_ && pos_ == in_.size(); }
-
- private:
-  bool ok(size_t n) {
-    if (failed_ || in_.size() - pos_ < n) failed_ = true;
-    return !failed_;
-  }
-  std::span<const uint8_t> in_;
-  size_t pos_ = 0;
-  bool failed_ = false;
-};
-
-}  // namespace
-
-bool is_known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(MessageType::kEndpoints); }
+bool is_known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(MessageType::kSendDone); }
 
 std::optional<FrameHeader> decode_header(std::span<const uint8_t, kHeaderBytes> bytes, uint32_t max_payload,
                                          std::string* error) {
@@ -149,6 +79,7 @@ std::vector<uint8_t> encode(const Endpoints& m) {
   Writer w;
   w.u8(static_cast<uint8_t>(m.kind));
   w.u32(m.session);
+  if (is_rebuild(m.kind)) w.u16(m.nic_index);
   w.u8(static_cast<uint8_t>(m.endpoints.size()));
   for (const NicEndpoint& e : m.endpoints) {
     w.str8(e.nic_name);
@@ -167,9 +98,10 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
   Reader r(payload);
   Endpoints m;
   const uint8_t kind = r.u8();
-  if (kind > static_cast<uint8_t>(EndpointsKind::kAck)) return std::nullopt;
+  if (kind > static_cast<uint8_t>(EndpointsKind::kRebuildAck)) return std::nullopt;
   m.kind = static_cast<EndpointsKind>(kind);
   m.session = r.u32();
+  if (is_rebuild(m.kind)) m.nic_index = r.u16();
   const uint8_t n = r.u8();
   for (uint8_t i = 0; i < n && !r.failed(); ++i) {
     NicEndpoint e;

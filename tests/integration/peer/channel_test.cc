@@ -20,11 +20,13 @@ struct Recorder {
   int ups = 0;
   int downs = 0;
   std::vector<std::vector<uint8_t>> messages;
+  std::vector<MessageType> types;
   void attach(PeerChannel& c) {
     c.set_handlers({.on_up = [this](const std::string&, bool) { ups++; },
                     .on_down = [this](const std::string&, const std::string&) { downs++; },
-                    .on_message = [this](const std::string&, MessageType, std::span<const uint8_t> p) {
+                    .on_message = [this](const std::string&, MessageType t, std::span<const uint8_t> p) {
                       messages.emplace_back(p.begin(), p.end());
+                      types.push_back(t);
                     }});
   }
 };
@@ -178,6 +180,51 @@ TEST_F(PeerChannelTest, BrokenFrameClosesOnlyThatConnection) {
   ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-y"); }));
   EXPECT_EQ(b->counters().frame_errors, 2u);
   EXPECT_TRUE(b->connected("node-a"));
+}
+
+TEST_F(PeerChannelTest, FlowFramesPassAndAMalformedOneClosesOnlyThatConnection) {
+  Recorder rb;
+  auto b = start(config("node-b"), &rb);
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", b->listen_port()));
+  auto a = start(ca);
+  auto s = raw_peer(*b, "node-x");
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a") && b->connected("node-x"); }));
+  const std::vector<std::pair<MessageType, std::vector<uint8_t>>> good = {
+      {MessageType::kGrant, encode(Grant{.length = 64, .rights = verbs::kAccessRemoteRead, .keys = {{0, 1}}})},
+      {MessageType::kGrantAck, encode(GrantAck{.status = 0})},
+      {MessageType::kRevoke, encode(Revoke{})},
+      {MessageType::kRecvPost, encode(RecvPost{.length = 64, .keys = {{1, 2}}})},
+      {MessageType::kSendDone, encode(SendDone{.bytes = 64})},
+  };
+  for (const auto& [type, payload] : good) ASSERT_TRUE(a->send("node-b", type, payload));
+  ASSERT_TRUE(run_until(io_, [&] { return rb.messages.size() == good.size(); }));
+  for (size_t i = 0; i < good.size(); ++i) {
+    EXPECT_EQ(rb.types[i], good[i].first);
+    EXPECT_EQ(rb.messages[i], good[i].second);
+  }
+  // A grant with no key from node-x: that connection is closed before the frame is delivered.
+  write_frame(s, MessageType::kGrant, encode(Grant{.length = 64, .rights = verbs::kAccessRemoteRead, .keys = {}}));
+  ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-x"); }));
+  EXPECT_EQ(b->counters().frame_errors, 1u);
+  EXPECT_EQ(rb.messages.size(), good.size());
+  EXPECT_TRUE(b->connected("node-a"));
+  ASSERT_TRUE(a->send("node-b", MessageType::kRevoke, encode(Revoke{})));
+  ASSERT_TRUE(run_until(io_, [&] { return rb.messages.size() == good.size() + 1; }));
+}
+
+TEST_F(PeerChannelTest, FlowFrameBeforeTheHandshakeIsRefused) {
+  Recorder rb;
+  auto b = start(config("node-b"), &rb);
+  asio::ip::tcp::socket s(io_);
+  s.connect({asio::ip::make_address("127.0.0.1"), b->listen_port()});
+  Hello h;
+  h.node_id = "node-x";
+  write_frame(s, MessageType::kHello, encode(h));
+  write_frame(s, MessageType::kSendDone, encode(SendDone{}));  // before ready
+  ASSERT_TRUE(run_until(io_, [&] { return b->counters().handshake_failures == 1; }));
+  EXPECT_FALSE(b->connected("node-x"));
+  EXPECT_TRUE(rb.messages.empty());
 }
 
 TEST_F(PeerChannelTest, SilentPeerIsDeclaredDeadByKeepalive) {

@@ -116,7 +116,7 @@ TEST(PeerWire, EndpointsWithImpossibleValuesAreRejected) {
   m.endpoints[0].psn = 1u << 24;
   EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "PSNs are 24 bits";
   auto b = encode(Endpoints{});
-  b[0] = 3;
+  b[0] = 6;
   EXPECT_FALSE(decode_endpoints(b).has_value()) << "unknown kind";
 }
 

@@ -4,12 +4,18 @@
 // with its own; the offerer connects its QPs and acknowledges. Each side is ready only when its QPs
 // are in RTS and the other's are at least in RTR, so the first WRITE finds a receiving QP.
 // A lost peer destroys its QPs; a reconnection brings up fresh ones.
+//
+// After a NIC path failed, rebuild() replaces that NIC's QPs on both sides while the session
+// and the other NICs' QPs stay up: the offerer prepares fresh QPs and sends a rebuild offer; the
+// other side replaces its QPs of that NIC, connects them and answers; the offerer connects and
+// acknowledges. If both sides offer the same NIC at once, the offer of the smaller node id wins.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/qp_connector.h"
@@ -19,6 +25,9 @@ namespace rdmad::peer {
 struct SessionCounters {
   uint64_t sessions_ready = 0;   // QP sets brought up
   uint64_t setup_failures = 0;   // a transition failed or the peer sent something inconsistent
+  uint64_t rebuilds = 0;          // NIC QP sets rebuilt (on_nic_rebuilt called)
+  uint64_t rebuild_failures = 0;  // a rebuild failed here or at the peer, or a message did not fit
+  uint64_t rebuild_stale = 0;     // rebuild messages ignored: another session, or none ready
 };
 
 class PeerSession {
@@ -34,16 +43,45 @@ class PeerSession {
   /// Called when a ready peer is lost (its QPs are destroyed right after).
   void set_on_lost(std::function<void(const std::string& peer)> f) { on_lost_ = std::move(f); }
 
+  /// Called synchronously right before the QPs of `nic` to `peer` are destroyed by a rebuild
+  /// (on both sides), so that the owner stops using them.
+  void set_on_nic_replacing(std::function<void(const std::string& peer, uint16_t nic)> f) {
+    on_nic_replacing_ = std::move(f);
+  }
+  /// Called once the fresh QPs of `nic` are in RTS and the peer's at least in RTR (offerer: after
+  /// connecting them; the other side: on the acknowledgement).
+  void set_on_nic_rebuilt(std::function<void(const std::string& peer, uint16_t nic, QpConnector& qps)> f) {
+    on_nic_rebuilt_ = std::move(f);
+  }
+  /// Frames other than endpoints (the flow frames) from established peers.
+  void set_on_message(std::function<void(const std::string& peer, MessageType type, std::span<const uint8_t> payload)> f) {
+    on_message_ = std::move(f);
+  }
+
+  /// Starts rebuilding the QPs of one NIC to a ready peer (calls on_nic_replacing, then replaces
+  /// them with fresh ones and sends the offer). False when the peer is not ready, the NIC does
+  /// not exist, a rebuild of that NIC is already running, or the fresh QPs cannot be created
+  /// (counted in rebuild_failures).
+  bool rebuild(const std::string& peer, uint16_t nic_index);
+
   /// The ready QPs to a peer, or nullptr.
   QpConnector* ready(const std::string& peer) const;
+  /// The peers whose QPs are ready, in node id order.
+  std::vector<std::string> ready_peers() const;
   const SessionCounters& counters() const { return counters_; }
 
  private:
   enum class State : uint8_t { kOffered, kAnswered, kReady };
+  // A NIC rebuild in progress: this side offered it, or answered and waits for the ack.
+  struct Rebuild {
+    bool offered = false;
+    std::vector<NicEndpoint> remote;  // answerer: the offer it connected against
+  };
   struct Peer {
     State state = State::kOffered;
     uint32_t session = 0;
     std::unique_ptr<QpConnector> qps;
+    std::map<uint16_t, Rebuild> rebuilds;
   };
 
   void on_up(const std::string& peer, bool initiator);
@@ -53,6 +91,16 @@ class PeerSession {
   void on_answer(const std::string& peer, const Endpoints& m);
   void on_ack(const std::string& peer, const Endpoints& m);
   void fail(const std::string& peer, const std::string& why);
+  // Rebuild messages (peer_rebuild.cc).
+  void on_rebuild(const std::string& peer, const Endpoints& m);
+  void on_rebuild_offer(const std::string& peer, Peer& p, const Endpoints& m);
+  void on_rebuild_answer(const std::string& peer, Peer& p, const Endpoints& m);
+  void on_rebuild_ack(const std::string& peer, Peer& p, const Endpoints& m);
+  void rebuild_failed(const std::string& peer, Peer& p, uint16_t nic, const std::string& why);
+  void rebuilt(const std::string& peer, Peer& p, uint16_t nic);
+  void replacing(const std::string& peer, uint16_t nic);
+  void send_rebuild(const std::string& peer, EndpointsKind kind, uint32_t session, uint16_t nic,
+                    std::vector<NicEndpoint> eps);
   void become_ready(const std::string& peer, Peer& p);
   void send(const std::string& peer, EndpointsKind kind, uint32_t session, std::vector<NicEndpoint> eps);
 
@@ -63,6 +111,9 @@ class PeerSession {
   SessionCounters counters_;
   std::function<void(const std::string&, QpConnector&)> on_ready_;
   std::function<void(const std::string&)> on_lost_;
+  std::function<void(const std::string&, uint16_t)> on_nic_replacing_;
+  std::function<void(const std::string&, uint16_t, QpConnector&)> on_nic_rebuilt_;
+  std::function<void(const std::string&, MessageType, std::span<const uint8_t>)> on_message_;
 };
 
 }  // namespace rdmad::peer

@@ -5,6 +5,7 @@
 // with the peer's NIC i (rails), QP j of the pair with QP j.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct LocalNic {
   verbs::CompletionQueue* send_cq = nullptr;
   verbs::CompletionQueue* recv_cq = nullptr;
   uint8_t port = 1;
+  // When set, the endpoints of this NIC carry this GID / UDP port instead of the port's, so
+  // the peer addresses a fabric emulator (or another relay) in front of this NIC.
+  std::optional<verbs::Gid> advertise_gid;
+  uint16_t advertise_udp_port = 0;  // 0: the device's own
 };
 
 struct QpConnectorOptions {
@@ -57,6 +62,13 @@ class QpConnector {
   /// Takes every local QP that has a matching remote endpoint (same NIC and QP index) to RTR and
   /// RTS; QPs without one are destroyed. An error names the NIC and the transition.
   verbs::Status connect(std::span<const NicEndpoint> remote);
+  /// Failover recovery: destroys the QPs of one NIC only and creates qps_per_nic fresh ones in
+  /// INIT (new random PSNs); returns their endpoints. The other NICs' QPs are untouched (their
+  /// QueuePair pointers stay valid). An error names the NIC and the step.
+  verbs::Result<std::vector<NicEndpoint>> prepare_nic(uint16_t nic_index);
+  /// Takes the not yet connected QPs of one NIC to RTR and RTS against the remote endpoints of
+  /// that NIC (others in `remote` are ignored); those without a partner are destroyed.
+  verbs::Status connect_nic(uint16_t nic_index, std::span<const NicEndpoint> remote);
   /// Destroys every QP.
   void reset() { qps_.clear(); }
 
@@ -66,6 +78,13 @@ class QpConnector {
   const std::vector<LocalNic>& nics() const { return nics_; }
 
  private:
+  // Appends qps_per_nic fresh QPs of NIC n in INIT to qps_ and their endpoints to out.
+  verbs::Status add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out);
+  verbs::Status connect_qp(Qp& q, const NicEndpoint& remote);
+  // Connects the unconnected QPs (of one NIC, or all when nic < 0) that have a partner in
+  // `remote` and destroys the others of that set; returns how many are connected.
+  verbs::Result<size_t> connect_where(std::span<const NicEndpoint> remote, int nic);
+
   std::vector<LocalNic> nics_;
   QpConnectorOptions options_;
   std::vector<Qp> qps_;

@@ -8,9 +8,10 @@
 //   auth      32-byte HMAC-SHA256 proof answering the other side's nonce (see auth.h)
 //   ready     empty: I have verified you
 //   ping/pong u64 sequence
-//   endpoints u8 kind (offer, answer, ack), u32 session, u8 count, then per QP: u8 name length,
-//             name, u16 nic index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN,
-//             u32 MTU bytes
+//   endpoints u8 kind (offer, answer, ack, rebuild offer/answer/ack), u32 session, [u16 nic
+//             index: rebuild kinds only], u8 count, then per QP: u8 name length, name, u16 nic
+//             index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN, u32 MTU bytes
+//   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -36,6 +37,11 @@ enum class MessageType : uint16_t {
   kPing = 4,
   kPong = 5,
   kEndpoints = 6,
+  kGrant = 7,
+  kGrantAck = 8,
+  kRevoke = 9,
+  kRecvPost = 10,
+  kSendDone = 11,
 };
 
 /// True for the types above.
@@ -85,14 +91,104 @@ struct NicEndpoint {
   bool operator==(const NicEndpoint&) const = default;
 };
 
-enum class EndpointsKind : uint8_t { kOffer = 0, kAnswer = 1, kAck = 2 };
+enum class EndpointsKind : uint8_t {
+  kOffer = 0,
+  kAnswer = 1,
+  kAck = 2,
+  // Rebuild of one NIC's QPs on a ready session. An empty endpoint list in a rebuild answer or
+  // ack means "this side failed: abandon the rebuild".
+  kRebuildOffer = 3,
+  kRebuildAnswer = 4,
+  kRebuildAck = 5,
+};
+
+/// True for the three rebuild kinds (their message carries nic_index).
+inline bool is_rebuild(EndpointsKind k) { return k >= EndpointsKind::kRebuildOffer; }
 
 struct Endpoints {
   EndpointsKind kind = EndpointsKind::kOffer;
   uint32_t session = 0;
+  uint16_t nic_index = 0;  // rebuild kinds only: the NIC being rebuilt
   std::vector<NicEndpoint> endpoints;
 };
 std::vector<uint8_t> encode(const Endpoints& m);
 std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload);
+
+// ---- Flow frames (exchanged between the flow engines of two daemons) ----
+
+using Token = std::array<uint8_t, 16>;
+inline constexpr size_t kMaxGrantKeys = 32;
+/// Rights a grant may give: verbs::kAccessRemoteWrite and kAccessRemoteRead (the same bits as
+/// RDMAD_ACCESS_REMOTE_WRITE and RDMAD_ACCESS_REMOTE_READ of the client API).
+inline constexpr uint32_t kGrantRightsMask = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead;
+
+/// The rkey of a registration on one of the exporter's NICs.
+struct GrantKey {
+  uint16_t nic_index = 0;
+  uint32_t rkey = 0;
+  bool operator==(const GrantKey&) const = default;
+};
+
+/// Exporter → importer: memory the importer may access. A valid grant has 1..kMaxGrantKeys keys
+/// on distinct NICs, non-zero rights within kGrantRightsMask, length > 0 and iova + length not
+/// wrapping.
+struct Grant {
+  Token token{};
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t rights = 0;
+  uint64_t channel_hint = 0;
+  std::vector<GrantKey> keys;
+  bool operator==(const Grant&) const = default;
+};
+std::vector<uint8_t> encode(const Grant& m);
+std::optional<Grant> decode_grant(std::span<const uint8_t> payload);
+
+/// Importer → exporter: the grant was received. status 0: stored.
+struct GrantAck {
+  Token token{};
+  uint32_t status = 0;
+  bool operator==(const GrantAck&) const = default;
+};
+std::vector<uint8_t> encode(const GrantAck& m);
+std::optional<GrantAck> decode_grant_ack(std::span<const uint8_t> payload);
+
+/// Exporter → importer: the grant is withdrawn.
+struct Revoke {
+  Token token{};
+  bool operator==(const Revoke&) const = default;
+};
+std::vector<uint8_t> encode(const Revoke& m);
+std::optional<Revoke> decode_revoke(std::span<const uint8_t> payload);
+
+/// Receiver → sender: a receive buffer is posted on a channel. Keys as in a grant; length > 0,
+/// iova + length not wrapping.
+struct RecvPost {
+  uint64_t channel = 0;
+  uint64_t recv_id = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  std::vector<GrantKey> keys;
+  bool operator==(const RecvPost&) const = default;
+};
+std::vector<uint8_t> encode(const RecvPost& m);
+std::optional<RecvPost> decode_recv_post(std::span<const uint8_t> payload);
+
+/// Sender → receiver: a send was placed into recv_id (status 0) or failed.
+struct SendDone {
+  uint64_t channel = 0;
+  uint64_t recv_id = 0;
+  uint64_t bytes = 0;
+  int32_t status = 0;
+  bool operator==(const SendDone&) const = default;
+};
+std::vector<uint8_t> encode(const SendDone& m);
+std::optional<SendDone> decode_send_done(std::span<const uint8_t> payload);
+
+/// True when `type` is not a flow frame, or its payload decodes. The connection closes on a
+/// malformed flow frame before it reaches the handlers.
+bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload);
+/// "grant", "recv post", ... for log lines.
+const char* to_string(MessageType type);
 
 }  // namespace rdmad::peer

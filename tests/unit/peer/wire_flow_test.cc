@@ -1,0 +1,137 @@
+// The flow frames on the wire: round trips, and short, trailing or impossible payloads rejected.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "rdmad/peer/wire.h"
+
+namespace rdmad::peer {
+namespace {
+
+Token token(uint8_t seed) {
+  Token t;
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<uint8_t>(seed + i);
+  return t;
+}
+
+// Every proper prefix and the payload with one byte more are rejected.
+template <class Decode>
+void expect_exact(const std::vector<uint8_t>& b, Decode decode) {
+  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode(std::span(b).first(n)).has_value()) << "truncated to " << n;
+  auto longer = b;
+  longer.push_back(0);
+  EXPECT_FALSE(decode(longer).has_value()) << "trailing byte";
+}
+
+Grant grant() {
+  return Grant{.token = token(1),
+               .iova = 0x7F00'0000'1000,
+               .length = 1 << 20,
+               .rights = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead,
+               .channel_hint = 0xABCDEF0123456789,
+               .keys = {{0, 0x11223344}, {3, 0xFFFFFFFF}}};
+}
+
+TEST(PeerWireFlow, GrantRoundTrip) {
+  const Grant g = grant();
+  const auto b = encode(g);
+  EXPECT_EQ(b.size(), 16u + 8 + 8 + 4 + 8 + 1 + 2 * 6);
+  EXPECT_EQ(decode_grant(b), g);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_grant(p); });
+  Grant full = g;
+  full.keys.clear();
+  for (uint16_t i = 0; i < kMaxGrantKeys; ++i) full.keys.push_back({i, i * 7u});
+  EXPECT_EQ(decode_grant(encode(full)), full) << "the maximum number of keys";
+}
+
+TEST(PeerWireFlow, GrantWithImpossibleValuesIsRejected) {
+  const std::vector<std::pair<const char*, std::function<void(Grant&)>>> bad = {
+      {"no key", [](Grant& g) { g.keys.clear(); }},
+      {"too many keys", [](Grant& g) { g.keys.resize(kMaxGrantKeys + 1); for (uint16_t i = 0; i < g.keys.size(); ++i) g.keys[i].nic_index = i; }},
+      {"two keys for one NIC", [](Grant& g) { g.keys[1].nic_index = g.keys[0].nic_index; }},
+      {"no rights", [](Grant& g) { g.rights = 0; }},
+      {"local write is no remote right", [](Grant& g) { g.rights |= verbs::kAccessLocalWrite; }},
+      {"atomics are not granted", [](Grant& g) { g.rights = verbs::kAccessRemoteWrite | (1u << 3); }},
+      {"empty range", [](Grant& g) { g.length = 0; }},
+      {"range wraps", [](Grant& g) { g.iova = ~0ull - 10; }},
+  };
+  for (const auto& [why, mutate] : bad) {
+    Grant g = grant();
+    mutate(g);
+    EXPECT_FALSE(decode_grant(encode(g)).has_value()) << why;
+  }
+  Grant read_only = grant();
+  read_only.rights = verbs::kAccessRemoteRead;
+  read_only.iova = ~0ull - 10;
+  read_only.length = 11;  // ends exactly at the top of the address space
+  EXPECT_EQ(decode_grant(encode(read_only)), read_only);
+}
+
+TEST(PeerWireFlow, GrantAckAndRevokeRoundTrip) {
+  const GrantAck ack{.token = token(9), .status = 0xDEADBEEF};
+  const auto b = encode(ack);
+  EXPECT_EQ(b.size(), 20u);
+  EXPECT_EQ(decode_grant_ack(b), ack);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_grant_ack(p); });
+  const Revoke r{.token = token(42)};
+  const auto rb = encode(r);
+  EXPECT_EQ(rb.size(), 16u);
+  EXPECT_EQ(decode_revoke(rb), r);
+  expect_exact(rb, [](std::span<const uint8_t> p) { return decode_revoke(p); });
+}
+
+TEST(PeerWireFlow, RecvPostRoundTripAndValidation) {
+  const RecvPost m{.channel = 5, .recv_id = 0x0102030405060708, .iova = 0x1000, .length = 65536, .keys = {{1, 77}}};
+  const auto b = encode(m);
+  EXPECT_EQ(decode_recv_post(b), m);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_post(p); });
+  RecvPost x = m;
+  x.keys.clear();
+  EXPECT_FALSE(decode_recv_post(encode(x)).has_value()) << "no key";
+  x = m;
+  x.length = 0;
+  EXPECT_FALSE(decode_recv_post(encode(x)).has_value()) << "empty buffer";
+  x = m;
+  x.iova = ~0ull;
+  EXPECT_FALSE(decode_recv_post(encode(x)).has_value()) << "range wraps";
+}
+
+TEST(PeerWireFlow, SendDoneRoundTripKeepsANegativeStatus) {
+  const SendDone m{.channel = 1, .recv_id = 2, .bytes = 3ull << 40, .status = -5};
+  const auto b = encode(m);
+  EXPECT_EQ(b.size(), 28u);
+  EXPECT_EQ(decode_send_done(b), m);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_send_done(p); });
+}
+
+TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
+  for (uint16_t t = 7; t <= 11; ++t) EXPECT_TRUE(is_known(t)) << t;
+  EXPECT_FALSE(is_known(12));
+  EXPECT_TRUE(flow_payload_valid(MessageType::kGrant, encode(grant())));
+  EXPECT_FALSE(flow_payload_valid(MessageType::kGrant, encode(Revoke{})));
+  EXPECT_FALSE(flow_payload_valid(MessageType::kSendDone, {}));
+  EXPECT_TRUE(flow_payload_valid(MessageType::kPing, {})) << "not a flow frame: checked elsewhere";
+  EXPECT_STREQ(to_string(MessageType::kRecvPost), "recv post");
+}
+
+TEST(PeerWireFlow, RebuildEndpointsCarryTheNicIndex) {
+  NicEndpoint e;
+  e.nic_name = "soft1";
+  e.nic_index = 1;
+  e.mtu_bytes = 4096;
+  const Endpoints m{.kind = EndpointsKind::kRebuildAnswer, .session = 3, .nic_index = 1, .endpoints = {e}};
+  const auto b = encode(m);
+  const auto d = decode_endpoints(b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->kind, EndpointsKind::kRebuildAnswer);
+  EXPECT_EQ(d->nic_index, 1);
+  EXPECT_EQ(d->endpoints, m.endpoints);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_endpoints(p); });
+  const auto empty = encode(Endpoints{.kind = EndpointsKind::kRebuildAck, .session = 3, .nic_index = 2, .endpoints = {}});
+  EXPECT_EQ(empty.size(), 1u + 4 + 2 + 1);
+  EXPECT_EQ(decode_endpoints(empty)->nic_index, 2);
+  EXPECT_EQ(encode(Endpoints{}).size(), 1u + 4 + 1) << "bring-up kinds carry no NIC index";
+}
+
+}  // namespace
+}  // namespace rdmad::peer
