@@ -3,13 +3,12 @@
 #include "rdmad/flow_ring.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -429,7 +428,8 @@ bool sleep_on(int fd, uint64_t& counted) {
   return true;
 }
 
-[[noreturn]] void run_client(int memfd, uint64_t bytes, int doorbell_fd, int completion_fd, ChildStats* stats) {
+[[noreturn]] void run_client(int memfd, uint64_t bytes, int doorbell_fd, int completion_fd,
+                             ChildStats* stats) {
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   if (base == MAP_FAILED || !header_valid(base, bytes)) _exit(kChildBadHeader);
   auto& h = *static_cast<Header*>(base);
@@ -555,7 +555,8 @@ TEST(FlowRingProcesses, DoorbellsAreRareWhenBusyAndNoWakeUpIsLost) {
   EXPECT_EQ(h.cq_head.load(), kPingPongs);
   const uint32_t busy_doorbells = stats->busy_doorbells.load();
   const uint32_t pingpong_doorbells = stats->pingpong_doorbells.load();
-  EXPECT_EQ(doorbells_counted, uint64_t{busy_doorbells} + pingpong_doorbells) << "an eventfd write went missing";
+  EXPECT_EQ(doorbells_counted, uint64_t{busy_doorbells} + pingpong_doorbells)
+      << "an eventfd write went missing";
   EXPECT_LT(busy_doorbells, kBusyEntries / 20) << "a busy consumer should need few doorbells";
   EXPECT_LE(busy_doorbells + pingpong_doorbells, arms) << "more than one doorbell per announced sleep";
   EXPECT_LE(pingpong_doorbells, kPingPongs);
