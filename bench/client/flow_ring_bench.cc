@@ -88,6 +88,16 @@ class Pacer {
   int64_t next_;
 };
 
+// The producer's loop: submit(i) for every entry, at the pace.
+template <class Submit>
+void submit_paced(int64_t period_ns, uint32_t entries, Submit submit) {
+  Pacer pacer(period_ns);
+  for (uint32_t i = 0; i < entries; ++i) {
+    pacer.wait();
+    submit(i);
+  }
+}
+
 struct Result {
   std::vector<int64_t> latency_ns;
   uint64_t doorbells = 0;
@@ -133,9 +143,7 @@ Result run_ring(Wait wait, int64_t period_ns, uint32_t entries) {
       r, entries,
       [&] {
         Producer<Sqe> p(slots, kDepth, &h.sq_tail, &h.sq_head);
-        Pacer pacer(period_ns);
-        for (uint32_t i = 0; i < entries; ++i) {
-          pacer.wait();
+        submit_paced(period_ns, entries, [&](uint32_t i) {
           Sqe* slot;
           while ((slot = p.claim()) == nullptr) {
           }
@@ -149,7 +157,7 @@ Result run_ring(Wait wait, int64_t period_ns, uint32_t entries) {
             ring_doorbell(doorbell);
             ++r.doorbells;
           }
-        }
+        });
       },
       [&] {
         Consumer<Sqe> c(slots, kDepth, &h.sq_tail, &h.sq_head);
@@ -179,12 +187,10 @@ Result run_pipe(int64_t period_ns, uint32_t entries) {
   run_pair(
       r, entries,
       [&] {
-        Pacer pacer(period_ns);
-        for (uint32_t i = 0; i < entries; ++i) {
-          pacer.wait();
+        submit_paced(period_ns, entries, [&](uint32_t) {
           int64_t ts = now_ns();
           if (write(fds[1], &ts, sizeof(ts)) != sizeof(ts)) std::abort();
-        }
+        });
         r.doorbells = entries;
       },
       [&] {
@@ -209,12 +215,10 @@ Result run_eventfd(int64_t period_ns, uint32_t entries) {
   run_pair(
       r, entries,
       [&] {
-        Pacer pacer(period_ns);
-        for (uint32_t i = 0; i < entries; ++i) {
-          pacer.wait();
+        submit_paced(period_ns, entries, [&](uint32_t i) {
           stamps[i].store(now_ns(), std::memory_order_release);
           ring_doorbell(fd);
-        }
+        });
         r.doorbells = entries;
       },
       [&] {
