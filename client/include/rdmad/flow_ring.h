@@ -129,12 +129,17 @@ class Producer {
  public:
   Producer() = default;
   Producer(T* slots, uint32_t depth, std::atomic<uint32_t>* tail, std::atomic<uint32_t>* head)
-      : slots_(slots), mask_(depth - 1), tail_(tail), head_(head), local_tail_(tail->load(std::memory_order_relaxed)) {}
+      : slots_(slots),
+        mask_(depth - 1),
+        tail_(tail),
+        head_(head),
+        local_tail_(tail->load(std::memory_order_relaxed)),
+        cached_head_(head->load(std::memory_order_acquire)) {}
 
   /// Free slots, as far as the producer can tell (refreshes the consumer's head only when needed).
   uint32_t free_slots(uint32_t wanted = 1) {
     uint32_t used = local_tail_ - cached_head_;
-    if (mask_ + 1 - used < wanted) {
+    if (used > mask_ + 1 || mask_ + 1 - used < wanted) {
       cached_head_ = head_->load(std::memory_order_acquire);
       used = local_tail_ - cached_head_;
     }
@@ -174,7 +179,12 @@ class Consumer {
  public:
   Consumer() = default;
   Consumer(const T* slots, uint32_t depth, std::atomic<uint32_t>* tail, std::atomic<uint32_t>* head)
-      : slots_(slots), mask_(depth - 1), tail_(tail), head_(head), local_head_(head->load(std::memory_order_relaxed)) {}
+      : slots_(slots),
+        mask_(depth - 1),
+        tail_(tail),
+        head_(head),
+        local_head_(head->load(std::memory_order_relaxed)),
+        cached_tail_(local_head_) {}
 
   /// Entries ready to read; UINT32_MAX when the producer's index is impossible (moved backwards or
   /// more than a ring ahead): the peer is broken.
@@ -209,8 +219,13 @@ class Consumer {
 };
 
 /// After commit(): whether the consumer announced it sleeps, so the producer must ring its fd.
+/// A true answer also clears the flag: one doorbell wakes the consumer, and the commits that follow
+/// before it runs again need none (otherwise a producer rings on every entry, up to a whole ring,
+/// while a slow-to-wake consumer is scheduled back in). The plain load keeps the busy path free
+/// of writes to the consumer's cache line.
 inline bool needs_doorbell(std::atomic<uint32_t>& sleeping_flag) {
-  return sleeping_flag.load(std::memory_order_seq_cst) != 0;
+  return sleeping_flag.load(std::memory_order_seq_cst) != 0 &&
+         sleeping_flag.exchange(0, std::memory_order_seq_cst) != 0;
 }
 
 /// The consumer's side of going to sleep: announce, then look once more. Returns true when work
