@@ -36,11 +36,12 @@ class PeerRebuildTest : public ::testing::Test {
     dst_.assign(src_.size() + kGuard, 0xEE);
     verbs::test::fill_pattern(src_, 7);
     for (size_t i = 0; i < kNics; ++i) {
-      src_mrs_.push_back(std::move(na_->nics[i].pd->reg_mr(src_.data(), src_.size(), verbs::kAccessLocalWrite).value()));
-      dst_mrs_.push_back(std::move(nb_->nics[i]
-                                       .pd->reg_mr(dst_.data(), dst_.size(),
-                                                   verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite)
-                                       .value()));
+      src_mrs_.push_back(
+          std::move(na_->nics[i].pd->reg_mr(src_.data(), src_.size(), verbs::kAccessLocalWrite).value()));
+      dst_mrs_.push_back(std::move(
+          nb_->nics[i]
+              .pd->reg_mr(dst_.data(), dst_.size(), verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite)
+              .value()));
     }
   }
 
@@ -57,7 +58,9 @@ class PeerRebuildTest : public ::testing::Test {
       }
     });
   }
-  int count(const std::string& event) const { return static_cast<int>(std::count(events_.begin(), events_.end(), event)); }
+  int count(const std::string& event) const {
+    return static_cast<int>(std::count(events_.begin(), events_.end(), event));
+  }
   QpConnector& qa() { return *sa_->ready("node-b"); }
   QpConnector& qb() { return *sb_->ready("node-a"); }
   void write_all(uint8_t seed) {
@@ -66,8 +69,9 @@ class PeerRebuildTest : public ::testing::Test {
     write_everything(io_, *na_, qa(), src_, src_mrs_, dst_, dst_mrs_);
   }
   void send_endpoints(EndpointsKind kind, uint32_t session, uint16_t nic, std::vector<NicEndpoint> eps) {
-    ASSERT_TRUE(a_->send("node-b", MessageType::kEndpoints,
-                         encode(Endpoints{.kind = kind, .session = session, .nic_index = nic, .endpoints = eps})));
+    ASSERT_TRUE(
+        a_->send("node-b", MessageType::kEndpoints,
+                 encode(Endpoints{.kind = kind, .session = session, .nic_index = nic, .endpoints = eps})));
   }
 
   // Destroyed bottom-up: MRs, then sessions (QPs) and channels, then the nodes' PDs and CQs.
@@ -108,7 +112,8 @@ TEST_F(PeerRebuildTest, RebuildsOneNicAndLeavesTheOtherAlone) {
   EXPECT_FALSE(sa_->rebuild("node-b", 1)) << "a rebuild of NIC 1 is already running";
   EXPECT_EQ(qa().qp(1, 0), nullptr) << "fresh QPs are not connected before the answer";
   ASSERT_TRUE(run_until(io_, [&] { return count("b rebuilt 1") == 1; }));
-  EXPECT_EQ(events_, (std::vector<std::string>{"a replacing 1", "b replacing 1", "a rebuilt 1", "b rebuilt 1"}));
+  EXPECT_EQ(events_,
+            (std::vector<std::string>{"a replacing 1", "b replacing 1", "a rebuilt 1", "b rebuilt 1"}));
 
   for (uint16_t j = 0; j < kQpsPerNic; ++j) {
     EXPECT_EQ(qa().qp(0, j), a0[j]) << "NIC 0's QPs are untouched";
@@ -177,9 +182,14 @@ TEST_F(PeerRebuildTest, FlowFramesReachTheOwner) {
     EXPECT_EQ(peer, "node-a");
     got.emplace_back(t, std::vector<uint8_t>(p.begin(), p.end()));
   });
-  Grant g{.token = {1, 2, 3}, .iova = 4096, .length = 8192, .rights = verbs::kAccessRemoteWrite, .keys = {{0, 11}, {1, 22}}};
+  Grant g{.token = {1, 2, 3},
+          .iova = 4096,
+          .length = 8192,
+          .rights = verbs::kAccessRemoteWrite,
+          .keys = {{0, 11}, {1, 22}}};
   ASSERT_TRUE(a_->send("node-b", MessageType::kGrant, encode(g)));
-  ASSERT_TRUE(a_->send("node-b", MessageType::kSendDone, encode(SendDone{.channel = 1, .recv_id = 2, .bytes = 3})));
+  ASSERT_TRUE(
+      a_->send("node-b", MessageType::kSendDone, encode(SendDone{.channel = 1, .recv_id = 2, .bytes = 3})));
   ASSERT_TRUE(run_until(io_, [&] { return got.size() == 2; }));
   EXPECT_EQ(got[0].first, MessageType::kGrant);
   EXPECT_EQ(decode_grant(got[0].second), g);
@@ -227,7 +237,8 @@ TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAdd
   EXPECT_EQ(a.qp(0, 0), a00);
   EXPECT_EQ(a.qp(1, 0), nullptr);
   ASSERT_EQ(a.qps().size(), kNics * kQpsPerNic);
-  for (size_t i = 1; i < a.qps().size(); ++i) EXPECT_LE(a.qps()[i - 1].nic_index, a.qps()[i].nic_index) << "ordered";
+  for (size_t i = 1; i < a.qps().size(); ++i)
+    EXPECT_LE(a.qps()[i - 1].nic_index, a.qps()[i].nic_index) << "ordered";
   auto fresh_b = b->prepare_nic(1);
   ASSERT_TRUE(fresh_b.is_ok());
   ASSERT_TRUE(b->connect_nic(1, *fresh).is_ok());
