@@ -19,7 +19,7 @@ class PeerRebuildTest : public ::testing::Test {
   void SetUp() override {
     verbs::soft::register_backend(reg_);
     na_ = std::make_unique<Node>(reg_);
-    nb_ = std::make_unique<Node>(reg_);
+    nb_ = std::make_unique<Node>(reg_, b_nic_count());
     b_ = std::make_unique<PeerChannel>(io_, config("node-b"));
     sb_ = std::make_unique<PeerSession>(*b_, nb_->factory());
     std::string err;
@@ -35,7 +35,7 @@ class PeerRebuildTest : public ::testing::Test {
     src_.resize(kNics * kQpsPerNic * kSlice);
     dst_.assign(src_.size() + kGuard, 0xEE);
     verbs::test::fill_pattern(src_, 7);
-    for (size_t i = 0; i < kNics; ++i) {
+    for (size_t i = 0; i < nb_->nics.size(); ++i) {
       src_mrs_.push_back(
           std::move(na_->nics[i].pd->reg_mr(src_.data(), src_.size(), verbs::kAccessLocalWrite).value()));
       dst_mrs_.push_back(std::move(
@@ -44,6 +44,8 @@ class PeerRebuildTest : public ::testing::Test {
               .value()));
     }
   }
+
+  virtual size_t b_nic_count() const { return kNics; }
 
   void record(PeerSession& s, const std::string& side) {
     s.set_on_nic_replacing([this, side](const std::string&, uint16_t nic) {
@@ -195,6 +197,27 @@ TEST_F(PeerRebuildTest, FlowFramesReachTheOwner) {
   EXPECT_EQ(decode_grant(got[0].second), g);
   EXPECT_EQ(got[1].first, MessageType::kSendDone);
   EXPECT_EQ(decode_send_done(got[1].second)->bytes, 3u);
+}
+
+// node-b has one NIC: NIC 1 of node-a has no partner, so node-b cannot answer a rebuild of it.
+class PeerRebuildOneNicPeerTest : public PeerRebuildTest {
+ protected:
+  size_t b_nic_count() const override { return 1; }
+};
+
+TEST_F(PeerRebuildOneNicPeerTest, AFailedAnswerAbandonsTheRebuildOnBothSides) {
+  ASSERT_EQ(qa().qps().size(), kQpsPerNic) << "only NIC 0 paired";
+  verbs::QueuePair* a00 = qa().qp(0, 0);
+  ASSERT_TRUE(sa_->rebuild("node-b", 1));
+  ASSERT_TRUE(run_until(io_, [&] { return sa_->counters().rebuild_failures == 1; }));
+  EXPECT_EQ(sb_->counters().rebuild_failures, 1u);
+  EXPECT_EQ(count("a rebuilt 1"), 0);
+  EXPECT_EQ(events_, std::vector<std::string>{"a replacing 1"}) << "node-b replaced nothing";
+  EXPECT_TRUE(sa_->rebuild("node-b", 1)) << "the failed rebuild is no longer running";
+  ASSERT_TRUE(run_until(io_, [&] { return sa_->counters().rebuild_failures == 2; }));
+  EXPECT_EQ(qa().qp(0, 0), a00);
+  EXPECT_NE(sa_->ready("node-b"), nullptr) << "the session stays ready";
+  EXPECT_TRUE(a_->connected("node-b"));
 }
 
 TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAddress) {
