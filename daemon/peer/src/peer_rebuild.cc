@@ -12,7 +12,8 @@ namespace {
 
 // Non-empty and every endpoint of that NIC.
 bool all_of_nic(const std::vector<NicEndpoint>& eps, uint16_t nic) {
-  return !eps.empty() && std::all_of(eps.begin(), eps.end(), [&](const NicEndpoint& e) { return e.nic_index == nic; });
+  return !eps.empty() &&
+         std::all_of(eps.begin(), eps.end(), [&](const NicEndpoint& e) { return e.nic_index == nic; });
 }
 
 std::vector<NicEndpoint> local_endpoints(const QpConnector& qps, uint16_t nic) {
@@ -47,14 +48,18 @@ void PeerSession::on_rebuild(const std::string& peer, const Endpoints& m) {
   auto it = peers_.find(peer);
   if (it == peers_.end() || it->second.state != State::kReady || it->second.session != m.session) {
     counters_.rebuild_stale++;
-    peer_logger()->warn("peer {}: ignoring a rebuild message of session {} (not the ready session)", peer, m.session);
+    peer_logger()->warn("peer {}: ignoring a rebuild message of session {} (not the ready session)", peer,
+                        m.session);
     return;
   }
   Peer& p = it->second;
   switch (m.kind) {
-    case EndpointsKind::kRebuildOffer: return on_rebuild_offer(peer, p, m);
-    case EndpointsKind::kRebuildAnswer: return on_rebuild_answer(peer, p, m);
-    default: return on_rebuild_ack(peer, p, m);
+    case EndpointsKind::kRebuildOffer:
+      return on_rebuild_offer(peer, p, m);
+    case EndpointsKind::kRebuildAnswer:
+      return on_rebuild_answer(peer, p, m);
+    default:
+      return on_rebuild_ack(peer, p, m);
   }
 }
 
@@ -108,7 +113,8 @@ void PeerSession::on_rebuild_ack(const std::string& peer, Peer& p, const Endpoin
   auto r = p.rebuilds.find(nic);
   if (r == p.rebuilds.end() || r->second.offered) {
     counters_.rebuild_failures++;
-    peer_logger()->error("peer {}: rebuild acknowledgement for NIC {} without an outstanding answer", peer, nic);
+    peer_logger()->error("peer {}: rebuild acknowledgement for NIC {} without an outstanding answer", peer,
+                         nic);
     return;
   }
   if (m.endpoints.empty()) return rebuild_failed(peer, p, nic, "the peer could not connect its QPs");

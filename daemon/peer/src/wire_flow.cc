@@ -58,7 +58,8 @@ std::optional<Grant> decode_grant(std::span<const uint8_t> payload) {
   m.rights = r.u32();
   m.channel_hint = r.u64();
   if (!get_keys(r, m.keys) || !r.done()) return std::nullopt;
-  if (!range_ok(m.iova, m.length) || m.rights == 0 || (m.rights & ~kGrantRightsMask) != 0) return std::nullopt;
+  if (!range_ok(m.iova, m.length) || m.rights == 0 || (m.rights & ~kGrantRightsMask) != 0)
+    return std::nullopt;
   return m;
 }
 
@@ -135,28 +136,45 @@ std::optional<SendDone> decode_send_done(std::span<const uint8_t> payload) {
 
 bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
   switch (type) {
-    case MessageType::kGrant: return decode_grant(payload).has_value();
-    case MessageType::kGrantAck: return decode_grant_ack(payload).has_value();
-    case MessageType::kRevoke: return decode_revoke(payload).has_value();
-    case MessageType::kRecvPost: return decode_recv_post(payload).has_value();
-    case MessageType::kSendDone: return decode_send_done(payload).has_value();
-    default: return true;
+    case MessageType::kGrant:
+      return decode_grant(payload).has_value();
+    case MessageType::kGrantAck:
+      return decode_grant_ack(payload).has_value();
+    case MessageType::kRevoke:
+      return decode_revoke(payload).has_value();
+    case MessageType::kRecvPost:
+      return decode_recv_post(payload).has_value();
+    case MessageType::kSendDone:
+      return decode_send_done(payload).has_value();
+    default:
+      return true;
   }
 }
 
 const char* to_string(MessageType type) {
   switch (type) {
-    case MessageType::kHello: return "hello";
-    case MessageType::kAuth: return "auth";
-    case MessageType::kReady: return "ready";
-    case MessageType::kPing: return "ping";
-    case MessageType::kPong: return "pong";
-    case MessageType::kEndpoints: return "endpoints";
-    case MessageType::kGrant: return "grant";
-    case MessageType::kGrantAck: return "grant ack";
-    case MessageType::kRevoke: return "revoke";
-    case MessageType::kRecvPost: return "recv post";
-    case MessageType::kSendDone: return "send done";
+    case MessageType::kHello:
+      return "hello";
+    case MessageType::kAuth:
+      return "auth";
+    case MessageType::kReady:
+      return "ready";
+    case MessageType::kPing:
+      return "ping";
+    case MessageType::kPong:
+      return "pong";
+    case MessageType::kEndpoints:
+      return "endpoints";
+    case MessageType::kGrant:
+      return "grant";
+    case MessageType::kGrantAck:
+      return "grant ack";
+    case MessageType::kRevoke:
+      return "revoke";
+    case MessageType::kRecvPost:
+      return "recv post";
+    case MessageType::kSendDone:
+      return "send done";
   }
   return "unknown";
 }

@@ -45,6 +45,12 @@ class PeerChannelTest : public ::testing::Test {
     EXPECT_TRUE(ch->start(err)) << err;
     return ch;
   }
+  // node-a, dialling node-b.
+  std::unique_ptr<PeerChannel> dial_b(PeerChannel& b) {
+    PeerConfig ca = config("node-a");
+    ca.peers.push_back(address_of("node-b", b.listen_port()));
+    return start(ca);
+  }
   // A hand-made peer on a raw socket that completes the unauthenticated handshake and then does
   // only what the test tells it to.
   asio::ip::tcp::socket raw_peer(PeerChannel& to, const std::string& id) {
@@ -159,9 +165,7 @@ TEST_F(PeerChannelTest, DialledPeerWithAnotherIdIsRefused) {
 TEST_F(PeerChannelTest, BrokenFrameClosesOnlyThatConnection) {
   Recorder rb;
   auto b = start(config("node-b"), &rb);
-  PeerConfig ca = config("node-a");
-  ca.peers.push_back(address_of("node-b", b->listen_port()));
-  auto a = start(ca);
+  auto a = dial_b(*b);
   auto s = raw_peer(*b, "node-x");
   ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a") && b->connected("node-x"); }));
   const std::vector<uint8_t> bad = {0, 0, 0, 4, 0, 77, 0, 0, 1, 2, 3, 4};  // unknown type 77
@@ -185,9 +189,7 @@ TEST_F(PeerChannelTest, BrokenFrameClosesOnlyThatConnection) {
 TEST_F(PeerChannelTest, FlowFramesPassAndAMalformedOneClosesOnlyThatConnection) {
   Recorder rb;
   auto b = start(config("node-b"), &rb);
-  PeerConfig ca = config("node-a");
-  ca.peers.push_back(address_of("node-b", b->listen_port()));
-  auto a = start(ca);
+  auto a = dial_b(*b);
   auto s = raw_peer(*b, "node-x");
   ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a") && b->connected("node-x"); }));
   const std::vector<std::pair<MessageType, std::vector<uint8_t>>> good = {

@@ -19,7 +19,7 @@ class PeerRebuildTest : public ::testing::Test {
   void SetUp() override {
     verbs::soft::register_backend(reg_);
     na_ = std::make_unique<Node>(reg_);
-    nb_ = std::make_unique<Node>(reg_);
+    nb_ = std::make_unique<Node>(reg_, b_nic_count());
     b_ = std::make_unique<PeerChannel>(io_, config("node-b"));
     sb_ = std::make_unique<PeerSession>(*b_, nb_->factory());
     std::string err;
@@ -35,14 +35,17 @@ class PeerRebuildTest : public ::testing::Test {
     src_.resize(kNics * kQpsPerNic * kSlice);
     dst_.assign(src_.size() + kGuard, 0xEE);
     verbs::test::fill_pattern(src_, 7);
-    for (size_t i = 0; i < kNics; ++i) {
-      src_mrs_.push_back(std::move(na_->nics[i].pd->reg_mr(src_.data(), src_.size(), verbs::kAccessLocalWrite).value()));
-      dst_mrs_.push_back(std::move(nb_->nics[i]
-                                       .pd->reg_mr(dst_.data(), dst_.size(),
-                                                   verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite)
-                                       .value()));
+    for (size_t i = 0; i < nb_->nics.size(); ++i) {
+      src_mrs_.push_back(
+          std::move(na_->nics[i].pd->reg_mr(src_.data(), src_.size(), verbs::kAccessLocalWrite).value()));
+      dst_mrs_.push_back(std::move(
+          nb_->nics[i]
+              .pd->reg_mr(dst_.data(), dst_.size(), verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite)
+              .value()));
     }
   }
+
+  virtual size_t b_nic_count() const { return kNics; }
 
   void record(PeerSession& s, const std::string& side) {
     s.set_on_nic_replacing([this, side](const std::string&, uint16_t nic) {
@@ -57,7 +60,9 @@ class PeerRebuildTest : public ::testing::Test {
       }
     });
   }
-  int count(const std::string& event) const { return static_cast<int>(std::count(events_.begin(), events_.end(), event)); }
+  int count(const std::string& event) const {
+    return static_cast<int>(std::count(events_.begin(), events_.end(), event));
+  }
   QpConnector& qa() { return *sa_->ready("node-b"); }
   QpConnector& qb() { return *sb_->ready("node-a"); }
   void write_all(uint8_t seed) {
@@ -66,8 +71,9 @@ class PeerRebuildTest : public ::testing::Test {
     write_everything(io_, *na_, qa(), src_, src_mrs_, dst_, dst_mrs_);
   }
   void send_endpoints(EndpointsKind kind, uint32_t session, uint16_t nic, std::vector<NicEndpoint> eps) {
-    ASSERT_TRUE(a_->send("node-b", MessageType::kEndpoints,
-                         encode(Endpoints{.kind = kind, .session = session, .nic_index = nic, .endpoints = eps})));
+    ASSERT_TRUE(
+        a_->send("node-b", MessageType::kEndpoints,
+                 encode(Endpoints{.kind = kind, .session = session, .nic_index = nic, .endpoints = eps})));
   }
 
   // Destroyed bottom-up: MRs, then sessions (QPs) and channels, then the nodes' PDs and CQs.
@@ -108,7 +114,8 @@ TEST_F(PeerRebuildTest, RebuildsOneNicAndLeavesTheOtherAlone) {
   EXPECT_FALSE(sa_->rebuild("node-b", 1)) << "a rebuild of NIC 1 is already running";
   EXPECT_EQ(qa().qp(1, 0), nullptr) << "fresh QPs are not connected before the answer";
   ASSERT_TRUE(run_until(io_, [&] { return count("b rebuilt 1") == 1; }));
-  EXPECT_EQ(events_, (std::vector<std::string>{"a replacing 1", "b replacing 1", "a rebuilt 1", "b rebuilt 1"}));
+  EXPECT_EQ(events_,
+            (std::vector<std::string>{"a replacing 1", "b replacing 1", "a rebuilt 1", "b rebuilt 1"}));
 
   for (uint16_t j = 0; j < kQpsPerNic; ++j) {
     EXPECT_EQ(qa().qp(0, j), a0[j]) << "NIC 0's QPs are untouched";
@@ -177,14 +184,40 @@ TEST_F(PeerRebuildTest, FlowFramesReachTheOwner) {
     EXPECT_EQ(peer, "node-a");
     got.emplace_back(t, std::vector<uint8_t>(p.begin(), p.end()));
   });
-  Grant g{.token = {1, 2, 3}, .iova = 4096, .length = 8192, .rights = verbs::kAccessRemoteWrite, .keys = {{0, 11}, {1, 22}}};
+  Grant g{.token = {1, 2, 3},
+          .iova = 4096,
+          .length = 8192,
+          .rights = verbs::kAccessRemoteWrite,
+          .keys = {{0, 11}, {1, 22}}};
   ASSERT_TRUE(a_->send("node-b", MessageType::kGrant, encode(g)));
-  ASSERT_TRUE(a_->send("node-b", MessageType::kSendDone, encode(SendDone{.channel = 1, .recv_id = 2, .bytes = 3})));
+  ASSERT_TRUE(
+      a_->send("node-b", MessageType::kSendDone, encode(SendDone{.channel = 1, .recv_id = 2, .bytes = 3})));
   ASSERT_TRUE(run_until(io_, [&] { return got.size() == 2; }));
   EXPECT_EQ(got[0].first, MessageType::kGrant);
   EXPECT_EQ(decode_grant(got[0].second), g);
   EXPECT_EQ(got[1].first, MessageType::kSendDone);
   EXPECT_EQ(decode_send_done(got[1].second)->bytes, 3u);
+}
+
+// node-b has one NIC: NIC 1 of node-a has no partner, so node-b cannot answer a rebuild of it.
+class PeerRebuildOneNicPeerTest : public PeerRebuildTest {
+ protected:
+  size_t b_nic_count() const override { return 1; }
+};
+
+TEST_F(PeerRebuildOneNicPeerTest, AFailedAnswerAbandonsTheRebuildOnBothSides) {
+  ASSERT_EQ(qa().qps().size(), kQpsPerNic) << "only NIC 0 paired";
+  verbs::QueuePair* a00 = qa().qp(0, 0);
+  ASSERT_TRUE(sa_->rebuild("node-b", 1));
+  ASSERT_TRUE(run_until(io_, [&] { return sa_->counters().rebuild_failures == 1; }));
+  EXPECT_EQ(sb_->counters().rebuild_failures, 1u);
+  EXPECT_EQ(count("a rebuilt 1"), 0);
+  EXPECT_EQ(events_, std::vector<std::string>{"a replacing 1"}) << "node-b replaced nothing";
+  EXPECT_TRUE(sa_->rebuild("node-b", 1)) << "the failed rebuild is no longer running";
+  ASSERT_TRUE(run_until(io_, [&] { return sa_->counters().rebuild_failures == 2; }));
+  EXPECT_EQ(qa().qp(0, 0), a00);
+  EXPECT_NE(sa_->ready("node-b"), nullptr) << "the session stays ready";
+  EXPECT_TRUE(a_->connected("node-b"));
 }
 
 TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAddress) {
@@ -227,7 +260,8 @@ TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAdd
   EXPECT_EQ(a.qp(0, 0), a00);
   EXPECT_EQ(a.qp(1, 0), nullptr);
   ASSERT_EQ(a.qps().size(), kNics * kQpsPerNic);
-  for (size_t i = 1; i < a.qps().size(); ++i) EXPECT_LE(a.qps()[i - 1].nic_index, a.qps()[i].nic_index) << "ordered";
+  for (size_t i = 1; i < a.qps().size(); ++i)
+    EXPECT_LE(a.qps()[i - 1].nic_index, a.qps()[i].nic_index) << "ordered";
   auto fresh_b = b->prepare_nic(1);
   ASSERT_TRUE(fresh_b.is_ok());
   ASSERT_TRUE(b->connect_nic(1, *fresh).is_ok());

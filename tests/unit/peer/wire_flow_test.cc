@@ -17,7 +17,8 @@ Token token(uint8_t seed) {
 // Every proper prefix and the payload with one byte more are rejected.
 template <class Decode>
 void expect_exact(const std::vector<uint8_t>& b, Decode decode) {
-  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode(std::span(b).first(n)).has_value()) << "truncated to " << n;
+  for (size_t n = 0; n < b.size(); ++n)
+    EXPECT_FALSE(decode(std::span(b).first(n)).has_value()) << "truncated to " << n;
   auto longer = b;
   longer.push_back(0);
   EXPECT_FALSE(decode(longer).has_value()) << "trailing byte";
@@ -47,7 +48,11 @@ TEST(PeerWireFlow, GrantRoundTrip) {
 TEST(PeerWireFlow, GrantWithImpossibleValuesIsRejected) {
   const std::vector<std::pair<const char*, std::function<void(Grant&)>>> bad = {
       {"no key", [](Grant& g) { g.keys.clear(); }},
-      {"too many keys", [](Grant& g) { g.keys.resize(kMaxGrantKeys + 1); for (uint16_t i = 0; i < g.keys.size(); ++i) g.keys[i].nic_index = i; }},
+      {"too many keys",
+       [](Grant& g) {
+         g.keys.resize(kMaxGrantKeys + 1);
+         for (uint16_t i = 0; i < g.keys.size(); ++i) g.keys[i].nic_index = i;
+       }},
       {"two keys for one NIC", [](Grant& g) { g.keys[1].nic_index = g.keys[0].nic_index; }},
       {"no rights", [](Grant& g) { g.rights = 0; }},
       {"local write is no remote right", [](Grant& g) { g.rights |= verbs::kAccessLocalWrite; }},
@@ -81,7 +86,8 @@ TEST(PeerWireFlow, GrantAckAndRevokeRoundTrip) {
 }
 
 TEST(PeerWireFlow, RecvPostRoundTripAndValidation) {
-  const RecvPost m{.channel = 5, .recv_id = 0x0102030405060708, .iova = 0x1000, .length = 65536, .keys = {{1, 77}}};
+  const RecvPost m{
+      .channel = 5, .recv_id = 0x0102030405060708, .iova = 0x1000, .length = 65536, .keys = {{1, 77}}};
   const auto b = encode(m);
   EXPECT_EQ(decode_recv_post(b), m);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_post(p); });
@@ -127,7 +133,8 @@ TEST(PeerWireFlow, RebuildEndpointsCarryTheNicIndex) {
   EXPECT_EQ(d->nic_index, 1);
   EXPECT_EQ(d->endpoints, m.endpoints);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_endpoints(p); });
-  const auto empty = encode(Endpoints{.kind = EndpointsKind::kRebuildAck, .session = 3, .nic_index = 2, .endpoints = {}});
+  const auto empty =
+      encode(Endpoints{.kind = EndpointsKind::kRebuildAck, .session = 3, .nic_index = 2, .endpoints = {}});
   EXPECT_EQ(empty.size(), 1u + 4 + 2 + 1);
   EXPECT_EQ(decode_endpoints(empty)->nic_index, 2);
   EXPECT_EQ(encode(Endpoints{}).size(), 1u + 4 + 1) << "bring-up kinds carry no NIC index";

@@ -53,7 +53,8 @@ class PeerSession {
   void set_on_nic_rebuilt(std::function<void(const std::string& peer, uint16_t nic, QpConnector& qps)> f) {
     on_nic_rebuilt_ = std::move(f);
   }
-  /// Frames other than endpoints (the flow frames) from established peers.
+  /// Frames other than endpoints (the flow frames, already validated by the connection) from
+  /// established peers, whether or not their QPs are ready.
   void set_on_message(std::function<void(const std::string& peer, MessageType type, std::span<const uint8_t> payload)> f) {
     on_message_ = std::move(f);
   }
@@ -64,7 +65,9 @@ class PeerSession {
   /// (counted in rebuild_failures).
   bool rebuild(const std::string& peer, uint16_t nic_index);
 
-  /// The ready QPs to a peer, or nullptr.
+  /// The ready QPs to a peer, or nullptr. While a NIC is being rebuilt its QPs in qps() are
+  /// not `connected` (and qp() returns nullptr for them); after a failed rebuild they stay so
+  /// until the next rebuild of that NIC.
   QpConnector* ready(const std::string& peer) const;
   /// The peers whose QPs are ready, in node id order.
   std::vector<std::string> ready_peers() const;
