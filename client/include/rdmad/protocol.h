@@ -39,9 +39,14 @@ enum class MsgType : uint16_t {
   kDeregister = 6,
   kListRegistrations = 7,
   kDiagnose = 8,
+  kFlowOpen = 9,
+  kFlowClose = 10,
+  kExport = 11,
+  kImport = 12,
+  kRevoke = 13,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 8;
+inline constexpr uint16_t kMaxRequestType = 13;
 
 constexpr uint16_t reply_type(MsgType t) {
   return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
@@ -171,6 +176,68 @@ struct ErrorReply {
 };
 static_assert(sizeof(ErrorReply) == 256);
 
+inline constexpr size_t kMaxNodeIdBytes = 64;
+
+struct FlowOpenRequest {
+  char peer[kMaxNodeIdBytes];  // NUL-terminated node id of the peer daemon
+  uint64_t channel;            // sends on this flow match receives on the peer's flow of the same channel
+  uint32_t sq_depth;           // 0: the daemon's default; else a power of two
+  uint32_t cq_depth;
+};
+static_assert(sizeof(FlowOpenRequest) == 80);
+
+// Reply to kFlowOpen; carries three fds: the ring memfd, the doorbell eventfd (client → daemon)
+// and the completion eventfd (daemon → client).
+struct FlowOpenReply {
+  uint64_t flow_id;
+  uint64_t ring_bytes;  // size of the memfd mapping
+  uint32_t sq_depth;
+  uint32_t cq_depth;
+  uint32_t state;  // ring::FlowState at open
+  uint32_t reserved;
+};
+static_assert(sizeof(FlowOpenReply) == 32);
+inline constexpr size_t kFlowOpenFds = 3;
+
+struct FlowCloseRequest {
+  uint64_t flow_id;
+};
+static_assert(sizeof(FlowCloseRequest) == 8);
+
+struct ExportRequest {
+  uint64_t handle;  // a registration of this connection
+  uint64_t offset;  // bytes into it
+  uint64_t length;
+  uint32_t rights;  // RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ
+  uint32_t reserved;
+  char peer[kMaxNodeIdBytes];  // the only node that may use the token
+};
+static_assert(sizeof(ExportRequest) == 96);
+
+struct ExportReply {
+  uint8_t token[16];
+};
+static_assert(sizeof(ExportReply) == 16);
+
+struct ImportRequest {
+  uint64_t flow_id;  // a flow to the node that exported the token
+  uint8_t token[16];
+};
+static_assert(sizeof(ImportRequest) == 24);
+
+struct ImportReply {
+  uint64_t remote_handle;  // for Sqe::remote_handle on that flow
+  uint64_t length;
+  uint32_t rights;
+  uint32_t reserved;
+};
+static_assert(sizeof(ImportReply) == 24);
+
+struct RevokeRequest {
+  uint8_t token[16];
+};
+static_assert(sizeof(RevokeRequest) == 16);
+
 // Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
@@ -190,6 +257,16 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(ListRequest);
     case MsgType::kDiagnose:
       return 0;
+    case MsgType::kFlowOpen:
+      return sizeof(FlowOpenRequest);
+    case MsgType::kFlowClose:
+      return sizeof(FlowCloseRequest);
+    case MsgType::kExport:
+      return sizeof(ExportRequest);
+    case MsgType::kImport:
+      return sizeof(ImportRequest);
+    case MsgType::kRevoke:
+      return sizeof(RevokeRequest);
     case MsgType::kError:
       return -1;
   }

@@ -1,10 +1,12 @@
 #include "connection.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <cerrno>
+#include <cstring>
 
 #include "log.h"
 
@@ -32,6 +34,30 @@ class ReceivedFds {
   size_t count_ = 0;
 };
 
+// sendmsg of one frame with its fds; returns what ::sendmsg returns.
+ssize_t send_frame(int sock, std::span<const std::byte> frame, const int* fds, size_t nfds) {
+  iovec iov{const_cast<std::byte*>(frame.data()), frame.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kMaxFdsPerFrame)];
+  if (nfds > 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+  }
+  return ::sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void close_all(std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+  fds.clear();
+}
+
 }  // namespace
 
 Connection::Connection(SeqPacket::socket socket, Peer peer, UnixServer::Core& core)
@@ -56,6 +82,7 @@ void Connection::close() {
   closed_ = true;
   boost::system::error_code ec;
   socket_.close(ec);
+  for (auto& p : out_) close_all(p.fds);
   out_.clear();
   core_.on_closed(peer_.conn_id);  // may drop the last reference held by the core
 }
@@ -104,21 +131,29 @@ bool Connection::read_one() {
     close();
     return false;
   }
-  send(core_.handle(*this, req, fds.first(), tx_));
+  ReplyFds reply_fds;
+  auto frame = core_.handle(*this, req, fds.first(), tx_, reply_fds);
+  if (!frame.empty()) send(frame, &reply_fds);
   return true;
 }
 
-void Connection::send(std::span<const std::byte> frame) {
+void Connection::send(std::span<const std::byte> frame, const ReplyFds* fds) {
   if (closed_) return;
+  const size_t nfds = fds != nullptr ? fds->count : 0;
   if (out_.empty()) {
-    ssize_t n = ::send(socket_.native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = send_frame(socket_.native_handle(), frame, nfds > 0 ? fds->fds.data() : nullptr, nfds);
     if (n == static_cast<ssize_t>(frame.size())) return;
     if (n < 0 && errno != EAGAIN) {
       close();
       return;
     }
   }
-  out_.emplace_back(frame.begin(), frame.end());
+  Pending p{{frame.begin(), frame.end()}, {}};
+  for (size_t i = 0; i < nfds; ++i) {
+    int d = ::fcntl(fds->fds[i], F_DUPFD_CLOEXEC, 0);
+    if (d >= 0) p.fds.push_back(d);
+  }
+  out_.push_back(std::move(p));
   wait_writable();
 }
 
@@ -135,7 +170,7 @@ void Connection::wait_writable() {
         }
         while (!self->out_.empty()) {
           auto& f = self->out_.front();
-          ssize_t n = ::send(self->socket_.native_handle(), f.data(), f.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+          ssize_t n = send_frame(self->socket_.native_handle(), f.frame, f.fds.data(), f.fds.size());
           if (n < 0 && errno == EAGAIN) {
             self->wait_writable();
             return;
@@ -144,6 +179,7 @@ void Connection::wait_writable() {
             self->close();
             return;
           }
+          close_all(f.fds);
           self->out_.pop_front();
         }
         self->read_frames();  // reading was paused while replies were queued

@@ -20,6 +20,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Sends one frame, then closes (refused peers).
   void refuse(std::span<const std::byte> frame);
   void close();
+  // Sends a reply frame (with fds, which are duplicated if the frame must wait).
+  void send(std::span<const std::byte> frame, const ReplyFds* fds = nullptr);
 
   const Peer& peer() const { return peer_; }
   int native_handle() { return socket_.native_handle(); }
@@ -30,7 +32,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void wait_readable();
   void read_frames();
   bool read_one();  // false: stop reading (nothing left, paused, or closed)
-  void send(std::span<const std::byte> frame);
   void wait_writable();
 
   SeqPacket::socket socket_;
@@ -39,7 +40,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint16_t version_ = 0;
   bool closed_ = false;
   bool write_waiting_ = false;
-  std::deque<std::vector<std::byte>> out_;
+  struct Pending {
+    std::vector<std::byte> frame;
+    std::vector<int> fds;  // dup()ed, closed once sent or dropped
+  };
+  std::deque<Pending> out_;
   FrameBuffer rx_{};
   FrameBuffer tx_{};
 };

@@ -7,10 +7,13 @@ namespace {
 
 constexpr const char* kOpNames[] = {"unknown",      "hello",         "query_nics",
                                     "nearest_nics", "register_host", "register_dmabuf",
-                                    "deregister",   "list",          "diagnose"};
+                                    "deregister",   "list",          "diagnose",
+                                    "flow_open",    "flow_close",    "export",
+                                    "import",       "revoke"};
 constexpr const char* kResultNames[] = {
     "ok",         "invalid_argument", "permission",  "quota",  "not_supported", "not_found", "protocol",
-    "connection", "version",          "no_resource", "system", "cuda",          "lost"};
+    "connection", "version",          "no_resource", "system", "cuda",          "lost",
+    "peer",       "remote_access"};
 
 size_t kind_index(rdmad_mem_kind kind) { return kind == RDMAD_MEM_GPU ? 1 : 0; }
 

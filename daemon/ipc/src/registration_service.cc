@@ -51,6 +51,8 @@ RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistra
 
 RegistrationService::~RegistrationService() {
   while (!handles_.empty()) drop_handle(handles_.begin());
+  // The flow engine has stopped by now: nothing uses these any more.
+  for (auto& z : zombies_) release_region(z.get());
 }
 
 const Quota& RegistrationService::quota_for(uid_t uid) const {
@@ -171,7 +173,10 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   uint64_t handle = next_handle_++;
   ++region->refs;
   ++usage_[peer.uid].registrations;
-  handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
+  {
+    std::lock_guard lock(mu_);
+    handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
+  }
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
   return Registered{handle, region->iova, req.length, shared, region->keys};
@@ -203,6 +208,7 @@ Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
 void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iterator it) {
   uint64_t handle = it->first;
   Handle h = it->second;
+  std::unique_lock lock(mu_);
   handles_.erase(it);
   if (auto c = by_conn_.find(h.conn_id); c != by_conn_.end()) {
     c->second.erase(handle);
@@ -212,12 +218,19 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
   --use.registrations;
   Region* region = h.region;
   if (--region->refs == 0) {
-    registrar_.deregister(region->mr_id);
-    if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
     use.pinned_bytes -= region->pinned_bytes;
     if (metrics_ != nullptr) metrics_->region_removed(region->kind, region->pinned_bytes);
-    regions_.erase(region->key);
+    auto node = regions_.extract(region->key);
+    if (region->pins > 0) {
+      // The flow engine still moves bytes in or out of it: released when the last pin goes.
+      region->released = true;
+      zombies_.push_back(std::move(node.mapped()));
+    } else {
+      lock.unlock();
+      release_region(region);
+    }
   }
+  if (lock.owns_lock()) lock.unlock();
   if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
   update_quota_ratio();
 }
@@ -248,6 +261,71 @@ std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64
     out.push_back({*it, h.offset, h.length, static_cast<uint32_t>(h.region->kind), h.access});
   }
   return out;
+}
+
+void RegistrationService::release_region(Region* region) {
+  registrar_.deregister(region->mr_id);
+  if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
+}
+
+Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
+                                             uint32_t need_access) {
+  std::lock_guard lock(mu_);
+  auto it = handles_.find(handle);
+  if (it == handles_.end()) return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
+  const Handle& h = it->second;
+  if (h.conn_id != conn_id)
+    return Error{RDMAD_ERR_PERMISSION, "registration " + std::to_string(handle) + " belongs to another connection"};
+  if (offset > h.length || length > h.length - offset)
+    return Error{RDMAD_ERR_INVALID_ARGUMENT, "range [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                                 ") lies outside registration " + std::to_string(handle) + " of " +
+                                                 std::to_string(h.length) + " bytes"};
+  if ((h.access & need_access) != need_access)
+    return Error{RDMAD_ERR_PERMISSION, "registration " + std::to_string(handle) + " lacks the access this needs"};
+  Region* r = h.region;
+  PinnedRange p;
+  p.addr = r->kind == RDMAD_MEM_HOST ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova + offset)) : nullptr;
+  p.iova = r->iova + offset;
+  p.length = length;
+  p.access = h.access;
+  p.kind = r->kind;
+  p.nic_count = static_cast<uint32_t>(std::min<size_t>(r->keys.size(), p.keys.size()));
+  for (uint32_t i = 0; i < p.nic_count; ++i) p.keys[i] = r->keys[i];
+  ++r->pins;
+  p.pin = r;
+  return p;
+}
+
+void RegistrationService::unpin(const void* pin) {
+  if (pin == nullptr) return;
+  bool reap_now = false;
+  {
+    std::lock_guard lock(mu_);
+    auto* r = static_cast<Region*>(const_cast<void*>(pin));
+    reap_now = --r->pins == 0 && r->released;
+  }
+  if (reap_now && reaper_) reaper_();
+}
+
+void RegistrationService::reap() {
+  std::vector<std::unique_ptr<Region>> done;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = zombies_.begin(); it != zombies_.end();) {
+      if ((*it)->pins == 0) {
+        done.push_back(std::move(*it));
+        it = zombies_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& r : done) release_region(r.get());
+}
+
+size_t RegistrationService::zombie_count() const {
+  std::lock_guard lock(mu_);
+  return zombies_.size();
 }
 
 uint64_t RegistrationService::mr_id_for_test(uint64_t handle) const {

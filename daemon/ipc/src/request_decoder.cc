@@ -23,6 +23,9 @@ T load(std::span<const std::byte> body) {
 
 bool range_overflows(uint64_t base, uint64_t length) { return base + length < base; }
 
+bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+constexpr uint32_t kMaxRingDepth = 65536;
+
 DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) {
   switch (static_cast<MsgType>(d.header.type)) {
     case MsgType::kHello: {
@@ -81,6 +84,38 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       d.body = r;
       break;
     }
+    case MsgType::kFlowOpen: {
+      auto r = load<proto::FlowOpenRequest>(body);
+      if (!proto::is_terminated(r.peer) || r.peer[0] == '\0')
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: peer must be a NUL-terminated node id");
+      if ((r.sq_depth != 0 && !is_power_of_two(r.sq_depth)) || (r.cq_depth != 0 && !is_power_of_two(r.cq_depth)))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: ring depths must be 0 or powers of two");
+      if (r.sq_depth > kMaxRingDepth || r.cq_depth > kMaxRingDepth)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: ring depth above 65536");
+      d.body = r;
+      break;
+    }
+    case MsgType::kFlowClose:
+      d.body = load<proto::FlowCloseRequest>(body);
+      break;
+    case MsgType::kExport: {
+      auto r = load<proto::ExportRequest>(body);
+      if (!proto::is_terminated(r.peer) || r.peer[0] == '\0')
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "export: peer must be a NUL-terminated node id");
+      if (r.length == 0 || range_overflows(r.offset, r.length))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "export: empty range or offset + length overflows");
+      if (r.rights == 0 || (r.rights & ~uint32_t{RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ}) != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "export: rights must be REMOTE_WRITE and/or REMOTE_READ");
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "export: reserved field set");
+      d.body = r;
+      break;
+    }
+    case MsgType::kImport:
+      d.body = load<proto::ImportRequest>(body);
+      break;
+    case MsgType::kRevoke:
+      d.body = load<proto::RevokeRequest>(body);
+      break;
     case MsgType::kQueryNics:
     case MsgType::kDiagnose:
     case MsgType::kError:

@@ -47,7 +47,7 @@ std::span<const std::byte> registered(FrameWriter& w, const Registered& r) {
 }  // namespace
 
 std::span<const std::byte> UnixServer::Core::handle(Connection& conn, DecodedRequest& req, int fd,
-                                                    FrameBuffer& out) {
+                                                    FrameBuffer& out, ReplyFds& reply_fds) {
   uint16_t type = req.header.type;
   rdmad_status status = req.status;
   std::span<const std::byte> frame;
@@ -56,14 +56,15 @@ std::span<const std::byte> UnixServer::Core::handle(Connection& conn, DecodedReq
     frame = write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, req.header.request_id,
                         status, req.reason);
   } else {
-    frame = dispatch(conn, req, fd, out, &status);
+    frame = dispatch(conn, req, fd, out, reply_fds, &status);
   }
   metrics_.request(type <= proto::kMaxRequestType ? type : 0, status);
   return frame;
 }
 
 std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedRequest& req, int fd,
-                                                      FrameBuffer& out, rdmad_status* status) {
+                                                      FrameBuffer& out, ReplyFds& reply_fds,
+                                                      rdmad_status* status) {
   const uint64_t id = req.header.request_id;
   auto type = static_cast<MsgType>(req.header.type);
   auto fail = [&](const Error& e) {
@@ -120,6 +121,12 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
       w.append_bytes(text.data(), text.size());
       return w.finish();
     }
+    case MsgType::kFlowOpen:
+    case MsgType::kFlowClose:
+    case MsgType::kExport:
+    case MsgType::kImport:
+    case MsgType::kRevoke:
+      return dispatch_flow(conn, req, out, reply_fds, status);
     case MsgType::kHello:
     case MsgType::kError:
       break;

@@ -10,6 +10,7 @@
 #include <boost/asio/local/basic_endpoint.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <array>
 #include <span>
 #include <unordered_map>
 
@@ -22,6 +23,12 @@
 namespace rdmad::ipc {
 
 class Connection;
+
+// File descriptors that go out with a reply (SCM_RIGHTS); owned by whoever produced them.
+struct ReplyFds {
+  std::array<int, proto::kMaxFdsPerFrame> fds{};
+  size_t count = 0;
+};
 
 // AF_UNIX SOCK_SEQPACKET for Asio (Boost 1.74 has no local::seq_packet_protocol).
 class SeqPacket {
@@ -42,7 +49,9 @@ class UnixServer::Core {
   Result<Ok> start();
   void stop();
   // Serves one decoded request of `conn`; returns the reply frame (in conn's buffer).
-  std::span<const std::byte> handle(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out);
+  // An empty span: the reply is sent later (see FlowHandler::export_memory).
+  std::span<const std::byte> handle(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
+                                    ReplyFds& reply_fds);
   void on_closed(uint64_t conn_id);
 
   boost::asio::io_context& io_;
@@ -52,6 +61,7 @@ class UnixServer::Core {
   IpcMetrics metrics_;
   RegistrationService service_;
   uint64_t instance_id_;
+  FlowHandler* flows_ = nullptr;
   SeqPacket::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   bool activated_ = false;
@@ -66,7 +76,9 @@ class UnixServer::Core {
   void accept_next();
   void on_accept(SeqPacket::socket socket);
   std::span<const std::byte> dispatch(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
-                                      rdmad_status* status);
+                                      ReplyFds& reply_fds, rdmad_status* status);
+  std::span<const std::byte> dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,
+                                           ReplyFds& reply_fds, rdmad_status* status);
 };
 
 }  // namespace rdmad::ipc

@@ -182,6 +182,7 @@ void UnixServer::Core::on_accept(SeqPacket::socket socket) {
 void UnixServer::Core::on_closed(uint64_t conn_id) {
   auto it = connections_.find(conn_id);
   if (it == connections_.end()) return;
+  if (flows_ != nullptr) flows_->connection_closed(conn_id);
   service_.release_connection(conn_id);
   metrics_.client_disconnected();
   connections_.erase(it);
@@ -209,6 +210,8 @@ void UnixServer::stop() { core_->stop(); }
 bool UnixServer::socket_activated() const { return core_->activated_; }
 size_t UnixServer::client_count() const { return core_->connections_.size(); }
 const RegistrationService& UnixServer::service() const { return core_->service_; }
+RegistrationService& UnixServer::registrations() { return core_->service_; }
+void UnixServer::set_flow_handler(FlowHandler* handler) { core_->flows_ = handler; }
 const IpcConfig& UnixServer::config() const { return core_->config_; }
 
 }  // namespace rdmad::ipc

@@ -31,8 +31,8 @@ class IpcMetrics {
   void set_quota_usage_max_ratio(double ratio) { quota_ratio_.Set(ratio); }
 
  private:
-  static constexpr size_t kOps = 9;       // unknown + 8 request types
-  static constexpr size_t kResults = 13;  // RDMAD_OK .. RDMAD_ERR_LOST
+  static constexpr size_t kOps = 14;      // unknown + 13 request types
+  static constexpr size_t kResults = 15;  // RDMAD_OK .. RDMAD_ERR_REMOTE_ACCESS
   prometheus::Gauge& clients_;
   prometheus::Gauge& quota_ratio_;
   std::array<prometheus::Gauge*, 2> regions_{};

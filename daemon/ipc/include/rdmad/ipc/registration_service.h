@@ -6,7 +6,10 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <map>
 #include <memory>
 #include <set>
@@ -38,6 +41,18 @@ struct Registered {
   std::vector<NicKeys> keys;
 };
 
+// A registered range resolved for the flow engine, kept mapped and registered until unpin().
+struct PinnedRange {
+  void* addr = nullptr;  // the daemon's address of the first byte (host memory), else nullptr
+  uint64_t iova = 0;     // the address the NIC keys answer to for the first byte
+  uint64_t length = 0;
+  uint32_t access = 0;   // RDMAD_ACCESS_* of the registration
+  rdmad_mem_kind kind = RDMAD_MEM_HOST;
+  uint32_t nic_count = 0;
+  std::array<NicKeys, proto::kMaxNics> keys{};
+  const void* pin = nullptr;  // for unpin()
+};
+
 struct Usage {
   uint64_t pinned_bytes = 0;
   uint32_t registrations = 0;
@@ -62,6 +77,19 @@ class RegistrationService {
   // Releases every handle of a connection (disconnect, crash).
   void release_connection(uint64_t conn_id);
 
+  // Thread-safe (called from the flow engine's thread): resolves [offset, offset+length) of a
+  // handle owned by connection conn_id whose access includes `need_access`, and keeps its memory
+  // mapped and registered until unpin() even if the client deregisters or disconnects meanwhile.
+  Result<PinnedRange> pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
+                          uint32_t need_access);
+  void unpin(const void* pin);
+  // Called (from any thread) when a released region's last pin goes: the owner then calls reap()
+  // on the control thread. Without one, reap() runs on the next release.
+  void set_reaper(std::function<void()> reaper) { reaper_ = std::move(reaper); }
+  // Releases released regions whose pins are all gone (control thread).
+  void reap();
+  size_t zombie_count() const;
+
   Usage usage(uid_t uid) const;
   size_t region_count() const { return regions_.size(); }
   size_t handle_count() const { return handles_.size(); }
@@ -81,8 +109,11 @@ class RegistrationService {
     uint64_t iova = 0;
     uint64_t pinned_bytes = 0;
     uint32_t refs = 0;
+    uint32_t pins = 0;     // flow engine uses (guarded by mu_)
+    bool released = false;  // no handle left; waits for its pins (guarded by mu_)
     std::vector<NicKeys> keys;
   };
+  void release_region(Region* region);
   struct Handle {
     uint64_t conn_id;
     uid_t uid;
@@ -114,6 +145,10 @@ class RegistrationService {
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
   std::unordered_map<uid_t, Usage> usage_;
+  // Guards handles_ (written on the control thread, read by pin()), pins, released and zombies_.
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Region>> zombies_;
+  std::function<void()> reaper_;
 };
 
 }  // namespace rdmad::ipc

@@ -19,7 +19,9 @@ enum class DecodeAction {
 
 using RequestBody =
     std::variant<std::monostate, proto::HelloRequest, proto::NearestNicsRequest, proto::RegisterHostRequest,
-                 proto::RegisterDmabufRequest, proto::DeregisterRequest, proto::ListRequest>;
+                 proto::RegisterDmabufRequest, proto::DeregisterRequest, proto::ListRequest,
+                 proto::FlowOpenRequest, proto::FlowCloseRequest, proto::ExportRequest, proto::ImportRequest,
+                 proto::RevokeRequest>;
 
 struct DecodedRequest {
   DecodeAction action = DecodeAction::kClose;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/ipc_config.h"
 #include "rdmad/ipc/memory_registrar.h"
 #include "rdmad/ipc/registration_service.h"
@@ -37,6 +38,10 @@ class UnixServer {
   bool socket_activated() const;
   size_t client_count() const;
   const RegistrationService& service() const;
+  RegistrationService& registrations();
+  // Serves the flow requests (open, close, export, import, revoke); without one they are refused
+  // as not supported. The handler must outlive the server or be reset to nullptr first.
+  void set_flow_handler(FlowHandler* handler);
   const IpcConfig& config() const;
 
   class Core;

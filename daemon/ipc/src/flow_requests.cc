@@ -1,0 +1,66 @@
+// Serving the flow requests through the FlowHandler the daemon installed.
+#include "connection.h"
+
+namespace rdmad::ipc {
+
+using proto::MsgType;
+
+std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,
+                                                           ReplyFds& reply_fds, rdmad_status* status) {
+  const uint64_t id = req.header.request_id;
+  const uint16_t version = conn.version();
+  auto type = static_cast<MsgType>(req.header.type);
+  auto fail = [&](const Error& e) {
+    *status = e.status;
+    return write_error(out, version, id, e.status, e.message);
+  };
+  if (flows_ == nullptr)
+    return fail(Error{RDMAD_ERR_NOT_SUPPORTED, "flows are disabled on this node: set [peer] enabled = true"});
+  FrameWriter w(out, version, proto::reply_type(type), id);
+  switch (type) {
+    case MsgType::kFlowOpen: {
+      auto r = flows_->open_flow(conn.peer(), std::get<proto::FlowOpenRequest>(req.body));
+      if (!r.ok()) return fail(r.error());
+      for (int fd : r.value().fds) reply_fds.fds[reply_fds.count++] = fd;
+      w.append(r.value().reply);
+      return w.finish();
+    }
+    case MsgType::kFlowClose: {
+      auto r = flows_->close_flow(conn.peer(), std::get<proto::FlowCloseRequest>(req.body).flow_id);
+      return r.ok() ? w.finish() : fail(r.error());
+    }
+    case MsgType::kExport: {
+      // Answered when the peer daemon has stored the grant (or refused it).
+      std::weak_ptr<Connection> weak = conn.shared_from_this();
+      flows_->export_memory(conn.peer(), std::get<proto::ExportRequest>(req.body),
+                            [weak, version, id, type](Result<proto::ExportReply> r) {
+                              auto c = weak.lock();
+                              if (!c) return;
+                              FrameBuffer buf;
+                              if (!r.ok()) {
+                                c->send(write_error(buf, version, id, r.error().status, r.error().message));
+                                return;
+                              }
+                              FrameWriter reply(buf, version, proto::reply_type(type), id);
+                              reply.append(r.value());
+                              c->send(reply.finish());
+                            });
+      return {};
+    }
+    case MsgType::kImport: {
+      auto r = flows_->import_token(conn.peer(), std::get<proto::ImportRequest>(req.body));
+      if (!r.ok()) return fail(r.error());
+      w.append(r.value());
+      return w.finish();
+    }
+    case MsgType::kRevoke: {
+      auto r = flows_->revoke(conn.peer(), std::get<proto::RevokeRequest>(req.body));
+      return r.ok() ? w.finish() : fail(r.error());
+    }
+    default:
+      break;
+  }
+  return fail(Error{RDMAD_ERR_PROTOCOL, "unexpected request type"});
+}
+
+}  // namespace rdmad::ipc
