@@ -67,7 +67,7 @@ void Channel::close() {
 
 Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, int fd) {
   Reply r;
-  if (fd_ < 0) return Reply{RDMAD_ERR_CONNECTION, "not connected", {}};
+  if (fd_ < 0) return Reply{RDMAD_ERR_CONNECTION, "not connected", {}, {}};
   uint64_t id = next_request_id_++;
   proto::Header h =
       proto::make_header(version_, static_cast<uint16_t>(type), static_cast<uint32_t>(body.size()), id);
@@ -101,38 +101,57 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
       send_errno = ECONNRESET;
       n = rx.receive(fd_, rx_.data(), rx_.size(), MSG_DONTWAIT);
     }
-    if (n > 0) proto::take_fds(rx.msg, nullptr, 0);  // the protocol sends no fds to clients
+    std::array<int, proto::kMaxFdsPerFrame> got{};
+    const size_t nfds = n > 0 ? proto::take_fds(rx.msg, got.data(), got.size()) : 0;
+    // Only a kFlowOpen reply carries fds; anything else that came is closed.
+    auto drop_fds = [&] {
+      for (size_t i = 0; i < nfds; ++i) ::close(got[i]);
+    };
     if (n <= 0) {
       int err = n < 0 ? errno : ECONNRESET;
       if (send_failed) err = send_errno;
       close();
       if (n == 0 || connection_errno(err) || err == EAGAIN)
         return Reply{
-            RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}};
-      return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}};
+            RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}, {}};
+      return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}, {}};
     }
     proto::Header rh;
-    if (static_cast<size_t>(n) < sizeof(rh) || (rx.msg.msg_flags & MSG_TRUNC) != 0) break;
+    if (static_cast<size_t>(n) < sizeof(rh) || (rx.msg.msg_flags & MSG_TRUNC) != 0) {
+      drop_fds();
+      break;
+    }
     std::memcpy(&rh, rx_.data(), sizeof(rh));
-    if (rh.magic != proto::kMagic || rh.length != static_cast<size_t>(n) - sizeof(rh)) break;
+    if (rh.magic != proto::kMagic || rh.length != static_cast<size_t>(n) - sizeof(rh)) {
+      drop_fds();
+      break;
+    }
     auto rbody = std::span<const std::byte>(rx_.data() + sizeof(rh), rh.length);
     if (rh.type == static_cast<uint16_t>(proto::MsgType::kError) && rh.length == sizeof(proto::ErrorReply) &&
         (rh.request_id == id || rh.request_id == 0)) {
       proto::ErrorReply e;
       std::memcpy(&e, rbody.data(), sizeof(e));
       e.message[sizeof(e.message) - 1] = '\0';
-      r.status = e.status > 0 && e.status <= RDMAD_ERR_LOST ? static_cast<rdmad_status>(e.status)
+      r.status = e.status > 0 && e.status <= RDMAD_ERR_REMOTE_ACCESS ? static_cast<rdmad_status>(e.status)
                                                             : RDMAD_ERR_PROTOCOL;
       r.error = e.message;
+      drop_fds();
       if (send_failed) close();
       return r;
     }
-    if (rh.request_id != id || rh.type != proto::reply_type(type)) break;
+    if (rh.request_id != id || rh.type != proto::reply_type(type)) {
+      drop_fds();
+      break;
+    }
     r.body = rbody;
+    if (type == proto::MsgType::kFlowOpen)
+      r.fds.assign(got.begin(), got.begin() + static_cast<long>(nfds));
+    else
+      drop_fds();
     return r;
   }
   close();
-  return Reply{RDMAD_ERR_PROTOCOL, "malformed reply from the daemon", {}};
+  return Reply{RDMAD_ERR_PROTOCOL, "malformed reply from the daemon", {}, {}};
 }
 
 }  // namespace rdmad::client

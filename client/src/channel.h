@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rdmad/protocol.h"
 #include "rdmad/rdmad.h"
@@ -16,6 +17,7 @@ struct Reply {
   rdmad_status status = RDMAD_OK;
   std::string error;  // daemon's message when status != OK
   std::span<const std::byte> body;
+  std::vector<int> fds;  // fds that came with the reply (kFlowOpen); the caller owns them
 };
 
 class Channel {

@@ -107,6 +107,10 @@ const char* rdmad_strerror(rdmad_status status) {
       return "CUDA driver error";
     case RDMAD_ERR_LOST:
       return "registration lost in a daemon restart";
+    case RDMAD_ERR_PEER:
+      return "peer node not connected or lost";
+    case RDMAD_ERR_REMOTE_ACCESS:
+      return "remote access refused";
   }
   return "unknown status";
 }

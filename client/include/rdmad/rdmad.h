@@ -32,7 +32,9 @@ typedef enum rdmad_status {
   RDMAD_ERR_NO_RESOURCE = 9,      /* daemon or backend out of a resource; retry later */
   RDMAD_ERR_SYSTEM = 10,          /* a system call failed (message names it) */
   RDMAD_ERR_CUDA = 11,            /* CUDA driver missing or a CUDA call failed */
-  RDMAD_ERR_LOST = 12             /* registration lost when the daemon restarted */
+  RDMAD_ERR_LOST = 12,            /* registration lost when the daemon restarted */
+  RDMAD_ERR_PEER = 13,            /* the peer node is not connected, or was lost mid-transfer */
+  RDMAD_ERR_REMOTE_ACCESS = 14    /* the peer refused the access (rights, bounds, revoked export) */
 } rdmad_status;
 
 /* Access flags (same meaning as the IBV_ACCESS_* flags of the same name). */
@@ -176,6 +178,91 @@ rdmad_status rdmad_list_registrations(rdmad_client* client, rdmad_registration_i
 
 /* Writes the daemon's GPUDirect RDMA diagnosis, one line per check, NUL-terminated. */
 rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity);
+
+/* ---- Flows: transfers to another node through its rdmad -------------------------------------
+ * A flow carries this client's requests to one peer node. Requests go through a shared-memory
+ * ring (no system call per request on a busy flow); the daemon splits each into chunks, spreads
+ * them over the node's NICs and completes the request when every byte is placed. Completions come
+ * in submission order. One thread at a time per flow. */
+typedef struct rdmad_flow rdmad_flow;
+
+/* Names memory another node exported to this one (rdmad_export on that node). */
+typedef struct rdmad_token {
+  uint8_t bytes[16];
+} rdmad_token;
+enum { RDMAD_TOKEN_STRING_BYTES = 33 }; /* 32 hex digits + NUL */
+
+/* An imported token: usable with rdmad_flow_write/read on the flow it was imported on. */
+typedef struct rdmad_remote {
+  uint64_t handle;
+  uint64_t length;
+  uint32_t rights; /* RDMAD_ACCESS_REMOTE_WRITE / _READ */
+} rdmad_remote;
+
+typedef enum rdmad_flow_state {
+  RDMAD_FLOW_CONNECTING = 0,   /* the peer daemon is not connected yet */
+  RDMAD_FLOW_CONNECTED = 1,
+  RDMAD_FLOW_DISCONNECTED = 2, /* lost; requests fail with RDMAD_ERR_PEER until it is back */
+  RDMAD_FLOW_FAILED = 3        /* the flow broke its ring protocol: close it */
+} rdmad_flow_state;
+
+typedef enum rdmad_op { RDMAD_OP_WRITE = 1, RDMAD_OP_READ = 2, RDMAD_OP_SEND = 3, RDMAD_OP_RECV = 4 } rdmad_op;
+
+typedef struct rdmad_completion {
+  uint64_t wr_id;
+  uint64_t length; /* bytes moved (receives: the size of the send) */
+  rdmad_status status;
+  rdmad_op op;
+} rdmad_completion;
+
+typedef struct rdmad_flow_attr {
+  uint64_t channel;  /* sends match receives on the peer's flow of the same channel (default 0) */
+  uint32_t sq_depth; /* 0: the daemon's default; else a power of two */
+  uint32_t cq_depth;
+} rdmad_flow_attr;
+
+/* Opens a flow to `peer_node` (its node id). attr NULL: defaults. */
+rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const rdmad_flow_attr* attr,
+                             rdmad_flow** out);
+/* Closes the flow (requests in flight are dropped) and frees it. NULL is a no-op. */
+void rdmad_flow_close(rdmad_flow* flow);
+rdmad_flow_state rdmad_flow_get_state(const rdmad_flow* flow);
+/* Waits until the flow is connected; RDMAD_ERR_PEER after timeout_ms (-1: forever). */
+rdmad_status rdmad_flow_wait_connected(rdmad_flow* flow, int timeout_ms);
+
+/* Exports [offset, offset+length) of `mr` to node `peer_node` with `rights` (REMOTE_WRITE and/or
+ * REMOTE_READ, which the registration must have). Returns when the peer daemon holds the grant. */
+rdmad_status rdmad_export(rdmad_client* client, const rdmad_mr* mr, uint64_t offset, uint64_t length,
+                          const char* peer_node, uint32_t rights, rdmad_token* out);
+/* Withdraws an export: the peer can no longer use the token. */
+rdmad_status rdmad_revoke(rdmad_client* client, const rdmad_token* token);
+/* Imports a token exported by this flow's peer to this node. */
+rdmad_status rdmad_flow_import(rdmad_flow* flow, const rdmad_token* token, rdmad_remote* out);
+void rdmad_token_to_string(const rdmad_token* token, char out[RDMAD_TOKEN_STRING_BYTES]);
+rdmad_status rdmad_token_from_string(const char* text, rdmad_token* out);
+
+/* Posts a request; RDMAD_ERR_NO_RESOURCE when the submission ring is full (poll, then retry).
+ * write: local → remote; read: remote → local (the registration needs LOCAL_WRITE); send: local →
+ * the next receive the peer posted on the same channel; recv: a buffer (REMOTE_WRITE) for one send. */
+rdmad_status rdmad_flow_write(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t local_offset,
+                              const rdmad_remote* remote, uint64_t remote_offset, uint64_t length);
+rdmad_status rdmad_flow_read(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t local_offset,
+                             const rdmad_remote* remote, uint64_t remote_offset, uint64_t length);
+rdmad_status rdmad_flow_send(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t offset,
+                             uint64_t length);
+rdmad_status rdmad_flow_recv(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t offset,
+                             uint64_t length);
+
+/* Takes up to `max` completions; returns how many (never blocks). */
+size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max);
+/* Blocks until a completion is ready to poll or timeout_ms passes (-1: forever). RDMAD_OK when one
+ * is ready, RDMAD_ERR_NO_RESOURCE on timeout, RDMAD_ERR_PEER when the flow failed. */
+rdmad_status rdmad_flow_wait(rdmad_flow* flow, int timeout_ms);
+/* The completion eventfd, for an event loop: call rdmad_flow_arm(), and when it returns 0 wait
+ * until the fd is readable (then read it and poll). rdmad_flow_arm returns 1 when completions are
+ * already there. */
+int rdmad_flow_fd(const rdmad_flow* flow);
+int rdmad_flow_arm(rdmad_flow* flow);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
