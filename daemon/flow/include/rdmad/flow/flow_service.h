@@ -1,0 +1,150 @@
+#pragma once
+// Flows between nodes, the control-plane half: the peer channel and QP sessions to other daemons,
+// the client requests that open flows and export or import memory, the tokens, and the metrics.
+// The datapath half is the FlowEngine thread it owns. Everything here runs on the control
+// io_context; the engine is changed only through its run_sync().
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "rdmad/balancer/balancer_config.h"
+#include "rdmad/ipc/flow_handler.h"
+#include "rdmad/ipc/memory_registrar.h"
+#include "rdmad/ipc/registration_service.h"
+#include "rdmad/peer/peer_config.h"
+#include "rdmad/peer/qp_connector.h"
+#include "rdmad/verbs/device.h"
+
+namespace prometheus {
+class Registry;
+class Collectable;
+template <typename T>
+class Family;
+class Histogram;
+}  // namespace prometheus
+
+namespace rdmad::peer {
+class PeerChannel;
+class PeerSession;
+struct Grant;
+}  // namespace rdmad::peer
+
+namespace rdmad::flow {
+
+class FlowEngine;
+struct RemoteRange;
+
+struct FlowServiceOptions {
+  peer::PeerConfig peer;
+  peer::QpConnectorOptions qp;
+  balancer::BalancerConfig balancer;
+  uint32_t lane_window_chunks = 8;
+  uint32_t sq_depth = 256;  // defaults for flows that ask for 0
+  uint32_t cq_depth = 512;
+  uint32_t max_flows_per_client = 64;
+};
+
+/// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
+struct FlowNic {
+  std::string name;    // [[nic]] name
+  std::string device;  // the device's name (the `device` metric label)
+  verbs::Device* device_ptr = nullptr;
+  verbs::ProtectionDomain* pd = nullptr;  // the one client registrations use
+  uint8_t port = 1;
+  std::optional<verbs::Gid> advertise_gid;
+  uint16_t advertise_udp_port = 0;
+};
+
+class FlowService final : public ipc::FlowHandler {
+ public:
+  FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
+              ipc::RegistrationService& registrations, ipc::MemoryRegistrar& registrar,
+              prometheus::Registry& registry);
+  ~FlowService() override;
+  FlowService(const FlowService&) = delete;
+  FlowService& operator=(const FlowService&) = delete;
+
+  /// Creates the completion queues, starts the engine thread and the peer channel. False with
+  /// `error` naming the cause (address in use, unreadable key file, ...).
+  bool start(std::string& error);
+  /// Stops the channel and the engine; flows fail, exports are revoked. Idempotent.
+  void stop();
+
+  uint16_t peer_port() const;
+  /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
+  std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
+  size_t flow_count() const { return flows_.size(); }
+
+  // ipc::FlowHandler
+  ipc::Result<ipc::FlowOpened> open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) override;
+  ipc::Result<ipc::Ok> close_flow(const ipc::Peer& client, uint64_t flow_id) override;
+  void export_memory(const ipc::Peer& client, const proto::ExportRequest& req,
+                     std::function<void(ipc::Result<proto::ExportReply>)> done) override;
+  ipc::Result<proto::ImportReply> import_token(const ipc::Peer& client, const proto::ImportRequest& req) override;
+  ipc::Result<ipc::Ok> revoke(const ipc::Peer& client, const proto::RevokeRequest& req) override;
+  void connection_closed(uint64_t conn_id) override;
+
+  using Token = std::array<uint8_t, 16>;
+
+ private:
+  struct FlowRecord {
+    uint64_t id = 0;
+    uint64_t conn_id = 0;
+    std::string peer;
+    void* ring = nullptr;
+    uint64_t ring_bytes = 0;
+    int memfd = -1;
+    int doorbell_fd = -1;
+    int completion_fd = -1;
+  };
+  struct Export {
+    Token token{};
+    uint64_t conn_id = 0;
+    std::string peer;
+    ipc::PinnedRange range{};
+    uint64_t mr_id = 0;  // the export's own MR (host memory), 0 when it reuses the registration's
+    std::vector<ipc::NicKeys> keys;
+    uint32_t rights = 0;
+    bool acked = false;
+    std::function<void(ipc::Result<proto::ExportReply>)> done;  // until the peer acknowledged
+  };
+  struct Grant;  // a peer's export to us
+
+  void on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload);
+  void on_peer_ready(const std::string& peer, peer::QpConnector& qps);
+  void on_peer_lost(const std::string& peer);
+  void send_grant(const Export& e);
+  void drop_export(std::map<Token, Export>::iterator it, bool tell_peer);
+  void destroy_flow(FlowRecord& f);
+  std::shared_ptr<prometheus::Collectable> make_collector();
+
+  boost::asio::io_context& io_;
+  FlowServiceOptions options_;
+  std::vector<FlowNic> nics_;
+  ipc::RegistrationService& registrations_;
+  ipc::MemoryRegistrar& registrar_;
+  prometheus::Registry& registry_;
+  prometheus::Histogram* duration_ = nullptr;
+  std::shared_ptr<prometheus::Collectable> collector_;
+  std::vector<std::unique_ptr<verbs::CompletionQueue>> cqs_;
+  std::unique_ptr<FlowEngine> engine_;
+  std::unique_ptr<peer::PeerChannel> channel_;
+  std::unique_ptr<peer::PeerSession> session_;
+  std::map<uint64_t, FlowRecord> flows_;
+  std::map<Token, Export> exports_;
+  std::map<Token, std::unique_ptr<Grant>> grants_;
+  std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
+  uint64_t next_flow_id_ = 1;
+  uint64_t next_remote_handle_ = 1;
+  bool started_ = false;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted closures check it
+};
+
+}  // namespace rdmad::flow

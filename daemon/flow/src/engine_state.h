@@ -1,0 +1,88 @@
+// The engine's private records: flows, peers (one balancer each) and transfers.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "flow_engine.h"
+
+namespace rdmad::flow {
+
+struct FlowEngine::Transfer {
+  uint32_t slot = 0;
+  uint32_t gen = 0;
+  Flow* flow = nullptr;
+  ring::Sqe sqe{};
+  ring::Op op = ring::Op::kWrite;
+  ipc::PinnedRange local{};
+  RemoteRange remote{};       // kWrite/kRead: the import; kSend: the receive credit
+  uint64_t recv_id = 0;       // kSend: the peer's receive; kRecv: ours
+  uint32_t chunks_total = 0;
+  uint32_t chunks_planned = 0;
+  uint32_t chunks_done = 0;
+  rdmad_status status = RDMAD_OK;
+  bool placed = false;  // every chunk finished (or the request failed before any was posted)
+  uint64_t result_bytes = 0;
+  uint64_t started_us = 0;
+};
+
+struct FlowEngine::Flow {
+  FlowSetup setup;
+  ring::Header* header = nullptr;
+  ring::Consumer<ring::Sqe> sq;
+  ring::Producer<ring::Cqe> cq;
+  Peer* peer = nullptr;  // nullptr while the peer is not connected
+  std::deque<Transfer*> order;  // taken requests other than receives, in submission order
+  uint32_t uncompleted = 0;     // requests taken whose completion is not written yet
+  bool failed = false;
+  bool sleeping = false;
+  std::map<uint64_t, RemoteRange> imports;  // remote handle -> range
+};
+
+struct FlowEngine::Peer {
+  struct Lane {
+    verbs::QueuePair* qp = nullptr;
+    uint32_t qp_num = 0;
+    uint8_t epoch = 0;  // bumped whenever the QP changes
+    uint32_t posted = 0;  // WRs outstanding on qp
+    bool dead = true;     // no usable QP (failed, being rebuilt, or none)
+    std::deque<balancer::Chunk> backlog;  // assigned to this lane, waiting for window space
+  };
+  struct ChunkInfo {
+    balancer::ChunkId id = 0;
+    Transfer* transfer = nullptr;
+    uint32_t index = 0;
+    uint64_t posted_us = 0;
+  };
+
+  std::string name;
+  uint8_t slot = 0;
+  uint32_t gen = 0;
+  std::unique_ptr<balancer::Balancer> balancer;
+  std::vector<Lane> lanes;
+  std::vector<ChunkInfo> chunks;  // by balancer slot (id & mask)
+  std::deque<Transfer*> planning;  // transfers with chunks left to plan
+  std::vector<balancer::Chunk> orphans;  // lost their lane while no other was up
+  std::map<uint64_t, std::deque<RemoteRange>> credits;  // channel -> posted receives (recv_id in token)
+  std::map<uint64_t, std::deque<Transfer*>> waiting_sends;  // channel -> sends without a receive yet
+  std::vector<Flow*> flows;
+};
+
+std::shared_ptr<spdlog::logger> flow_log();
+
+// Chunk tags carry the transfer slot and the chunk's index in it.
+inline uint64_t chunk_tag(uint32_t transfer_slot, uint32_t index) { return uint64_t{transfer_slot} << 32 | index; }
+inline uint32_t tag_slot(uint64_t tag) { return static_cast<uint32_t>(tag >> 32); }
+inline uint32_t tag_index(uint64_t tag) { return static_cast<uint32_t>(tag); }
+
+// Work request ids: peer slot, the lane's QP epoch (QP numbers may be reused by a rebuilt QP),
+// peer generation and the balancer's chunk id.
+inline uint64_t make_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, balancer::ChunkId id) {
+  return uint64_t{peer_slot} << 56 | uint64_t{lane_epoch} << 48 | uint64_t{peer_gen & 0xFFFF} << 32 | id;
+}
+inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
+
+}  // namespace rdmad::flow

@@ -1,0 +1,312 @@
+// Chunks on the wire: planning through the peer's balancer, posting within each lane's window,
+// completions, failover (a failed lane's chunks go to the others) and in-order completion.
+#include <prometheus/histogram.h>
+#include <spdlog/spdlog.h>
+
+#include "engine_state.h"
+
+namespace rdmad::flow {
+namespace {
+
+rdmad_status wc_to_status(verbs::WcStatus s) {
+  switch (s) {
+    case verbs::WcStatus::kSuccess: return RDMAD_OK;
+    case verbs::WcStatus::kRemoteAccessError: return RDMAD_ERR_REMOTE_ACCESS;
+    case verbs::WcStatus::kLocalProtectionError:
+    case verbs::WcStatus::kLocalLengthError: return RDMAD_ERR_INVALID_ARGUMENT;
+    default: return RDMAD_ERR_PEER;
+  }
+}
+
+// Failures of the request itself (retrying on another lane would fail the same way).
+bool request_error(verbs::WcStatus s) {
+  return s == verbs::WcStatus::kRemoteAccessError || s == verbs::WcStatus::kLocalProtectionError ||
+         s == verbs::WcStatus::kLocalLengthError || s == verbs::WcStatus::kRemoteInvalidRequest;
+}
+
+}  // namespace
+
+bool FlowEngine::plan_and_post(Peer& p) {
+  bool progress = false;
+  const uint32_t window = options_.lane_window_chunks;
+  // Backlogs first (chunks already assigned to a lane).
+  size_t backlog = 0;
+  for (uint16_t i = 0; i < p.lanes.size(); ++i) {
+    auto& lane = p.lanes[i];
+    while (!lane.dead && !lane.backlog.empty() && lane.posted < window) {
+      balancer::Chunk c = lane.backlog.front();
+      lane.backlog.pop_front();
+      if (!post_chunk(p, c)) {
+        lane.backlog.push_front(c);
+        break;
+      }
+      progress = true;
+    }
+    backlog += lane.backlog.size();
+  }
+  if (!p.orphans.empty()) {
+    std::vector<balancer::Chunk> again;
+    again.swap(p.orphans);
+    requeue(p, again);
+  }
+  // New chunks only while no lane has a backlog: a slow lane then holds planning back instead of
+  // collecting more than its share, and the balancer's weights decide the split.
+  const uint64_t now = now_us();
+  while (backlog == 0 && !p.planning.empty()) {
+    Transfer* t = p.planning.front();
+    if (t->chunks_planned >= t->chunks_total) {
+      p.planning.pop_front();
+      continue;
+    }
+    const uint64_t chunk = options_.balancer.chunk_bytes;
+    const uint64_t offset = uint64_t{t->chunks_planned} * chunk;
+    balancer::Message m;
+    m.tag = chunk_tag(t->slot, t->chunks_planned);
+    m.flow_id = t->flow != nullptr ? t->flow->setup.id : 0;
+    m.bytes = std::min<uint64_t>(chunk, t->sqe.length - offset);
+    chunk_buf_.clear();
+    if (p.balancer->plan(m, now, chunk_buf_) != balancer::PlanStatus::kOk) break;
+    const balancer::Chunk& c = chunk_buf_.front();
+    p.chunks[c.id & kChunkSlotMask] = Peer::ChunkInfo{c.id, t, t->chunks_planned, 0};
+    ++t->chunks_planned;
+    progress = true;
+    auto& lane = p.lanes[c.nic];
+    if (lane.dead || lane.posted >= window || !post_chunk(p, c)) {
+      lane.backlog.push_back(c);
+      ++backlog;
+    }
+  }
+  return progress;
+}
+
+bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
+  auto& info = p.chunks[c.id & kChunkSlotMask];
+  Transfer* t = info.transfer;
+  auto& lane = p.lanes[c.nic];
+  const uint64_t offset = uint64_t{tag_index(c.tag)} * options_.balancer.chunk_bytes;
+  uint32_t lkey = 0;
+  for (uint32_t i = 0; i < t->local.nic_count; ++i)
+    if (t->local.keys[i].nic_index == c.nic) lkey = t->local.keys[i].lkey;
+  if (!t->remote.has_key[c.nic]) {
+    // The remote memory is not registered on this lane's NIC: complete the chunk as failed.
+    p.balancer->complete(c.id, 0);
+    chunk_finished(t, RDMAD_ERR_REMOTE_ACCESS);
+    return true;
+  }
+  verbs::SendWr wr;
+  wr.wr_id = make_wr_id(p.slot, lane.epoch, p.gen, c.id);
+  wr.opcode = t->op == ring::Op::kRead ? verbs::WrOpcode::kRdmaRead : verbs::WrOpcode::kRdmaWrite;
+  wr.sge.addr = t->local.iova + offset;
+  wr.sge.length = c.bytes;
+  wr.sge.lkey = lkey;
+  wr.remote_addr = t->remote.iova + (t->op == ring::Op::kSend ? 0 : t->sqe.remote_offset) + offset;
+  wr.rkey = t->remote.rkeys[c.nic];
+  if (!lane.qp->post_send({&wr, 1}).is_ok()) return false;
+  ++lane.posted;
+  info.posted_us = now_us();
+  lane_counters_[c.nic]->chunks_sent.fetch_add(1, std::memory_order_relaxed);
+  lane_counters_[c.nic]->bytes_sent.fetch_add(c.bytes, std::memory_order_relaxed);
+  return true;
+}
+
+bool FlowEngine::poll_cqs() {
+  bool progress = false;
+  for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
+    const size_t n = cqs_[nic]->poll(wc_buf_);
+    for (size_t i = 0; i < n; ++i) on_completion(nic, wc_buf_[i]);
+    progress |= n > 0;
+  }
+  return progress;
+}
+
+void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
+  const auto slot = static_cast<uint8_t>(wc.wr_id >> 56);
+  const auto epoch = static_cast<uint8_t>(wc.wr_id >> 48);
+  const auto gen = static_cast<uint32_t>(wc.wr_id >> 32) & 0xFFFF;
+  const auto id = static_cast<balancer::ChunkId>(wc.wr_id);
+  if (slot >= peers_.size() || !peers_[slot] || (peers_[slot]->gen & 0xFFFF) != gen) return;  // a lost peer's
+  Peer& p = *peers_[slot];
+  auto& lane = p.lanes[nic];
+  // From a QP already given up (its chunks moved): ignored.
+  if (lane.dead || wc.qp_num != lane.qp_num || epoch != lane.epoch) return;
+  --lane.posted;
+  auto& info = p.chunks[id & kChunkSlotMask];
+  const bool known = info.id == id && info.transfer != nullptr;
+  if (wc.status == verbs::WcStatus::kSuccess) {
+    if (!known || !p.balancer->complete(id, now_us() - info.posted_us)) return;
+    Transfer* t = info.transfer;
+    info.transfer = nullptr;
+    chunk_finished(t, RDMAD_OK);
+    return;
+  }
+  if (known && request_error(wc.status) && p.balancer->complete(id, 0)) {
+    Transfer* t = info.transfer;
+    info.transfer = nullptr;
+    chunk_finished(t, wc_to_status(wc.status));
+  }
+  // The QP is in the error state now: everything else on it moves to the other lanes.
+  lane_failed(p, nic, std::string("work request failed: ") + std::string(verbs::to_string(wc.status)));
+}
+
+void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason) {
+  auto& lane = p.lanes[nic];
+  const bool was_dead = lane.dead;
+  lane.dead = true;
+  lane.posted = 0;
+  lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
+  std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason);
+  if (!was_dead) {
+    lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
+    flow_log()->warn("nic {} to peer {}: {}; {} chunks moved to other NICs", nic_names_[nic], p.name, reason,
+                     moved.size());
+    hooks_.lane_failed(p.name, nic, reason);
+  }
+  requeue(p, moved);
+}
+
+void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
+  for (balancer::Chunk& c : moved) {
+    // The chunk got a new id from the balancer: find its transfer by the tag.
+    Transfer* t = transfers_[tag_slot(c.tag)].get();
+    if (c.nic == balancer::kNoNic && !p.balancer->repost(c, now_us())) {
+      p.orphans.push_back(c);
+      continue;
+    }
+    p.chunks[c.id & kChunkSlotMask] = Peer::ChunkInfo{c.id, t, tag_index(c.tag), 0};
+    p.lanes[c.nic].backlog.push_back(c);
+  }
+}
+
+void FlowEngine::chunk_finished(Transfer* t, rdmad_status status) {
+  ++t->chunks_done;
+  if (status != RDMAD_OK && t->status == RDMAD_OK) {
+    t->status = status;
+    t->chunks_total = t->chunks_planned;  // plan nothing more of a failed request
+  }
+  if (t->chunks_done < t->chunks_total) return;
+  t->placed = true;
+  if (t->flow == nullptr) {  // its flow closed while chunks were in flight
+    free_transfer(t);
+    return;
+  }
+  progress(*t->flow);
+}
+
+void FlowEngine::progress(Flow& f) {
+  // Completions in submission order: a request completes after everything submitted before it,
+  // so a SEND's notification reaches the peer only after the WRITEs before it were placed.
+  while (!f.order.empty() && f.order.front()->placed) {
+    Transfer* t = f.order.front();
+    f.order.pop_front();
+    finish(f, t);
+  }
+}
+
+void FlowEngine::finish(Flow& f, Transfer* t) {
+  if (t->op == ring::Op::kSend && t->recv_id != 0 && f.peer != nullptr) {
+    peer::SendDone done;
+    done.channel = f.setup.channel;
+    done.recv_id = t->recv_id;
+    done.bytes = t->status == RDMAD_OK ? t->sqe.length : 0;
+    done.status = t->status;
+    hooks_.send_done(f.peer->name, done);
+  }
+  ring::Cqe c{};
+  c.wr_id = t->sqe.wr_id;
+  c.length = t->status == RDMAD_OK ? t->result_bytes : 0;
+  c.status = t->status;
+  c.op = t->sqe.op;
+  if (duration_ != nullptr) duration_->Observe(static_cast<double>(now_us() - t->started_us) * 1e-6);
+  (t->status == RDMAD_OK ? counters_.transfers_completed : counters_.transfers_failed)
+      .fetch_add(1, std::memory_order_relaxed);
+  free_transfer(t);
+  write_cqe(f, c);
+}
+
+void FlowEngine::write_cqe(Flow& f, const ring::Cqe& cqe) {
+  --f.uncompleted;
+  // Room is reserved when a request is taken (uncompleted <= cq_depth); a client that moved its
+  // head backwards breaks that, and only its flow fails.
+  if (!f.cq.push(cqe)) {
+    fail_flow(f, "completion ring full (consumer index out of range)");
+    return;
+  }
+  if (f.header->client_armed.load(std::memory_order_seq_cst) != 0) {
+    f.header->client_armed.store(0, std::memory_order_relaxed);
+    uint64_t one = 1;
+    (void)!::write(f.setup.completion_fd, &one, sizeof(one));
+  }
+}
+
+void FlowEngine::fail_peer_transfers(Peer& p, rdmad_status status) {
+  // Every transfer of this peer's flows fails; receives and sends waiting for the other side too.
+  std::vector<Transfer*> affected;
+  for (auto& t : transfers_) {
+    if (!t || t->flow == nullptr || t->flow->peer != &p) continue;
+    affected.push_back(t.get());
+  }
+  // Requests whose flow closed while their chunks were in flight belong to nobody else.
+  for (auto& info : p.chunks) {
+    Transfer* t = info.transfer;
+    info.transfer = nullptr;
+    if (t != nullptr && t->flow == nullptr && t->local.pin != nullptr) free_transfer(t);
+  }
+  p.planning.clear();
+  p.waiting_sends.clear();
+  p.orphans.clear();
+  for (Transfer* t : affected) {
+    if (t->op == ring::Op::kRecv) {
+      ring::Cqe c{};
+      c.wr_id = t->sqe.wr_id;
+      c.status = status;
+      c.op = t->sqe.op;
+      Flow& f = *t->flow;
+      free_transfer(t);
+      write_cqe(f, c);
+      continue;
+    }
+    // The peer's QPs are destroyed right after this: nothing of theirs completes any more.
+    t->status = status;
+    t->placed = true;
+  }
+}
+
+FlowEngine::Transfer* FlowEngine::alloc_transfer() {
+  uint32_t slot;
+  if (!free_transfers_.empty()) {
+    slot = free_transfers_.back();
+    free_transfers_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(transfers_.size());
+    transfers_.push_back(nullptr);
+  }
+  if (!transfers_[slot]) transfers_[slot] = std::make_unique<Transfer>();
+  Transfer* t = transfers_[slot].get();
+  const uint32_t gen = t->gen + 1;
+  *t = Transfer{};
+  t->slot = slot;
+  t->gen = gen;
+  ++in_flight_;
+  counters_.transfers_in_flight.store(in_flight_, std::memory_order_relaxed);
+  return t;
+}
+
+void FlowEngine::free_transfer(Transfer* t) {
+  registrations_.unpin(t->local.pin);
+  t->local.pin = nullptr;
+  t->flow = nullptr;
+  t->placed = false;
+  free_transfers_.push_back(t->slot);
+  --in_flight_;
+  counters_.transfers_in_flight.store(in_flight_, std::memory_order_relaxed);
+}
+
+FlowEngine::Transfer* FlowEngine::transfer_by_recv_id(uint64_t recv_id) {
+  const auto slot = static_cast<uint32_t>(recv_id);
+  if (slot >= transfers_.size() || !transfers_[slot]) return nullptr;
+  Transfer* t = transfers_[slot].get();
+  if (t->gen != static_cast<uint32_t>(recv_id >> 32) || t->flow == nullptr) return nullptr;
+  return t;
+}
+
+}  // namespace rdmad::flow

@@ -1,0 +1,304 @@
+// The engine thread: its loop, the command queue from the control thread, and the lifecycle of
+// flows and peers.
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "engine_state.h"
+
+namespace rdmad::flow {
+
+std::shared_ptr<spdlog::logger> flow_log() {
+  auto l = spdlog::get("flow");
+  return l ? l : spdlog::default_logger();
+}
+
+namespace {
+
+// After the last progress the thread keeps polling this long before it sleeps: a busy flow's next
+// request or a completion a few microseconds away costs no wake-up.
+constexpr uint64_t kSpinUs = 200;
+// Sleep granularity while chunks are in flight (the NICs' completion queues have no fd to wait on).
+constexpr int64_t kInFlightSleepNs = 50'000;
+
+}  // namespace
+
+FlowEngine::FlowEngine(EngineOptions options, std::vector<std::string> nic_names,
+                       std::vector<verbs::CompletionQueue*> cqs, ipc::RegistrationService& registrations,
+                       ControlHooks hooks, prometheus::Histogram* duration)
+    : options_(std::move(options)),
+      nic_names_(std::move(nic_names)),
+      cqs_(std::move(cqs)),
+      registrations_(registrations),
+      hooks_(std::move(hooks)),
+      duration_(duration) {
+  for (size_t i = 0; i < nic_names_.size(); ++i) lane_counters_.push_back(std::make_unique<LaneCounters>());
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw std::runtime_error("flow engine: eventfd failed");
+  wc_buf_.resize(64);
+}
+
+FlowEngine::~FlowEngine() {
+  stop();
+  // Whatever is still pinned goes back (the NICs are still open: the service stops us first).
+  for (auto& t : transfers_)
+    if (t && t->local.pin != nullptr) registrations_.unpin(t->local.pin);
+  ::close(wake_fd_);
+}
+
+void FlowEngine::start() {
+  running_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void FlowEngine::stop() {
+  if (!thread_.joinable()) return;
+  running_ = false;
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  thread_.join();
+  run_commands();
+}
+
+void FlowEngine::run_sync(const std::function<void()>& f) {
+  if (!thread_.joinable()) {
+    f();
+    return;
+  }
+  std::unique_lock lock(mu_);
+  const uint64_t ticket = ++commands_queued_;
+  commands_.push_back(f);
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  cv_.wait(lock, [&] { return commands_done_ >= ticket || !running_; });
+  if (commands_done_ < ticket) {  // stopped meanwhile: run it here, the thread is gone
+    lock.unlock();
+    if (thread_.joinable()) thread_.join();
+    run_commands();
+  }
+}
+
+bool FlowEngine::run_commands() {
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard lock(mu_);
+    if (commands_.empty()) return false;
+    batch.swap(commands_);
+  }
+  for (auto& f : batch) f();
+  {
+    std::lock_guard lock(mu_);
+    commands_done_ += batch.size();
+  }
+  cv_.notify_all();
+  return true;
+}
+
+uint64_t FlowEngine::now_us() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+void FlowEngine::loop() {
+  uint64_t last_progress = now_us();
+  while (running_.load(std::memory_order_relaxed)) {
+    bool progress = run_commands();
+    progress |= poll_flows();
+    progress |= poll_cqs();
+    const uint64_t now = now_us();
+    for (auto& p : peers_) {
+      if (!p) continue;
+      p->balancer->tick(now);
+      progress |= plan_and_post(*p);
+    }
+    if (now - last_weights_us_ >= 100'000) {
+      last_weights_us_ = now;
+      publish_weights();
+    }
+    if (progress) {
+      last_progress = now;
+      continue;
+    }
+    if (now - last_progress < kSpinUs) continue;
+    sleep_until_work(in_flight_ > 0);
+  }
+  cv_.notify_all();
+}
+
+void FlowEngine::sleep_until_work(bool in_flight) {
+  // Announce sleep on every flow, then look once more (ring::prepare_sleep): a request committed
+  // after this sees the flag and rings the doorbell.
+  std::vector<pollfd> fds;
+  fds.push_back({wake_fd_, POLLIN, 0});
+  for (auto& [id, f] : flows_) {
+    if (f->failed) continue;
+    if (ring::prepare_sleep(f->header->daemon_idle, f->header->sq_tail, f->sq.head())) return;
+    f->sleeping = true;
+    fds.push_back({f->setup.doorbell_fd, POLLIN, 0});
+  }
+  bool recovering = false;
+  for (auto& p : peers_) {
+    if (!p) continue;
+    for (uint16_t i = 0; i < p->lanes.size(); ++i)
+      recovering |= p->balancer->state(i) == balancer::LaneState::kRecovering;
+  }
+  timespec ts{0, kInFlightSleepNs};
+  if (!in_flight && recovering) ts = timespec{0, 10'000'000};  // rejoin checks
+  ::ppoll(fds.data(), fds.size(), (in_flight || recovering) ? &ts : nullptr, nullptr);
+  uint64_t v;
+  for (const pollfd& p : fds)
+    if ((p.revents & POLLIN) != 0) (void)!::read(p.fd, &v, sizeof(v));
+  for (auto& [id, f] : flows_) {
+    if (f->sleeping) f->header->daemon_idle.store(0, std::memory_order_relaxed);
+    f->sleeping = false;
+  }
+}
+
+void FlowEngine::publish_weights() {
+  for (uint16_t i = 0; i < lane_counters_.size(); ++i) {
+    double sum = 0;
+    int n = 0;
+    for (auto& p : peers_) {
+      if (!p) continue;
+      sum += p->balancer->weight(i);
+      ++n;
+    }
+    lane_counters_[i]->weight.store(n > 0 ? sum / n : 0, std::memory_order_relaxed);
+  }
+}
+
+FlowEngine::Peer* FlowEngine::find_peer(const std::string& name) {
+  for (auto& p : peers_)
+    if (p && p->name == name) return p.get();
+  return nullptr;
+}
+
+void FlowEngine::add_flow(const FlowSetup& setup) {
+  auto f = std::make_unique<Flow>();
+  f->setup = setup;
+  f->header = static_cast<ring::Header*>(setup.ring);
+  const ring::Layout l = ring::layout_for(setup.sq_depth, setup.cq_depth);
+  f->sq = ring::Consumer<ring::Sqe>(ring::sq_slots(setup.ring, l), setup.sq_depth, &f->header->sq_tail,
+                                    &f->header->sq_head);
+  f->cq = ring::Producer<ring::Cqe>(ring::cq_slots(setup.ring, l), setup.cq_depth, &f->header->cq_tail,
+                                    &f->header->cq_head);
+  f->peer = find_peer(setup.peer);
+  f->header->flow_state.store(static_cast<uint32_t>(f->peer ? ring::FlowState::kConnected : ring::FlowState::kConnecting));
+  if (f->peer) f->peer->flows.push_back(f.get());
+  flows_.emplace(setup.id, std::move(f));
+  counters_.flows_open.store(flows_.size(), std::memory_order_relaxed);
+}
+
+void FlowEngine::remove_flow(uint64_t flow_id) {
+  auto it = flows_.find(flow_id);
+  if (it == flows_.end()) return;
+  Flow& f = *it->second;
+  // Its transfers become orphans: nothing more is planned; those with chunks in flight are freed
+  // when the last one completes (the NIC may still be touching their memory), the others now.
+  std::vector<Transfer*> now_free;
+  for (auto& t : transfers_) {
+    if (!t || t->flow != &f) continue;
+    t->flow = nullptr;
+    t->status = RDMAD_ERR_CONNECTION;
+    t->chunks_total = t->chunks_planned;
+    if (t->chunks_done == t->chunks_planned) now_free.push_back(t.get());
+  }
+  for (auto& p : peers_) {
+    if (!p) continue;
+    std::erase(p->flows, &f);
+    std::erase_if(p->planning, [](Transfer* t) { return t->flow == nullptr; });
+    for (auto& [ch, q] : p->waiting_sends) std::erase_if(q, [](Transfer* t) { return t->flow == nullptr; });
+  }
+  for (Transfer* t : now_free) free_transfer(t);
+  flows_.erase(it);
+  counters_.flows_open.store(flows_.size(), std::memory_order_relaxed);
+}
+
+void FlowEngine::add_import(uint64_t flow_id, uint64_t remote_handle, const RemoteRange& range) {
+  auto it = flows_.find(flow_id);
+  if (it != flows_.end()) it->second->imports[remote_handle] = range;
+}
+
+void FlowEngine::drop_token(const Token& token) {
+  for (auto& [id, f] : flows_) std::erase_if(f->imports, [&](const auto& kv) { return kv.second.token == token; });
+}
+
+void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePair*> qps) {
+  if (find_peer(name) != nullptr) peer_lost(name);
+  size_t slot = 0;
+  while (slot < peers_.size() && peers_[slot]) ++slot;
+  if (slot >= 256) {
+    flow_log()->error("flow engine: more than 256 peers; {} is not served", name);
+    return;
+  }
+  if (slot == peers_.size()) peers_.emplace_back();
+  auto p = std::make_unique<Peer>();
+  p->name = name;
+  p->slot = static_cast<uint8_t>(slot);
+  p->gen = next_peer_gen_++;
+  std::vector<balancer::NicSpec> specs;
+  for (const auto& n : nic_names_) specs.push_back({n});
+  balancer::BalancerConfig bc = options_.balancer;
+  bc.max_in_flight_chunks = 4096;
+  p->balancer = std::make_unique<balancer::Balancer>(bc, std::move(specs));
+  p->chunks.resize(bc.max_in_flight_chunks);
+  p->lanes.resize(nic_names_.size());
+  const uint64_t now = now_us();
+  for (uint16_t i = 0; i < p->lanes.size(); ++i) {
+    verbs::QueuePair* qp = i < qps.size() ? qps[i] : nullptr;
+    p->lanes[i].qp = qp;
+    p->lanes[i].qp_num = qp ? qp->qp_num() : 0;
+    p->lanes[i].dead = qp == nullptr;
+    if (qp == nullptr) p->balancer->mark_down(i, now, "no queue pair to this peer");
+  }
+  Peer* raw = p.get();
+  peers_[slot] = std::move(p);
+  for (auto& [id, f] : flows_) {
+    if (f->setup.peer != name) continue;
+    f->peer = raw;
+    raw->flows.push_back(f.get());
+    f->header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kConnected));
+  }
+}
+
+void FlowEngine::peer_lost(const std::string& name) {
+  Peer* p = find_peer(name);
+  if (p == nullptr) return;
+  fail_peer_transfers(*p, RDMAD_ERR_PEER);
+  for (Flow* f : p->flows) {
+    f->peer = nullptr;
+    f->imports.clear();  // the peer's grants died with the session; they are granted again on reconnect
+    f->header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kDisconnected));
+    progress(*f);
+  }
+  peers_[p->slot].reset();
+}
+
+void FlowEngine::lane_replacing(const std::string& name, uint16_t nic) {
+  Peer* p = find_peer(name);
+  if (p == nullptr || nic >= p->lanes.size()) return;
+  lane_failed(*p, nic, "queue pair replaced");
+  p->lanes[nic].qp = nullptr;
+  p->lanes[nic].qp_num = 0;
+}
+
+void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, verbs::QueuePair* qp) {
+  Peer* p = find_peer(name);
+  if (p == nullptr || nic >= p->lanes.size() || qp == nullptr) return;
+  auto& lane = p->lanes[nic];
+  lane.qp = qp;
+  lane.qp_num = qp->qp_num();
+  ++lane.epoch;
+  lane.posted = 0;
+  lane.dead = false;
+  lane.backlog.clear();
+  p->balancer->mark_recovered(nic, now_us());
+}
+
+}  // namespace rdmad::flow

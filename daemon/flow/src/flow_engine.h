@@ -1,0 +1,189 @@
+// The flow engine: one datapath thread that consumes every flow's submission ring, splits each
+// request into chunks, posts them on the NIC the peer's balancer picks, polls the NICs' completion
+// queues, fails lanes over, and writes completions back in submission order. The control thread
+// (FlowService) changes its state only through run_sync(), so everything here is single-threaded.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rdmad/balancer/balancer.h"
+#include "rdmad/flow_ring.h"
+#include "rdmad/ipc/registration_service.h"
+#include "rdmad/peer/wire.h"
+#include "rdmad/verbs/device.h"
+
+namespace prometheus {
+class Histogram;
+}
+
+namespace rdmad::flow {
+
+using Token = std::array<uint8_t, 16>;
+
+/// Remote memory a client may use: a grant from the peer (import) or a posted receive (credit).
+struct RemoteRange {
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t rights = 0;  // RDMAD_ACCESS_REMOTE_WRITE / _READ
+  std::array<uint32_t, proto::kMaxNics> rkeys{};
+  std::array<bool, proto::kMaxNics> has_key{};
+  Token token{};
+  uint64_t recv_id = 0;  // credits: the peer's receive
+};
+
+/// Counters per local NIC, read at scrape time from another thread.
+struct LaneCounters {
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> chunks_sent{0};
+  std::atomic<uint64_t> failovers{0};
+  std::atomic<uint64_t> rejoins{0};
+  std::atomic<double> weight{0};  // share of chunks under the current weights, averaged over peers
+};
+
+struct EngineCounters {
+  std::atomic<uint64_t> flows_open{0};
+  std::atomic<uint64_t> transfers_in_flight{0};
+  std::atomic<uint64_t> transfers_completed{0};
+  std::atomic<uint64_t> transfers_failed{0};
+  std::atomic<uint64_t> flow_errors{0};  // flows failed for breaking the ring protocol
+};
+
+/// What the engine asks of the control thread (each call is posted there, never run inline).
+struct ControlHooks {
+  std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
+  std::function<void(const std::string& peer, const peer::SendDone&)> send_done;
+  std::function<void(const std::string& peer, uint16_t nic, const std::string& reason)> lane_failed;
+  std::function<void()> reap_registrations;
+};
+
+struct EngineOptions {
+  balancer::BalancerConfig balancer;
+  uint32_t lane_window_chunks = 8;
+};
+
+/// A flow as the engine sees it. The ring memory and fds belong to FlowService.
+struct FlowSetup {
+  uint64_t id = 0;
+  uint64_t conn_id = 0;
+  std::string peer;
+  uint64_t channel = 0;
+  void* ring = nullptr;
+  uint32_t sq_depth = 0;
+  uint32_t cq_depth = 0;
+  int doorbell_fd = -1;
+  int completion_fd = -1;
+};
+
+class FlowEngine {
+ public:
+  FlowEngine(EngineOptions options, std::vector<std::string> nic_names, std::vector<verbs::CompletionQueue*> cqs,
+             ipc::RegistrationService& registrations, ControlHooks hooks, prometheus::Histogram* duration);
+  ~FlowEngine();
+  FlowEngine(const FlowEngine&) = delete;
+  FlowEngine& operator=(const FlowEngine&) = delete;
+
+  void start();
+  void stop();
+  /// Runs `f` on the engine thread and waits for it (inline when the thread is not running).
+  void run_sync(const std::function<void()>& f);
+
+  // Engine-thread operations (call through run_sync).
+  void add_flow(const FlowSetup& setup);
+  void remove_flow(uint64_t flow_id);
+  void add_import(uint64_t flow_id, uint64_t remote_handle, const RemoteRange& range);
+  void drop_token(const Token& token);
+  /// A peer's QPs are up: one QP per local NIC (nullptr: that NIC has none).
+  void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps);
+  /// A peer was lost: its transfers fail, its flows wait for it again. Its QPs go right after.
+  void peer_lost(const std::string& peer);
+  /// The QP of one lane is about to be destroyed (rebuild): stop using it.
+  void lane_replacing(const std::string& peer, uint16_t nic);
+  /// The lane has a fresh QP in RTS: it rejoins after its back-off.
+  void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
+  void recv_credit(const std::string& peer, const peer::RecvPost& post);
+  void send_done(const std::string& peer, const peer::SendDone& done);
+
+  const EngineCounters& counters() const { return counters_; }
+  const LaneCounters& lane(size_t nic) const { return *lane_counters_[nic]; }
+  size_t nic_count() const { return nic_names_.size(); }
+  const std::string& nic_name(size_t nic) const { return nic_names_[nic]; }
+
+  struct Flow;
+  struct Peer;
+  struct Transfer;
+
+ private:
+  void loop();
+  bool run_commands();
+  bool poll_flows();
+  bool poll_cqs();
+  bool plan_and_post(Peer& p);
+  void sleep_until_work(bool in_flight);
+  uint64_t now_us() const;
+  void publish_weights();
+
+  // Requests (flow_submit.cc).
+  void take_request(Flow& f, const ring::Sqe& sqe);
+  void start_send(Peer& p, Transfer* t);
+  void fail_flow(Flow& f, const char* why);
+  void complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status, uint64_t length);
+
+  // Chunks and completions (flow_chunks.cc).
+  bool post_chunk(Peer& p, const balancer::Chunk& c);
+  void on_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+  void chunk_finished(Transfer* t, rdmad_status status);
+  void lane_failed(Peer& p, uint16_t nic, const std::string& reason);
+  void requeue(Peer& p, std::vector<balancer::Chunk>& moved);
+  void progress(Flow& f);
+  void finish(Flow& f, Transfer* t);
+  void fail_peer_transfers(Peer& p, rdmad_status status);
+  void write_cqe(Flow& f, const ring::Cqe& cqe);
+
+  Transfer* alloc_transfer();
+  void free_transfer(Transfer* t);
+  Transfer* transfer_by_recv_id(uint64_t recv_id);
+  Peer* find_peer(const std::string& name);
+
+  EngineOptions options_;
+  std::vector<std::string> nic_names_;
+  std::vector<verbs::CompletionQueue*> cqs_;
+  ipc::RegistrationService& registrations_;
+  ControlHooks hooks_;
+  prometheus::Histogram* duration_;
+  EngineCounters counters_;
+  std::vector<std::unique_ptr<LaneCounters>> lane_counters_;
+
+  std::map<uint64_t, std::unique_ptr<Flow>> flows_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // slot = index, reused
+  std::vector<std::unique_ptr<Transfer>> transfers_;
+  std::vector<uint32_t> free_transfers_;
+  uint64_t in_flight_ = 0;  // transfers taken and not yet completed
+
+  // Commands from the control thread.
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  int wake_fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> commands_;
+  uint64_t commands_done_ = 0;
+  uint64_t commands_queued_ = 0;
+  std::vector<verbs::WorkCompletion> wc_buf_;
+  std::vector<balancer::Chunk> chunk_buf_;
+  uint16_t next_peer_gen_ = 1;
+  uint64_t last_weights_us_ = 0;
+};
+
+}  // namespace rdmad::flow

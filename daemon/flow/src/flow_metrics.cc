@@ -1,0 +1,69 @@
+// Flow, balancer and peer series, read from live counters at scrape time. No flow id, QPN, peer
+// or address is a label: per NIC the `device` label, otherwise none.
+#include <prometheus/collectable.h>
+
+#include "rdmad/metrics/family_set.h"
+#include "rdmad/peer/peer_channel.h"
+#include "rdmad/peer/peer_session.h"
+#include "service_state.h"
+
+namespace rdmad::flow {
+namespace {
+
+class FlowCollector final : public prometheus::Collectable {
+ public:
+  FlowCollector(const FlowEngine& engine, const peer::PeerChannel& channel, const peer::PeerSession& session,
+                std::vector<std::string> devices)
+      : engine_(engine), channel_(channel), session_(session), devices_(std::move(devices)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    metrics::FamilySet f;
+    const EngineCounters& c = engine_.counters();
+    auto load = [](const std::atomic<uint64_t>& v) { return static_cast<double>(v.load(std::memory_order_relaxed)); };
+    f.gauge("rdmad_flows_open", "Flows open by local clients", {}, load(c.flows_open));
+    f.gauge("rdmad_transfers_in_flight", "Flow requests taken and not yet completed", {}, load(c.transfers_in_flight));
+    f.counter("rdmad_transfers_total", "Flow requests completed", {{"result", "ok"}}, load(c.transfers_completed));
+    f.counter("rdmad_transfers_total", "Flow requests completed", {{"result", "error"}}, load(c.transfers_failed));
+    f.counter("rdmad_flow_errors_total", "Flows failed because the client broke the ring protocol", {},
+              load(c.flow_errors));
+    for (size_t i = 0; i < engine_.nic_count(); ++i) {
+      const LaneCounters& l = engine_.lane(i);
+      const metrics::LabelList dl = {{"device", devices_[i]}};
+      f.gauge("rdmad_balancer_weight", "Share of new chunks this NIC gets under the current weights (0..1, mean over peers)",
+              dl, l.weight.load(std::memory_order_relaxed));
+      f.counter("rdmad_balancer_bytes_sent_total", "Bytes of flow chunks posted on this NIC", dl, load(l.bytes_sent));
+      f.counter("rdmad_balancer_chunks_sent_total", "Flow chunks posted on this NIC", dl, load(l.chunks_sent));
+      f.counter("rdmad_balancer_failovers_total", "Times this NIC's path to a peer failed and its chunks moved", dl,
+                load(l.failovers));
+    }
+    const peer::PeerCounters& p = channel_.counters();
+    auto n = [](uint64_t v) { return static_cast<double>(v); };
+    f.gauge("rdmad_peers_connected", "Peer daemons with an established control connection", {}, n(p.peers_connected));
+    f.counter("rdmad_peer_auth_failures_total", "Peer handshakes refused for authentication", {}, n(p.auth_failures));
+    f.counter("rdmad_peer_handshake_failures_total", "Peer handshakes refused otherwise (strangers, timeouts)", {},
+              n(p.handshake_failures));
+    f.counter("rdmad_peer_keepalive_timeouts_total", "Peers declared dead after missed keepalives", {},
+              n(p.keepalive_timeouts));
+    f.counter("rdmad_peer_reconnects_total", "Redials of lost or unreachable peers", {}, n(p.reconnects));
+    f.counter("rdmad_peer_frame_errors_total", "Malformed frames from established peers", {}, n(p.frame_errors));
+    f.counter("rdmad_peer_sessions_total", "Queue-pair sets brought up with peers", {},
+              n(session_.counters().sessions_ready));
+    return f.take();
+  }
+
+ private:
+  const FlowEngine& engine_;
+  const peer::PeerChannel& channel_;
+  const peer::PeerSession& session_;
+  std::vector<std::string> devices_;
+};
+
+}  // namespace
+
+std::shared_ptr<prometheus::Collectable> FlowService::make_collector() {
+  std::vector<std::string> devices;
+  for (const FlowNic& n : nics_) devices.push_back(n.device);
+  return std::make_shared<FlowCollector>(*engine_, *channel_, *session_, std::move(devices));
+}
+
+}  // namespace rdmad::flow

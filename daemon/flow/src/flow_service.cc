@@ -1,0 +1,234 @@
+// FlowService: lifecycle, flows (rings and fds) and the peer sessions.
+#include "rdmad/flow/flow_service.h"
+
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cstring>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "engine_state.h"
+#include "rdmad/peer/peer_channel.h"
+#include "rdmad/peer/peer_session.h"
+#include "service_state.h"
+
+namespace rdmad::flow {
+
+FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
+                         ipc::RegistrationService& registrations, ipc::MemoryRegistrar& registrar,
+                         prometheus::Registry& registry)
+    : io_(io),
+      options_(std::move(options)),
+      nics_(std::move(nics)),
+      registrations_(registrations),
+      registrar_(registrar),
+      registry_(registry) {}
+
+FlowService::~FlowService() { stop(); }
+
+bool FlowService::start(std::string& error) {
+  if (nics_.empty()) {
+    error = "flows need at least one [[nic]]";
+    return false;
+  }
+  std::vector<std::string> names;
+  std::vector<verbs::CompletionQueue*> cqs;
+  std::vector<peer::LocalNic> local;
+  const uint32_t cq_depth = 4096;
+  for (const FlowNic& n : nics_) {
+    auto cq = n.device_ptr->create_cq(cq_depth);
+    if (!cq.is_ok()) {
+      error = "nic " + n.name + ": cannot create a completion queue: " + cq.status().message();
+      return false;
+    }
+    cqs.push_back(cq.value().get());
+    cqs_.push_back(std::move(cq.value()));
+    names.push_back(n.name);
+  }
+  duration_ = &prometheus::BuildHistogram()
+                   .Name("rdmad_transfer_duration_seconds")
+                   .Help("Time from taking a flow request to writing its completion")
+                   .Register(registry_)
+                   .Add({}, prometheus::Histogram::BucketBoundaries{1e-5, 1e-4, 1e-3, 4e-3, 16e-3, 64e-3, 0.25,
+                                                                    1.0, 4.0, 16.0});
+  std::weak_ptr<int> alive = alive_;
+  auto post = [this, alive](std::function<void()> f) {
+    boost::asio::post(io_, [alive, f = std::move(f)] {
+      if (alive.lock()) f();
+    });
+  };
+  ControlHooks hooks;
+  hooks.recv_posted = [this, post](const std::string& peer, const peer::RecvPost& m) {
+    post([this, peer, m] { channel_->send(peer, peer::MessageType::kRecvPost, peer::encode(m)); });
+  };
+  hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
+    post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });
+  };
+  hooks.lane_failed = [this, post](const std::string& peer, uint16_t nic, const std::string&) {
+    // A fresh QP pair for that NIC, through the control channel; the balancer lets it rejoin after
+    // its back-off, and a path still broken fails it again (with a longer back-off).
+    post([this, peer, nic] { session_->rebuild(peer, nic); });
+  };
+  hooks.reap_registrations = [this, post] { post([this] { registrations_.reap(); }); };
+  registrations_.set_reaper(hooks.reap_registrations);
+  EngineOptions eo;
+  eo.balancer = options_.balancer;
+  eo.lane_window_chunks = options_.lane_window_chunks;
+  engine_ = std::make_unique<FlowEngine>(eo, names, cqs, registrations_, hooks, duration_);
+
+  for (size_t i = 0; i < nics_.size(); ++i) {
+    peer::LocalNic l;
+    l.name = nics_[i].name;
+    l.device = nics_[i].device_ptr;
+    l.pd = nics_[i].pd;
+    l.send_cq = cqs[i];
+    l.recv_cq = cqs[i];
+    l.port = nics_[i].port;
+    l.advertise_gid = nics_[i].advertise_gid;
+    l.advertise_udp_port = nics_[i].advertise_udp_port;
+    local.push_back(l);
+  }
+  channel_ = std::make_unique<peer::PeerChannel>(io_, options_.peer);
+  session_ = std::make_unique<peer::PeerSession>(*channel_, [local, qp = options_.qp](const std::string&) {
+    return std::make_unique<peer::QpConnector>(local, qp);
+  });
+  session_->set_on_ready([this](const std::string& p, peer::QpConnector& qps) { on_peer_ready(p, qps); });
+  session_->set_on_lost([this](const std::string& p) { on_peer_lost(p); });
+  session_->set_on_nic_replacing([this](const std::string& p, uint16_t nic) {
+    engine_->run_sync([&] { engine_->lane_replacing(p, nic); });
+  });
+  session_->set_on_nic_rebuilt([this](const std::string& p, uint16_t nic, peer::QpConnector& qps) {
+    verbs::QueuePair* qp = qps.qp(nic, 0);
+    engine_->run_sync([&] { engine_->lane_rebuilt(p, nic, qp); });
+  });
+  session_->set_on_message([this](const std::string& p, peer::MessageType type, std::span<const uint8_t> payload) {
+    on_peer_message(p, static_cast<uint16_t>(type), std::vector<uint8_t>(payload.begin(), payload.end()));
+  });
+  engine_->start();
+  if (!channel_->start(error)) {
+    engine_->stop();
+    return false;
+  }
+  collector_ = make_collector();
+  started_ = true;
+  return true;
+}
+
+void FlowService::stop() {
+  if (!started_) return;
+  started_ = false;
+  channel_->stop();
+  while (!flows_.empty()) destroy_flow(flows_.begin()->second);
+  while (!exports_.empty()) drop_export(exports_.begin(), false);
+  engine_->stop();
+  // The objects stay until destruction (sessions and their QPs first, then the CQs): a scrape
+  // may still read their counters.
+  registrations_.set_reaper({});
+  registrations_.reap();
+}
+
+uint16_t FlowService::peer_port() const { return channel_ ? channel_->listen_port() : 0; }
+
+void FlowService::on_peer_ready(const std::string& peer, peer::QpConnector& qps) {
+  std::vector<verbs::QueuePair*> lanes(nics_.size(), nullptr);
+  for (uint16_t i = 0; i < lanes.size(); ++i) lanes[i] = qps.qp(i, 0);
+  engine_->run_sync([&] { engine_->peer_ready(peer, lanes); });
+  // Grants do not outlive a session (the peer may have restarted): send ours again.
+  for (auto& [token, e] : exports_)
+    if (e.peer == peer) send_grant(e);
+}
+
+void FlowService::on_peer_lost(const std::string& peer) {
+  engine_->run_sync([&] { engine_->peer_lost(peer); });
+  std::erase_if(grants_, [&](const auto& kv) { return kv.second->from == peer; });
+  std::erase_if(imports_, [&](const auto& kv) { return grants_.count(kv.second) == 0; });
+  for (auto& [token, e] : exports_) {
+    if (e.peer != peer || e.done == nullptr) continue;
+    auto done = std::move(e.done);
+    e.done = nullptr;
+    done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " was lost before it acknowledged the export"});
+  }
+}
+
+ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) {
+  size_t mine = 0;
+  for (const auto& [id, f] : flows_) mine += f.conn_id == client.conn_id;
+  if (mine >= options_.max_flows_per_client)
+    return ipc::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
+                                                 " flows (max_flows_per_client)"};
+  const std::string peer(req.peer);
+  if (peer == options_.peer.node_id) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
+  const uint32_t sq = req.sq_depth != 0 ? req.sq_depth : options_.sq_depth;
+  const uint32_t cq = req.cq_depth != 0 ? req.cq_depth : options_.cq_depth;
+  if (cq < sq) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "cq_depth must be at least sq_depth"};
+  FlowRecord f;
+  f.id = next_flow_id_++;
+  f.conn_id = client.conn_id;
+  f.peer = peer;
+  const ring::Layout l = ring::layout_for(sq, cq);
+  f.ring_bytes = l.total_bytes;
+  f.memfd = ::memfd_create("rdmad-flow", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f.memfd < 0) return ipc::sys_error("memfd_create", errno);
+  if (::ftruncate(f.memfd, static_cast<off_t>(l.total_bytes)) != 0 ||
+      ::fcntl(f.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    auto e = ipc::sys_error("sizing the flow's memfd", errno);
+    ::close(f.memfd);
+    return e;
+  }
+  f.ring = ::mmap(nullptr, l.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.memfd, 0);
+  f.doorbell_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  f.completion_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (f.ring == MAP_FAILED || f.doorbell_fd < 0 || f.completion_fd < 0) {
+    auto e = ipc::sys_error("setting up the flow's ring", errno);
+    if (f.ring == MAP_FAILED) f.ring = nullptr;
+    destroy_flow(f);
+    return e;
+  }
+  ring::init_header(f.ring, f.id, sq, cq);
+  FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd};
+  engine_->run_sync([&] { engine_->add_flow(s); });
+  ipc::FlowOpened out;
+  out.reply.flow_id = f.id;
+  out.reply.ring_bytes = f.ring_bytes;
+  out.reply.sq_depth = sq;
+  out.reply.cq_depth = cq;
+  out.reply.state = static_cast<const ring::Header*>(f.ring)->flow_state.load();
+  out.fds = {f.memfd, f.doorbell_fd, f.completion_fd};
+  flows_.emplace(f.id, f);
+  return out;
+}
+
+void FlowService::destroy_flow(FlowRecord& f) {
+  const uint64_t id = f.id;
+  if (engine_) engine_->run_sync([&] { engine_->remove_flow(id); });
+  if (f.ring != nullptr) ::munmap(f.ring, f.ring_bytes);
+  for (int fd : {f.memfd, f.doorbell_fd, f.completion_fd})
+    if (fd >= 0) ::close(fd);
+  flows_.erase(id);
+}
+
+ipc::Result<ipc::Ok> FlowService::close_flow(const ipc::Peer& client, uint64_t flow_id) {
+  auto it = flows_.find(flow_id);
+  if (it == flows_.end()) return ipc::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(flow_id)};
+  if (it->second.conn_id != client.conn_id)
+    return ipc::Error{RDMAD_ERR_PERMISSION, "flow " + std::to_string(flow_id) + " belongs to another connection"};
+  destroy_flow(it->second);
+  return ipc::Ok{};
+}
+
+void FlowService::connection_closed(uint64_t conn_id) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, f] : flows_)
+    if (f.conn_id == conn_id) ids.push_back(id);
+  for (uint64_t id : ids) destroy_flow(flows_.at(id));
+  for (auto it = exports_.begin(); it != exports_.end();) {
+    auto next = std::next(it);
+    if (it->second.conn_id == conn_id) drop_export(it, true);
+    it = next;
+  }
+}
+
+}  // namespace rdmad::flow

@@ -1,0 +1,209 @@
+// Taking requests from the submission rings: validation (every field of an entry comes from the
+// client's memory and is checked after it was copied), local and remote ranges, receive credits.
+#include <spdlog/spdlog.h>
+
+#include "engine_state.h"
+
+namespace rdmad::flow {
+namespace {
+
+// Requests taken from one flow per pass, so one busy flow cannot starve the others.
+constexpr uint32_t kBatch = 32;
+
+uint32_t remote_right(ring::Op op) {
+  return op == ring::Op::kRead ? RDMAD_ACCESS_REMOTE_READ : RDMAD_ACCESS_REMOTE_WRITE;
+}
+
+}  // namespace
+
+bool FlowEngine::poll_flows() {
+  bool progress = false;
+  for (auto& [id, fp] : flows_) {
+    Flow& f = *fp;
+    if (f.failed) continue;
+    uint32_t n = 0;
+    ring::Sqe sqe;
+    // A request is taken only when its completion is sure to fit in the completion ring.
+    while (n < kBatch && f.uncompleted < f.setup.cq_depth) {
+      const uint32_t avail = f.sq.available();
+      if (avail == UINT32_MAX) {
+        fail_flow(f, "submission ring index out of range");
+        break;
+      }
+      if (avail == 0 || !f.sq.pop(sqe)) break;
+      ++n;
+      take_request(f, sqe);
+    }
+    if (n > 0) {
+      f.sq.release();
+      progress = true;
+    }
+  }
+  return progress;
+}
+
+void FlowEngine::fail_flow(Flow& f, const char* why) {
+  f.failed = true;
+  f.header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kFailed));
+  counters_.flow_errors.fetch_add(1, std::memory_order_relaxed);
+  flow_log()->warn("flow {}: {}; the flow is failed", f.setup.id, why);
+  uint64_t one = 1;
+  (void)!::write(f.setup.completion_fd, &one, sizeof(one));
+}
+
+void FlowEngine::complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status, uint64_t length) {
+  ring::Cqe c{};
+  c.wr_id = sqe.wr_id;
+  c.length = length;
+  c.status = status;
+  c.op = sqe.op;
+  ++f.uncompleted;
+  write_cqe(f, c);
+}
+
+void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
+  const auto op = static_cast<ring::Op>(sqe.op);
+  if (op != ring::Op::kWrite && op != ring::Op::kRead && op != ring::Op::kSend && op != ring::Op::kRecv) {
+    complete_now(f, sqe, RDMAD_ERR_INVALID_ARGUMENT, 0);
+    return;
+  }
+  if (sqe.flags != 0 || sqe.reserved0 != 0 || sqe.reserved1 != 0) {
+    complete_now(f, sqe, RDMAD_ERR_INVALID_ARGUMENT, 0);
+    return;
+  }
+  if (f.peer == nullptr) {
+    complete_now(f, sqe, RDMAD_ERR_PEER, 0);
+    return;
+  }
+  Peer& p = *f.peer;
+  // Remote range first (no pin to undo when it fails).
+  RemoteRange remote;
+  if (op == ring::Op::kWrite || op == ring::Op::kRead) {
+    auto it = f.imports.find(sqe.remote_handle);
+    if (it == f.imports.end()) {
+      complete_now(f, sqe, RDMAD_ERR_NOT_FOUND, 0);
+      return;
+    }
+    remote = it->second;
+    if ((remote.rights & remote_right(op)) == 0) {
+      complete_now(f, sqe, RDMAD_ERR_REMOTE_ACCESS, 0);
+      return;
+    }
+    if (sqe.remote_offset > remote.length || sqe.length > remote.length - sqe.remote_offset) {
+      complete_now(f, sqe, RDMAD_ERR_REMOTE_ACCESS, 0);
+      return;
+    }
+  }
+  const uint32_t need = op == ring::Op::kRead || op == ring::Op::kRecv
+                            ? (op == ring::Op::kRecv ? RDMAD_ACCESS_REMOTE_WRITE : RDMAD_ACCESS_LOCAL_WRITE)
+                            : 0;
+  auto pinned = registrations_.pin(f.setup.conn_id, sqe.local_handle, sqe.local_offset, sqe.length, need);
+  if (!pinned.ok()) {
+    complete_now(f, sqe, pinned.error().status, 0);
+    return;
+  }
+  Transfer* t = alloc_transfer();
+  t->flow = &f;
+  t->sqe = sqe;
+  t->op = op;
+  t->local = pinned.value();
+  t->remote = remote;
+  t->started_us = now_us();
+  ++f.uncompleted;
+  const uint64_t chunk = options_.balancer.chunk_bytes;
+  t->chunks_total = static_cast<uint32_t>((sqe.length + chunk - 1) / chunk);
+  t->result_bytes = sqe.length;
+  switch (op) {
+    case ring::Op::kRecv: {
+      // Advertise the buffer; the completion comes with the peer's SendDone.
+      t->recv_id = uint64_t{t->gen} << 32 | t->slot;
+      peer::RecvPost post;
+      post.channel = f.setup.channel;
+      post.recv_id = t->recv_id;
+      post.iova = t->local.iova;
+      post.length = sqe.length;
+      for (uint32_t i = 0; i < t->local.nic_count; ++i)
+        post.keys.push_back({static_cast<uint16_t>(t->local.keys[i].nic_index), t->local.keys[i].rkey});
+      hooks_.recv_posted(p.name, post);
+      return;
+    }
+    case ring::Op::kSend:
+      f.order.push_back(t);
+      start_send(p, t);
+      return;
+    default:
+      f.order.push_back(t);
+      if (t->chunks_total == 0) {
+        t->placed = true;
+        progress(f);
+      } else {
+        p.planning.push_back(t);
+      }
+      return;
+  }
+}
+
+void FlowEngine::start_send(Peer& p, Transfer* t) {
+  auto& credits = p.credits[t->flow->setup.channel];
+  if (credits.empty()) {
+    p.waiting_sends[t->flow->setup.channel].push_back(t);
+    return;
+  }
+  t->remote = credits.front();
+  credits.pop_front();
+  t->recv_id = t->remote.recv_id;
+  if (t->sqe.length > t->remote.length) {
+    // Too big for the receive the peer posted: both sides see the error.
+    t->status = RDMAD_ERR_INVALID_ARGUMENT;
+    t->chunks_total = 0;
+    t->result_bytes = 0;
+  }
+  if (t->chunks_total == 0) {
+    t->placed = true;
+    progress(*t->flow);
+    return;
+  }
+  p.planning.push_back(t);
+}
+
+void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post) {
+  Peer* p = find_peer(name);
+  if (p == nullptr) return;
+  RemoteRange r;
+  r.iova = post.iova;
+  r.length = post.length;
+  r.rights = RDMAD_ACCESS_REMOTE_WRITE;
+  r.recv_id = post.recv_id;
+  for (const auto& k : post.keys) {
+    if (k.nic_index >= r.rkeys.size()) continue;
+    r.rkeys[k.nic_index] = k.rkey;
+    r.has_key[k.nic_index] = true;
+  }
+  p->credits[post.channel].push_back(r);
+  auto& waiting = p->waiting_sends[post.channel];
+  if (!waiting.empty()) {
+    Transfer* t = waiting.front();
+    waiting.pop_front();
+    start_send(*p, t);
+  }
+}
+
+void FlowEngine::send_done(const std::string& name, const peer::SendDone& done) {
+  Transfer* t = transfer_by_recv_id(done.recv_id);
+  if (t == nullptr || t->op != ring::Op::kRecv) return;
+  if (t->flow == nullptr) {  // the flow closed meanwhile
+    free_transfer(t);
+    return;
+  }
+  Flow& f = *t->flow;
+  if (f.setup.peer != name || f.setup.channel != done.channel) return;
+  ring::Cqe c{};
+  c.wr_id = t->sqe.wr_id;
+  c.length = done.status == RDMAD_OK ? std::min<uint64_t>(done.bytes, t->sqe.length) : 0;
+  c.status = done.status;
+  c.op = t->sqe.op;
+  free_transfer(t);
+  write_cqe(f, c);
+}
+
+}  // namespace rdmad::flow

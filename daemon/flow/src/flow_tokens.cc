@@ -1,0 +1,190 @@
+// Exports, grants and imports: who may touch which remote memory.
+//
+// An export registers its own MR over exactly the exported range with exactly the granted rights
+// (host memory), so the NIC itself refuses an access outside it even from a misbehaving peer; the
+// grant is sent to the one peer named, which acknowledges it before the client gets its token.
+// The importing daemon checks rights and bounds again before it posts anything.
+#include <sys/random.h>
+
+#include "rdmad/peer/peer_channel.h"
+#include "rdmad/peer/peer_session.h"
+#include "service_state.h"
+
+namespace rdmad::flow {
+namespace {
+
+FlowService::Token random_token() {
+  FlowService::Token t{};
+  size_t got = 0;
+  while (got < t.size()) {
+    ssize_t n = ::getrandom(t.data() + got, t.size() - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  return t;
+}
+
+FlowService::Token to_token(const uint8_t (&bytes)[16]) {
+  FlowService::Token t;
+  std::memcpy(t.data(), bytes, t.size());
+  return t;
+}
+
+uint32_t local_access_for(uint32_t rights) {
+  uint32_t a = RDMAD_ACCESS_LOCAL_WRITE;
+  if (rights & RDMAD_ACCESS_REMOTE_WRITE) a |= RDMAD_ACCESS_REMOTE_WRITE;
+  if (rights & RDMAD_ACCESS_REMOTE_READ) a |= RDMAD_ACCESS_REMOTE_READ;
+  return a;
+}
+
+}  // namespace
+
+void FlowService::export_memory(const ipc::Peer& client, const proto::ExportRequest& req,
+                                std::function<void(ipc::Result<proto::ExportReply>)> done) {
+  const std::string peer(req.peer);
+  if (!channel_->connected(peer)) {
+    done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
+    return;
+  }
+  auto pinned = registrations_.pin(client.conn_id, req.handle, req.offset, req.length, req.rights);
+  if (!pinned.ok()) {
+    done(pinned.error());
+    return;
+  }
+  Export e;
+  e.token = random_token();
+  e.conn_id = client.conn_id;
+  e.peer = peer;
+  e.range = pinned.value();
+  e.rights = req.rights;
+  if (e.range.kind == RDMAD_MEM_HOST) {
+    auto mr = registrar_.register_host(e.range.addr, e.range.length, local_access_for(req.rights), 0);
+    if (!mr.ok()) {
+      registrations_.unpin(e.range.pin);
+      done(mr.error());
+      return;
+    }
+    e.mr_id = mr.value().mr_id;
+    e.keys = mr.value().keys;
+  } else {
+    // Device memory cannot be registered again without its dma-buf: the registration's keys.
+    for (uint32_t i = 0; i < e.range.nic_count; ++i) e.keys.push_back(e.range.keys[i]);
+  }
+  e.done = std::move(done);
+  auto [it, fresh] = exports_.emplace(e.token, std::move(e));
+  send_grant(it->second);
+}
+
+void FlowService::send_grant(const Export& e) {
+  peer::Grant g;
+  g.token = e.token;
+  g.iova = e.range.iova;
+  g.length = e.range.length;
+  g.rights = e.rights;
+  for (const auto& k : e.keys) g.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
+  channel_->send(e.peer, peer::MessageType::kGrant, peer::encode(g));
+}
+
+void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_peer) {
+  Export& e = it->second;
+  if (tell_peer && channel_ && channel_->connected(e.peer))
+    channel_->send(e.peer, peer::MessageType::kRevoke, peer::encode(peer::Revoke{e.token}));
+  if (e.done) e.done(ipc::Error{RDMAD_ERR_CONNECTION, "export withdrawn before the peer acknowledged it"});
+  if (e.mr_id != 0) registrar_.deregister(e.mr_id);
+  registrations_.unpin(e.range.pin);
+  exports_.erase(it);
+}
+
+ipc::Result<proto::ImportReply> FlowService::import_token(const ipc::Peer& client, const proto::ImportRequest& req) {
+  auto f = flows_.find(req.flow_id);
+  if (f == flows_.end() || f->second.conn_id != client.conn_id)
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(req.flow_id) + " on this connection"};
+  const Token token = to_token(req.token);
+  auto g = grants_.find(token);
+  if (g == grants_.end())
+    return ipc::Error{RDMAD_ERR_NOT_FOUND,
+                      "unknown token: not exported to this node, revoked, or its exporter was lost"};
+  if (g->second->from != f->second.peer)
+    return ipc::Error{RDMAD_ERR_PERMISSION, "the token was exported by " + g->second->from + ", this flow goes to " +
+                                                f->second.peer};
+  const uint64_t handle = next_remote_handle_++;
+  RemoteRange range = g->second->range;
+  const uint64_t flow_id = req.flow_id;
+  engine_->run_sync([&] { engine_->add_import(flow_id, handle, range); });
+  imports_[handle] = token;
+  return proto::ImportReply{handle, range.length, range.rights, 0};
+}
+
+ipc::Result<ipc::Ok> FlowService::revoke(const ipc::Peer& client, const proto::RevokeRequest& req) {
+  auto it = exports_.find(to_token(req.token));
+  if (it == exports_.end() || it->second.conn_id != client.conn_id)
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, "no export with this token on this connection"};
+  drop_export(it, true);
+  return ipc::Ok{};
+}
+
+void FlowService::on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload) {
+  switch (static_cast<peer::MessageType>(type)) {
+    case peer::MessageType::kGrant: {
+      auto g = peer::decode_grant(payload);
+      if (!g) break;
+      auto grant = std::make_unique<Grant>();
+      grant->from = peer;
+      grant->range.iova = g->iova;
+      grant->range.length = g->length;
+      grant->range.rights = g->rights;
+      grant->range.token = g->token;
+      for (const auto& k : g->keys) {
+        if (k.nic_index >= grant->range.rkeys.size()) continue;
+        grant->range.rkeys[k.nic_index] = k.rkey;
+        grant->range.has_key[k.nic_index] = true;
+      }
+      grants_[g->token] = std::move(grant);
+      channel_->send(peer, peer::MessageType::kGrantAck, peer::encode(peer::GrantAck{g->token, 0}));
+      return;
+    }
+    case peer::MessageType::kGrantAck: {
+      auto a = peer::decode_grant_ack(payload);
+      if (!a) break;
+      auto it = exports_.find(a->token);
+      if (it == exports_.end() || it->second.peer != peer || !it->second.done) return;
+      auto done = std::move(it->second.done);
+      it->second.done = nullptr;
+      if (a->status != 0) {
+        drop_export(it, false);
+        done(ipc::Error{RDMAD_ERR_REMOTE_ACCESS, "peer " + peer + " refused the export"});
+        return;
+      }
+      proto::ExportReply r{};
+      std::memcpy(r.token, a->token.data(), sizeof(r.token));
+      done(r);
+      return;
+    }
+    case peer::MessageType::kRevoke: {
+      auto r = peer::decode_revoke(payload);
+      if (!r) break;
+      auto it = grants_.find(r->token);
+      if (it == grants_.end() || it->second->from != peer) return;
+      grants_.erase(it);
+      std::erase_if(imports_, [&](const auto& kv) { return kv.second == r->token; });
+      engine_->run_sync([&] { engine_->drop_token(r->token); });
+      return;
+    }
+    case peer::MessageType::kRecvPost: {
+      auto m = peer::decode_recv_post(payload);
+      if (!m) break;
+      engine_->run_sync([&] { engine_->recv_credit(peer, *m); });
+      return;
+    }
+    case peer::MessageType::kSendDone: {
+      auto m = peer::decode_send_done(payload);
+      if (!m) break;
+      engine_->run_sync([&] { engine_->send_done(peer, *m); });
+      return;
+    }
+    default:
+      return;
+  }
+  channel_->disconnect(peer, "malformed flow message (type " + std::to_string(type) + ")");
+}
+
+}  // namespace rdmad::flow
