@@ -108,7 +108,7 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
-  return true;
+  return start_flows();
 }
 
 int Daemon::run() {
@@ -130,6 +130,7 @@ int Daemon::run() {
   notifier_.stopping();
   log::get("daemon")->info("stopping");
   if (ipc_) ipc_->stop();  // releases every client's registrations before the NICs go
+  if (flows_) flows_->stop();
   exporter_.reset();  // stops the HTTP server before the registry it serves goes away
   log::get("daemon")->info("stopped");
   return 0;
@@ -211,6 +212,8 @@ void Daemon::apply_live(const config::Config& next) {
   restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
   restart_needed("cc", next.cc.params != config_.cc.params);
   restart_needed("nic", next.nics != config_.nics);
+  restart_needed("peer", next.peer != config_.peer || next.peers != config_.peers);
+  restart_needed("flow", next.flow != config_.flow);
   restart_needed("ipc", next.ipc.allowed_uids != config_.ipc.allowed_uids ||
                             next.ipc.allowed_gids != config_.ipc.allowed_gids ||
                             next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||

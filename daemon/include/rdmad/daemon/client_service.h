@@ -28,6 +28,8 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   void deregister(uint64_t mr_id) override;
   ipc::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override;
+  // The protection domain of NIC i (the one client registrations live in; flows' QPs use it too).
+  verbs::ProtectionDomain* pd(size_t i) const { return i < pds_.size() ? pds_[i].get() : nullptr; }
 
  private:
   template <class RegisterFn>

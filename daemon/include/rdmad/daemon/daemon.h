@@ -16,6 +16,7 @@
 #include "rdmad/ipc/unix_server.h"
 #include "rdmad/daemon/nic_inventory.h"
 #include "rdmad/daemon/notifier.h"
+#include "rdmad/flow/flow_service.h"
 #include "rdmad/verbs/registry.h"
 
 namespace rdmad::metrics {
@@ -47,6 +48,7 @@ class Daemon {
   void arm_nic_poll();
   void apply_live(const config::Config& next);
   bool start_client_service();
+  bool start_flows();
 
   config::Config config_;
   std::string config_path_;
@@ -68,6 +70,7 @@ class Daemon {
   std::unique_ptr<VerbsRegistrar> registrar_;
   std::unique_ptr<ClientNicList> client_nics_;
   std::unique_ptr<ipc::UnixServer> ipc_;
+  std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
   std::unique_ptr<DeviceEventMonitor> device_events_;  // watches the NICs' descriptors: goes before them
 };
 

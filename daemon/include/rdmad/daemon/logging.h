@@ -11,7 +11,7 @@
 
 namespace rdmad::log {
 
-inline constexpr std::string_view kComponents[] = {"daemon", "config", "metrics", "verbs", "cc", "ipc", "peer"};
+inline constexpr std::string_view kComponents[] = {"daemon", "config", "metrics", "verbs", "cc", "ipc", "peer", "flow"};
 
 // Creates (or re-creates) every component logger. `journal` forces the journal format; by default
 // it is chosen from JOURNAL_STREAM.

@@ -1,0 +1,95 @@
+// Daemon::start_flows: the [peer] and [flow] sections turned into a FlowService on the NICs.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "rdmad/daemon/daemon.h"
+#include "rdmad/daemon/logging.h"
+#include "rdmad/metrics/exporter.h"
+#include "rdmad/verbs/types.h"
+
+namespace rdmad::daemon {
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+flow::FlowServiceOptions flow_options(const config::Config& c) {
+  flow::FlowServiceOptions o;
+  peer::PeerConfig& p = o.peer;
+  p.node_id = c.peer.node_id.empty() ? host_name() : c.peer.node_id;
+  p.listen_host = c.peer.listen_host;
+  p.listen_port = static_cast<uint16_t>(c.peer.listen_port);
+  p.key_file = c.peer.key_file;
+  p.keepalive_interval = std::chrono::milliseconds(c.peer.keepalive_interval_ms);
+  p.keepalive_misses = static_cast<uint32_t>(c.peer.keepalive_misses);
+  p.reconnect_min = std::chrono::milliseconds(c.peer.reconnect_min_ms);
+  p.reconnect_max = std::chrono::milliseconds(c.peer.reconnect_max_ms);
+  for (const auto& n : c.peers) p.peers.push_back({n.node_id, n.host, static_cast<uint16_t>(n.port)});
+  o.qp.qps_per_nic = 1;  // the engine uses one QP per NIC pair
+  o.qp.timeout = static_cast<uint8_t>(c.peer.qp_timeout);
+  o.qp.retry_cnt = static_cast<uint8_t>(c.peer.qp_retry_cnt);
+  const auto& f = c.flow;
+  o.balancer.policy = balancer::parse_policy(f.policy).value_or(balancer::Policy::kWeighted);
+  o.balancer.chunk_bytes = static_cast<uint32_t>(f.chunk_bytes);
+  o.balancer.min_lane_fraction = f.min_lane_fraction;
+  o.balancer.honour_pci_distance = f.honour_pci_distance;
+  o.balancer.cnp_half_weight_per_s = f.cnp_half_weight_per_s;
+  o.balancer.rejoin_backoff_min_us = static_cast<uint64_t>(f.rejoin_backoff_min_ms) * 1000;
+  o.balancer.rejoin_backoff_max_us = static_cast<uint64_t>(f.rejoin_backoff_max_ms) * 1000;
+  o.lane_window_chunks = static_cast<uint32_t>(f.lane_window_chunks);
+  o.sq_depth = static_cast<uint32_t>(f.sq_depth);
+  o.cq_depth = static_cast<uint32_t>(f.cq_depth);
+  o.max_flows_per_client = static_cast<uint32_t>(f.max_flows_per_client);
+  return o;
+}
+
+}  // namespace
+
+bool Daemon::start_flows() {
+  if (!config_.peer.enabled) return true;
+  std::vector<flow::FlowNic> nics;
+  const auto& inv = nics_->nics();
+  for (size_t i = 0; i < inv.size(); ++i) {
+    const Nic& n = inv[i];
+    flow::FlowNic fn;
+    fn.name = n.config.name;
+    fn.device = n.device->info().name;
+    fn.device_ptr = n.device.get();
+    fn.pd = registrar_->pd(i);
+    fn.port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
+    if (!n.config.advertise_address.empty()) {
+      auto gid = verbs::Gid::from_ip(n.config.advertise_address);
+      if (gid) fn.advertise_gid = *gid;
+    }
+    fn.advertise_udp_port = static_cast<uint16_t>(n.config.advertise_udp_port);
+    nics.push_back(std::move(fn));
+  }
+  auto options = flow_options(config_);
+  const std::string node = options.peer.node_id;
+  for (const auto& p : options.peer.peers) {
+    if (p.node_id == node) {
+      log::get("flow")->error("[[peers]] lists node {}, which is this node (its host name); set [peer] node_id", node);
+      return false;
+    }
+  }
+  flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), std::move(nics), ipc_->registrations(),
+                                               *registrar_, exporter_->registry());
+  std::string error;
+  if (!flows_->start(error)) {
+    log::get("flow")->error("flows: {}", error);
+    flows_.reset();
+    return false;
+  }
+  ipc_->set_flow_handler(flows_.get());
+  exporter_->add_collectable(flows_->collector());
+  log::get("flow")->info("node {}: peer channel on {}:{}, {} peer(s) to dial, {} NIC(s), policy {}", node,
+                         config_.peer.listen_host, flows_->peer_port(), config_.peers.size(), config_.nics.size(),
+                         config_.flow.policy);
+  return true;
+}
+
+}  // namespace rdmad::daemon
