@@ -1,0 +1,218 @@
+// Two (or more) real rdmad processes on loopback, each with soft NICs, peered over TCP; the test
+// process is the client of both (one librdmad connection per daemon).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "rdmad/rdmad.h"
+#include "support/http_get.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace rdmad::test {
+
+using namespace std::chrono_literals;
+
+// A port nobody listens on right now (the daemon binds it a moment later).
+inline int free_port(int type) {
+  int s = ::socket(AF_INET, type, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+struct NicSpec {
+  std::string address;  // 127.0.0.x
+  int udp_port = 0;     // 0: a free one
+  std::string advertise;  // "ip:port" peers send to (a fabric port in front of this NIC), or ""
+};
+
+struct NodeSpec {
+  std::string id;
+  std::vector<NicSpec> nics;
+  std::string extra;  // more TOML appended to the file (e.g. [flow] keys)
+  std::string key_file;
+};
+
+class Node {
+ public:
+  Node(NodeSpec spec, int peer_port) : spec_(std::move(spec)), peer_port_(peer_port) {
+    for (auto& n : spec_.nics)
+      if (n.udp_port == 0) n.udp_port = free_port(SOCK_DGRAM);
+  }
+  ~Node() {
+    if (client_) rdmad_disconnect(client_);
+  }
+
+  // Writes the config (dialling `dial`: id -> peer port) and starts the daemon.
+  bool start(const std::vector<std::pair<std::string, int>>& dial) {
+    std::string t = fmt::format(
+        "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
+        "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
+        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = 8\n"
+        "keepalive_interval_ms = 200\n",
+        dir_.path(), spec_.id, peer_port_);
+    if (!spec_.key_file.empty()) t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
+    for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
+    for (size_t i = 0; i < spec_.nics.size(); ++i) {
+      const auto& n = spec_.nics[i];
+      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", spec_.id, i,
+                       n.address, n.udp_port);
+      if (!n.advertise.empty()) {
+        auto colon = n.advertise.rfind(':');
+        t += fmt::format("advertise_address = \"{}\"\nadvertise_udp_port = {}\n", n.advertise.substr(0, colon),
+                         n.advertise.substr(colon + 1));
+      }
+    }
+    t += spec_.extra;
+    config_ = dir_.write("rdmad.toml", t);
+    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_});
+    if (!proc_->wait_for_output("] ready", 15s)) {
+      ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
+      return false;
+    }
+    std::smatch m;
+    const std::string out = proc_->output();
+    if (!std::regex_search(out, m, std::regex(R"(serving metrics at http://127\.0\.0\.1:(\d+)/metrics)"))) return false;
+    metrics_port_ = std::stoi(m[1]);
+    return true;
+  }
+
+  void kill() {
+    if (client_) rdmad_disconnect(client_);
+    client_ = nullptr;
+    proc_.reset();
+  }
+
+  rdmad_client* client() {
+    if (client_ == nullptr) {
+      rdmad_status s = rdmad_connect(socket_path().c_str(), &client_);
+      EXPECT_EQ(s, RDMAD_OK) << rdmad_last_error(nullptr);
+    }
+    return client_;
+  }
+
+  // One sample of a series from /metrics ("name{labels}"), nullopt when absent.
+  std::optional<double> metric(const std::string& series) const {
+    auto r = http_get("127.0.0.1", metrics_port_, "/metrics");
+    if (!r) return std::nullopt;
+    const std::string& b = r->body;
+    for (size_t pos = b.find(series); pos != std::string::npos; pos = b.find(series, pos + 1)) {
+      if (pos > 0 && b[pos - 1] != '\n') continue;
+      size_t sp = pos + series.size();
+      if (sp >= b.size() || b[sp] != ' ') continue;
+      return std::stod(b.substr(sp + 1, b.find('\n', sp) - sp - 1));
+    }
+    return std::nullopt;
+  }
+
+  std::string socket_path() const { return dir_.path() + "/run/rdmad.sock"; }
+  const std::string& id() const { return spec_.id; }
+  int peer_port() const { return peer_port_; }
+  std::string output() const { return proc_ ? proc_->output() : std::string(); }
+  const NodeSpec& spec() const { return spec_; }
+  Subprocess* process() { return proc_.get(); }
+
+ private:
+  NodeSpec spec_;
+  int peer_port_;
+  TempDir dir_;
+  std::string config_;
+  std::unique_ptr<Subprocess> proc_;
+  int metrics_port_ = 0;
+  rdmad_client* client_ = nullptr;
+};
+
+// Host memory registered with one daemon, also mapped in the test (to fill and check).
+struct Buffer {
+  rdmad_host_buffer host{};
+  rdmad_mr* mr = nullptr;
+  rdmad_client* client = nullptr;
+  Buffer(rdmad_client* c, size_t bytes, uint32_t access) : client(c) {
+    EXPECT_EQ(rdmad_alloc_host(bytes, &host), RDMAD_OK);
+    EXPECT_EQ(rdmad_register_host(c, host.fd, 0, bytes, access, 0, &mr), RDMAD_OK) << rdmad_last_error(c);
+  }
+  ~Buffer() {
+    if (mr != nullptr) rdmad_deregister(client, mr);
+    rdmad_free_host(&host);
+  }
+  uint8_t* data() const { return static_cast<uint8_t*>(host.addr); }
+};
+
+inline constexpr uint32_t kAllAccess =
+    RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
+
+// Fills with a pattern that differs per byte position and per seed (catches misplaced chunks).
+inline void fill(uint8_t* p, size_t n, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto* w = reinterpret_cast<uint64_t*>(p);
+  for (size_t i = 0; i < n / 8; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w[i] = x;
+  }
+}
+
+// Index of the first differing byte, or -1.
+inline long first_difference(const uint8_t* a, const uint8_t* b, size_t n) {
+  for (size_t i = 0; i < n; i += 1 << 20) {
+    size_t len = std::min<size_t>(1 << 20, n - i);
+    if (std::memcmp(a + i, b + i, len) != 0) {
+      for (size_t k = 0; k < len; ++k)
+        if (a[i + k] != b[i + k]) return static_cast<long>(i + k);
+    }
+  }
+  return -1;
+}
+
+// Waits for one completion (with a deadline) and returns it.
+inline std::optional<rdmad_completion> wait_completion(rdmad_flow* f, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  rdmad_completion c{};
+  while (std::chrono::steady_clock::now() < end) {
+    if (rdmad_flow_poll(f, &c, 1) == 1) return c;
+    rdmad_flow_wait(f, 100);
+  }
+  return std::nullopt;
+}
+
+// Two daemons a and b dialling each other; nics per node and extra config are parameters.
+struct Pair {
+  std::unique_ptr<Node> a;
+  std::unique_ptr<Node> b;
+  Pair(NodeSpec sa, NodeSpec sb) {
+    a = std::make_unique<Node>(std::move(sa), free_port(SOCK_STREAM));
+    b = std::make_unique<Node>(std::move(sb), free_port(SOCK_STREAM));
+  }
+  bool start() { return b->start({}) && a->start({{b->id(), b->peer_port()}}); }
+};
+
+inline NodeSpec two_nic_node(const std::string& id, int first_octet, const std::string& extra = "") {
+  return NodeSpec{id,
+                  {NicSpec{fmt::format("127.0.0.{}", first_octet), 0, ""},
+                   NicSpec{fmt::format("127.0.0.{}", first_octet + 1), 0, ""}},
+                  extra,
+                  ""};
+}
+
+}  // namespace rdmad::test

@@ -1,0 +1,203 @@
+// Flows end to end: two rdmad processes with two soft NICs each, the test as the client of both.
+// 1 GiB WRITE, READ and SEND byte-exact; the split over two equal NICs; refusals that leave the
+// target memory untouched.
+#include <cstdlib>
+
+#include "flow_cluster.h"
+
+namespace rdmad::test {
+namespace {
+
+size_t transfer_bytes() {
+  const char* env = std::getenv("RDMAD_FLOW_TEST_BYTES");
+  return env != nullptr ? std::strtoull(env, nullptr, 0) : size_t{1} << 30;
+}
+
+class FlowPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pair_ = std::make_unique<Pair>(two_nic_node("node-a", 11), two_nic_node("node-b", 21));
+    ASSERT_TRUE(pair_->start());
+    // a's flow to b and b's flow to a (for receives and imports on b's side).
+    ASSERT_EQ(rdmad_flow_open(a()->client(), "node-b", nullptr, &fa_), RDMAD_OK) << rdmad_last_error(a()->client());
+    ASSERT_EQ(rdmad_flow_open(b()->client(), "node-a", nullptr, &fb_), RDMAD_OK) << rdmad_last_error(b()->client());
+    ASSERT_EQ(rdmad_flow_wait_connected(fa_, 10000), RDMAD_OK) << a()->output();
+    ASSERT_EQ(rdmad_flow_wait_connected(fb_, 10000), RDMAD_OK) << b()->output();
+  }
+  void TearDown() override {
+    rdmad_flow_close(fa_);
+    rdmad_flow_close(fb_);
+  }
+  Node* a() { return pair_->a.get(); }
+  Node* b() { return pair_->b.get(); }
+
+  // Exports [0, bytes) of `on_b` from node-b to node-a and imports it on a's flow.
+  rdmad_remote export_b_to_a(const Buffer& on_b, size_t bytes, uint32_t rights) {
+    rdmad_token token{};
+    EXPECT_EQ(rdmad_export(b()->client(), on_b.mr, 0, bytes, "node-a", rights, &token), RDMAD_OK)
+        << rdmad_last_error(b()->client());
+    rdmad_remote remote{};
+    EXPECT_EQ(rdmad_flow_import(fa_, &token, &remote), RDMAD_OK) << rdmad_last_error(a()->client());
+    return remote;
+  }
+
+  std::unique_ptr<Pair> pair_;
+  rdmad_flow* fa_ = nullptr;
+  rdmad_flow* fb_ = nullptr;
+};
+
+TEST_F(FlowPair, WriteReadAndSendOneGibibyteByteExact) {
+  const size_t n = transfer_bytes();
+  Buffer src(a()->client(), n, kAllAccess);
+  Buffer dst(b()->client(), n, kAllAccess);
+  const rdmad_remote remote = export_b_to_a(dst, n, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ);
+  EXPECT_EQ(remote.length, n);
+
+  // WRITE a -> b.
+  fill(src.data(), n, 1);
+  fill(dst.data(), n, 2);
+  ASSERT_EQ(rdmad_flow_write(fa_, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  auto c = wait_completion(fa_, 240s);
+  ASSERT_TRUE(c.has_value()) << a()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(c->wr_id, 1u);
+  EXPECT_EQ(c->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+
+  // READ b -> a.
+  fill(dst.data(), n, 3);
+  ASSERT_EQ(rdmad_flow_read(fa_, 2, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  c = wait_completion(fa_, 240s);
+  ASSERT_TRUE(c.has_value()) << a()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(c->op, RDMAD_OP_READ);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+
+  // SEND a -> b into a posted receive.
+  fill(src.data(), n, 4);
+  ASSERT_EQ(rdmad_flow_recv(fb_, 77, dst.mr, 0, n), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa_, 3, src.mr, 0, n), RDMAD_OK);
+  c = wait_completion(fa_, 240s);
+  ASSERT_TRUE(c.has_value()) << a()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  auto r = wait_completion(fb_, 30s);
+  ASSERT_TRUE(r.has_value()) << b()->output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->wr_id, 77u);
+  EXPECT_EQ(r->op, RDMAD_OP_RECV);
+  EXPECT_EQ(r->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+}
+
+TEST_F(FlowPair, TwoEqualNicsSplitWithinFivePercent) {
+  const size_t n = std::min<size_t>(transfer_bytes(), 256u << 20);
+  Buffer src(a()->client(), n, kAllAccess);
+  Buffer dst(b()->client(), n, kAllAccess);
+  const rdmad_remote remote = export_b_to_a(dst, n, RDMAD_ACCESS_REMOTE_WRITE);
+  fill(src.data(), n, 5);
+  ASSERT_EQ(rdmad_flow_write(fa_, 9, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  auto c = wait_completion(fa_, 120s);
+  ASSERT_TRUE(c.has_value());
+  ASSERT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  const double b0 = a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(-1);
+  const double b1 = a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(-1);
+  ASSERT_GT(b0, 0);
+  ASSERT_GT(b1, 0);
+  EXPECT_NEAR(b0 / (b0 + b1), 0.5, 0.05) << "nic0 " << b0 << " nic1 " << b1;
+}
+
+TEST_F(FlowPair, RefusalsLeaveTargetMemoryUntouched) {
+  const size_t n = 4 << 20;
+  Buffer src(a()->client(), n, kAllAccess);
+  Buffer dst(b()->client(), n, kAllAccess);
+  fill(src.data(), n, 6);
+  fill(dst.data(), n, 7);
+  std::vector<uint8_t> before(dst.data(), dst.data() + n);
+  // Read-only export: a WRITE is refused.
+  const rdmad_remote ro = export_b_to_a(dst, n / 2, RDMAD_ACCESS_REMOTE_READ);
+  ASSERT_EQ(rdmad_flow_write(fa_, 1, src.mr, 0, &ro, 0, 4096), RDMAD_OK);
+  auto c = wait_completion(fa_, 10s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status, RDMAD_ERR_REMOTE_ACCESS);
+  // Out of bounds of the export (it covers half the buffer).
+  const rdmad_remote rw = export_b_to_a(dst, n / 2, RDMAD_ACCESS_REMOTE_WRITE);
+  ASSERT_EQ(rdmad_flow_write(fa_, 2, src.mr, 0, &rw, n / 2 - 4096, 8192), RDMAD_OK);
+  c = wait_completion(fa_, 10s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status, RDMAD_ERR_REMOTE_ACCESS);
+  // A token nobody exported, and a handle never imported.
+  rdmad_token bogus{};
+  bogus.bytes[0] = 1;
+  rdmad_remote r{};
+  EXPECT_EQ(rdmad_flow_import(fa_, &bogus, &r), RDMAD_ERR_NOT_FOUND);
+  rdmad_remote never{999999, n, RDMAD_ACCESS_REMOTE_WRITE};
+  ASSERT_EQ(rdmad_flow_write(fa_, 3, src.mr, 0, &never, 0, 4096), RDMAD_OK);
+  c = wait_completion(fa_, 10s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status, RDMAD_ERR_NOT_FOUND);
+  // A token exported to node-a cannot be imported on node-b's side (the wrong peer).
+  rdmad_token to_a{};
+  ASSERT_EQ(rdmad_export(b()->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &to_a), RDMAD_OK);
+  EXPECT_EQ(rdmad_flow_import(fb_, &to_a, &r), RDMAD_ERR_NOT_FOUND);
+  // A revoked export is gone for the importer.
+  rdmad_token revoked{};
+  ASSERT_EQ(rdmad_export(b()->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &revoked), RDMAD_OK);
+  ASSERT_EQ(rdmad_revoke(b()->client(), &revoked), RDMAD_OK);
+  EXPECT_TRUE([&] {
+    for (int i = 0; i < 200; ++i) {
+      if (rdmad_flow_import(fa_, &revoked, &r) == RDMAD_ERR_NOT_FOUND) return true;
+      usleep(5000);
+    }
+    return false;
+  }());
+  EXPECT_EQ(std::memcmp(before.data(), dst.data(), n), 0) << "target memory changed";
+  // The flow still works after all that.
+  ASSERT_EQ(rdmad_flow_write(fa_, 4, src.mr, 0, &rw, 0, n / 2), RDMAD_OK);
+  c = wait_completion(fa_, 30s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), n / 2), 0);
+}
+
+TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
+  const size_t n = 8 << 20;
+  Buffer src(a()->client(), n, kAllAccess);
+  Buffer dst(b()->client(), n, kAllAccess);
+  Buffer msg_a(a()->client(), 4096, kAllAccess);
+  Buffer msg_b(b()->client(), 4096, kAllAccess);
+  const rdmad_remote remote = export_b_to_a(dst, n, RDMAD_ACCESS_REMOTE_WRITE);
+  fill(src.data(), n, 8);
+  std::memcpy(msg_a.data(), "done", 5);
+  // The send is posted before any receive: it waits (no RNR error), after the write.
+  ASSERT_EQ(rdmad_flow_write(fa_, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa_, 2, msg_a.mr, 0, 5), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_recv(fb_, 10, msg_b.mr, 0, 4096), RDMAD_OK);
+  auto r = wait_completion(fb_, 60s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->length, 5u);
+  EXPECT_STREQ(reinterpret_cast<const char*>(msg_b.data()), "done");
+  // When the receive completes, the write before the send has been placed.
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  auto c1 = wait_completion(fa_, 30s);
+  auto c2 = wait_completion(fa_, 30s);
+  ASSERT_TRUE(c1 && c2);
+  EXPECT_EQ(c1->wr_id, 1u);  // completions in submission order
+  EXPECT_EQ(c2->wr_id, 2u);
+  rdmad_completion none{};
+  EXPECT_EQ(rdmad_flow_poll(fa_, &none, 1), 0u);
+  // A send larger than the posted receive fails on both sides.
+  ASSERT_EQ(rdmad_flow_recv(fb_, 11, msg_b.mr, 0, 16), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa_, 3, msg_a.mr, 0, 4096), RDMAD_OK);
+  auto c3 = wait_completion(fa_, 30s);
+  ASSERT_TRUE(c3);
+  EXPECT_EQ(c3->status, RDMAD_ERR_INVALID_ARGUMENT);
+  auto r2 = wait_completion(fb_, 30s);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->wr_id, 11u);
+  EXPECT_NE(r2->status, RDMAD_OK);
+}
+
+}  // namespace
+}  // namespace rdmad::test
