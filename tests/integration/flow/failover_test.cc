@@ -1,0 +1,210 @@
+// Flows when paths misbehave: a fabric emulator (rdmad-fabric) in front of node-b's first NIC
+// congests or cuts that path; the peer daemon is killed and restarted; a stranger without the key
+// is refused. Every transfer is checked byte-exact.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "flow_cluster.h"
+
+namespace rdmad::test {
+namespace {
+
+// A fabric port listen -> forward (rate "0" = unlimited), restartable on the same port.
+class Fabric {
+ public:
+  Fabric(int listen_port, std::string forward, std::string rate)
+      : listen_port_(listen_port), forward_(std::move(forward)), rate_(std::move(rate)) {}
+  bool start() {
+    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        binary("tools/fabric/rdmad-fabric"), "--stats-interval-ms", "0", "--port",
+        fmt::format("name=p0,listen=127.0.0.1:{},forward={},rate={},buffer=1MB", listen_port_, forward_, rate_)});
+    return proc_->wait_for_output("127.0.0.1:" + std::to_string(listen_port_), 10s);
+  }
+  void cut() { proc_.reset(); }  // SIGKILL: datagrams to the port vanish
+  std::string address() const { return fmt::format("127.0.0.1:{}", listen_port_); }
+
+ private:
+  int listen_port_;
+  std::string forward_;
+  std::string rate_;
+  std::unique_ptr<Subprocess> proc_;
+};
+
+constexpr const char* kFastRecovery =
+    "[flow]\nrejoin_backoff_min_ms = 50\nrejoin_backoff_max_ms = 400\n";
+
+// node-a (two NICs) -> node-b (two NICs), b's NIC 0 reached through a fabric port.
+struct FabricPair {
+  std::unique_ptr<Fabric> fabric;
+  std::unique_ptr<Pair> pair;
+  rdmad_flow* fa = nullptr;
+
+  explicit FabricPair(const std::string& rate) {
+    NodeSpec b = two_nic_node("node-b", 21, kFastRecovery);
+    b.nics[0].udp_port = free_port(SOCK_DGRAM);
+    fabric = std::make_unique<Fabric>(free_port(SOCK_DGRAM), fmt::format("127.0.0.21:{}", b.nics[0].udp_port), rate);
+    b.nics[0].advertise = fabric->address();
+    pair = std::make_unique<Pair>(two_nic_node("node-a", 11, kFastRecovery), std::move(b));
+  }
+  ~FabricPair() { rdmad_flow_close(fa); }
+  bool start() {
+    if (!fabric->start() || !pair->start()) return false;
+    if (rdmad_flow_open(a()->client(), "node-b", nullptr, &fa) != RDMAD_OK) return false;
+    return rdmad_flow_wait_connected(fa, 10000) == RDMAD_OK;
+  }
+  Node* a() { return pair->a.get(); }
+  Node* b() { return pair->b.get(); }
+  rdmad_remote export_to_a(const Buffer& dst, size_t n) {
+    rdmad_token token{};
+    EXPECT_EQ(rdmad_export(b()->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK)
+        << rdmad_last_error(b()->client());
+    rdmad_remote remote{};
+    EXPECT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK) << rdmad_last_error(a()->client());
+    return remote;
+  }
+  double nic_bytes(int i) {
+    return a()->metric(fmt::format("rdmad_balancer_bytes_sent_total{{device=\"node-a{}\"}}", i)).value_or(0);
+  }
+};
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  do {
+    if (f()) return true;
+    usleep(10'000);
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
+TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
+  FabricPair fp("0");
+  ASSERT_TRUE(fp.start()) << fp.a()->output() << fp.b()->output();
+  const size_t n = 512u << 20;
+  Buffer src(fp.a()->client(), n, kAllAccess);
+  Buffer dst(fp.b()->client(), n, kAllAccess);
+  fill(src.data(), n, 11);
+  fill(dst.data(), n, 12);
+  const rdmad_remote remote = fp.export_to_a(dst, n);
+  ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  // Cut the path once it carries traffic.
+  ASSERT_TRUE(eventually([&] { return fp.nic_bytes(0) > 16e6; }, 60s));
+  fp.fabric->cut();
+  auto c = wait_completion(fp.fa, 240s);
+  ASSERT_TRUE(c.has_value()) << fp.a()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  EXPECT_GE(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0), 1.0);
+  EXPECT_NE(fp.a()->output().find("nic node-a0 to peer node-b"), std::string::npos) << fp.a()->output();
+
+  // The path comes back: NIC 0 carries chunks again.
+  ASSERT_TRUE(fp.fabric->start());
+  const double before = fp.nic_bytes(0);
+  uint64_t wr = 100;
+  EXPECT_TRUE(eventually(
+      [&] {
+        if (rdmad_flow_write(fp.fa, ++wr, src.mr, 0, &remote, 0, 8u << 20) != RDMAD_OK) return false;
+        auto done = wait_completion(fp.fa, 60s);
+        return done && done->status == RDMAD_OK && fp.nic_bytes(0) > before;
+      },
+      60s))
+      << fp.a()->output();
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8u << 20), 0);
+}
+
+TEST(FlowFailover, CongestedPathLosesMostOfTheTraffic) {
+  FabricPair fp("100mbit");
+  ASSERT_TRUE(fp.start()) << fp.a()->output() << fp.b()->output();
+  const size_t n = 256u << 20;
+  Buffer src(fp.a()->client(), n, kAllAccess);
+  Buffer dst(fp.b()->client(), n, kAllAccess);
+  fill(src.data(), n, 13);
+  const rdmad_remote remote = fp.export_to_a(dst, n);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  auto c = wait_completion(fp.fa, 300s);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(c.has_value());
+  ASSERT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  const double b0 = fp.nic_bytes(0);
+  const double b1 = fp.nic_bytes(1);
+  const double share1 = b1 / (b0 + b1);
+  std::printf("congested path: %.0f MB on nic0 (100 Mb/s), %.0f MB on nic1, %.1f%% moved to nic1, %.2f Gb/s total\n",
+              b0 / 1e6, b1 / 1e6, 100 * share1, static_cast<double>(n) * 8 / secs / 1e9);
+  EXPECT_GE(share1, 0.70);
+}
+
+TEST(FlowFailover, PeerKilledGivesCleanErrorsThenTheFlowReconnects) {
+  Pair pair(two_nic_node("node-a", 11, kFastRecovery), two_nic_node("node-b", 21, kFastRecovery));
+  ASSERT_TRUE(pair.start());
+  rdmad_flow* fa = nullptr;
+  ASSERT_EQ(rdmad_flow_open(pair.a->client(), "node-b", nullptr, &fa), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK);
+  const size_t n = 256u << 20;
+  Buffer src(pair.a->client(), n, kAllAccess);
+  rdmad_remote remote{};
+  {
+    Buffer dst(pair.b->client(), n, kAllAccess);
+    rdmad_token token{};
+    ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
+    ASSERT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK);
+    ASSERT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+    ASSERT_TRUE(eventually([&] { return pair.a->metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(0) > 0; }, 30s));
+    pair.b->process()->signal(SIGKILL);
+    auto c = wait_completion(fa, 60s);
+    ASSERT_TRUE(c.has_value()) << pair.a->output();
+    EXPECT_EQ(c->status, RDMAD_ERR_PEER);
+    EXPECT_TRUE(eventually([&] { return rdmad_flow_get_state(fa) == RDMAD_FLOW_DISCONNECTED; }, 10s));
+    // While the peer is away, requests fail at once with the same clean error.
+    ASSERT_EQ(rdmad_flow_write(fa, 2, src.mr, 0, &remote, 0, 4096), RDMAD_OK);
+    c = wait_completion(fa, 10s);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->status, RDMAD_ERR_PEER);
+    dst.mr = nullptr;  // gone with its daemon; the client is dropped below
+    pair.b->kill();
+  }
+  // node-b comes back on the same ports; the flow reconnects by itself.
+  ASSERT_TRUE(pair.b->start({}));
+  ASSERT_EQ(rdmad_flow_wait_connected(fa, 20000), RDMAD_OK) << pair.a->output();
+  Buffer dst(pair.b->client(), n, kAllAccess);
+  rdmad_token token{};
+  ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
+  rdmad_remote fresh{};
+  ASSERT_EQ(rdmad_flow_import(fa, &token, &fresh), RDMAD_OK);
+  fill(src.data(), n, 14);
+  ASSERT_EQ(rdmad_flow_write(fa, 3, src.mr, 0, &fresh, 0, n), RDMAD_OK);
+  auto c = wait_completion(fa, 120s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  rdmad_flow_close(fa);
+}
+
+TEST(FlowFailover, PeerWithoutTheKeyIsRefused) {
+  TempDir keys;
+  const std::string good = keys.write("good.key", "0123456789abcdef0123456789abcdef\n");
+  const std::string bad = keys.write("bad.key", "fedcba9876543210fedcba9876543210\n");
+  ::chmod(good.c_str(), 0600);
+  ::chmod(bad.c_str(), 0600);
+  NodeSpec sa = two_nic_node("node-a", 11);
+  NodeSpec sb = two_nic_node("node-b", 21);
+  sa.key_file = bad;
+  sb.key_file = good;
+  Pair pair(std::move(sa), std::move(sb));
+  ASSERT_TRUE(pair.start());
+  rdmad_flow* fa = nullptr;
+  ASSERT_EQ(rdmad_flow_open(pair.a->client(), "node-b", nullptr, &fa), RDMAD_OK);
+  EXPECT_TRUE(eventually([&] { return pair.b->metric("rdmad_peer_auth_failures_total").value_or(0) >= 1; }, 10s))
+      << pair.b->output();
+  EXPECT_EQ(rdmad_flow_wait_connected(fa, 500), RDMAD_ERR_PEER);
+  // node-b will not grant memory to a node it never authenticated.
+  Buffer dst(pair.b->client(), 1 << 20, kAllAccess);
+  rdmad_token token{};
+  EXPECT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, 1 << 20, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token),
+            RDMAD_ERR_PEER);
+  rdmad_flow_close(fa);
+}
+
+}  // namespace
+}  // namespace rdmad::test
