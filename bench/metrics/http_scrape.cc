@@ -33,6 +33,21 @@ std::optional<std::string> gunzip(const std::string& in) {
 
 }  // namespace
 
+size_t gzip_size(const std::string& text) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK)
+    return 0;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const size_t size = z.total_out;
+  deflateEnd(&z);
+  return rc == Z_STREAM_END ? size : 0;
+}
+
 std::optional<Scrape> scrape(int port, bool accept_gzip) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
