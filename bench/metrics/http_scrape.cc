@@ -33,10 +33,9 @@ std::optional<std::string> gunzip(const std::string& in) {
 
 }  // namespace
 
-size_t gzip_size(const std::string& text) {
+size_t gzip_size(const std::string& text, int level) {
   z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK)
-    return 0;
+  if (deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
   z.avail_in = static_cast<uInt>(text.size());
   std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');

@@ -15,8 +15,8 @@ struct Scrape {
 
 std::optional<Scrape> scrape(int port, bool accept_gzip);
 
-// Compresses `text` the way prometheus-cpp 1.0's Exposer does (zlib default level, gzip wrapper,
-// memLevel 9) and returns the compressed size.
-size_t gzip_size(const std::string& text);
+// Compresses `text` the way prometheus-cpp 1.0's Exposer does (gzip wrapper, memLevel 9) at zlib
+// `level` (the Exposer uses Z_DEFAULT_COMPRESSION) and returns the compressed size.
+size_t gzip_size(const std::string& text, int level);
 
 }  // namespace rdmad::bench
