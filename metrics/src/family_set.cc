@@ -2,10 +2,11 @@
 
 namespace rdmad::metrics {
 
-prometheus::ClientMetric& FamilySet::add(const std::string& name, const std::string& help,
+prometheus::ClientMetric& FamilySet::add(std::string_view name, std::string_view help,
                                          prometheus::MetricType type, const LabelList& labels) {
-  auto [it, inserted] = index_.try_emplace(name, families_.size());
-  if (inserted) {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    it = index_.emplace(std::string(name), families_.size()).first;
     prometheus::MetricFamily f;
     f.name = name;
     f.help = help;
@@ -14,16 +15,17 @@ prometheus::ClientMetric& FamilySet::add(const std::string& name, const std::str
   }
   auto& family = families_[it->second];
   prometheus::ClientMetric m;
+  m.label.reserve(labels.size());
   for (const auto& [k, v] : labels) m.label.push_back(prometheus::ClientMetric::Label{k, v});
   family.metric.push_back(std::move(m));
   return family.metric.back();
 }
 
-void FamilySet::counter(const std::string& name, const std::string& help, const LabelList& labels, double value) {
+void FamilySet::counter(std::string_view name, std::string_view help, const LabelList& labels, double value) {
   add(name, help, prometheus::MetricType::Counter, labels).counter.value = value;
 }
 
-void FamilySet::gauge(const std::string& name, const std::string& help, const LabelList& labels, double value) {
+void FamilySet::gauge(std::string_view name, std::string_view help, const LabelList& labels, double value) {
   add(name, help, prometheus::MetricType::Gauge, labels).gauge.value = value;
 }
 
