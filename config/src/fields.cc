@@ -320,7 +320,9 @@ std::vector<Field> make_fields() {
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
   f.push_back({"nic", "advertise_address", FieldType::kString, std::string(""),
                "soft: IP address that peers send this NIC's traffic to instead of address, for a NIC behind a NAT or "
-               "a fabric emulator port in front of it; empty advertises address. Ignored by other backends.",
+               "a fabric emulator port in front of it; empty advertises address. Such a relay sends from its own address, "
+               "which the ICRC covers, so a NIC with advertise_address does not verify the ICRC of what it receives. "
+               "Ignored by other backends.",
                "an IPv4 or IPv6 address, or empty", false, v::ip_address(true),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_address = as<std::string>(x); }});
   f.push_back({"nic", "advertise_udp_port", FieldType::kInt, int64_t{0},

@@ -82,6 +82,9 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     dc.name = n.backend == "rdma_core" ? n.device : n.name;
     dc.address = n.address;
     dc.udp_port = static_cast<uint16_t>(n.udp_port);
+    // Peers reach an advertised NIC through a relay (a fabric emulator port) that sends from its
+    // own address; the ICRC covers the IP addresses, so it cannot be verified on arrival.
+    dc.verify_icrc = n.advertise_address.empty();
     dc.dcqcn = config.cc.params;
     dc.port = static_cast<uint8_t>(n.port);
     dc.gid_index = static_cast<int>(n.gid_index);

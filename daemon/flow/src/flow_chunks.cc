@@ -19,6 +19,9 @@ rdmad_status wc_to_status(verbs::WcStatus s) {
 }
 
 // Failures of the request itself (retrying on another lane would fail the same way).
+// Chunks a lane may hold beyond its window before planning pauses.
+constexpr size_t kMaxBacklog = 2;
+
 bool request_error(verbs::WcStatus s) {
   return s == verbs::WcStatus::kRemoteAccessError || s == verbs::WcStatus::kLocalProtectionError ||
          s == verbs::WcStatus::kLocalLengthError || s == verbs::WcStatus::kRemoteInvalidRequest;
@@ -30,7 +33,7 @@ bool FlowEngine::plan_and_post(Peer& p) {
   bool progress = false;
   const uint32_t window = options_.lane_window_chunks;
   // Backlogs first (chunks already assigned to a lane).
-  size_t backlog = 0;
+  size_t fullest = 0;
   for (uint16_t i = 0; i < p.lanes.size(); ++i) {
     auto& lane = p.lanes[i];
     while (!lane.dead && !lane.backlog.empty() && lane.posted < window) {
@@ -42,17 +45,18 @@ bool FlowEngine::plan_and_post(Peer& p) {
       }
       progress = true;
     }
-    backlog += lane.backlog.size();
+    fullest = std::max(fullest, lane.backlog.size());
   }
   if (!p.orphans.empty()) {
     std::vector<balancer::Chunk> again;
     again.swap(p.orphans);
     requeue(p, again);
   }
-  // New chunks only while no lane has a backlog: a slow lane then holds planning back instead of
-  // collecting more than its share, and the balancer's weights decide the split.
+  // New chunks only while no lane has more than kMaxBacklog waiting: a slow lane then holds
+  // planning back instead of collecting more than its share (the balancer's weights decide the
+  // split), yet one probe chunk stuck behind a slow lane does not idle the others.
   const uint64_t now = now_us();
-  while (backlog == 0 && !p.planning.empty()) {
+  while (fullest < kMaxBacklog && !p.planning.empty()) {
     Transfer* t = p.planning.front();
     if (t->chunks_planned >= t->chunks_total) {
       p.planning.pop_front();
@@ -73,7 +77,7 @@ bool FlowEngine::plan_and_post(Peer& p) {
     auto& lane = p.lanes[c.nic];
     if (lane.dead || lane.posted >= window || !post_chunk(p, c)) {
       lane.backlog.push_back(c);
-      ++backlog;
+      fullest = std::max(fullest, lane.backlog.size());
     }
   }
   return progress;

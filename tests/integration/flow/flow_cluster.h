@@ -51,6 +51,7 @@ struct NodeSpec {
   std::vector<NicSpec> nics;
   std::string extra;  // more TOML appended to the file (e.g. [flow] keys)
   std::string key_file;
+  int qp_timeout = 14;  // local ACK timeout 4.096 µs · 2^n (67 ms: scheduling gaps on a loaded machine are not losses)
 };
 
 class Node {
@@ -68,9 +69,9 @@ class Node {
     std::string t = fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
-        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = 8\n"
+        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
         "keepalive_interval_ms = 200\n",
-        dir_.path(), spec_.id, peer_port_);
+        dir_.path(), spec_.id, peer_port_, spec_.qp_timeout);
     if (!spec_.key_file.empty()) t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
     for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < spec_.nics.size(); ++i) {
@@ -212,7 +213,8 @@ inline NodeSpec two_nic_node(const std::string& id, int first_octet, const std::
                   {NicSpec{fmt::format("127.0.0.{}", first_octet), 0, ""},
                    NicSpec{fmt::format("127.0.0.{}", first_octet + 1), 0, ""}},
                   extra,
-                  ""};
+                  "",
+                  14};
 }
 
 }  // namespace rdmad::test
