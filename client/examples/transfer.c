@@ -44,6 +44,8 @@ typedef struct nic_sample {
   double bytes_sent;   /* rdmad_balancer_bytes_sent_total */
   double weight;       /* rdmad_balancer_weight */
   double cnp_handled;  /* rdmad_rp_cnp_packets_handled_total (reaction point, sender side) */
+  double failovers;    /* rdmad_balancer_failovers_total */
+  double retransmitted; /* rdmad_retransmitted_packets_total */
 } nic_sample;
 
 typedef struct peer_sample {
@@ -210,6 +212,8 @@ static int scrape(const options* o, nic_sample* a, size_t na, peer_sample* b, si
     a[i].bytes_sent = metric(body, "rdmad_balancer_bytes_sent_total", a[i].name);
     a[i].weight = metric(body, "rdmad_balancer_weight", a[i].name);
     a[i].cnp_handled = metric(body, "rdmad_rp_cnp_packets_handled_total", a[i].name);
+    a[i].failovers = metric(body, "rdmad_balancer_failovers_total", a[i].name);
+    a[i].retransmitted = metric(body, "rdmad_retransmitted_packets_total", a[i].name);
   }
   free(body);
   body = o->metrics_b ? http_get(o->metrics_b) : NULL;
@@ -241,10 +245,12 @@ static void print_split(FILE* out, const nic_sample* a, size_t na, const peer_sa
     double share = total > 0 && a[i].bytes_sent > 0 ? 100.0 * a[i].bytes_sent / total : 0;
     if (one_line) {
       fprintf(out, " %s %.0f%%", a[i].name, share);
+      if (a[i].cnp_handled > 0) fprintf(out, " (%.0f CNPs)", a[i].cnp_handled);
       continue;
     }
-    fprintf(out, "transfer:   %-10s %9.1f MiB %5.1f%%  weight %.2f  CNPs handled %.0f", a[i].name,
-            a[i].bytes_sent / 1048576.0, share, a[i].weight, a[i].cnp_handled);
+    fprintf(out, "transfer:   %-8s %8.1f MiB %5.1f%%  weight %.2f  CNPs handled %.0f  retransmitted %.0f  failovers %.0f",
+            a[i].name, a[i].bytes_sent / 1048576.0, share, a[i].weight, a[i].cnp_handled, a[i].retransmitted,
+            a[i].failovers);
     if (i < nb && b[i].ecn_marked >= 0)
       fprintf(out, "  | peer %s: CE received %.0f, CNPs sent %.0f", b[i].name, b[i].ecn_marked, b[i].cnp_sent);
     fputc('\n', out);
