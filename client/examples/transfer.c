@@ -52,6 +52,7 @@ typedef struct peer_sample {
   char name[32];
   double ecn_marked; /* rdmad_np_ecn_marked_roce_packets_received_total (receiver side) */
   double cnp_sent;   /* rdmad_np_cnp_packets_sent_total */
+  double rx_dropped; /* rdmad_port_rx_dropped_packets_total */
 } peer_sample;
 
 static int fail(const char* what, rdmad_status s, const rdmad_client* client) {
@@ -220,6 +221,7 @@ static int scrape(const options* o, nic_sample* a, size_t na, peer_sample* b, si
   for (size_t i = 0; body != NULL && i < nb; ++i) {
     b[i].ecn_marked = metric(body, "rdmad_np_ecn_marked_roce_packets_received_total", b[i].name);
     b[i].cnp_sent = metric(body, "rdmad_np_cnp_packets_sent_total", b[i].name);
+    b[i].rx_dropped = metric(body, "rdmad_port_rx_dropped_packets_total", b[i].name);
   }
   free(body);
   return 0;
@@ -252,7 +254,8 @@ static void print_split(FILE* out, const nic_sample* a, size_t na, const peer_sa
             a[i].name, a[i].bytes_sent / 1048576.0, share, a[i].weight, a[i].cnp_handled, a[i].retransmitted,
             a[i].failovers);
     if (i < nb && b[i].ecn_marked >= 0)
-      fprintf(out, "  | peer %s: CE received %.0f, CNPs sent %.0f", b[i].name, b[i].ecn_marked, b[i].cnp_sent);
+      fprintf(out, "  | %s: CE received %.0f, CNPs sent %.0f, dropped %.0f", b[i].name, b[i].ecn_marked, b[i].cnp_sent,
+              b[i].rx_dropped);
     fputc('\n', out);
   }
 }
