@@ -41,10 +41,10 @@ typedef struct options {
 /* What one scrape of node-a's (and optionally node-b's) /metrics says per NIC. */
 typedef struct nic_sample {
   char name[32];
-  double bytes_sent;   /* rdmad_balancer_bytes_sent_total */
-  double weight;       /* rdmad_balancer_weight */
-  double cnp_handled;  /* rdmad_rp_cnp_packets_handled_total (reaction point, sender side) */
-  double failovers;    /* rdmad_balancer_failovers_total */
+  double bytes_sent;    /* rdmad_balancer_bytes_sent_total */
+  double weight;        /* rdmad_balancer_weight */
+  double cnp_handled;   /* rdmad_rp_cnp_packets_handled_total (reaction point, sender side) */
+  double failovers;     /* rdmad_balancer_failovers_total */
   double retransmitted; /* rdmad_retransmitted_packets_total */
 } nic_sample;
 
@@ -56,7 +56,9 @@ typedef struct peer_sample {
 } peer_sample;
 
 static int fail(const char* what, rdmad_status s, const rdmad_client* client) {
-  fprintf(stderr, "transfer: %s failed: %s: %s\n", what, rdmad_strerror(s), rdmad_last_error(client));
+  const char* detail = rdmad_last_error(client);
+  fprintf(stderr, "transfer: %s failed: %s%s%s\n", what, rdmad_strerror(s), detail && *detail ? ": " : "",
+          detail ? detail : "");
   return 1;
 }
 
@@ -85,8 +87,10 @@ static int parse_size(const char* text, uint64_t* out) {
 
 static int usage(const char* why) {
   fprintf(stderr,
-          "transfer: %s\nusage: transfer --from SOCK_A --from-node ID_A --to SOCK_B --to-node ID_B [--bytes SIZE]\n"
-          "                [--request SIZE] [--in-flight N] [--metrics-a URL] [--metrics-b URL] [--chunk-report-ms MS]\n",
+          "transfer: %s\nusage: transfer --from SOCK_A --from-node ID_A --to SOCK_B --to-node ID_B [--bytes "
+          "SIZE]\n"
+          "                [--request SIZE] [--in-flight N] [--metrics-a URL] [--metrics-b URL] "
+          "[--chunk-report-ms MS]\n",
           why);
   return 2;
 }
@@ -97,12 +101,18 @@ static int parse_options(int argc, char** argv, options* o) {
     const char* k = argv[i];
     if (i + 1 >= argc) return usage("an option lacks its value");
     const char* v = argv[++i];
-    if (strcmp(k, "--from") == 0) o->from_socket = v;
-    else if (strcmp(k, "--from-node") == 0) o->from_node = v;
-    else if (strcmp(k, "--to") == 0) o->to_socket = v;
-    else if (strcmp(k, "--to-node") == 0) o->to_node = v;
-    else if (strcmp(k, "--metrics-a") == 0) o->metrics_a = v;
-    else if (strcmp(k, "--metrics-b") == 0) o->metrics_b = v;
+    if (strcmp(k, "--from") == 0)
+      o->from_socket = v;
+    else if (strcmp(k, "--from-node") == 0)
+      o->from_node = v;
+    else if (strcmp(k, "--to") == 0)
+      o->to_socket = v;
+    else if (strcmp(k, "--to-node") == 0)
+      o->to_node = v;
+    else if (strcmp(k, "--metrics-a") == 0)
+      o->metrics_a = v;
+    else if (strcmp(k, "--metrics-b") == 0)
+      o->metrics_b = v;
     else if (strcmp(k, "--bytes") == 0) {
       if (parse_size(v, &o->bytes) != 0) return usage("bad --bytes");
     } else if (strcmp(k, "--request") == 0) {
@@ -155,7 +165,8 @@ static char* http_get(const char* url) {
   int ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
   freeaddrinfo(ai);
   char request[512];
-  int n = snprintf(request, sizeof(request), "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
+  int n = snprintf(request, sizeof(request), "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path,
+                   host);
   ok = ok && n > 0 && (size_t)n < sizeof(request) && send(fd, request, (size_t)n, MSG_NOSIGNAL) == n;
   size_t cap = 1 << 16, len = 0;
   char* buf = ok ? malloc(cap) : NULL;
@@ -250,12 +261,14 @@ static void print_split(FILE* out, const nic_sample* a, size_t na, const peer_sa
       if (a[i].cnp_handled > 0) fprintf(out, " (%.0f CNPs)", a[i].cnp_handled);
       continue;
     }
-    fprintf(out, "transfer:   %-8s %8.1f MiB %5.1f%%  weight %.2f  CNPs handled %.0f  retransmitted %.0f  failovers %.0f",
+    fprintf(out,
+            "transfer:   %-8s %8.1f MiB %5.1f%%  weight %.2f  CNPs handled %.0f  retransmitted %.0f  "
+            "failovers %.0f",
             a[i].name, a[i].bytes_sent / 1048576.0, share, a[i].weight, a[i].cnp_handled, a[i].retransmitted,
             a[i].failovers);
     if (i < nb && b[i].ecn_marked >= 0)
-      fprintf(out, "  | %s: CE received %.0f, CNPs sent %.0f, dropped %.0f", b[i].name, b[i].ecn_marked, b[i].cnp_sent,
-              b[i].rx_dropped);
+      fprintf(out, "  | %s: CE received %.0f, CNPs sent %.0f, dropped %.0f", b[i].name, b[i].ecn_marked,
+              b[i].cnp_sent, b[i].rx_dropped);
     fputc('\n', out);
   }
 }
@@ -367,7 +380,8 @@ static int run_writes(const options* o, rdmad_flow* flow, rdmad_client* ca, cons
       int wait_ms = (int)((next_report - now) * 1000.0) + 1;
       rdmad_status st = rdmad_flow_wait(flow, wait_ms);
       if (st == RDMAD_ERR_PEER) {
-        fprintf(stderr, "\ntransfer: the flow to %s failed (state %d)\n", o->to_node, (int)rdmad_flow_get_state(flow));
+        fprintf(stderr, "\ntransfer: the flow to %s failed (state %d)\n", o->to_node,
+                (int)rdmad_flow_get_state(flow));
         return 1;
       }
     }
@@ -413,6 +427,10 @@ int main(int argc, char** argv) {
   st = rdmad_flow_wait_connected(flow, 15000);
   if (st != RDMAD_OK) {
     rc = fail("rdmad_flow_wait_connected", st, a.client);
+    fprintf(stderr,
+            "transfer: the flow from %s to %s did not connect within 15 s: is %s running and one of %s's "
+            "[[peers]]?\n",
+            o.from_node, o.to_node, o.to_node, o.from_node);
     goto out;
   }
   rdmad_remote remote;
@@ -438,7 +456,8 @@ int main(int argc, char** argv) {
   if (rc != 0) goto out;
 
   if (scrape(&o, ns, na, ps, nb) == 0) {
-    printf("transfer: per-NIC split on %s (rdmad_balancer_bytes_sent_total, all transfers so far):\n", o.from_node);
+    printf("transfer: per-NIC split on %s (rdmad_balancer_bytes_sent_total, all transfers so far):\n",
+           o.from_node);
     print_split(stdout, ns, na, ps, nb, 0);
   } else if (o.metrics_a != NULL) {
     printf("transfer: could not scrape %s\n", o.metrics_a);
