@@ -147,8 +147,13 @@ rdmad_status rdmad_flow_wait_connected(rdmad_flow* flow, int timeout_ms) {
   for (;;) {
     const rdmad_flow_state s = rdmad_flow_get_state(flow);
     if (s == RDMAD_FLOW_CONNECTED) return RDMAD_OK;
-    if (s == RDMAD_FLOW_FAILED) return RDMAD_ERR_PEER;
-    if (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline) return RDMAD_ERR_PEER;
+    if (s == RDMAD_FLOW_FAILED || (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline)) {
+      std::lock_guard lock(flow->client->mu);
+      return fail(flow->client, RDMAD_ERR_PEER,
+                  s == RDMAD_FLOW_FAILED ? "the flow failed (it broke the ring protocol); close it"
+                                         : "the peer node is not connected: is its rdmad running, listed in "
+                                           "[[peers]] on one side, and sharing the same key_file?");
+    }
     // The state is a word in shared memory with no event of its own; connecting takes milliseconds.
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
