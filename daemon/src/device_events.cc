@@ -70,6 +70,10 @@ void DeviceEventMonitor::handle(const Nic& nic, const verbs::DeviceEvent& e) {
   using K = verbs::DeviceEvent::Kind;
   auto log = log::get("verbs");
   ++counts_[nic.config.name + "/" + to_string(e.kind)];
+  if (port_sink_ && (e.kind == verbs::DeviceEvent::Kind::kPortActive || e.kind == verbs::DeviceEvent::Kind::kPortDown)) {
+    const size_t index = static_cast<size_t>(&nic - nics_.nics().data());
+    port_sink_(index, e.kind == verbs::DeviceEvent::Kind::kPortActive);
+  }
   switch (e.kind) {
     case K::kPortActive: log->info("nic {}: port {} is ACTIVE ({})", nic.config.name, e.port, e.text); break;
     case K::kPortDown: log->warn("nic {}: port {} went DOWN ({})", nic.config.name, e.port, e.text); break;

@@ -86,6 +86,7 @@ bool Daemon::start_flows() {
   }
   ipc_->set_flow_handler(flows_.get());
   exporter_->add_collectable(flows_->collector());
+  if (device_events_) device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
   log::get("flow")->info("node {}: peer channel on {}:{}, {} peer(s) to dial, {} NIC(s), policy {}", node,
                          config_.peer.listen_host, flows_->peer_port(), config_.peers.size(), config_.nics.size(),
                          config_.flow.policy);

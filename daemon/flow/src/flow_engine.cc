@@ -288,6 +288,16 @@ void FlowEngine::lane_replacing(const std::string& name, uint16_t nic) {
   p->lanes[nic].qp_num = 0;
 }
 
+void FlowEngine::nic_down(uint16_t nic, const std::string& reason) {
+  for (auto& p : peers_)
+    if (p && nic < p->lanes.size()) lane_failed(*p, nic, reason);
+}
+
+void FlowEngine::set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps) {
+  for (auto& p : peers_)
+    if (p && nic < p->lanes.size()) p->balancer->set_congestion(nic, cnp_per_s, rate_mbps);
+}
+
 void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, verbs::QueuePair* qp) {
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size() || qp == nullptr) return;

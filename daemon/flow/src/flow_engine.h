@@ -112,6 +112,10 @@ class FlowEngine {
   void lane_replacing(const std::string& peer, uint16_t nic);
   /// The lane has a fresh QP in RTS: it rejoins after its back-off.
   void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
+  /// A NIC's port went down: its lane to every peer fails over.
+  void nic_down(uint16_t nic, const std::string& reason);
+  /// congestion_aware inputs of one NIC, for every peer's balancer.
+  void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
   void send_done(const std::string& peer, const peer::SendDone& done);
 

@@ -70,7 +70,9 @@ bool FlowService::start(std::string& error) {
   hooks.lane_failed = [this, post](const std::string& peer, uint16_t nic, const std::string&) {
     // A fresh QP pair for that NIC, through the control channel; the balancer lets it rejoin after
     // its back-off, and a path still broken fails it again (with a longer back-off).
-    post([this, peer, nic] { session_->rebuild(peer, nic); });
+    post([this, peer, nic] {
+      if (!port_down_[nic]) session_->rebuild(peer, nic);  // else when the port is back
+    });
   };
   hooks.reap_registrations = [this, post] { post([this] { registrations_.reap(); }); };
   registrations_.set_reaper(hooks.reap_registrations);
@@ -113,6 +115,14 @@ bool FlowService::start(std::string& error) {
     return false;
   }
   collector_ = make_collector();
+  port_down_.assign(nics_.size(), false);
+  if (options_.balancer.policy == balancer::Policy::kCongestionAware) {
+    congestion_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+    last_cnps_.assign(nics_.size(), 0);
+    for (size_t i = 0; i < nics_.size(); ++i) last_cnps_[i] = nics_[i].device_ptr->counters().rp_cnp_handled;
+    last_sample_ = std::chrono::steady_clock::now();
+    sample_congestion();
+  }
   started_ = true;
   return true;
 }
@@ -120,6 +130,7 @@ bool FlowService::start(std::string& error) {
 void FlowService::stop() {
   if (!started_) return;
   started_ = false;
+  if (congestion_timer_) congestion_timer_->cancel();
   channel_->stop();
   while (!flows_.empty()) destroy_flow(flows_.begin()->second);
   while (!exports_.empty()) drop_export(exports_.begin(), false);
@@ -128,6 +139,37 @@ void FlowService::stop() {
   // may still read their counters.
   registrations_.set_reaper({});
   registrations_.reap();
+}
+
+void FlowService::port_changed(size_t nic, bool up) {
+  if (!started_ || nic >= nics_.size() || port_down_[nic] == !up) return;
+  port_down_[nic] = !up;
+  if (!up) {
+    const auto n = static_cast<uint16_t>(nic);
+    engine_->run_sync([&] { engine_->nic_down(n, "port down"); });
+    return;
+  }
+  for (const std::string& peer : session_->ready_peers()) session_->rebuild(peer, static_cast<uint16_t>(nic));
+}
+
+void FlowService::sample_congestion() {
+  // Per NIC: CNPs its reaction points handled per second since the last sample (the balancer's
+  // congestion_aware input). Per NIC, not per path: a NIC's CNPs come from all its peers.
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - last_sample_).count();
+  last_sample_ = now;
+  for (size_t i = 0; i < nics_.size() && dt > 0; ++i) {
+    const uint64_t cnps = nics_[i].device_ptr->counters().rp_cnp_handled;
+    const double rate = static_cast<double>(cnps - last_cnps_[i]) / dt;
+    last_cnps_[i] = cnps;
+    const auto n = static_cast<uint16_t>(i);
+    engine_->run_sync([&] { engine_->set_congestion(n, rate, 0); });
+  }
+  congestion_timer_->expires_after(std::chrono::milliseconds(500));
+  std::weak_ptr<int> alive = alive_;
+  congestion_timer_->async_wait([this, alive](const boost::system::error_code& ec) {
+    if (!ec && alive.lock() && started_) sample_congestion();
+  });
 }
 
 uint16_t FlowService::peer_port() const { return channel_ ? channel_->listen_port() : 0; }

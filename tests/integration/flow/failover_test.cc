@@ -159,13 +159,13 @@ double one_nic_seconds(size_t n) {
   return secs;
 }
 
-TEST(FlowFailover, CongestedPathLosesMostOfTheTraffic) {
+void congested_path_loses_most_of_the_traffic(const std::string& policy) {
   const size_t n = 512u << 20;
   // What the uncongested path carries alone on this machine, measured in the same run.
   const double fast_gbps = static_cast<double>(n) * 8 / one_nic_seconds(n) / 1e9;
   // A congested, not a lossy, path: the port buffers what a lane has in flight (8 chunks of
   // 256 KiB, 170 ms at 100 Mb/s), within the QPs' ACK timeout (2^16 · 4.096 µs = 268 ms).
-  FabricPair fp("100mbit", 16, "4MB");
+  FabricPair fp("100mbit", 16, "4MB", "policy = \"" + policy + "\"\n");
   ASSERT_TRUE(fp.start()) << fp.a()->output() << fp.b()->output();
   Buffer src(fp.a()->client(), n, kAllAccess);
   Buffer dst(fp.b()->client(), n, kAllAccess);
@@ -184,13 +184,20 @@ TEST(FlowFailover, CongestedPathLosesMostOfTheTraffic) {
   const double total_gbps = static_cast<double>(n) * 8 / secs / 1e9;
   const double failovers = fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(-1);
   std::printf(
-      "congested path: %.0f MB on nic0 (100 Mb/s), %.0f MB on nic1, %.1f%% on nic1, %.2f Gb/s total; "
+      "%s, congested path: %.0f MB on nic0 (100 Mb/s), %.0f MB on nic1, %.1f%% on nic1, %.2f Gb/s total; "
       "the fast path alone: %.2f Gb/s; failovers %.0f\n",
-      b0 / 1e6, b1 / 1e6, 100 * share1, total_gbps, fast_gbps, failovers);
+      policy.c_str(), b0 / 1e6, b1 / 1e6, 100 * share1, total_gbps, fast_gbps, failovers);
   EXPECT_GE(share1, 0.70);
   EXPECT_EQ(failovers, 0.0) << "congestion is not a failure";
   // Throughput against what the paths can carry is a performance figure: bench/flow measures it
   // (BENCHMARKS.md); here it is only reported.
+}
+
+TEST(FlowFailover, CongestedPathLosesMostOfTheTraffic) { congested_path_loses_most_of_the_traffic("weighted"); }
+
+// The CNPs of the congested path's reaction point lower its weight further.
+TEST(FlowFailover, CongestionAwarePolicyAlsoMovesTheTraffic) {
+  congested_path_loses_most_of_the_traffic("congestion_aware");
 }
 
 TEST(FlowFailover, PeerKilledGivesCleanErrorsThenTheFlowReconnects) {

@@ -4,6 +4,7 @@
 // address changes (rtnetlink) make the daemon re-read each port's RoCEv2 GID (which the rdma_core
 // backend re-selects on every use; GID indexes are never kept).
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,8 @@ class DeviceEventMonitor {
   void start();
   // Events handled so far, by "<nic>/<kind>" (kind: port_active, port_down, ...).
   std::map<std::string, uint64_t> counts() const;
+  // Told when a NIC's port goes down or comes back (index in NicInventory order); for flows.
+  void set_port_sink(std::function<void(size_t nic_index, bool up)> sink) { port_sink_ = std::move(sink); }
 
  private:
   void arm(size_t watch);
@@ -47,6 +50,7 @@ class DeviceEventMonitor {
   std::unique_ptr<verbs::rdma_core::AddressWatcher> addresses_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> address_fd_;
   std::map<std::string, uint64_t> counts_;
+  std::function<void(size_t, bool)> port_sink_;
 };
 
 const char* to_string(verbs::DeviceEvent::Kind k);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
 #include "rdmad/ipc/flow_handler.h"
@@ -78,6 +80,9 @@ class FlowService final : public ipc::FlowHandler {
   void stop();
 
   uint16_t peer_port() const;
+  /// A NIC's port went down (its lanes to every peer fail over, and are not rebuilt while it is
+  /// down) or came back (its lanes are rebuilt and rejoin after their back-off).
+  void port_changed(size_t nic, bool up);
   /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
   std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
   size_t flow_count() const { return flows_.size(); }
@@ -144,6 +149,11 @@ class FlowService final : public ipc::FlowHandler {
   uint64_t next_flow_id_ = 1;
   uint64_t next_remote_handle_ = 1;
   bool started_ = false;
+  std::vector<bool> port_down_;  // by NIC
+  std::unique_ptr<boost::asio::steady_timer> congestion_timer_;
+  std::vector<uint64_t> last_cnps_;
+  std::chrono::steady_clock::time_point last_sample_;
+  void sample_congestion();
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted closures check it
 };
 
