@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Every metric name the dashboard and alert rules may use (deploy/metrics.txt) is in a live scrape
+# of a daemon that has each kind of subsystem: a hardware port from a sysfs fixture (its CC
+# series), a soft NIC (port counters, DCQCN histograms), the client socket and flows ([peer]).
+# Only the names are checked, not the values: a series that appears later (a histogram with no
+# observation yet still exposes _count) must already be there.
+. "$(dirname "$0")/lib.sh"
+need curl curl
+
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/run"
+cat >"$work/rdmad.toml" <<TOML
+[daemon]
+runtime_dir = "$work/run"
+socket_path = "$work/run/rdmad.sock"
+sysfs_root = "$RDMAD_SOURCE_DIR/tests/data/sysfs/roce-vendor-ecn"
+[metrics]
+listen = "127.0.0.1:0"
+[peer]
+enabled = true
+node_id = "contract"
+listen = "127.0.0.1:0"
+[[nic]]
+name = "rail0"
+backend = "rdma_core"
+device = "mlx5_0"
+roce_priority = 5
+[[nic]]
+name = "soft0"
+backend = "soft"
+address = "127.0.0.1"
+udp_port = 0
+TOML
+"$RDMAD" --config "$work/rdmad.toml" >"$work/rdmad.log" 2>&1 &
+pid=$!
+poll 10 grep -q '\] ready' "$work/rdmad.log" || fail "rdmad did not start: $(cat "$work/rdmad.log")"
+port=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$work/rdmad.log" | head -1)
+
+# One client request, so the per-request counters have a series.
+rdmactl="$(dirname "$RDMAD")/../tools/rdmactl/rdmactl"
+"$rdmactl" --socket "$work/run/rdmad.sock" status >/dev/null || fail "rdmactl status against the daemon failed"
+
+missing_names() {
+  local body
+  body=$(curl -fsS "http://127.0.0.1:$port/metrics") || return 1
+  missing=()
+  while read -r name; do
+    [[ -z "$name" || "$name" == \#* ]] && continue
+    # A histogram or summary shows as NAME_bucket / NAME_count; a counter as NAME (ending _total).
+    grep -qE "^${name}(_bucket|_count)?[{ ]" <<<"$body" || missing+=("$name")
+  done <"$RDMAD_SOURCE_DIR/deploy/metrics.txt"
+  [ ${#missing[@]} -eq 0 ]
+}
+# Some series come from timers (DCQCN samples every second): give them a few seconds.
+poll 10 missing_names || fail "deploy/metrics.txt names missing from a live scrape: ${missing[*]}"
+echo "PASS: $(grep -cvE '^(#|$)' "$RDMAD_SOURCE_DIR/deploy/metrics.txt") contract names in a live scrape"
