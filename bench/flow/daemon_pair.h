@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -110,13 +111,16 @@ class Daemon {
     const std::string config = dir_ + "/rdmad.toml";
     std::ofstream(config) << t;
     log_ = dir_ + "/rdmad.log";
+    // RDMAD_FLOW_BENCH_DAEMON runs another build of the daemon (before/after comparisons).
+    const char* env = std::getenv("RDMAD_FLOW_BENCH_DAEMON");
+    const std::string binary = env != nullptr ? env : RDMAD_DAEMON_BINARY;
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
-      ::execl(RDMAD_DAEMON_BINARY, RDMAD_DAEMON_BINARY, "--config", config.c_str(), static_cast<char*>(nullptr));
+      ::execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);

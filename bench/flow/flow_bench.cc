@@ -6,7 +6,7 @@
 //   2. 64 B WRITE round trip node-a -> node-b through both daemons vs a soft QP used directly;
 //   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
 //      the CPU time of each daemon's threads, vs one soft QP used directly.
-// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--only=ring,small,throughput]
+// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--only=ring,small,throughput]
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -31,6 +31,7 @@ struct Options {
   int iters = 20000;
   size_t bytes = size_t{1} << 30;
   int reps = 3;
+  int pace_us = 1000;  // between paced requests
   std::string only = "ring,small,throughput";
 };
 
@@ -47,6 +48,7 @@ Options parse(int argc, char** argv) {
     else if (auto b = value("bytes")) o.bytes = std::strtoull(b->c_str(), nullptr, 0);
     else if (auto r = value("reps")) o.reps = std::atoi(r->c_str());
     else if (auto s = value("only")) o.only = *s;
+    else if (auto pace = value("pace-us")) o.pace_us = std::atoi(pace->c_str());
     else throw std::runtime_error("unknown argument " + a);
   }
   return o;
@@ -70,14 +72,14 @@ enum class Mode { kBusy, kWait, kPaced };
 
 // Round trips of WRITEs of `length` bytes on the pair's flow (after 1000 untimed ones), in µs.
 // With a length, every WRITE carries its index and the destination is checked after it.
-std::vector<double> flow_round_trips(FlowPair& p, uint64_t length, Mode mode, int iters) {
+std::vector<double> flow_round_trips(FlowPair& p, uint64_t length, Mode mode, int iters, int pace_us = 0) {
   std::vector<double> us;
   us.reserve(static_cast<size_t>(iters));
   rdmad_completion c{};
   for (int i = 0; i < iters + 1000; ++i) {
     const uint64_t tag = 0x5100000000ull + static_cast<uint64_t>(i);
     if (length >= sizeof(tag)) std::memcpy(p.src->data(), &tag, sizeof(tag));
-    if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
     const auto t0 = Clock::now();
     if (rdmad_flow_write(p.flow, tag, p.src->mr, 0, &p.remote, 0, length) != RDMAD_OK)
       throw std::runtime_error("rdmad_flow_write refused");
@@ -116,7 +118,7 @@ std::vector<double> soft_round_trips(SoftDirect& s, size_t length, int iters) {
 // Baseline for the ring's sleeping sides: one thread wakes another through an eventfd, the other
 // answers through shared memory (kPaced: the woken side sleeps in poll, like an idle engine) or
 // the reverse (kWait: the requester sleeps in poll, like a client in rdmad_flow_wait). In us.
-std::vector<double> wake_round_trips(Mode mode, int iters) {
+std::vector<double> wake_round_trips(Mode mode, int iters, int pace_us = 0) {
   const int efd = ::eventfd(0, EFD_CLOEXEC);
   std::atomic<uint64_t> request{0}, answer{0};
   std::thread other([&] {
@@ -137,7 +139,7 @@ std::vector<double> wake_round_trips(Mode mode, int iters) {
   });
   std::vector<double> us;
   for (uint64_t i = 1; i <= static_cast<uint64_t>(iters) + 1000; ++i) {
-    if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
     const auto t0 = Clock::now();
     if (mode == Mode::kPaced) {
       uint64_t one = 1;
@@ -165,11 +167,12 @@ void run_ring(const Options& o) {
   print_row("busy-polling client", stats(flow_round_trips(p, 0, Mode::kBusy, o.iters)), o.iters);
   print_row("client blocked in rdmad_flow_wait (eventfd)", stats(flow_round_trips(p, 0, Mode::kWait, o.iters / 4)),
             o.iters / 4);
-  print_row("paced 1 ms, engine asleep (doorbell), busy client", stats(flow_round_trips(p, 0, Mode::kPaced, 2000)),
-            2000);
+  print_row(fmt::format("paced {} us, engine asleep (doorbell), busy client", o.pace_us).c_str(),
+            stats(flow_round_trips(p, 0, Mode::kPaced, 2000, o.pace_us)), 2000);
   print_row("baseline: eventfd wake, requester sleeps in poll", stats(wake_round_trips(Mode::kWait, o.iters / 4)),
             o.iters / 4);
-  print_row("baseline: eventfd wake of a sleeper, paced 1 ms", stats(wake_round_trips(Mode::kPaced, 2000)), 2000);
+  print_row(fmt::format("baseline: eventfd wake of a sleeper, paced {} us", o.pace_us).c_str(),
+            stats(wake_round_trips(Mode::kPaced, 2000, o.pace_us)), 2000);
 }
 
 void run_small(const Options& o) {
