@@ -2,7 +2,8 @@
 // directly in one process:
 //   1. ring latency: a zero-length WRITE completes inside node-a's daemon (ring -> engine ->
 //      completion ring, no network), round trip with a busy-polling client, with rdmad_flow_wait
-//      (eventfd), and paced so that the engine is asleep when the request comes (doorbell);
+//      (eventfd), and paced so that the engine is asleep when the request comes (doorbell), with
+//      eventfd baselines between two threads of this process;
 //   2. 64 B WRITE round trip node-a -> node-b through both daemons vs a soft QP used directly;
 //   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
 //      the CPU time of each daemon's threads, vs one soft QP used directly.
@@ -85,7 +86,7 @@ std::vector<double> flow_round_trips(FlowPair& p, uint64_t length, Mode mode, in
       throw std::runtime_error("rdmad_flow_write refused");
     for (;;) {
       if (rdmad_flow_poll(p.flow, &c, 1) == 1) break;
-      if (mode == Mode::kWait && rdmad_flow_wait(p.flow, 10000) != RDMAD_OK) throw std::runtime_error("no completion");
+      if (mode != Mode::kBusy && rdmad_flow_wait(p.flow, 10000) != RDMAD_OK) throw std::runtime_error("no completion");
     }
     const auto t1 = Clock::now();
     if (c.status != RDMAD_OK || c.wr_id != tag || c.length != length)
@@ -115,48 +116,48 @@ std::vector<double> soft_round_trips(SoftDirect& s, size_t length, int iters) {
   return us;
 }
 
-// Baseline for the ring's sleeping sides: one thread wakes another through an eventfd, the other
-// answers through shared memory (kPaced: the woken side sleeps in poll, like an idle engine) or
-// the reverse (kWait: the requester sleeps in poll, like a client in rdmad_flow_wait). In us.
+// Baselines for the ring's sleeping sides, two threads of this process. kWait: the requester
+// sets a flag and sleeps in poll on an eventfd, the other side spins on the flag and writes the
+// eventfd (a client in rdmad_flow_wait, a spinning engine). kPaced: every pace_us the requester
+// writes eventfd 1 and sleeps in poll on eventfd 2; the other side sleeps in poll on eventfd 1
+// and writes eventfd 2 (an idle engine woken by the doorbell, then the client woken). In us.
 std::vector<double> wake_round_trips(Mode mode, int iters, int pace_us = 0) {
-  const int efd = ::eventfd(0, EFD_CLOEXEC);
-  std::atomic<uint64_t> request{0}, answer{0};
+  const int to_other = ::eventfd(0, EFD_CLOEXEC), to_me = ::eventfd(0, EFD_CLOEXEC);
+  std::atomic<uint64_t> request{0};
+  auto wait_fd = [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, -1);
+    uint64_t v;
+    (void)!::read(fd, &v, sizeof(v));
+  };
+  auto ring = [](int fd) {
+    uint64_t one = 1;
+    (void)!::write(fd, &one, sizeof(one));
+  };
+  const uint64_t total = static_cast<uint64_t>(iters) + 1000;
   std::thread other([&] {
-    for (uint64_t i = 1; i <= static_cast<uint64_t>(iters) + 1000; ++i) {
+    for (uint64_t i = 1; i <= total; ++i) {
       if (mode == Mode::kPaced) {
-        pollfd p{efd, POLLIN, 0};
-        ::poll(&p, 1, -1);
-        uint64_t v;
-        (void)!::read(efd, &v, sizeof(v));
-        answer.store(i, std::memory_order_release);
+        wait_fd(to_other);
       } else {
         while (request.load(std::memory_order_acquire) != i) {
         }
-        uint64_t one = 1;
-        (void)!::write(efd, &one, sizeof(one));
       }
+      ring(to_me);
     }
   });
   std::vector<double> us;
-  for (uint64_t i = 1; i <= static_cast<uint64_t>(iters) + 1000; ++i) {
+  for (uint64_t i = 1; i <= total; ++i) {
     if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
     const auto t0 = Clock::now();
-    if (mode == Mode::kPaced) {
-      uint64_t one = 1;
-      (void)!::write(efd, &one, sizeof(one));
-      while (answer.load(std::memory_order_acquire) != i) {
-      }
-    } else {
-      request.store(i, std::memory_order_release);
-      pollfd p{efd, POLLIN, 0};
-      ::poll(&p, 1, -1);
-      uint64_t v;
-      (void)!::read(efd, &v, sizeof(v));
-    }
+    if (mode == Mode::kPaced) ring(to_other);
+    else request.store(i, std::memory_order_release);
+    wait_fd(to_me);
     if (i > 1000) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   other.join();
-  ::close(efd);
+  ::close(to_other);
+  ::close(to_me);
   return us;
 }
 
@@ -167,11 +168,11 @@ void run_ring(const Options& o) {
   print_row("busy-polling client", stats(flow_round_trips(p, 0, Mode::kBusy, o.iters)), o.iters);
   print_row("client blocked in rdmad_flow_wait (eventfd)", stats(flow_round_trips(p, 0, Mode::kWait, o.iters / 4)),
             o.iters / 4);
-  print_row(fmt::format("paced {} us, engine asleep (doorbell), busy client", o.pace_us).c_str(),
+  print_row(fmt::format("paced {} us: engine asleep (doorbell), flow_wait", o.pace_us).c_str(),
             stats(flow_round_trips(p, 0, Mode::kPaced, 2000, o.pace_us)), 2000);
-  print_row("baseline: eventfd wake, requester sleeps in poll", stats(wake_round_trips(Mode::kWait, o.iters / 4)),
+  print_row("baseline: eventfd, requester sleeps, other spins", stats(wake_round_trips(Mode::kWait, o.iters / 4)),
             o.iters / 4);
-  print_row(fmt::format("baseline: eventfd wake of a sleeper, paced {} us", o.pace_us).c_str(),
+  print_row(fmt::format("baseline: eventfd ping-pong, both sleep, paced {} us", o.pace_us).c_str(),
             stats(wake_round_trips(Mode::kPaced, 2000, o.pace_us)), 2000);
 }
 
