@@ -81,8 +81,13 @@ inline std::map<int, ThreadTicks> thread_ticks(pid_t pid) {
 // One daemon: its temp directory, config, process and client connection.
 class Daemon {
  public:
-  Daemon(std::string id, std::vector<std::string> nic_addresses, std::string extra)
-      : id_(std::move(id)), nics_(std::move(nic_addresses)), extra_(std::move(extra)), peer_port_(free_port(SOCK_STREAM)) {
+  // qp_timeout: the flow QPs' local ACK timeout exponent ([peer] qp_timeout).
+  Daemon(std::string id, std::vector<std::string> nic_addresses, std::string extra, int qp_timeout)
+      : id_(std::move(id)),
+        nics_(std::move(nic_addresses)),
+        extra_(std::move(extra)),
+        qp_timeout_(qp_timeout),
+        peer_port_(free_port(SOCK_STREAM)) {
     char tmpl[] = "/tmp/rdmad-flowbench-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
@@ -100,9 +105,9 @@ class Daemon {
     std::string t = fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
-        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = 8\n"
+        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
         "keepalive_interval_ms = 200\n",
-        dir_, id_, peer_port_);
+        dir_, id_, peer_port_, qp_timeout_);
     for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < nics_.size(); ++i)
       t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", id_, i,
@@ -152,6 +157,27 @@ class Daemon {
     pid_ = -1;
   }
 
+  // Sum of every sample of a metric (all label sets) from the daemon's /metrics, by curl; -1 when
+  // unavailable.
+  double metric_sum(const std::string& name) const {
+    const std::string log_text = read_all(log_);
+    const std::string key = "serving metrics at http://127.0.0.1:";
+    const size_t at = log_text.find(key);
+    if (at == std::string::npos) return -1;
+    const int port = std::atoi(log_text.c_str() + at + key.size());
+    FILE* f = ::popen(fmt::format("curl -s --max-time 5 http://127.0.0.1:{}/metrics", port).c_str(), "r");
+    if (f == nullptr) return -1;
+    double sum = 0;
+    char line[1024];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      const std::string l(line);
+      if (l.rfind(name, 0) != 0 || (l[name.size()] != ' ' && l[name.size()] != '{')) continue;
+      sum += std::atof(l.c_str() + l.rfind(' ') + 1);
+    }
+    ::pclose(f);
+    return sum;
+  }
+
   rdmad_client* client() const { return client_; }
   pid_t pid() const { return pid_; }
   const std::string& id() const { return id_; }
@@ -162,6 +188,7 @@ class Daemon {
   std::string id_;
   std::vector<std::string> nics_;
   std::string extra_;
+  int qp_timeout_;
   int peer_port_;
   std::string dir_;
   std::string log_;
@@ -204,8 +231,8 @@ struct FlowPair {
     return out;
   }
 
-  FlowPair(int nics, size_t bytes, const std::string& extra = "")
-      : a("node-a", addresses(11, nics), extra), b("node-b", addresses(21, nics), extra) {
+  FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "")
+      : a("node-a", addresses(11, nics), extra, qp_timeout), b("node-b", addresses(21, nics), extra, qp_timeout) {
     b.start({});
     a.start({{b.id(), b.peer_port()}});
     if (rdmad_flow_open(a.client(), "node-b", nullptr, &flow) != RDMAD_OK ||

@@ -7,12 +7,13 @@
 //   2. 64 B WRITE round trip node-a -> node-b through both daemons vs a soft QP used directly;
 //   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
 //      the CPU time of each daemon's threads, vs one soft QP used directly.
-// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--only=ring,small,throughput]
+// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N] [--only=ring,small,throughput]
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cinttypes>
 #include <cstdlib>
@@ -33,6 +34,7 @@ struct Options {
   size_t bytes = size_t{1} << 30;
   int reps = 3;
   int pace_us = 1000;  // between paced requests
+  int qp_timeout = 14;  // the daemon's default (flow_cluster.h uses 8: ~1 ms, see BENCHMARKS.md)
   std::string only = "ring,small,throughput";
 };
 
@@ -50,6 +52,7 @@ Options parse(int argc, char** argv) {
     else if (auto r = value("reps")) o.reps = std::atoi(r->c_str());
     else if (auto s = value("only")) o.only = *s;
     else if (auto pace = value("pace-us")) o.pace_us = std::atoi(pace->c_str());
+    else if (auto t = value("qp-timeout")) o.qp_timeout = std::atoi(t->c_str());
     else throw std::runtime_error("unknown argument " + a);
   }
   return o;
@@ -162,7 +165,7 @@ std::vector<double> wake_round_trips(Mode mode, int iters, int pace_us = 0) {
 }
 
 void run_ring(const Options& o) {
-  FlowPair p(1, 4096);
+  FlowPair p(1, 4096, o.qp_timeout);
   std::printf("\n1. ring latency: zero-length WRITE, completed by node-a's engine (round trip, us)\n");
   std::printf("%-52s %9s %9s %9s %7s\n", "", "p50", "p99", "p99.9", "n");
   print_row("busy-polling client", stats(flow_round_trips(p, 0, Mode::kBusy, o.iters)), o.iters);
@@ -184,7 +187,7 @@ void run_small(const Options& o) {
     SoftDirect s(4096);
     print_row("baseline: soft QP used directly, busy poll", stats(soft_round_trips(s, 64, n)), n);
   }
-  FlowPair p(1, 4096);
+  FlowPair p(1, 4096, o.qp_timeout);
   print_row("flow node-a -> node-b, busy-polling client", stats(flow_round_trips(p, 64, Mode::kBusy, n)), n);
   print_row("flow node-a -> node-b, rdmad_flow_wait", stats(flow_round_trips(p, 64, Mode::kWait, n / 2)), n / 2);
 }
@@ -227,11 +230,19 @@ struct Transfer {
   double seconds;
   double cpu_a, cpu_b, cpu_client;
   std::string threads_a, threads_b;
+  std::string counters;
 };
 
 Transfer flow_transfer(FlowPair& p, size_t bytes, uint64_t seed) {
   fill(p.src->data(), bytes, seed);
   const auto ta = rdmad::bench::thread_ticks(p.a.pid()), tb = rdmad::bench::thread_ticks(p.b.pid());
+  auto counters = [&] {
+    return std::array<double, 4>{p.a.metric_sum("rdmad_retransmitted_packets_total"),
+                                 p.b.metric_sum("rdmad_retransmitted_packets_total"),
+                                 p.a.metric_sum("rdmad_rp_cnp_packets_handled_total"),
+                                 p.a.metric_sum("rdmad_local_ack_timeout_errors_total")};
+  };
+  const auto c0 = counters();
   const double client0 = self_cpu_seconds();
   const auto t0 = Clock::now();
   if (rdmad_flow_write(p.flow, seed, p.src->mr, 0, &p.remote, 0, bytes) != RDMAD_OK)
@@ -248,6 +259,9 @@ Transfer flow_transfer(FlowPair& p, size_t bytes, uint64_t seed) {
   r.cpu_b = cb;
   r.threads_a = sa;
   r.threads_b = sb;
+  const auto c1 = counters();
+  r.counters = fmt::format("retransmitted packets a {} b {}, CNPs handled by a {}, ack timeouts a {}", c1[0] - c0[0],
+                           c1[1] - c0[1], c1[2] - c0[2], c1[3] - c0[3]);
   if (c.status != RDMAD_OK || c.length != bytes) throw std::runtime_error("1 GiB WRITE failed");
   if (std::memcmp(p.src->data(), p.dst->data(), bytes) != 0) throw std::runtime_error("1 GiB WRITE not byte-exact");
   return r;
@@ -278,11 +292,14 @@ double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
 double gbps(size_t bytes, double s) { return static_cast<double>(bytes) * 8 / s / 1e9; }
 
 void run_throughput(const Options& o) {
-  std::printf("\n3. WRITE of %zu MiB, chunk 1 MiB, lane window 8 (%d runs each)\n", o.bytes >> 20, o.reps);
+  std::printf("\n3. WRITE of %zu MiB, chunk 1 MiB, lane window 8, qp_timeout %d (%d runs each)\n", o.bytes >> 20,
+              o.qp_timeout, o.reps);
+  std::printf("(direct: 'client s' is this whole process, both soft NICs included)\n");
   std::printf("%-26s %7s %8s %9s %9s %9s %10s\n", "", "Gb/s", "wall s", "cpu a s", "cpu b s", "client s",
               "cpu/wall");
   {
     SoftDirect s(o.bytes);
+    soft_transfer(s, o.bytes, 99);  // untimed, as for the flows
     for (int r = 0; r < o.reps; ++r) {
       const auto before = rdmad::bench::thread_ticks(::getpid());
       const double secs = soft_transfer(s, o.bytes, static_cast<uint64_t>(r) + 1);
@@ -293,15 +310,18 @@ void run_throughput(const Options& o) {
     }
   }
   for (int nics : {1, 2}) {
-    FlowPair p(nics, o.bytes);
-    // One untimed 64 MiB WRITE first: the balancer measures its lanes and the pages are touched.
-    flow_transfer(p, std::min<size_t>(o.bytes, 64u << 20), 99);
+    FlowPair p(nics, o.bytes, o.qp_timeout);
+    // One untimed WRITE of the whole size first: the destination's pages are faulted in by
+    // node-b's datapath (first touch costs node-b ~0.7 CPU s per GiB) and the balancer has
+    // measured its lanes.
+    flow_transfer(p, o.bytes, 99);
     for (int r = 0; r < o.reps; ++r) {
       const Transfer t = flow_transfer(p, o.bytes, static_cast<uint64_t>(r) + 1);
       std::printf("%-26s %7.2f %8.2f %9.2f %9.2f %9.2f %10.2f\n", fmt::format("flow, {} NIC(s) per node", nics).c_str(),
                   gbps(o.bytes, t.seconds), t.seconds, t.cpu_a, t.cpu_b, t.cpu_client,
                   (t.cpu_a + t.cpu_b + t.cpu_client) / t.seconds);
-      std::printf("    node-a: %s\n    node-b: %s\n", t.threads_a.c_str(), t.threads_b.c_str());
+      std::printf("    node-a: %s\n    node-b: %s\n    %s\n", t.threads_a.c_str(), t.threads_b.c_str(),
+                  t.counters.c_str());
     }
   }
 }
