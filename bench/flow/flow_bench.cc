@@ -262,7 +262,9 @@ Transfer flow_transfer(FlowPair& p, size_t bytes, uint64_t seed) {
   const auto c1 = counters();
   r.counters = fmt::format("retransmitted packets a {} b {}, CNPs handled by a {}, ack timeouts a {}", c1[0] - c0[0],
                            c1[1] - c0[1], c1[2] - c0[2], c1[3] - c0[3]);
-  if (c.status != RDMAD_OK || c.length != bytes) throw std::runtime_error("1 GiB WRITE failed");
+  if (c.status != RDMAD_OK || c.length != bytes)
+    throw std::runtime_error(fmt::format("WRITE of {} bytes failed: {} (length {}); {}\nnode-a log:\n{}", bytes,
+                                         rdmad_strerror(c.status), c.length, r.counters, p.a.log()));
   if (std::memcmp(p.src->data(), p.dst->data(), bytes) != 0) throw std::runtime_error("1 GiB WRITE not byte-exact");
   return r;
 }
