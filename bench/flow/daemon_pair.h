@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -23,8 +24,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "rdmad/rdmad.h"
 
@@ -108,10 +107,11 @@ class Daemon {
         "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
         "keepalive_interval_ms = 200\n",
         dir_, id_, peer_port_, qp_timeout_);
-    for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
+    for (const auto& [id, port] : dial)
+      t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < nics_.size(); ++i)
-      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", id_, i,
-                       nics_[i], free_port(SOCK_DGRAM));
+      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", id_,
+                       i, nics_[i], free_port(SOCK_DGRAM));
     t += extra_;
     const std::string config = dir_ + "/rdmad.toml";
     std::ofstream(config) << t;
@@ -203,7 +203,8 @@ struct Buffer {
   rdmad_client* client = nullptr;
   Buffer(rdmad_client* c, size_t bytes) : client(c) {
     const uint32_t access = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
-    if (rdmad_alloc_host(bytes, &host) != RDMAD_OK || rdmad_register_host(c, host.fd, 0, bytes, access, 0, &mr) != RDMAD_OK)
+    if (rdmad_alloc_host(bytes, &host) != RDMAD_OK ||
+        rdmad_register_host(c, host.fd, 0, bytes, access, 0, &mr) != RDMAD_OK)
       throw std::runtime_error(std::string("buffer: ") + rdmad_last_error(c));
   }
   ~Buffer() {
@@ -232,16 +233,19 @@ struct FlowPair {
   }
 
   FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "")
-      : a("node-a", addresses(11, nics), extra, qp_timeout), b("node-b", addresses(21, nics), extra, qp_timeout) {
+      : a("node-a", addresses(11, nics), extra, qp_timeout),
+        b("node-b", addresses(21, nics), extra, qp_timeout) {
     b.start({});
     a.start({{b.id(), b.peer_port()}});
     if (rdmad_flow_open(a.client(), "node-b", nullptr, &flow) != RDMAD_OK ||
         rdmad_flow_wait_connected(flow, 15000) != RDMAD_OK)
-      throw std::runtime_error(std::string("flow did not connect: ") + rdmad_last_error(a.client()) + "\n" + a.log());
+      throw std::runtime_error(std::string("flow did not connect: ") + rdmad_last_error(a.client()) + "\n" +
+                               a.log());
     src = std::make_unique<Buffer>(a.client(), bytes);
     dst = std::make_unique<Buffer>(b.client(), bytes);
     rdmad_token token{};
-    if (rdmad_export(b.client(), dst->mr, 0, bytes, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token) != RDMAD_OK ||
+    if (rdmad_export(b.client(), dst->mr, 0, bytes, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token) !=
+            RDMAD_OK ||
         rdmad_flow_import(flow, &token, &remote) != RDMAD_OK)
       throw std::runtime_error("export/import failed");
   }

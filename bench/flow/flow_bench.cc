@@ -7,7 +7,8 @@
 //   2. 64 B WRITE round trip node-a -> node-b through both daemons vs a soft QP used directly;
 //   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
 //      the CPU time of each daemon's threads, vs one soft QP used directly.
-// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N] [--only=ring,small,throughput]
+// Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N]
+// [--only=ring,small,throughput]
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -33,7 +34,7 @@ struct Options {
   int iters = 20000;
   size_t bytes = size_t{1} << 30;
   int reps = 3;
-  int pace_us = 1000;  // between paced requests
+  int pace_us = 1000;   // between paced requests
   int qp_timeout = 14;  // the daemon's default (flow_cluster.h uses 8: ~1 ms, see BENCHMARKS.md)
   std::string only = "ring,small,throughput";
 };
@@ -47,13 +48,20 @@ Options parse(int argc, char** argv) {
       if (a.rfind(k, 0) != 0) return std::nullopt;
       return a.substr(k.size());
     };
-    if (auto v = value("iters")) o.iters = std::atoi(v->c_str());
-    else if (auto b = value("bytes")) o.bytes = std::strtoull(b->c_str(), nullptr, 0);
-    else if (auto r = value("reps")) o.reps = std::atoi(r->c_str());
-    else if (auto s = value("only")) o.only = *s;
-    else if (auto pace = value("pace-us")) o.pace_us = std::atoi(pace->c_str());
-    else if (auto t = value("qp-timeout")) o.qp_timeout = std::atoi(t->c_str());
-    else throw std::runtime_error("unknown argument " + a);
+    if (auto v = value("iters"))
+      o.iters = std::atoi(v->c_str());
+    else if (auto b = value("bytes"))
+      o.bytes = std::strtoull(b->c_str(), nullptr, 0);
+    else if (auto r = value("reps"))
+      o.reps = std::atoi(r->c_str());
+    else if (auto s = value("only"))
+      o.only = *s;
+    else if (auto pace = value("pace-us"))
+      o.pace_us = std::atoi(pace->c_str());
+    else if (auto t = value("qp-timeout"))
+      o.qp_timeout = std::atoi(t->c_str());
+    else
+      throw std::runtime_error("unknown argument " + a);
   }
   return o;
 }
@@ -64,7 +72,9 @@ struct Stats {
 
 Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
+  auto at = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+  };
   return {at(0.5), at(0.99), at(0.999)};
 }
 
@@ -89,12 +99,13 @@ std::vector<double> flow_round_trips(FlowPair& p, uint64_t length, Mode mode, in
       throw std::runtime_error("rdmad_flow_write refused");
     for (;;) {
       if (rdmad_flow_poll(p.flow, &c, 1) == 1) break;
-      if (mode != Mode::kBusy && rdmad_flow_wait(p.flow, 10000) != RDMAD_OK) throw std::runtime_error("no completion");
+      if (mode != Mode::kBusy && rdmad_flow_wait(p.flow, 10000) != RDMAD_OK)
+        throw std::runtime_error("no completion");
     }
     const auto t1 = Clock::now();
     if (c.status != RDMAD_OK || c.wr_id != tag || c.length != length)
-      throw std::runtime_error(fmt::format("bad completion: status {} wr_id {:#x} length {}", static_cast<int>(c.status),
-                                           c.wr_id, c.length));
+      throw std::runtime_error(fmt::format("bad completion: status {} wr_id {:#x} length {}",
+                                           static_cast<int>(c.status), c.wr_id, c.length));
     if (length >= sizeof(tag) && std::memcmp(p.dst->data(), p.src->data(), length) != 0)
       throw std::runtime_error("destination differs after a completed WRITE");
     if (i >= 1000) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
@@ -153,8 +164,10 @@ std::vector<double> wake_round_trips(Mode mode, int iters, int pace_us = 0) {
   for (uint64_t i = 1; i <= total; ++i) {
     if (mode == Mode::kPaced) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
     const auto t0 = Clock::now();
-    if (mode == Mode::kPaced) ring(to_other);
-    else request.store(i, std::memory_order_release);
+    if (mode == Mode::kPaced)
+      ring(to_other);
+    else
+      request.store(i, std::memory_order_release);
     wait_fd(to_me);
     if (i > 1000) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
@@ -169,12 +182,12 @@ void run_ring(const Options& o) {
   std::printf("\n1. ring latency: zero-length WRITE, completed by node-a's engine (round trip, us)\n");
   std::printf("%-52s %9s %9s %9s %7s\n", "", "p50", "p99", "p99.9", "n");
   print_row("busy-polling client", stats(flow_round_trips(p, 0, Mode::kBusy, o.iters)), o.iters);
-  print_row("client blocked in rdmad_flow_wait (eventfd)", stats(flow_round_trips(p, 0, Mode::kWait, o.iters / 4)),
-            o.iters / 4);
+  print_row("client blocked in rdmad_flow_wait (eventfd)",
+            stats(flow_round_trips(p, 0, Mode::kWait, o.iters / 4)), o.iters / 4);
   print_row(fmt::format("paced {} us: engine asleep (doorbell), flow_wait", o.pace_us).c_str(),
             stats(flow_round_trips(p, 0, Mode::kPaced, 2000, o.pace_us)), 2000);
-  print_row("baseline: eventfd, requester sleeps, other spins", stats(wake_round_trips(Mode::kWait, o.iters / 4)),
-            o.iters / 4);
+  print_row("baseline: eventfd, requester sleeps, other spins",
+            stats(wake_round_trips(Mode::kWait, o.iters / 4)), o.iters / 4);
   print_row(fmt::format("baseline: eventfd ping-pong, both sleep, paced {} us", o.pace_us).c_str(),
             stats(wake_round_trips(Mode::kPaced, 2000, o.pace_us)), 2000);
 }
@@ -189,7 +202,8 @@ void run_small(const Options& o) {
   }
   FlowPair p(1, 4096, o.qp_timeout);
   print_row("flow node-a -> node-b, busy-polling client", stats(flow_round_trips(p, 64, Mode::kBusy, n)), n);
-  print_row("flow node-a -> node-b, rdmad_flow_wait", stats(flow_round_trips(p, 64, Mode::kWait, n / 2)), n / 2);
+  print_row("flow node-a -> node-b, rdmad_flow_wait", stats(flow_round_trips(p, 64, Mode::kWait, n / 2)),
+            n / 2);
 }
 
 void fill(uint8_t* p, size_t n, uint64_t seed) {
@@ -260,12 +274,13 @@ Transfer flow_transfer(FlowPair& p, size_t bytes, uint64_t seed) {
   r.threads_a = sa;
   r.threads_b = sb;
   const auto c1 = counters();
-  r.counters = fmt::format("retransmitted packets a {} b {}, CNPs handled by a {}, ack timeouts a {}", c1[0] - c0[0],
-                           c1[1] - c0[1], c1[2] - c0[2], c1[3] - c0[3]);
+  r.counters = fmt::format("retransmitted packets a {} b {}, CNPs handled by a {}, ack timeouts a {}",
+                           c1[0] - c0[0], c1[1] - c0[1], c1[2] - c0[2], c1[3] - c0[3]);
   if (c.status != RDMAD_OK || c.length != bytes)
-    throw std::runtime_error(fmt::format("WRITE of {} bytes failed: {} (length {}); {}\nnode-a log:\n{}", bytes,
-                                         rdmad_strerror(c.status), c.length, r.counters, p.a.log()));
-  if (std::memcmp(p.src->data(), p.dst->data(), bytes) != 0) throw std::runtime_error("1 GiB WRITE not byte-exact");
+    throw std::runtime_error(fmt::format("WRITE of {} bytes failed: {} (length {}); {}\nnode-a log:\n{}",
+                                         bytes, rdmad_strerror(c.status), c.length, r.counters, p.a.log()));
+  if (std::memcmp(p.src->data(), p.dst->data(), bytes) != 0)
+    throw std::runtime_error("1 GiB WRITE not byte-exact");
   return r;
 }
 
@@ -284,7 +299,8 @@ double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
     const size_t n = s.poll();
     done += n;
     outstanding -= n;
-    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));  // leave the cores to the datapath
+    if (n == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // leave the cores to the datapath
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (std::memcmp(s.src(), s.dst(), bytes) != 0) throw std::runtime_error("soft: 1 GiB WRITE not byte-exact");
@@ -294,8 +310,8 @@ double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
 double gbps(size_t bytes, double s) { return static_cast<double>(bytes) * 8 / s / 1e9; }
 
 void run_throughput(const Options& o) {
-  std::printf("\n3. WRITE of %zu MiB, chunk 1 MiB, lane window 8, qp_timeout %d (%d runs each)\n", o.bytes >> 20,
-              o.qp_timeout, o.reps);
+  std::printf("\n3. WRITE of %zu MiB, chunk 1 MiB, lane window 8, qp_timeout %d (%d runs each)\n",
+              o.bytes >> 20, o.qp_timeout, o.reps);
   std::printf("(direct: 'client s' is this whole process, both soft NICs included)\n");
   std::printf("%-26s %7s %8s %9s %9s %9s %10s\n", "", "Gb/s", "wall s", "cpu a s", "cpu b s", "client s",
               "cpu/wall");
@@ -306,8 +322,8 @@ void run_throughput(const Options& o) {
       const auto before = rdmad::bench::thread_ticks(::getpid());
       const double secs = soft_transfer(s, o.bytes, static_cast<uint64_t>(r) + 1);
       auto [cpu, parts] = cpu_delta(before, rdmad::bench::thread_ticks(::getpid()), secs);
-      std::printf("%-26s %7.2f %8.2f %9s %9s %9.2f %10.2f\n", "baseline: soft QP direct", gbps(o.bytes, secs), secs,
-                  "-", "-", cpu, cpu / secs);
+      std::printf("%-26s %7.2f %8.2f %9s %9s %9.2f %10.2f\n", "baseline: soft QP direct", gbps(o.bytes, secs),
+                  secs, "-", "-", cpu, cpu / secs);
       std::printf("    threads: %s\n", parts.c_str());
     }
   }
@@ -319,9 +335,9 @@ void run_throughput(const Options& o) {
     flow_transfer(p, o.bytes, 99);
     for (int r = 0; r < o.reps; ++r) {
       const Transfer t = flow_transfer(p, o.bytes, static_cast<uint64_t>(r) + 1);
-      std::printf("%-26s %7.2f %8.2f %9.2f %9.2f %9.2f %10.2f\n", fmt::format("flow, {} NIC(s) per node", nics).c_str(),
-                  gbps(o.bytes, t.seconds), t.seconds, t.cpu_a, t.cpu_b, t.cpu_client,
-                  (t.cpu_a + t.cpu_b + t.cpu_client) / t.seconds);
+      std::printf("%-26s %7.2f %8.2f %9.2f %9.2f %9.2f %10.2f\n",
+                  fmt::format("flow, {} NIC(s) per node", nics).c_str(), gbps(o.bytes, t.seconds), t.seconds,
+                  t.cpu_a, t.cpu_b, t.cpu_client, (t.cpu_a + t.cpu_b + t.cpu_client) / t.seconds);
       std::printf("    node-a: %s\n    node-b: %s\n    %s\n", t.threads_a.c_str(), t.threads_b.c_str(),
                   t.counters.c_str());
     }

@@ -22,7 +22,8 @@ class SoftDirect {
     connect(a_, b_);
     connect(b_, a_);
     smr_ = std::move(a_.pd->reg_mr(src_.data(), bytes, 0).value());
-    dmr_ = std::move(b_.pd->reg_mr(dst_.data(), bytes, verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite).value());
+    dmr_ = std::move(
+        b_.pd->reg_mr(dst_.data(), bytes, verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite).value());
   }
   ~SoftDirect() {
     smr_.reset();
@@ -92,7 +93,8 @@ class SoftDirect {
     at.rq_psn = 0;
     at.dest_gid = p.gid;
     at.dest_udp_port = p.udp_port;
-    x.qp->modify(at, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv);
+    x.qp->modify(at,
+                 verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv);
     at.state = verbs::QpState::kRts;
     at.sq_psn = 0;
     at.timeout = 14;
