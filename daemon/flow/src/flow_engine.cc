@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -23,6 +24,7 @@ namespace {
 // After the last progress the thread keeps polling this long before it sleeps: a busy flow's next
 // request or a completion a few microseconds away costs no wake-up.
 constexpr uint64_t kSpinUs = 200;
+constexpr uint64_t kSpinBeforeYieldUs = 20;
 // Sleep granularity while chunks are in flight (the NICs' completion queues have no fd to wait on).
 constexpr int64_t kInFlightSleepNs = 50'000;
 
@@ -125,7 +127,15 @@ void FlowEngine::loop() {
       last_progress = now;
       continue;
     }
-    if (now - last_progress < kSpinUs) continue;
+    if (now - last_progress < kSpinUs) {
+      // Past the first microseconds of the spin, give the CPU away on every idle pass: the thread
+      // that makes our next progress (the client polling its completion, a soft NIC's datapath)
+      // may be queued on this CPU, and a plain spin would delay it by the whole spin when there
+      // are fewer free cores than busy threads. Not at once: a syscall per pass would add its
+      // cost to a busy flow's back-to-back requests.
+      if (now - last_progress >= kSpinBeforeYieldUs) std::this_thread::yield();
+      continue;
+    }
     sleep_until_work(in_flight_ > 0);
   }
   cv_.notify_all();

@@ -1,0 +1,110 @@
+// The baseline of the flow benchmark: the soft backend used directly in one process (two soft
+// devices on loopback, one RC QP each, connected to each other), no daemon and no ring.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "rdmad/verbs/soft/soft_backend.h"
+
+namespace rdmad::bench {
+
+class SoftDirect {
+ public:
+  // `bytes` of source on device a, `bytes` of destination on device b.
+  explicit SoftDirect(size_t bytes) : src_(bytes), dst_(bytes) {
+    verbs::soft::register_backend(reg_);
+    open(a_);
+    open(b_);
+    connect(a_, b_);
+    connect(b_, a_);
+    smr_ = std::move(a_.pd->reg_mr(src_.data(), bytes, 0).value());
+    dmr_ = std::move(
+        b_.pd->reg_mr(dst_.data(), bytes, verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite).value());
+  }
+  ~SoftDirect() {
+    smr_.reset();
+    dmr_.reset();
+    for (Ep* e : {&a_, &b_}) {
+      e->qp.reset();
+      e->cq.reset();
+      e->pd.reset();
+      e->dev.reset();
+    }
+  }
+  SoftDirect(const SoftDirect&) = delete;
+  SoftDirect& operator=(const SoftDirect&) = delete;
+
+  uint8_t* src() { return src_.data(); }
+  uint8_t* dst() { return dst_.data(); }
+
+  // Posts a WRITE of [offset, offset+length) of the source to the same offset of the destination.
+  void post_write(uint64_t wr_id, size_t offset, size_t length) {
+    verbs::SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = verbs::WrOpcode::kRdmaWrite;
+    w.sge = {reinterpret_cast<uint64_t>(src_.data() + offset), static_cast<uint32_t>(length), smr_->lkey()};
+    w.remote_addr = reinterpret_cast<uint64_t>(dst_.data() + offset);
+    w.rkey = dmr_->rkey();
+    if (!a_.qp->post_send({&w, 1}).is_ok()) throw std::runtime_error("soft post_send failed");
+  }
+  // Completions of the sender (non-blocking); throws on an unsuccessful one.
+  size_t poll() {
+    verbs::WorkCompletion wc[16];
+    const size_t n = a_.cq->poll(wc);
+    for (size_t i = 0; i < n; ++i)
+      if (wc[i].status != verbs::WcStatus::kSuccess) throw std::runtime_error("soft WRITE failed");
+    return n;
+  }
+
+ private:
+  struct Ep {
+    std::unique_ptr<verbs::Device> dev;
+    std::unique_ptr<verbs::ProtectionDomain> pd;
+    std::unique_ptr<verbs::CompletionQueue> cq;
+    std::unique_ptr<verbs::QueuePair> qp;
+  };
+
+  void open(Ep& e) {
+    verbs::DeviceConfig c;  // the daemon's soft NIC settings: DCQCN on, no busy polling
+    c.address = "127.0.0.1";
+    c.udp_port = 0;
+    e.dev = std::move(reg_.open("soft", c).value());
+    e.pd = std::move(e.dev->alloc_pd().value());
+    e.cq = std::move(e.dev->create_cq(4096).value());
+    verbs::QpInitAttr ia;
+    ia.max_send_wr = 256;
+    ia.send_cq = ia.recv_cq = e.cq.get();
+    e.qp = std::move(e.pd->create_qp(ia).value());
+  }
+
+  static void connect(Ep& x, Ep& y) {
+    const verbs::PortInfo p = y.dev->query_port(1).value();
+    verbs::QpAttr at;
+    at.state = verbs::QpState::kInit;
+    at.access_flags = verbs::kAccessRemoteWrite;
+    x.qp->modify(at, verbs::kQpState | verbs::kQpAccessFlags);
+    at.state = verbs::QpState::kRtr;
+    at.path_mtu_bytes = 4096;
+    at.dest_qp_num = y.qp->qp_num();
+    at.rq_psn = 0;
+    at.dest_gid = p.gid;
+    at.dest_udp_port = p.udp_port;
+    x.qp->modify(at,
+                 verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv);
+    at.state = verbs::QpState::kRts;
+    at.sq_psn = 0;
+    at.timeout = 14;
+    x.qp->modify(at, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout);
+  }
+
+  verbs::BackendRegistry reg_;
+  Ep a_, b_;
+  std::vector<uint8_t> src_, dst_;
+  std::unique_ptr<verbs::MemoryRegion> smr_, dmr_;
+};
+
+}  // namespace rdmad::bench
