@@ -25,8 +25,11 @@ namespace {
 // request or a completion a few microseconds away costs no wake-up.
 constexpr uint64_t kSpinUs = 200;
 constexpr uint64_t kSpinBeforeYieldUs = 20;
-// Sleep granularity while chunks are in flight (the NICs' completion queues have no fd to wait on).
+// Sleep slices while chunks are in flight (the NICs' completion queues have no fd to wait on): the
+// first is short, each further one without progress doubles, up to the longest. A chunk of a
+// large transfer takes milliseconds on the wire; polling it every 50 µs cost ~13% of a core.
 constexpr int64_t kInFlightSleepNs = 50'000;
+constexpr int64_t kInFlightSleepMaxNs = 800'000;
 
 }  // namespace
 
@@ -125,6 +128,7 @@ void FlowEngine::loop() {
     }
     if (progress) {
       last_progress = now;
+      idle_sleeps_ = 0;
       continue;
     }
     if (now - last_progress < kSpinUs) {
@@ -144,7 +148,8 @@ void FlowEngine::loop() {
 void FlowEngine::sleep_until_work(bool in_flight) {
   // Announce sleep on every flow, then look once more (ring::prepare_sleep): a request committed
   // after this sees the flag and rings the doorbell.
-  std::vector<pollfd> fds;
+  std::vector<pollfd>& fds = pollfds_;
+  fds.clear();
   fds.push_back({wake_fd_, POLLIN, 0});
   for (auto& [id, f] : flows_) {
     if (f->failed) continue;
@@ -158,7 +163,9 @@ void FlowEngine::sleep_until_work(bool in_flight) {
     for (uint16_t i = 0; i < p->lanes.size(); ++i)
       recovering |= p->balancer->state(i) == balancer::LaneState::kRecovering;
   }
-  timespec ts{0, kInFlightSleepNs};
+  const int64_t slice = std::min(kInFlightSleepMaxNs, kInFlightSleepNs << std::min(idle_sleeps_, 8u));
+  ++idle_sleeps_;
+  timespec ts{0, slice};
   if (!in_flight && recovering) ts = timespec{0, 10'000'000};  // rejoin checks
   ::ppoll(fds.data(), fds.size(), (in_flight || recovering) ? &ts : nullptr, nullptr);
   uint64_t v;

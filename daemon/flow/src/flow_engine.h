@@ -4,6 +4,8 @@
 // (FlowService) changes its state only through run_sync(), so everything here is single-threaded.
 #pragma once
 
+#include <poll.h>
+
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -188,6 +190,8 @@ class FlowEngine {
   std::vector<balancer::Chunk> chunk_buf_;
   uint16_t next_peer_gen_ = 1;
   uint64_t last_weights_us_ = 0;
+  uint32_t idle_sleeps_ = 0;       // in-flight sleeps since the last progress
+  std::vector<struct pollfd> pollfds_;  // reused by sleep_until_work
 };
 
 }  // namespace rdmad::flow

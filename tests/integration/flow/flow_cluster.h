@@ -70,7 +70,7 @@ class Node {
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
         "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
-        "keepalive_interval_ms = 200\n",
+        "keepalive_interval_ms = 1000\n",
         dir_.path(), spec_.id, peer_port_, spec_.qp_timeout);
     if (!spec_.key_file.empty()) t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
     for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
