@@ -117,8 +117,10 @@ TEST(DcqcnSamples, OneSamplePerRtsQpMatchingTheReactionPoint) {
 
 TEST(DcqcnSamples, IdleFlowRecoversWhenRead) {
   // With the increase timer on, a cut flow recovers with no packet moving; the samples follow it.
+  // A 10 ms timer with additive steps only (no byte counter, so no hyper increase) keeps the flow
+  // below line rate for about half a second: long enough for the first read on a loaded machine.
   DeviceConfig c = cc_config();
-  c.dcqcn.increase_timer_us = 50;
+  c.dcqcn.increase_timer_us = 10'000;
   std::string skip;
   Endpoint a, b;
   make_endpoint(a, open_device("soft", c, &skip));
