@@ -25,7 +25,8 @@ Daemon::Daemon(config::Config config, std::string config_path)
       config_path_(std::move(config_path)),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
       watchdog_timer_(io_),
-      nic_poll_timer_(io_) {
+      nic_poll_timer_(io_),
+      dcqcn_sample_timer_(io_) {
   verbs::soft::register_backend(backends_);
   verbs::rdma_core::register_backend(backends_);
 }
@@ -70,6 +71,7 @@ bool Daemon::start() {
   }
   nic_collector_ = nics_->collector();
   exporter_->add_collectable(nic_collector_);
+  nics_->add_dcqcn_metrics(exporter_->registry());
   device_events_ = std::make_unique<DeviceEventMonitor>(io_, *nics_);
   device_events_->start();
   return start_client_service();
@@ -123,6 +125,7 @@ int Daemon::run() {
     arm_watchdog();
   }
   arm_nic_poll();
+  arm_dcqcn_sample();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   log::get("daemon")->info("ready");
   io_.run();
@@ -163,6 +166,15 @@ void Daemon::arm_nic_poll() {
     if (ec) return;
     hardware_->poll();
     arm_nic_poll();
+  });
+}
+
+void Daemon::arm_dcqcn_sample() {
+  dcqcn_sample_timer_.expires_after(std::chrono::seconds(1));
+  dcqcn_sample_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    nics_->sample_dcqcn();
+    arm_dcqcn_sample();
   });
 }
 

@@ -1,6 +1,8 @@
 #include "rdmad/daemon/nic_inventory.h"
 
 #include <fmt/format.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/family_set.h"
@@ -121,6 +123,35 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
 
 std::shared_ptr<prometheus::Collectable> NicInventory::collector() const {
   return std::make_shared<NicCollector>(nics_);
+}
+
+void NicInventory::add_dcqcn_metrics(prometheus::Registry& registry) {
+  auto& rate = prometheus::BuildHistogram()
+                   .Name("rdmad_dcqcn_rate_mbps")
+                   .Help("Pacing rate of the software reaction point per QP, sampled every second")
+                   .Register(registry);
+  auto& alpha = prometheus::BuildHistogram()
+                    .Name("rdmad_dcqcn_alpha")
+                    .Help("DCQCN α per QP, sampled every second")
+                    .Register(registry);
+  const prometheus::Histogram::BucketBoundaries rate_buckets{10,    100,    1000,   10000, 25000,
+                                                             50000, 100000, 200000, 400000};
+  const prometheus::Histogram::BucketBoundaries alpha_buckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
+  for (const Nic& nic : nics_) {
+    if (nic.config.backend != "soft") continue;
+    // Soft NICs have one port.
+    const prometheus::Labels labels{{"device", nic.device->info().name}, {"port", "1"}};
+    dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &alpha.Add(labels, alpha_buckets)});
+  }
+}
+
+void NicInventory::sample_dcqcn() {
+  for (const DcqcnHistograms& h : dcqcn_) {
+    for (const verbs::DcqcnSample& s : h.device->dcqcn_samples()) {
+      h.rate_mbps->Observe(s.rate_mbps);
+      h.alpha->Observe(s.alpha);
+    }
+  }
 }
 
 }  // namespace rdmad::daemon

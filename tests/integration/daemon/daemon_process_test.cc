@@ -190,6 +190,11 @@ TEST(DaemonStartup, SoftNicIsOpenedLoggedAndExported) {
   EXPECT_TRUE(metrics_contain(port, "rdmad_state_id{device=\"rail0\",port=\"1\"} 4", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_nic_info{device=\"rail0\",port=\"1\",backend=\"soft\",link_layer=\"Ethernet\",nic=\"rail0\"} 1", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_np_cnp_packets_sent_total{device=\"rail0\",port=\"1\"} 0", 5s));
+  // The DCQCN histograms exist from the start, empty while no QP is up.
+  EXPECT_TRUE(metrics_contain(port, "rdmad_dcqcn_rate_mbps_bucket{device=\"rail0\",port=\"1\",le=\"10\"} 0", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_dcqcn_rate_mbps_count{device=\"rail0\",port=\"1\"} 0", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_dcqcn_alpha_bucket{device=\"rail0\",port=\"1\",le=\"0.001\"} 0", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_dcqcn_alpha_count{device=\"rail0\",port=\"1\"} 0", 5s));
   // Same number of NICs, one setting changed: the reload says it needs a restart.
   dir.write("rdmad.toml", config_text(dir, "info") +
                               "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"

@@ -46,6 +46,7 @@ class Daemon {
   void wait_for_signal();
   void arm_watchdog();
   void arm_nic_poll();
+  void arm_dcqcn_sample();
   void apply_live(const config::Config& next);
   bool start_client_service();
   bool start_flows();
@@ -56,6 +57,7 @@ class Daemon {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer nic_poll_timer_;
+  boost::asio::steady_timer dcqcn_sample_timer_;
   std::chrono::microseconds watchdog_interval_{0};
   Notifier notifier_;
   verbs::BackendRegistry backends_;

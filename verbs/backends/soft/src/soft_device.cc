@@ -165,6 +165,11 @@ class SoftDevice final : public Device {
     nic_->run([&] { c = nic_->counters(); });
     return c;
   }
+  std::vector<DcqcnSample> dcqcn_samples() const override {
+    std::vector<DcqcnSample> out;
+    nic_->run([&] { nic_->dcqcn_samples(out); });
+    return out;
+  }
 
  private:
   std::shared_ptr<SoftNic> nic_;

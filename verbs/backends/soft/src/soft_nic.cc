@@ -151,6 +151,7 @@ void SoftNic::loop() {
   const TimeNs spin_ns = static_cast<TimeNs>(config_.busy_poll_us) * 1000;
   while (!stop_.load(std::memory_order_relaxed)) {
     TimeNs now = now_ns();
+    loop_now_ = now;
     bool work = drain_commands();
     work |= rx_burst(now);
     TimeNs next_deadline = cc::kNever;

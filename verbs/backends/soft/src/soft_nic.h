@@ -72,6 +72,8 @@ class SoftNic {
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
   QpAttr query_qp(uint32_t qpn);
   const NicCounters& counters() const { return counters_; }
+  /// Appends the reaction-point state of every QP in RTS, brought up to the current loop pass.
+  void dcqcn_samples(std::vector<DcqcnSample>& out);
 
  private:
   void loop();
@@ -121,6 +123,9 @@ class SoftNic {
   uint16_t local_port_ = 0;
   int fd_ = -1;
   int event_fd_ = -1;
+  // The time the current loop pass runs at. Commands use it rather than the clock: the pass goes on
+  // with this `now` after draining them, and a reaction-point state must not see time go backwards.
+  TimeNs loop_now_ = 0;
   cc::ReactionPoint rp_;
   cc::NotificationPoint np_;
   cc::Pacer pacer_;

@@ -43,4 +43,15 @@ void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
   if (rp_due < *next_deadline) *next_deadline = rp_due;
 }
 
+void SoftNic::dcqcn_samples(std::vector<DcqcnSample>& out) {
+  const TimeNs now = loop_now_;
+  for (const auto& qp : qps_) {
+    if (qp == nullptr || qp->state != QpState::kRts) continue;
+    // Applies the increase events and a deferred cut that fell due since the datapath last touched
+    // the flow, so an idle flow reports the rate it would send at now.
+    rp_.on_timer(qp->rp, now);
+    out.push_back({rp_.rate_mbps(qp->rp), rp_.target_mbps(qp->rp), rp_.alpha(qp->rp, now)});
+  }
+}
+
 }  // namespace rdmad::verbs::soft

@@ -1,6 +1,5 @@
 // Control-side operations executed on the datapath thread: memory regions, QP creation and the
 // ibverbs state machine, plus the shared completion/flush/transmit helpers.
-#include <chrono>
 #include <cstring>
 
 #include "soft_nic.h"
@@ -165,10 +164,7 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     qp->ip.src_port = local_port_;
     qp->ip.dst_port = q.dest_udp_port;
     // Read responses leave from RTR on, so the flow's DCQCN state starts here.
-    TimeNs now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now().time_since_epoch())
-                     .count();
-    rp_.start(qp->rp, now);
+    rp_.start(qp->rp, loop_now_);
     qp->pacer = cc::PacerState{};
     qp->np = cc::NpState{};
   } else if (to == QpState::kRts) {

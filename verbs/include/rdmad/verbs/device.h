@@ -74,6 +74,13 @@ struct DeviceEvent {
   std::string text;     // the backend's name for the event
 };
 
+/// One queue pair's DCQCN reaction-point state (the sender side), as of the moment it was read.
+struct DcqcnSample {
+  double rate_mbps = 0;    // Rc, the pacing rate
+  double target_mbps = 0;  // Rt, the target rate
+  double alpha = 0;        // α, decayed to the moment of the read
+};
+
 struct DeviceInfo {
   std::string name;     // "soft0", "mlx5_0", ...
   std::string backend;  // registry name
@@ -90,6 +97,10 @@ class Device {
   virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t depth) = 0;
   /// Transport counters summed at read time.
   virtual NicCounters counters() const = 0;
+  /// The DCQCN state of every QP in RTS, one sample per QP, brought up to date when called (control
+  /// path: it may allocate and wait for the datapath). Hardware NICs keep this state in firmware
+  /// and return none.
+  virtual std::vector<DcqcnSample> dcqcn_samples() const { return {}; }
   /// A descriptor that becomes readable when device events are pending; -1 when the backend has
   /// no asynchronous events. The device keeps ownership.
   virtual int event_fd() const { return -1; }

@@ -1,0 +1,141 @@
+// Device::dcqcn_samples on the soft backend: one sample per QP in RTS, matching the reaction point
+// driven through the same CNPs, and nothing for QPs that are not sending.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdmad/cc/reaction_point.h"
+#include "rdmad/roce/packet.h"
+#include "verbs_test_util.h"
+
+namespace rdmad::verbs::test {
+namespace {
+
+constexpr uint32_t kLineRateMbps = 1000;
+
+// No α decay, no increase timer or byte counter, a cut on every CNP: the state after n CNPs does
+// not depend on when the CNPs arrive or when the sample is read.
+cc::DcqcnParams frozen_params() {
+  cc::DcqcnParams p = cc::mlx5_profile();
+  p.alpha_timer_us = 0;
+  p.increase_timer_us = 0;
+  p.byte_counter_bytes = 0;
+  p.rate_reduce_period_us = 0;
+  return p;
+}
+
+DeviceConfig cc_config() {
+  DeviceConfig c = soft_config();
+  c.cc_enabled = true;
+  c.line_rate_mbps = kLineRateMbps;
+  c.dcqcn = frozen_params();
+  return c;
+}
+
+// Sends `n` CNPs for `dest_qp` to a soft NIC from a UDP socket of our own (the ICRC covers the
+// socket's real addresses, so the NIC verifies it as it would a peer's).
+void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in self{};
+  self.sin_family = AF_INET;
+  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&self), sizeof self), 0);
+  socklen_t len = sizeof self;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len), 0);
+  roce::IpUdpInfo ip;
+  ip.src = ip.dst = roce::IpAddr::v4(INADDR_LOOPBACK);
+  ip.src_port = ntohs(self.sin_port);
+  ip.dst_port = to.udp_port;
+  uint8_t buf[64];
+  const size_t bytes = roce::encode_datagram(ip, roce::make_cnp(dest_qp), buf);
+  ASSERT_GT(bytes, 0u);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  dst.sin_port = htons(to.udp_port);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(sendto(fd, buf, bytes, 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst),
+              static_cast<ssize_t>(bytes));
+  }
+  close(fd);
+}
+
+bool wait_cnps_handled(const Device& dev, uint64_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (dev.counters().rp_cnp_handled < n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+TEST(DcqcnSamples, OneSamplePerRtsQpMatchingTheReactionPoint) {
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", cc_config(), &skip));
+  make_endpoint(b, open_device("soft", cc_config(), &skip));
+  EXPECT_TRUE(a.dev->dcqcn_samples().empty()) << "a QP in RESET sends nothing";
+
+  connect_pair(a, b);
+  const cc::DcqcnParams params = frozen_params();
+  const cc::ReactionPoint rp(params, kLineRateMbps);
+  for (Endpoint* e : {&a, &b}) {
+    auto fresh = e->dev->dcqcn_samples();
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_EQ(fresh[0].rate_mbps, kLineRateMbps);
+    EXPECT_EQ(fresh[0].target_mbps, kLineRateMbps);
+    EXPECT_EQ(fresh[0].alpha, params.initial_alpha);
+  }
+
+  constexpr int kCnps = 3;
+  send_cnps(a.dev->query_port(1).value(), a.qp->qp_num(), kCnps);
+  ASSERT_TRUE(wait_cnps_handled(*a.dev, kCnps)) << "CNPs handled: " << a.dev->counters().rp_cnp_handled;
+
+  cc::RpState expected;
+  rp.start(expected, 0);
+  for (int i = 1; i <= kCnps; ++i) rp.on_cnp(expected, i * 1000);
+  auto cut = a.dev->dcqcn_samples();
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_LT(cut[0].rate_mbps, kLineRateMbps);
+  EXPECT_DOUBLE_EQ(cut[0].rate_mbps, rp.rate_mbps(expected));
+  EXPECT_DOUBLE_EQ(cut[0].target_mbps, rp.target_mbps(expected));
+  EXPECT_GT(cut[0].alpha, 0);
+  EXPECT_DOUBLE_EQ(cut[0].alpha, rp.alpha(expected, kCnps * 1000));
+  // The receiving side got no CNPs: still at line rate.
+  auto other = b.dev->dcqcn_samples();
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].rate_mbps, kLineRateMbps);
+
+  QpAttr err;
+  err.state = QpState::kError;
+  ASSERT_TRUE(a.qp->modify(err, kQpState).is_ok());
+  EXPECT_TRUE(a.dev->dcqcn_samples().empty()) << "a QP in ERROR sends nothing";
+}
+
+TEST(DcqcnSamples, IdleFlowRecoversWhenRead) {
+  // With the increase timer on, a cut flow recovers with no packet moving; the samples follow it.
+  // A 10 ms timer with additive steps only (no byte counter, so no hyper increase) keeps the flow
+  // below line rate for about half a second: long enough for the first read on a loaded machine.
+  DeviceConfig c = cc_config();
+  c.dcqcn.increase_timer_us = 10'000;
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", c, &skip));
+  make_endpoint(b, open_device("soft", c, &skip));
+  connect_pair(a, b);
+  send_cnps(a.dev->query_port(1).value(), a.qp->qp_num(), 1);
+  ASSERT_TRUE(wait_cnps_handled(*a.dev, 1));
+  const double first = a.dev->dcqcn_samples().at(0).rate_mbps;
+  EXPECT_LT(first, kLineRateMbps);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  double later = first;
+  while (later <= first && std::chrono::steady_clock::now() < deadline)
+    later = a.dev->dcqcn_samples().at(0).rate_mbps;
+  EXPECT_GT(later, first);
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::test
