@@ -153,17 +153,24 @@ void FlowService::port_changed(size_t nic, bool up) {
 }
 
 void FlowService::sample_congestion() {
-  // Per NIC: CNPs its reaction points handled per second since the last sample (the balancer's
-  // congestion_aware input). Per NIC, not per path: a NIC's CNPs come from all its peers.
+  // Per NIC: CNPs its reaction points handled per second since the last sample and their mean
+  // DCQCN rate (the balancer's congestion_aware inputs). Per NIC, not per path: a NIC's CNPs come
+  // from all its peers.
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - last_sample_).count();
   last_sample_ = now;
   for (size_t i = 0; i < nics_.size() && dt > 0; ++i) {
     const uint64_t cnps = nics_[i].device_ptr->counters().rp_cnp_handled;
-    const double rate = static_cast<double>(cnps - last_cnps_[i]) / dt;
+    const double cnp_rate = static_cast<double>(cnps - last_cnps_[i]) / dt;
     last_cnps_[i] = cnps;
+    // The software reaction points' mean pacing rate (hardware NICs keep theirs in firmware: 0,
+    // no cap).
+    double sum = 0;
+    const auto samples = nics_[i].device_ptr->dcqcn_samples();
+    for (const auto& s : samples) sum += s.rate_mbps;
+    const double dcqcn_mbps = samples.empty() ? 0 : sum / static_cast<double>(samples.size());
     const auto n = static_cast<uint16_t>(i);
-    engine_->run_sync([&] { engine_->set_congestion(n, rate, 0); });
+    engine_->run_sync([&] { engine_->set_congestion(n, cnp_rate, dcqcn_mbps); });
   }
   congestion_timer_->expires_after(std::chrono::milliseconds(500));
   std::weak_ptr<int> alive = alive_;
