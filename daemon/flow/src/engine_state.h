@@ -18,6 +18,7 @@ struct FlowEngine::Transfer {
   ring::Sqe sqe{};
   ring::Op op = ring::Op::kWrite;
   ipc::PinnedRange local{};
+  std::array<balancer::PciDistance, proto::kMaxNics> distance{};  // local buffer to each NIC
   RemoteRange remote{};       // kWrite/kRead: the import; kSend: the receive credit
   uint64_t recv_id = 0;       // kSend: the peer's receive; kRecv: ours
   uint32_t chunks_total = 0;

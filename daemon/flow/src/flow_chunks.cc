@@ -68,6 +68,9 @@ bool FlowEngine::plan_and_post(Peer& p) {
     m.tag = chunk_tag(t->slot, t->chunks_planned);
     m.flow_id = t->flow != nullptr ? t->flow->setup.id : 0;
     m.bytes = std::min<uint64_t>(chunk, t->sqe.length - offset);
+    // Nearest NICs first (the balancer's PCI-distance rule): a far NIC striped with a near one
+    // slows both down.
+    m.distance = std::span<const balancer::PciDistance>(t->distance.data(), std::min(p.lanes.size(), t->distance.size()));
     chunk_buf_.clear();
     if (p.balancer->plan(m, now, chunk_buf_) != balancer::PlanStatus::kOk) break;
     const balancer::Chunk& c = chunk_buf_.front();

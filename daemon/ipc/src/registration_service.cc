@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,6 +149,7 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
     if (base == MAP_FAILED) return sys_error("mmap of the memfd range", errno);
     region->map_base = base;
     region->map_bytes = region->pinned_bytes;
+    region->numa_node = page_numa_node(base);
     auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
     region->iova = reinterpret_cast<uintptr_t>(addr);
     mr = registrar_.register_host(addr, req.length, req.access, req.nic_mask);
@@ -263,6 +265,14 @@ std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64
   return out;
 }
 
+int32_t page_numa_node(const void* addr) {
+  void* page = const_cast<void*>(addr);
+  int status = -1;
+  // move_pages without target nodes only reports where each page is.
+  if (syscall(SYS_move_pages, 0, 1UL, &page, nullptr, &status, 0) != 0 || status < 0) return -1;
+  return status;
+}
+
 void RegistrationService::release_region(Region* region) {
   registrar_.deregister(region->mr_id);
   if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
@@ -293,6 +303,7 @@ Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, 
   for (uint32_t i = 0; i < p.nic_count; ++i) p.keys[i] = r->keys[i];
   ++r->pins;
   p.pin = r;
+  p.numa_node = r->numa_node;
   return p;
 }
 

@@ -51,7 +51,11 @@ struct PinnedRange {
   uint32_t nic_count = 0;
   std::array<NicKeys, proto::kMaxNics> keys{};
   const void* pin = nullptr;  // for unpin()
+  int32_t numa_node = -1;     // host memory: the node of its first page when the kernel tells
 };
+
+// NUMA node of the page at addr (-1 when unknown: not faulted in yet, or no NUMA support).
+int32_t page_numa_node(const void* addr);
 
 struct Usage {
   uint64_t pinned_bytes = 0;
@@ -105,6 +109,7 @@ class RegistrationService {
     rdmad_mem_kind kind;
     uint64_t mr_id = 0;
     void* map_base = nullptr;  // host: our MAP_SHARED mapping of the memfd
+    int32_t numa_node = -1;
     uint64_t map_bytes = 0;
     uint64_t iova = 0;
     uint64_t pinned_bytes = 0;
