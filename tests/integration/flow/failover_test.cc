@@ -138,8 +138,8 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
 
 // Seconds one node-a -> node-b write of n bytes takes over a single direct NIC pair.
 double one_nic_seconds(size_t n) {
-  Pair pair(NodeSpec{"node-a", {NicSpec{"127.0.0.11", 0, ""}}, "", "", 14},
-            NodeSpec{"node-b", {NicSpec{"127.0.0.21", 0, ""}}, "", "", 14});
+  Pair pair(NodeSpec{"node-a", {NicSpec{"127.0.0.11", 0, ""}}, "", "", 14, {}, "127.0.0.1"},
+            NodeSpec{"node-b", {NicSpec{"127.0.0.21", 0, ""}}, "", "", 14, {}, "127.0.0.1"});
   EXPECT_TRUE(pair.start());
   rdmad_flow* fa = nullptr;
   EXPECT_EQ(rdmad_flow_open(pair.a->client(), "node-b", nullptr, &fa), RDMAD_OK);

@@ -51,7 +51,9 @@ struct NodeSpec {
   std::vector<NicSpec> nics;
   std::string extra;  // more TOML appended to the file (e.g. [flow] keys)
   std::string key_file;
-  int qp_timeout = 14;  // local ACK timeout 4.096 µs · 2^n (67 ms: scheduling gaps on a loaded machine are not losses)
+  int qp_timeout = 14;
+  std::vector<std::string> wrapper = {};  // argv prefix, e.g. {"ip", "netns", "exec", "ns"}
+  std::string peer_host = "127.0.0.1";    // where this node's peer channel listens  // local ACK timeout 4.096 µs · 2^n (67 ms: scheduling gaps on a loaded machine are not losses)
 };
 
 class Node {
@@ -65,15 +67,15 @@ class Node {
   }
 
   // Writes the config (dialling `dial`: id -> peer port) and starts the daemon.
-  bool start(const std::vector<std::pair<std::string, int>>& dial) {
+  bool start(const std::vector<std::pair<std::string, int>>& dial, const std::string& dial_host = "127.0.0.1") {
     std::string t = fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
-        "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
+        "listen = \"{4}:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
         "keepalive_interval_ms = 1000\n",
-        dir_.path(), spec_.id, peer_port_, spec_.qp_timeout);
+        dir_.path(), spec_.id, peer_port_, spec_.qp_timeout, spec_.peer_host);
     if (!spec_.key_file.empty()) t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
-    for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
+    for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"{}:{}\"\n", id, dial_host, port);
     for (size_t i = 0; i < spec_.nics.size(); ++i) {
       const auto& n = spec_.nics[i];
       t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", spec_.id, i,
@@ -86,7 +88,9 @@ class Node {
     }
     t += spec_.extra;
     config_ = dir_.write("rdmad.toml", t);
-    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_});
+    std::vector<std::string> argv = spec_.wrapper;
+    for (const auto& a : {binary("daemon/rdmad"), std::string("--config"), config_}) argv.push_back(a);
+    proc_ = std::make_unique<Subprocess>(argv);
     if (!proc_->wait_for_output("] ready", 15s)) {
       ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
       return false;
@@ -205,7 +209,7 @@ struct Pair {
     a = std::make_unique<Node>(std::move(sa), free_port(SOCK_STREAM));
     b = std::make_unique<Node>(std::move(sb), free_port(SOCK_STREAM));
   }
-  bool start() { return b->start({}) && a->start({{b->id(), b->peer_port()}}); }
+  bool start() { return b->start({}) && a->start({{b->id(), b->peer_port()}}, b->spec().peer_host); }
 };
 
 inline NodeSpec two_nic_node(const std::string& id, int first_octet, const std::string& extra = "") {
@@ -214,7 +218,9 @@ inline NodeSpec two_nic_node(const std::string& id, int first_octet, const std::
                    NicSpec{fmt::format("127.0.0.{}", first_octet + 1), 0, ""}},
                   extra,
                   "",
-                  14};
+                  14,
+                  {},
+                  "127.0.0.1"};
 }
 
 }  // namespace rdmad::test

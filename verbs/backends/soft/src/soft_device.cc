@@ -1,6 +1,15 @@
 // The application-facing objects of the soft backend. They hold the NIC alive (shared_ptr) and reach
 // its datapath thread through SoftNic::run for control operations; posting and polling touch only
 // the SPSC rings.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
 #include <cstring>
 #include <stdexcept>
 
@@ -137,9 +146,45 @@ class SoftPd final : public ProtectionDomain {
   uint32_t id_;
 };
 
+// The largest RoCE MTU whose packets fit the interface that holds `address`: IPv4/IPv6 + UDP +
+// BTH + RETH + ICRC around the payload (a 1500-byte Ethernet link carries 1024, jumbo frames
+// 4096). 4096 when the interface is not found. Packets are sent with DF set, so a larger path MTU
+// would never arrive.
+uint32_t roce_mtu_for(const std::string& address) {
+  const auto gid = Gid::from_ip(address);
+  uint32_t if_mtu = 0;
+  ifaddrs* list = nullptr;
+  if (gid && getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr) continue;
+      std::optional<Gid> here;
+      char buf[INET6_ADDRSTRLEN] = {};
+      if (i->ifa_addr->sa_family == AF_INET)
+        here = Gid::from_ip(inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf));
+      else if (i->ifa_addr->sa_family == AF_INET6)
+        here = Gid::from_ip(inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf, sizeof buf));
+      if (!here || here->raw != gid->raw) continue;
+      int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      ifreq req{};
+      std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", i->ifa_name);
+      if (s >= 0 && ioctl(s, SIOCGIFMTU, &req) == 0) if_mtu = static_cast<uint32_t>(req.ifr_mtu);
+      if (s >= 0) close(s);
+      break;
+    }
+    freeifaddrs(list);
+  }
+  // Loopback addresses outside lo's own (127.0.0.2, ...) are not listed: they use lo's MTU.
+  if (if_mtu == 0) return 4096;
+  const uint32_t overhead = (address.find(':') != std::string::npos ? 40 : 20) + 8 + 12 + 16 + 4;
+  for (uint32_t mtu = 4096; mtu > 256; mtu /= 2)
+    if (mtu + overhead <= if_mtu) return mtu;
+  return 256;
+}
+
 class SoftDevice final : public Device {
  public:
-  explicit SoftDevice(const DeviceConfig& config) : nic_(std::make_shared<SoftNic>(config)) {
+  explicit SoftDevice(const DeviceConfig& config)
+      : nic_(std::make_shared<SoftNic>(config)), active_mtu_(roce_mtu_for(config.address)) {
     info_.name = config.name.empty() ? "soft" + std::to_string(nic_->id()) : config.name;
     info_.backend = "soft";
   }
@@ -151,6 +196,7 @@ class SoftDevice final : public Device {
     p.speed_mbps = nic_->config().line_rate_mbps;
     p.gid = *Gid::from_ip(nic_->config().address);
     p.udp_port = nic_->local_port();
+    p.active_mtu_bytes = active_mtu_;
     return p;
   }
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
@@ -173,6 +219,7 @@ class SoftDevice final : public Device {
 
  private:
   std::shared_ptr<SoftNic> nic_;
+  uint32_t active_mtu_ = 4096;
   DeviceInfo info_;
   std::atomic<uint32_t> next_pd_{1};
 };
