@@ -1,12 +1,11 @@
 #include "rdmad/ipc/registration_service.h"
 
-#include <algorithm>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -175,7 +174,7 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   ++usage_[peer.uid].registrations;
   {
     std::lock_guard lock(mu_);
-    handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
+    handles_.emplace(handle, Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
   }
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
@@ -259,6 +258,24 @@ std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64
     }
     const Handle& h = handles_.at(*it);
     out.push_back({*it, h.offset, h.length, static_cast<uint32_t>(h.region->kind), h.access});
+  }
+  return out;
+}
+
+std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t after, uint32_t max_entries,
+                                                                    bool* more) const {
+  // An admin request, not a hot path: one pass over the table, then the page in handle order.
+  std::vector<uint64_t> ids;
+  for (const auto& [id, h] : handles_)
+    if (id > after) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  *more = ids.size() > max_entries;
+  if (*more) ids.resize(max_entries);
+  std::vector<proto::RegistrationEntry> out;
+  for (uint64_t id : ids) {
+    const Handle& h = handles_.at(id);
+    out.push_back({id, h.offset, h.length, h.region->pinned_bytes, static_cast<uint32_t>(h.uid),
+                   static_cast<int32_t>(h.pid), static_cast<uint32_t>(h.region->kind), h.access});
   }
   return out;
 }

@@ -72,6 +72,8 @@ class SoftNic {
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
   QpAttr query_qp(uint32_t qpn);
   const NicCounters& counters() const { return counters_; }
+  /// Rebuilds the reaction and notification points from new parameters; per-QP state is kept.
+  void set_dcqcn_params(const cc::DcqcnParams& params);
 
  private:
   void loop();

@@ -29,6 +29,13 @@ void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
 
 void SoftNic::on_cnp(QpContext& qp, TimeNs now) { rp_.on_cnp(qp.rp, now); }
 
+void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
+  // config_.dcqcn is read only here and on this thread (send_cnp, dcqcn_params() through run()).
+  config_.dcqcn = params;
+  rp_ = cc::ReactionPoint(params, config_.line_rate_mbps);
+  np_ = cc::NotificationPoint(params);
+}
+
 void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   TimeNs due = np_.deferred_cnp_due(qp.np);
