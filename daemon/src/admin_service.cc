@@ -47,8 +47,10 @@ AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) cons
     for (const auto& p : d.ports) {
       if (p.port != static_cast<unsigned>(nic.port)) continue;
       auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p.netdev, d.pci_address);
-      if (status.location) t.hardware = status.location;
-      else t.unavailable = status.summary();
+      if (status.location)
+        t.hardware = status.location;
+      else
+        t.unavailable = status.summary();
       return t;
     }
   }
@@ -63,7 +65,8 @@ ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req)
     index = all.size();
     for (size_t i = 0; i < all.size(); ++i)
       if (all[i].name == req.nic) index = i;
-    if (index == all.size()) return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
+    if (index == all.size())
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
   } else if (index >= all.size()) {
     return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs configured" : "cursor past the last NIC"};
   }
@@ -91,7 +94,8 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
   auto log = log::get("cc");
   if (t.soft != nullptr) {
     cc::DcqcnParams p = *t.soft->dcqcn_params();
-    for (uint32_t i = 0; i < req.count; ++i) cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
+    for (uint32_t i = 0; i < req.count; ++i)
+      cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
     if (auto st = t.soft->set_dcqcn_params(p); !st.is_ok())
       return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
     log->info("nic {}: dcqcn set live: {}", t.nic->name, cc::describe(p));
@@ -122,17 +126,19 @@ ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& r
     const proto::CcKnob& k = req.knobs[i];
     const cc::Mlx5Knob* knob = cc::find_mlx5_knob(k.name);
     if (knob == nullptr)
-      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, fmt::format("unknown knob {} (cc show lists them)", k.name)};
+      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+                        fmt::format("unknown knob {} (cc show lists them)", k.name)};
     if (k.value < knob->min || k.value > knob->max)
-      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, fmt::format("knob {}: {} is outside {}..{} ({})", knob->name,
-                                                                k.value, knob->min, knob->max, knob->unit)};
+      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+                        fmt::format("knob {}: {} is outside {}..{} ({})", knob->name, k.value, knob->min,
+                                    knob->max, knob->unit)};
   }
   std::vector<CcTarget> targets;
   for (const auto& n : config_.nics)
     if (req.nic[0] == '\0' || n.name == req.nic) targets.push_back(resolve(n));
   if (targets.empty())
-    return ipc::Error{RDMAD_ERR_NOT_FOUND,
-                      req.nic[0] ? fmt::format("no [[nic]] named {}", req.nic) : std::string("no NICs configured")};
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, req.nic[0] ? fmt::format("no [[nic]] named {}", req.nic)
+                                                      : std::string("no NICs configured")};
   for (const auto& t : targets)
     if (t.soft == nullptr && !t.hardware)
       return ipc::Error{RDMAD_ERR_NOT_SUPPORTED, fmt::format("nic {}: {}", t.nic->name, t.unavailable)};

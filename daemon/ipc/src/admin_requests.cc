@@ -16,8 +16,8 @@ bool may_administer(const Peer& peer) { return peer.uid == 0 || peer.uid == ::ge
 
 }  // namespace
 
-std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, DecodedRequest& req, FrameBuffer& out,
-                                                            rdmad_status* status) {
+std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, DecodedRequest& req,
+                                                            FrameBuffer& out, rdmad_status* status) {
   const uint64_t id = req.header.request_id;
   const uint16_t version = conn.version();
   auto type = static_cast<MsgType>(req.header.type);

@@ -1,5 +1,7 @@
 // rdmactl's operator commands against a live daemon with soft NICs: flows, registrations, cc show
 // and cc set (live on the soft datapath), reload, exit codes and the admin permission check.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +12,6 @@
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "rdmad/rdmad.h"
 #include "support/http_get.h"
@@ -32,7 +31,8 @@ struct Ctl {
 bool metrics_contain(int port, const std::string& needle, std::chrono::milliseconds deadline) {
   const auto end = std::chrono::steady_clock::now() + deadline;
   do {
-    if (auto r = http_get("127.0.0.1", port, "/metrics"); r && r->body.find(needle) != std::string::npos) return true;
+    if (auto r = http_get("127.0.0.1", port, "/metrics"); r && r->body.find(needle) != std::string::npos)
+      return true;
     usleep(10'000);
   } while (std::chrono::steady_clock::now() < end);
   return false;
@@ -45,7 +45,8 @@ class Rdmactl : public ::testing::Test {
     ::chmod(dir_.path().c_str(), 0711);
     sock_ = dir_.path() + "/run/rdmad.sock";
     config_ = dir_.write("rdmad.toml", config_text("info"));
-    daemon_ = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_});
+    daemon_ =
+        std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_});
     ASSERT_TRUE(daemon_->wait_for_output("] ready", 15s)) << daemon_->output();
     std::smatch m;
     const std::string out = daemon_->output();
@@ -118,7 +119,8 @@ TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
       << json.output;
   Ctl table = ctl({"flows"});
   ASSERT_EQ(table.exit, 0) << table.output;
-  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +nodeB +7 +connecting +0 +256 +512 )"))) << table.output;
+  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +nodeB +7 +connecting +0 +256 +512 )")))
+      << table.output;
 
   rdmad_flow_close(flow);
   Ctl after = ctl({"--json", "flows"});
@@ -130,8 +132,8 @@ TEST_F(Rdmactl, RegistrationsListsEveryClientsHandles) {
   rdmad_host_buffer buf{};
   ASSERT_EQ(rdmad_alloc_host(1 << 20, &buf), RDMAD_OK);
   rdmad_mr* mr = nullptr;
-  ASSERT_EQ(rdmad_register_host(client(), buf.fd, 4096, 65536, RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_READ, 0,
-                                &mr),
+  ASSERT_EQ(rdmad_register_host(client(), buf.fd, 4096, 65536,
+                                RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_READ, 0, &mr),
             RDMAD_OK)
       << rdmad_last_error(client_);
   Ctl json = ctl({"--json", "registrations"});
@@ -143,7 +145,8 @@ TEST_F(Rdmactl, RegistrationsListsEveryClientsHandles) {
             std::string::npos)
       << json.output;
   Ctl table = ctl({"registrations"});
-  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +host +4096 +65536 +65536 )"))) << table.output;
+  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +host +4096 +65536 +65536 )")))
+      << table.output;
   EXPECT_EQ(rdmad_deregister(client_, mr), RDMAD_OK);
   EXPECT_EQ(ctl({"--json", "registrations"}).output, "[]\n");
   rdmad_free_host(&buf);
@@ -154,9 +157,10 @@ TEST_F(Rdmactl, CcShowAndSetChangeASoftNicLive) {
   ASSERT_EQ(show.exit, 0) << show.output;
   // Both NICs run the [cc] profile with its override, on the soft datapath.
   for (const char* nic : {"rail0", "rail1"}) {
-    EXPECT_NE(show.output.find(fmt::format("{{\"nic\":\"{}\",\"backend\":\"soft\",\"source\":\"soft datapath (live)\","
-                                           "\"software\":true,\"knobs\":{{\"dce_tcp_g\":",
-                                           nic)),
+    EXPECT_NE(show.output.find(
+                  fmt::format("{{\"nic\":\"{}\",\"backend\":\"soft\",\"source\":\"soft datapath (live)\","
+                              "\"software\":true,\"knobs\":{{\"dce_tcp_g\":",
+                              nic)),
               std::string::npos)
         << show.output;
   }
@@ -176,7 +180,8 @@ TEST_F(Rdmactl, CcShowAndSetChangeASoftNicLive) {
   Ctl all = ctl({"--json", "cc", "set", "rpg_ai_rate=9"});
   ASSERT_EQ(all.exit, 0) << all.output;
   EXPECT_EQ(all.output, "{\"nics\":2,\"knobs\":1}\n");
-  EXPECT_TRUE(std::regex_search(ctl({"cc", "show", "--nic", "rail0"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
+  EXPECT_TRUE(
+      std::regex_search(ctl({"cc", "show", "--nic", "rail0"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
 }
 
 TEST_F(Rdmactl, CcSetRefusesBadKnobsAndValuesWithoutChangingAnything) {
@@ -208,14 +213,16 @@ TEST_F(Rdmactl, ReloadCountsOkAndReportsABrokenFile) {
   Ctl bad = ctl({"reload"});
   EXPECT_EQ(bad.exit, 1) << bad.output;
   EXPECT_NE(bad.output.find("still running on the previous configuration"), std::string::npos) << bad.output;
-  EXPECT_NE(bad.output.find("rdmad.toml:4:13: daemon.log_level: invalid value"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("rdmad.toml:4:13: daemon.log_level: invalid value"), std::string::npos)
+      << bad.output;
   EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"error\"} 1", 5s));
 }
 
 TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to run rdmactl as another user (nobody) with setpriv";
   if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
-  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                              "--clear-groups"};
   // The client service itself stays open to others (allowed_uids empty, socket mode 0666).
   Ctl nics = ctl({"nics"}, as_nobody);
   if (nics.exit == 126 || nics.exit == 127 || nics.output.find("Permission denied") != std::string::npos)
@@ -260,7 +267,8 @@ TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
   };
   Ctl show = run({"cc", "show"});
   ASSERT_EQ(show.exit, 0) << show.output;
-  EXPECT_NE(show.output.find("nic rail0 (rdma_core): vendor sysfs /sys/class/net/eth0/ecn\n"), std::string::npos)
+  EXPECT_NE(show.output.find("nic rail0 (rdma_core): vendor sysfs /sys/class/net/eth0/ecn\n"),
+            std::string::npos)
       << show.output;
   EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n  rpg_ai_rate +5\n)"))) << show.output;
 

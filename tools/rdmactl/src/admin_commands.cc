@@ -1,10 +1,10 @@
 #include "admin_commands.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "output.h"
 #include "rdmad/admin.h"
@@ -42,7 +42,8 @@ bool list_all(rdmad_client* c, MsgType type, uint32_t page, IdOf id_of, std::vec
       *rc = kExitDaemonError;
       return false;
     }
-    for (uint32_t i = 0; i < head.count; ++i) out->push_back(load<Entry>(reply, sizeof(head) + i * sizeof(Entry)));
+    for (uint32_t i = 0; i < head.count; ++i)
+      out->push_back(load<Entry>(reply, sizeof(head) + i * sizeof(Entry)));
     if (!head.more || head.count == 0) return true;
     req.after_handle = id_of(out->back());
   }
@@ -72,26 +73,29 @@ const char* kind_name(uint32_t k) { return k == RDMAD_MEM_GPU ? "gpu" : "host"; 
 int cmd_flows(rdmad_client* c, bool json) {
   std::vector<rdmad::proto::FlowEntry> flows;
   int rc = kExitOk;
-  if (!list_all(c, MsgType::kListFlows, rdmad::proto::kMaxFlowListEntries,
-                [](const auto& e) { return e.flow_id; }, &flows, &rc))
+  if (!list_all(
+          c, MsgType::kListFlows, rdmad::proto::kMaxFlowListEntries, [](const auto& e) { return e.flow_id; },
+          &flows, &rc))
     return rc;
   if (json) {
     std::printf("[");
     for (size_t i = 0; i < flows.size(); ++i) {
       const auto& f = flows[i];
-      std::printf("%s{\"flow_id\":%llu,\"peer\":\"%s\",\"channel\":%llu,\"state\":\"%s\",\"in_flight\":%u,"
-                  "\"sq_depth\":%u,\"cq_depth\":%u,\"owner_uid\":%u,\"owner_pid\":%d}",
-                  i ? "," : "", static_cast<unsigned long long>(f.flow_id), json_escape(f.peer).c_str(),
-                  static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
-                  f.cq_depth, f.owner_uid, f.owner_pid);
+      std::printf(
+          "%s{\"flow_id\":%llu,\"peer\":\"%s\",\"channel\":%llu,\"state\":\"%s\",\"in_flight\":%u,"
+          "\"sq_depth\":%u,\"cq_depth\":%u,\"owner_uid\":%u,\"owner_pid\":%d}",
+          i ? "," : "", static_cast<unsigned long long>(f.flow_id), json_escape(f.peer).c_str(),
+          static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
+          f.cq_depth, f.owner_uid, f.owner_pid);
     }
     std::printf("]\n");
     return kExitOk;
   }
-  std::printf("%-6s %-20s %-10s %-13s %9s %6s %6s %6s %8s\n", "FLOW", "PEER", "CHANNEL", "STATE", "IN-FLIGHT", "SQ",
-              "CQ", "UID", "PID");
+  std::printf("%-6s %-20s %-10s %-13s %9s %6s %6s %6s %8s\n", "FLOW", "PEER", "CHANNEL", "STATE", "IN-FLIGHT",
+              "SQ", "CQ", "UID", "PID");
   for (const auto& f : flows) {
-    std::printf("%-6llu %-20s %-10llu %-13s %9u %6u %6u %6u %8d\n", static_cast<unsigned long long>(f.flow_id), f.peer,
+    std::printf("%-6llu %-20s %-10llu %-13s %9u %6u %6u %6u %8d\n",
+                static_cast<unsigned long long>(f.flow_id), f.peer,
                 static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
                 f.cq_depth, f.owner_uid, f.owner_pid);
   }
@@ -102,25 +106,27 @@ int cmd_flows(rdmad_client* c, bool json) {
 int cmd_registrations(rdmad_client* c, bool json) {
   std::vector<rdmad::proto::RegistrationEntry> regs;
   int rc = kExitOk;
-  if (!list_all(c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries,
-                [](const auto& e) { return e.handle; }, &regs, &rc))
+  if (!list_all(
+          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries,
+          [](const auto& e) { return e.handle; }, &regs, &rc))
     return rc;
   if (json) {
     std::printf("[");
     for (size_t i = 0; i < regs.size(); ++i) {
       const auto& r = regs[i];
-      std::printf("%s{\"handle\":%llu,\"kind\":\"%s\",\"offset\":%llu,\"length\":%llu,\"access\":\"%s\","
-                  "\"pinned_bytes\":%llu,\"owner_uid\":%u,\"owner_pid\":%d}",
-                  i ? "," : "", static_cast<unsigned long long>(r.handle), kind_name(r.kind),
-                  static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length),
-                  access_text(r.access).c_str(), static_cast<unsigned long long>(r.pinned_bytes), r.owner_uid,
-                  r.owner_pid);
+      std::printf(
+          "%s{\"handle\":%llu,\"kind\":\"%s\",\"offset\":%llu,\"length\":%llu,\"access\":\"%s\","
+          "\"pinned_bytes\":%llu,\"owner_uid\":%u,\"owner_pid\":%d}",
+          i ? "," : "", static_cast<unsigned long long>(r.handle), kind_name(r.kind),
+          static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length),
+          access_text(r.access).c_str(), static_cast<unsigned long long>(r.pinned_bytes), r.owner_uid,
+          r.owner_pid);
     }
     std::printf("]\n");
     return kExitOk;
   }
-  std::printf("%-8s %-5s %14s %14s %14s %6s %8s  %s\n", "HANDLE", "KIND", "OFFSET", "LENGTH", "PINNED", "UID", "PID",
-              "ACCESS");
+  std::printf("%-8s %-5s %14s %14s %14s %6s %8s  %s\n", "HANDLE", "KIND", "OFFSET", "LENGTH", "PINNED", "UID",
+              "PID", "ACCESS");
   for (const auto& r : regs) {
     std::printf("%-8llu %-5s %14llu %14llu %14llu %6u %8d  %s\n", static_cast<unsigned long long>(r.handle),
                 kind_name(r.kind), static_cast<unsigned long long>(r.offset),
@@ -148,9 +154,10 @@ int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
     }
     const bool software = (head.flags & rdmad::proto::kCcSoftware) != 0;
     if (json) {
-      out += fmt::format("{}{{\"nic\":\"{}\",\"backend\":\"{}\",\"source\":\"{}\",\"software\":{},\"knobs\":{{",
-                         first ? "" : ",", json_escape(head.nic), json_escape(head.backend), json_escape(head.source),
-                         software);
+      out +=
+          fmt::format("{}{{\"nic\":\"{}\",\"backend\":\"{}\",\"source\":\"{}\",\"software\":{},\"knobs\":{{",
+                      first ? "" : ",", json_escape(head.nic), json_escape(head.backend),
+                      json_escape(head.source), software);
     } else {
       out += fmt::format("{}nic {} ({}): {}\n", first ? "" : "\n", head.nic, head.backend, head.source);
     }
@@ -163,8 +170,10 @@ int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
         if (!json) out += fmt::format("  {:<32} (unreadable)\n", k.name);
         continue;
       }
-      if (json) out += fmt::format("{}\"{}\":{}", i ? "," : "", json_escape(k.name), k.value);
-      else out += fmt::format("  {:<32} {}\n", k.name, k.value);
+      if (json)
+        out += fmt::format("{}\"{}\":{}", i ? "," : "", json_escape(k.name), k.value);
+      else
+        out += fmt::format("  {:<32} {}\n", k.name, k.value);
     }
     if (json) out += fmt::format("}},\"unreadable\":[{}]}}", unreadable);
     if (!head.more) break;
@@ -185,12 +194,14 @@ std::string check_assignments(const std::vector<std::string>& assignments) {
     int64_t v = 0;
     const char* end = a.data() + a.size();
     auto [p, ec] = std::from_chars(a.data() + eq + 1, end, v);
-    if (ec != std::errc() || p != end || eq + 1 == a.size()) return "'" + a + "': the value must be an integer";
+    if (ec != std::errc() || p != end || eq + 1 == a.size())
+      return "'" + a + "': the value must be an integer";
   }
   return {};
 }
 
-int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments, bool json) {
+int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments,
+               bool json) {
   rdmad::proto::CcSetRequest req{};
   rdmad::proto::copy_cstr(req.nic, nic.c_str());
   req.count = static_cast<uint32_t>(assignments.size());
@@ -204,14 +215,17 @@ int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::s
   if (auto st = rdmad::admin::call(c, MsgType::kCcSet, bytes_of(req), &reply); st != RDMAD_OK)
     return fail(c, "cc set", st);
   const auto r = load<rdmad::proto::CcSetReply>(reply, 0);
-  if (json) std::printf("{\"nics\":%u,\"knobs\":%u}\n", r.nics, req.count);
-  else std::printf("set %u knob(s) on %u NIC(s)\n", req.count, r.nics);
+  if (json)
+    std::printf("{\"nics\":%u,\"knobs\":%u}\n", r.nics, req.count);
+  else
+    std::printf("set %u knob(s) on %u NIC(s)\n", req.count, r.nics);
   return kExitOk;
 }
 
 int cmd_reload(rdmad_client* c, bool json) {
   std::vector<std::byte> reply;
-  if (auto st = rdmad::admin::call(c, MsgType::kReload, {}, &reply); st != RDMAD_OK) return fail(c, "reload", st);
+  if (auto st = rdmad::admin::call(c, MsgType::kReload, {}, &reply); st != RDMAD_OK)
+    return fail(c, "reload", st);
   std::printf(json ? "{\"reloaded\":true}\n" : "configuration reloaded\n");
   return kExitOk;
 }

@@ -13,7 +13,8 @@ int cmd_registrations(rdmad_client* c, bool json);
 // nic empty: every NIC.
 int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json);
 // assignments: "KNOB=VALUE" strings (already checked by parse_assignments).
-int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments, bool json);
+int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments,
+               bool json);
 int cmd_reload(rdmad_client* c, bool json);
 
 // Checks the KNOB=VALUE syntax before anything is sent; empty when fine, else the problem.

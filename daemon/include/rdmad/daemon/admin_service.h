@@ -30,9 +30,9 @@ class AdminService final : public ipc::AdminHandler {
   // Where one [[nic]]'s DCQCN parameters live.
   struct CcTarget {
     const config::NicSection* nic = nullptr;
-    verbs::Device* soft = nullptr;                   // CC runs in the backend
+    verbs::Device* soft = nullptr;                    // CC runs in the backend
     std::optional<nic_cc::CcParamLocation> hardware;  // CC runs in the NIC
-    std::string unavailable;                         // why neither, when neither
+    std::string unavailable;                          // why neither, when neither
   };
   CcTarget resolve(const config::NicSection& nic) const;
   ipc::Result<ipc::Ok> apply(const CcTarget& t, const proto::CcSetRequest& req);
