@@ -109,7 +109,8 @@ bool Daemon::start_client_service() {
     return false;
   }
   if (!start_flows()) return false;
-  admin_ = std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });
+  admin_ =
+      std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });
   ipc_->set_admin_handler(admin_.get());
   return true;
 }
@@ -189,7 +190,8 @@ ipc::Result<ipc::Ok> Daemon::reload() {
     log->error("reload failed with {} error(s); still running on the previous configuration", next.errors.size());
     metrics_->reload_failed();
     notifier_.ready("reload failed; running on the previous configuration");
-    std::string text = fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
+    std::string text =
+        fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
     for (const auto& e : next.errors) text += " " + e.to_string() + ";";
     return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
   }

@@ -278,7 +278,8 @@ struct RegistrationEntry {
   uint32_t access;
 };
 static_assert(sizeof(RegistrationEntry) == 48);
-static_assert(sizeof(Header) + sizeof(ListReply) + kMaxListEntries * sizeof(RegistrationEntry) <= kMaxFrameBytes);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxListEntries * sizeof(RegistrationEntry) <=
+              kMaxFrameBytes);
 
 inline constexpr size_t kMaxKnobNameBytes = 40;
 inline constexpr uint32_t kMaxCcKnobs = 32;     // knobs in one kCcShow reply

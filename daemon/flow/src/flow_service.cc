@@ -207,7 +207,8 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   return out;
 }
 
-std::vector<proto::FlowEntry> FlowService::list_flows(uint64_t after, uint32_t max_entries, bool* more) const {
+std::vector<proto::FlowEntry> FlowService::list_flows(uint64_t after, uint32_t max_entries,
+                                                      bool* more) const {
   std::vector<proto::FlowEntry> out;
   *more = false;
   for (auto it = flows_.upper_bound(after); it != flows_.end(); ++it) {

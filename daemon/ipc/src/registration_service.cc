@@ -174,7 +174,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   ++usage_[peer.uid].registrations;
   {
     std::lock_guard lock(mu_);
-    handles_.emplace(handle, Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
+    handles_.emplace(handle,
+                     Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
   }
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();

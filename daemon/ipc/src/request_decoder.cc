@@ -120,7 +120,8 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     }
     case MsgType::kCcShow: {
       auto r = load<proto::CcShowRequest>(body);
-      if (!proto::is_terminated(r.nic)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: nic not NUL-terminated");
+      if (!proto::is_terminated(r.nic))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: nic not NUL-terminated");
       if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: reserved field set");
       if (r.nic[0] != '\0' && r.cursor != 0)
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: cursor must be 0 when a nic is named");

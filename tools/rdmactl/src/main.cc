@@ -92,11 +92,12 @@ int cmd_diagnose(rdmad_client* c, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
-               "flows, registrations, cc and reload need root or the daemon's uid.\n"
-               "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
-               "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable.",
-               "rdmactl"};
+  CLI::App app{
+      "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
+      "flows, registrations, cc and reload need root or the daemon's uid.\n"
+      "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
+      "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable.",
+      "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
   if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
   bool json = false;
@@ -106,14 +107,17 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
   auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node");
   auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, one line per check");
-  auto* flows = app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
-  auto* regs = app.add_subcommand("registrations", "Every client's memory registrations: kind, length, access, owner");
+  auto* flows =
+      app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
+  auto* regs =
+      app.add_subcommand("registrations", "Every client's memory registrations: kind, length, access, owner");
   auto* cc = app.add_subcommand("cc", "DCQCN parameters of the NICs");
   cc->require_subcommand(1);
   std::string nic;
   auto* cc_show = cc->add_subcommand("show", "The DCQCN knobs in force, per NIC (mlx5 knob names and units)");
   cc_show->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
-  auto* cc_set = cc->add_subcommand("set", "Change knobs live: soft NICs at once, hardware NICs written and read back");
+  auto* cc_set =
+      cc->add_subcommand("set", "Change knobs live: soft NICs at once, hardware NICs written and read back");
   std::vector<std::string> assignments;
   cc_set->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
   cc_set->add_option("assignments", assignments, "KNOB=VALUE (integer, in the knob's units)")->required();
