@@ -18,7 +18,7 @@ proto::CcKnob knob_entry(const cc::Mlx5Knob& k, std::optional<int64_t> value) {
 
 }  // namespace
 
-AdminService::AdminService(const config::Config& config, NicInventory& nics, const HardwareNics& hardware,
+AdminService::AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
                            flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload)
     : config_(config), nics_(nics), hardware_(hardware), flows_(flows), reload_(std::move(reload)) {}
 
@@ -110,6 +110,7 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
     only.emplace_back(k->name);
   }
   const auto report = nic_cc::apply_cc_params(root, *t.hardware, desired, only);
+  hardware_.note_cc_params(t.nic->device, static_cast<unsigned>(t.nic->port), report.effective);
   for (const auto* c : report.applied()) log->info("nic {}: set {}", t.nic->name, c->text());
   std::string problems;
   for (const auto* c : report.problems()) problems += (problems.empty() ? "" : "; ") + c->text();

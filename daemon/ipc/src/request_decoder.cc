@@ -102,19 +102,17 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       break;
     }
     case MsgType::kListRegistrations:
-    case MsgType::kListAllRegistrations: {
-      auto r = load<proto::ListRequest>(body);
-      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: reserved field set");
-      if (r.max_entries == 0 || r.max_entries > proto::kMaxListEntries)
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: max_entries must be 1..64");
-      d.body = r;
-      break;
-    }
+    case MsgType::kListAllRegistrations:
     case MsgType::kListFlows: {
+      // Flow entries are larger: a page of them holds fewer to stay within one frame.
+      const bool flows = d.header.type == static_cast<uint16_t>(MsgType::kListFlows);
       auto r = load<proto::ListRequest>(body);
-      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list_flows: reserved field set");
-      if (r.max_entries == 0 || r.max_entries > proto::kMaxFlowListEntries)
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list_flows: max_entries must be 1..32");
+      if (r.reserved != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
+                    flows ? "list_flows: reserved field set" : "list: reserved field set");
+      if (r.max_entries == 0 || r.max_entries > (flows ? proto::kMaxFlowListEntries : proto::kMaxListEntries))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
+                    flows ? "list_flows: max_entries must be 1..32" : "list: max_entries must be 1..64");
       d.body = r;
       break;
     }

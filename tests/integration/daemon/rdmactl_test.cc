@@ -280,6 +280,11 @@ TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
   EXPECT_EQ(written, 9);
   EXPECT_TRUE(std::regex_search(run({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
   EXPECT_NE(d.output().find("nic rail0: set rpg_ai_rate: 5 -> 9"), std::string::npos) << d.output();
+  // The metrics follow the change.
+  std::smatch m;
+  const std::string out = d.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  EXPECT_TRUE(metrics_contain(std::stoi(m[1]), "rpg_ai_rate=\"9\"", 5s));
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(10s), 0) << d.output();
 }

@@ -18,7 +18,7 @@ namespace rdmad::daemon {
 class AdminService final : public ipc::AdminHandler {
  public:
   // `config` is the daemon's (its [[nic]] list and sysfs root); `flows` may be null (flows off).
-  AdminService(const config::Config& config, NicInventory& nics, const HardwareNics& hardware,
+  AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
                flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload);
 
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) override;
@@ -39,7 +39,7 @@ class AdminService final : public ipc::AdminHandler {
 
   const config::Config& config_;
   NicInventory& nics_;
-  const HardwareNics& hardware_;
+  HardwareNics& hardware_;
   flow::FlowService* flows_;
   std::function<ipc::Result<ipc::Ok>()> reload_;
 };
