@@ -110,7 +110,11 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
-  return start_flows();
+  if (!start_flows()) return false;
+  admin_ =
+      std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });
+  ipc_->set_admin_handler(admin_.get());
+  return true;
 }
 
 int Daemon::run() {
@@ -143,7 +147,7 @@ void Daemon::wait_for_signal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGHUP) {
-      reload();
+      (void)reload();
       wait_for_signal();
       return;
     }
@@ -178,12 +182,12 @@ void Daemon::arm_dcqcn_sample() {
   });
 }
 
-void Daemon::reload() {
+ipc::Result<ipc::Ok> Daemon::reload() {
   auto log = log::get("daemon");
   if (config_path_.empty()) {
     log->warn("reload requested but the daemon runs on the embedded default configuration; nothing to re-read");
     metrics_->reload_succeeded();
-    return;
+    return ipc::Ok{};
   }
   notifier_.reloading();
   log->info("reloading {}", config_path_);
@@ -198,11 +202,15 @@ void Daemon::reload() {
     log->error("reload failed with {} error(s); still running on the previous configuration", next.errors.size());
     metrics_->reload_failed();
     notifier_.ready("reload failed; running on the previous configuration");
-    return;
+    std::string text =
+        fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
+    for (const auto& e : next.errors) text += " " + e.to_string() + ";";
+    return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
   }
   apply_live(next.config);
   metrics_->reload_succeeded();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
+  return ipc::Ok{};
 }
 
 void Daemon::apply_live(const config::Config& next) {

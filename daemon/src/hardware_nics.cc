@@ -101,6 +101,13 @@ void HardwareNics::inspect_and_apply(const rc::DeviceInfo& d, const rc::PortInfo
   for (const auto& k : cc::mlx5_knobs()) st.cc_info[std::string(k.name)] = std::to_string(k.get(in_force));
 }
 
+void HardwareNics::note_cc_params(const std::string& device, unsigned port, const cc::DcqcnParams& in_force) {
+  std::lock_guard lock(mu_);
+  auto it = ports_.find(PortKey{device, port});
+  if (it == ports_.end() || it->second.cc_info.empty()) return;
+  for (const auto& k : cc::mlx5_knobs()) it->second.cc_info[std::string(k.name)] = std::to_string(k.get(in_force));
+}
+
 void HardwareNics::poll() {
   auto log = log::get("cc");
   std::lock_guard lock(mu_);

@@ -44,9 +44,18 @@ enum class MsgType : uint16_t {
   kExport = 11,
   kImport = 12,
   kRevoke = 13,
+  // Admin requests (rdmactl): uid 0 or the daemon's own uid only.
+  kListFlows = 14,
+  kListAllRegistrations = 15,
+  kCcShow = 16,
+  kCcSet = 17,
+  kReload = 18,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 13;
+inline constexpr uint16_t kMaxRequestType = 18;
+inline constexpr uint16_t kFirstAdminType = 14;
+
+constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kMaxRequestType; }
 
 constexpr uint16_t reply_type(MsgType t) {
   return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
@@ -238,6 +247,96 @@ struct RevokeRequest {
 };
 static_assert(sizeof(RevokeRequest) == 16);
 
+// ---- admin requests ----
+// kListFlows and kListAllRegistrations take a ListRequest (after_handle: the last flow id or
+// handle of the previous page) and answer a ListReply followed by `count` entries.
+
+inline constexpr uint32_t kMaxFlowListEntries = 32;  // max_entries of a kListFlows page
+
+struct FlowEntry {
+  uint64_t flow_id;
+  uint64_t channel;
+  char peer[kMaxNodeIdBytes];  // NUL-terminated node id
+  uint32_t owner_uid;
+  int32_t owner_pid;
+  uint32_t state;      // ring::FlowState
+  uint32_t in_flight;  // requests the client submitted whose completion it has not been given
+  uint32_t sq_depth;
+  uint32_t cq_depth;
+};
+static_assert(sizeof(FlowEntry) == 104);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxFlowListEntries * sizeof(FlowEntry) <= kMaxFrameBytes);
+
+struct RegistrationEntry {
+  uint64_t handle;
+  uint64_t offset;
+  uint64_t length;
+  uint64_t pinned_bytes;  // bytes the daemon keeps mapped for the region behind the handle
+  uint32_t owner_uid;
+  int32_t owner_pid;
+  uint32_t kind;  // rdmad_mem_kind
+  uint32_t access;
+};
+static_assert(sizeof(RegistrationEntry) == 48);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxListEntries * sizeof(RegistrationEntry) <=
+              kMaxFrameBytes);
+
+inline constexpr size_t kMaxKnobNameBytes = 40;
+inline constexpr uint32_t kMaxCcKnobs = 32;     // knobs in one kCcShow reply
+inline constexpr uint32_t kMaxCcSetKnobs = 16;  // knobs in one kCcSet request
+inline constexpr uint32_t kKnobUnreadable = 1;  // CcKnob.flags (kCcShow): the NIC did not give a value
+
+struct CcKnob {
+  char name[kMaxKnobNameBytes];  // NUL-terminated mlx5 knob name (cc::mlx5_knobs())
+  int64_t value;                 // in the knob's units
+  uint32_t flags;                // kKnobUnreadable in replies; 0 in requests
+  uint32_t reserved;
+};
+static_assert(sizeof(CcKnob) == 56);
+
+inline constexpr size_t kMaxNicNameBytes = 32;
+
+// Shows one NIC's DCQCN parameters: `nic` names it ([[nic]] name), or, when empty, `cursor` walks
+// the node's NICs from 0 (the reply's `more` says whether cursor + 1 exists).
+struct CcShowRequest {
+  char nic[kMaxNicNameBytes];
+  uint32_t cursor;  // 0 when nic is set
+  uint32_t reserved;
+};
+static_assert(sizeof(CcShowRequest) == 40);
+
+inline constexpr uint32_t kCcSoftware = 1;  // CcShowReply.flags: DCQCN runs in the daemon (soft NIC)
+
+struct CcShowReply {  // followed by `knob_count` CcKnob
+  char nic[kMaxNicNameBytes];
+  char backend[16];
+  char source[96];  // where the values come from ("soft datapath", "vendor sysfs /sys/...")
+  uint32_t flags;
+  uint32_t more;
+  uint32_t knob_count;
+  uint32_t reserved;
+};
+static_assert(sizeof(CcShowReply) == 160);
+static_assert(sizeof(Header) + sizeof(CcShowReply) + kMaxCcKnobs * sizeof(CcKnob) <= kMaxFrameBytes);
+
+// Sets knobs on one NIC (`nic`) or, when empty, every NIC; all-or-nothing validation, then applied
+// live (soft NICs on their datapath, hardware NICs written and read back).
+struct CcSetRequest {
+  char nic[kMaxNicNameBytes];
+  uint32_t count;  // 1..kMaxCcSetKnobs entries of knobs are used; the rest are zero
+  uint32_t reserved;
+  CcKnob knobs[kMaxCcSetKnobs];
+};
+static_assert(sizeof(CcSetRequest) == 40 + 56 * kMaxCcSetKnobs);
+
+struct CcSetReply {
+  uint32_t nics;  // NICs changed
+  uint32_t reserved;
+};
+static_assert(sizeof(CcSetReply) == 8);
+
+// kReload: empty request and reply body; an error reply carries the configuration errors.
+
 // Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
@@ -267,6 +366,15 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(ImportRequest);
     case MsgType::kRevoke:
       return sizeof(RevokeRequest);
+    case MsgType::kListFlows:
+    case MsgType::kListAllRegistrations:
+      return sizeof(ListRequest);
+    case MsgType::kCcShow:
+      return sizeof(CcShowRequest);
+    case MsgType::kCcSet:
+      return sizeof(CcSetRequest);
+    case MsgType::kReload:
+      return 0;
     case MsgType::kError:
       return -1;
   }

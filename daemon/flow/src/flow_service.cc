@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstring>
 #include <prometheus/histogram.h>
@@ -217,7 +218,12 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   FlowRecord f;
   f.id = next_flow_id_++;
   f.conn_id = client.conn_id;
+  f.owner_uid = client.uid;
+  f.owner_pid = client.pid;
   f.peer = peer;
+  f.channel = req.channel;
+  f.sq_depth = sq;
+  f.cq_depth = cq;
   const ring::Layout l = ring::layout_for(sq, cq);
   f.ring_bytes = l.total_bytes;
   f.memfd = ::memfd_create("rdmad-flow", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -248,6 +254,36 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   out.reply.state = static_cast<const ring::Header*>(f.ring)->flow_state.load();
   out.fds = {f.memfd, f.doorbell_fd, f.completion_fd};
   flows_.emplace(f.id, f);
+  return out;
+}
+
+std::vector<proto::FlowEntry> FlowService::list_flows(uint64_t after, uint32_t max_entries,
+                                                      bool* more) const {
+  std::vector<proto::FlowEntry> out;
+  *more = false;
+  for (auto it = flows_.upper_bound(after); it != flows_.end(); ++it) {
+    if (out.size() == max_entries) {
+      *more = true;
+      break;
+    }
+    const FlowRecord& f = it->second;
+    proto::FlowEntry e{};
+    e.flow_id = f.id;
+    e.channel = f.channel;
+    proto::copy_cstr(e.peer, f.peer.c_str());
+    e.owner_uid = static_cast<uint32_t>(f.owner_uid);
+    e.owner_pid = static_cast<int32_t>(f.owner_pid);
+    e.sq_depth = f.sq_depth;
+    e.cq_depth = f.cq_depth;
+    if (f.ring != nullptr) {
+      const auto* h = static_cast<const ring::Header*>(f.ring);
+      e.state = h->flow_state.load(std::memory_order_relaxed);
+      // sq_tail is the client's: a broken client may show any value; one SQE completes as one CQE.
+      const uint32_t submitted = h->sq_tail.load(std::memory_order_relaxed);
+      e.in_flight = std::min(submitted - h->cq_tail.load(std::memory_order_relaxed), f.sq_depth + f.cq_depth);
+    }
+    out.push_back(e);
+  }
   return out;
 }
 

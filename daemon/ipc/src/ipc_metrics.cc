@@ -5,11 +5,12 @@
 namespace rdmad::ipc {
 namespace {
 
-constexpr const char* kOpNames[] = {"unknown",      "hello",         "query_nics",
-                                    "nearest_nics", "register_host", "register_dmabuf",
-                                    "deregister",   "list",          "diagnose",
-                                    "flow_open",    "flow_close",    "export",
-                                    "import",       "revoke"};
+constexpr const char* kOpNames[] = {
+    "unknown",       "hello",           "query_nics", "nearest_nics",
+    "register_host", "register_dmabuf", "deregister", "list",
+    "diagnose",      "flow_open",       "flow_close", "export",
+    "import",        "revoke",          "list_flows", "list_all_registrations",
+    "cc_show",       "cc_set",          "reload"};
 constexpr const char* kResultNames[] = {
     "ok",         "invalid_argument", "permission",  "quota",  "not_supported", "not_found", "protocol",
     "connection", "version",          "no_resource", "system", "cuda",          "lost",

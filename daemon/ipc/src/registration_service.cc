@@ -1,13 +1,12 @@
 #include "rdmad/ipc/registration_service.h"
 
-#include <algorithm>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -149,7 +148,6 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
     if (base == MAP_FAILED) return sys_error("mmap of the memfd range", errno);
     region->map_base = base;
     region->map_bytes = region->pinned_bytes;
-    region->numa_node = page_numa_node(base);
     auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
     region->iova = reinterpret_cast<uintptr_t>(addr);
     mr = registrar_.register_host(addr, req.length, req.access, req.nic_mask);
@@ -162,6 +160,9 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
     return mr.error();
   }
   region->mr_id = mr.value().mr_id;
+  // After registering: a hardware registration has faulted the pages in (a page not present in
+  // our mapping has no node to report).
+  if (region->map_base != nullptr) region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
   region->keys = std::move(mr.value().keys);
   use.pinned_bytes += region->pinned_bytes;
   if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
@@ -177,7 +178,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   ++usage_[peer.uid].registrations;
   {
     std::lock_guard lock(mu_);
-    handles_.emplace(handle, Handle{peer.conn_id, peer.uid, region, req.offset, req.length, req.access});
+    handles_.emplace(handle,
+                     Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
   }
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
@@ -271,6 +273,24 @@ int32_t page_numa_node(const void* addr) {
   // move_pages without target nodes only reports where each page is.
   if (syscall(SYS_move_pages, 0, 1UL, &page, nullptr, &status, 0) != 0 || status < 0) return -1;
   return status;
+}
+
+std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t after, uint32_t max_entries,
+                                                                    bool* more) const {
+  // An admin request, not a hot path: one pass over the table, then the page in handle order.
+  std::vector<uint64_t> ids;
+  for (const auto& [id, h] : handles_)
+    if (id > after) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  *more = ids.size() > max_entries;
+  if (*more) ids.resize(max_entries);
+  std::vector<proto::RegistrationEntry> out;
+  for (uint64_t id : ids) {
+    const Handle& h = handles_.at(id);
+    out.push_back({id, h.offset, h.length, h.region->pinned_bytes, static_cast<uint32_t>(h.uid),
+                   static_cast<int32_t>(h.pid), static_cast<uint32_t>(h.region->kind), h.access});
+  }
+  return out;
 }
 
 void RegistrationService::release_region(Region* region) {

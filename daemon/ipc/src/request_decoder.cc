@@ -26,6 +26,31 @@ bool range_overflows(uint64_t base, uint64_t length) { return base + length < ba
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 constexpr uint32_t kMaxRingDepth = 65536;
 
+bool is_zero(const proto::CcKnob& k) {
+  static constexpr proto::CcKnob kZero{};
+  return std::memcmp(&k, &kZero, sizeof(k)) == 0;
+}
+
+// nullptr when the request is well-formed, else the failed check.
+const char* check_cc_set(const proto::CcSetRequest& r) {
+  if (!proto::is_terminated(r.nic)) return "cc_set: nic not NUL-terminated";
+  if (r.reserved != 0) return "cc_set: reserved field set";
+  if (r.count == 0 || r.count > proto::kMaxCcSetKnobs) return "cc_set: count must be 1..16";
+  for (uint32_t i = 0; i < proto::kMaxCcSetKnobs; ++i) {
+    const proto::CcKnob& k = r.knobs[i];
+    if (i >= r.count) {
+      if (!is_zero(k)) return "cc_set: entries after count must be zero";
+      continue;
+    }
+    if (!proto::is_terminated(k.name) || k.name[0] == '\0')
+      return "cc_set: knob name must be a non-empty NUL-terminated string";
+    if (k.flags != 0 || k.reserved != 0) return "cc_set: knob flags or reserved field set";
+    for (uint32_t j = 0; j < i; ++j)
+      if (std::strcmp(r.knobs[j].name, k.name) == 0) return "cc_set: a knob is named twice";
+  }
+  return nullptr;
+}
+
 DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) {
   switch (static_cast<MsgType>(d.header.type)) {
     case MsgType::kHello: {
@@ -76,11 +101,34 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       d.body = r;
       break;
     }
-    case MsgType::kListRegistrations: {
+    case MsgType::kListRegistrations:
+    case MsgType::kListAllRegistrations:
+    case MsgType::kListFlows: {
+      // Flow entries are larger: a page of them holds fewer to stay within one frame.
+      const bool flows = d.header.type == static_cast<uint16_t>(MsgType::kListFlows);
       auto r = load<proto::ListRequest>(body);
-      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: reserved field set");
-      if (r.max_entries == 0 || r.max_entries > proto::kMaxListEntries)
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "list: max_entries must be 1..64");
+      if (r.reserved != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
+                    flows ? "list_flows: reserved field set" : "list: reserved field set");
+      if (r.max_entries == 0 || r.max_entries > (flows ? proto::kMaxFlowListEntries : proto::kMaxListEntries))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
+                    flows ? "list_flows: max_entries must be 1..32" : "list: max_entries must be 1..64");
+      d.body = r;
+      break;
+    }
+    case MsgType::kCcShow: {
+      auto r = load<proto::CcShowRequest>(body);
+      if (!proto::is_terminated(r.nic))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: nic not NUL-terminated");
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: reserved field set");
+      if (r.nic[0] != '\0' && r.cursor != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: cursor must be 0 when a nic is named");
+      d.body = r;
+      break;
+    }
+    case MsgType::kCcSet: {
+      auto r = load<proto::CcSetRequest>(body);
+      if (auto reason = check_cc_set(r)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);
       d.body = r;
       break;
     }
@@ -118,6 +166,7 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       break;
     case MsgType::kQueryNics:
     case MsgType::kDiagnose:
+    case MsgType::kReload:
     case MsgType::kError:
       break;
   }

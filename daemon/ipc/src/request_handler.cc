@@ -127,6 +127,12 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kImport:
     case MsgType::kRevoke:
       return dispatch_flow(conn, req, out, reply_fds, status);
+    case MsgType::kListFlows:
+    case MsgType::kListAllRegistrations:
+    case MsgType::kCcShow:
+    case MsgType::kCcSet:
+    case MsgType::kReload:
+      return dispatch_admin(conn, req, out, status);
     case MsgType::kHello:
     case MsgType::kError:
       break;

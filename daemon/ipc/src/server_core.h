@@ -62,6 +62,7 @@ class UnixServer::Core {
   RegistrationService service_;
   uint64_t instance_id_;
   FlowHandler* flows_ = nullptr;
+  AdminHandler* admin_ = nullptr;
   SeqPacket::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   bool activated_ = false;
@@ -79,6 +80,8 @@ class UnixServer::Core {
                                       ReplyFds& reply_fds, rdmad_status* status);
   std::span<const std::byte> dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,
                                            ReplyFds& reply_fds, rdmad_status* status);
+  std::span<const std::byte> dispatch_admin(Connection& conn, DecodedRequest& req, FrameBuffer& out,
+                                            rdmad_status* status);
 };
 
 }  // namespace rdmad::ipc

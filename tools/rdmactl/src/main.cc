@@ -1,5 +1,6 @@
 // rdmactl: operator CLI for rdmad. Talks to the daemon's client socket through librdmad.
-//   rdmactl [--socket PATH] [--json] status | nics | diagnose
+//   rdmactl [--socket PATH] [--json] status | nics | diagnose | flows | registrations |
+//           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | reload
 // Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.
 #include <cstdio>
 #include <string>
@@ -8,25 +9,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "admin_commands.h"
+#include "output.h"
 #include "rdmad/rdmad.h"
 
 namespace {
 
-constexpr int kExitDaemonError = 1;
-constexpr int kExitUnreachable = 3;
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
+using namespace rdmactl;
 
 const char* link_name(rdmad_link_state s) {
   switch (s) {
@@ -34,11 +23,6 @@ const char* link_name(rdmad_link_state s) {
     case RDMAD_LINK_DOWN: return "down";
     default: return "unknown";
   }
-}
-
-int fail(rdmad_client* c, const char* what, rdmad_status st) {
-  std::fprintf(stderr, "rdmactl: %s: %s: %s\n", what, rdmad_strerror(st), rdmad_last_error(c));
-  return kExitDaemonError;
 }
 
 int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
@@ -108,9 +92,12 @@ int cmd_diagnose(rdmad_client* c, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
-               "Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.",
-               "rdmactl"};
+  CLI::App app{
+      "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
+      "flows, registrations, cc and reload need root or the daemon's uid.\n"
+      "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
+      "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable.",
+      "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
   if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
   bool json = false;
@@ -120,10 +107,31 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
   auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node");
   auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, one line per check");
+  auto* flows =
+      app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
+  auto* regs =
+      app.add_subcommand("registrations", "Every client's memory registrations: kind, length, access, owner");
+  auto* cc = app.add_subcommand("cc", "DCQCN parameters of the NICs");
+  cc->require_subcommand(1);
+  std::string nic;
+  auto* cc_show = cc->add_subcommand("show", "The DCQCN knobs in force, per NIC (mlx5 knob names and units)");
+  cc_show->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
+  auto* cc_set =
+      cc->add_subcommand("set", "Change knobs live: soft NICs at once, hardware NICs written and read back");
+  std::vector<std::string> assignments;
+  cc_set->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
+  cc_set->add_option("assignments", assignments, "KNOB=VALUE (integer, in the knob's units)")->required();
+  auto* reload = app.add_subcommand("reload", "Re-read the configuration file (as SIGHUP does)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (cc_set->parsed()) {
+    if (std::string problem = check_assignments(assignments); !problem.empty()) {
+      std::fprintf(stderr, "rdmactl: cc set: %s\n", problem.c_str());
+      return kExitUsage;
+    }
   }
   rdmad_client* c = nullptr;
   if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
@@ -136,6 +144,11 @@ int main(int argc, char** argv) {
   if (status->parsed()) rc = cmd_status(c, socket, json);
   if (nics->parsed()) rc = cmd_nics(c, json);
   if (diagnose->parsed()) rc = cmd_diagnose(c, json);
+  if (flows->parsed()) rc = cmd_flows(c, json);
+  if (regs->parsed()) rc = cmd_registrations(c, json);
+  if (cc_show->parsed()) rc = cmd_cc_show(c, nic, json);
+  if (cc_set->parsed()) rc = cmd_cc_set(c, nic, assignments, json);
+  if (reload->parsed()) rc = cmd_reload(c, json);
   rdmad_disconnect(c);
   return rc;
 }

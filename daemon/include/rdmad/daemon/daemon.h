@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/config/config.h"
+#include "rdmad/daemon/admin_service.h"
 #include "rdmad/daemon/client_service.h"
 #include "rdmad/daemon/device_events.h"
 #include "rdmad/daemon/hardware_nics.h"
@@ -38,8 +39,9 @@ class Daemon {
   // exit code: 0 after a graceful stop, 1 when start-up failed (the reason is logged).
   int run();
 
-  // Re-reads the configuration file and applies what can change live (what SIGHUP does).
-  void reload();
+  // Re-reads the configuration file and applies what can change live (what SIGHUP and rdmactl
+  // reload do). An error lists the file's problems; the daemon then keeps its configuration.
+  ipc::Result<ipc::Ok> reload();
 
  private:
   bool start();
@@ -73,6 +75,7 @@ class Daemon {
   std::unique_ptr<ClientNicList> client_nics_;
   std::unique_ptr<ipc::UnixServer> ipc_;
   std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
+  std::unique_ptr<AdminService> admin_;        // rdmactl's requests
   std::unique_ptr<DeviceEventMonitor> device_events_;  // watches the NICs' descriptors: goes before them
 };
 

@@ -32,6 +32,10 @@ class HardwareNics {
   // Port state, speed, counters, DCQCN counters and CC health, read when Prometheus scrapes.
   std::shared_ptr<prometheus::Collectable> collector() const;
 
+  // Records the DCQCN parameters now in force on a port after they were changed at run time
+  // (rdmactl cc set), for rdmad_cc_params_info.
+  void note_cc_params(const std::string& device, unsigned port, const cc::DcqcnParams& in_force);
+
   // Active findings as "device/port/reason" keys (for tests and rdmactl).
   std::vector<std::string> findings_for_test() const;
 

@@ -216,6 +216,15 @@ class SoftDevice final : public Device {
     nic_->run([&] { nic_->dcqcn_samples(out); });
     return out;
   }
+  std::optional<cc::DcqcnParams> dcqcn_params() const override {
+    cc::DcqcnParams p;
+    nic_->run([&] { p = nic_->config().dcqcn; });
+    return p;
+  }
+  Status set_dcqcn_params(const cc::DcqcnParams& params) override {
+    nic_->run([&] { nic_->set_dcqcn_params(params); });
+    return Status::ok();
+  }
 
  private:
   std::shared_ptr<SoftNic> nic_;

@@ -74,6 +74,8 @@ class SoftNic {
   const NicCounters& counters() const { return counters_; }
   /// Appends the reaction-point state of every QP in RTS, brought up to the current loop pass.
   void dcqcn_samples(std::vector<DcqcnSample>& out);
+  /// Rebuilds the reaction and notification points from new parameters; per-QP state is kept.
+  void set_dcqcn_params(const cc::DcqcnParams& params);
 
  private:
   void loop();

@@ -29,6 +29,23 @@ void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
 
 void SoftNic::on_cnp(QpContext& qp, TimeNs now) { rp_.on_cnp(qp.rp, now); }
 
+void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
+  // config_.dcqcn is read only here and on this thread (send_cnp, dcqcn_params() through run()).
+  config_.dcqcn = params;
+  const double old_max = rp_.max_rate_mbps();
+  rp_ = cc::ReactionPoint(params, config_.line_rate_mbps);
+  np_ = cc::NotificationPoint(params);
+  // Rates were reached under the old ceiling: a QP that sat at it moves to the new one (it is
+  // "at line rate" only at exactly the ceiling), and no QP keeps a rate above the new one.
+  const double new_max = rp_.max_rate_mbps();
+  for (auto& qp : qps_) {
+    if (!qp) continue;
+    cc::RpState& s = qp->rp;
+    if (s.rate_mbps >= old_max || s.rate_mbps > new_max) s.rate_mbps = new_max;
+    if (s.target_mbps >= old_max || s.target_mbps > new_max) s.target_mbps = new_max;
+  }
+}
+
 void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   TimeNs due = np_.deferred_cnp_due(qp.np);

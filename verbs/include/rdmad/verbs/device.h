@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "rdmad/cc/dcqcn_params.h"
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/status.h"
 #include "rdmad/verbs/types.h"
@@ -106,6 +108,15 @@ class Device {
   virtual int event_fd() const { return -1; }
   /// Reads every pending event without blocking.
   virtual std::vector<DeviceEvent> read_events() { return {}; }
+  /// The DCQCN parameters the backend itself runs (software CC); nullopt where congestion control
+  /// is the NIC firmware's business (hardware NICs are configured through nic_cc instead).
+  virtual std::optional<cc::DcqcnParams> dcqcn_params() const { return std::nullopt; }
+  /// Replaces them at run time: every queue pair's next CC event uses the new values (rates and
+  /// alpha already reached are kept). kNotSupported where dcqcn_params() is nullopt.
+  virtual Status set_dcqcn_params(const cc::DcqcnParams& params) {
+    (void)params;
+    return Status::not_supported("congestion control is not run by this backend");
+  }
 };
 
 }  // namespace rdmad::verbs

@@ -87,6 +87,9 @@ class FlowService final : public ipc::FlowHandler {
   /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
   std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
   size_t flow_count() const { return flows_.size(); }
+  /// Every client's flows with ids above `after`, ascending, for operators; *more when some were
+  /// left out. State and requests in flight are read from each flow's ring header.
+  std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) const;
 
   // ipc::FlowHandler
   ipc::Result<ipc::FlowOpened> open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) override;
@@ -103,7 +106,12 @@ class FlowService final : public ipc::FlowHandler {
   struct FlowRecord {
     uint64_t id = 0;
     uint64_t conn_id = 0;
+    uid_t owner_uid = 0;
+    pid_t owner_pid = 0;
     std::string peer;
+    uint64_t channel = 0;
+    uint32_t sq_depth = 0;
+    uint32_t cq_depth = 0;
     void* ring = nullptr;
     uint64_t ring_bytes = 0;
     int memfd = -1;

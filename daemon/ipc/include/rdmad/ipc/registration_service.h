@@ -78,6 +78,8 @@ class RegistrationService {
   // Handles of connection conn_id above `after`, ascending; *more tells whether some were left out.
   std::vector<proto::ListEntry> list(uint64_t conn_id, uint64_t after, uint32_t max_entries,
                                      bool* more) const;
+  // Every connection's handles above `after`, ascending, with their owners (operators' view).
+  std::vector<proto::RegistrationEntry> list_all(uint64_t after, uint32_t max_entries, bool* more) const;
   // Releases every handle of a connection (disconnect, crash).
   void release_connection(uint64_t conn_id);
 
@@ -122,6 +124,7 @@ class RegistrationService {
   struct Handle {
     uint64_t conn_id;
     uid_t uid;
+    pid_t pid;
     Region* region;
     uint64_t offset;
     uint64_t length;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "rdmad/ipc/admin_handler.h"
 #include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/ipc_config.h"
 #include "rdmad/ipc/memory_registrar.h"
@@ -42,6 +43,9 @@ class UnixServer {
   // Serves the flow requests (open, close, export, import, revoke); without one they are refused
   // as not supported. The handler must outlive the server or be reset to nullptr first.
   void set_flow_handler(FlowHandler* handler);
+  // Serves the operator's requests (flows, cc show/set, reload); without one they are refused as
+  // not supported (the node-wide registration list needs none). Same lifetime rule as above.
+  void set_admin_handler(AdminHandler* handler);
   const IpcConfig& config() const;
 
   class Core;

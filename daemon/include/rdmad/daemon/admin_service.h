@@ -1,0 +1,47 @@
+#pragma once
+// The daemon's side of the operator's requests (rdmactl): the node's flows, the DCQCN parameters
+// in force on each [[nic]] (soft NICs from their datapath, hardware NICs from the NIC through
+// nic_cc) and changing them live, and configuration reload.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "rdmad/config/config.h"
+#include "rdmad/daemon/hardware_nics.h"
+#include "rdmad/daemon/nic_inventory.h"
+#include "rdmad/flow/flow_service.h"
+#include "rdmad/ipc/admin_handler.h"
+#include "rdmad/nic_cc/cc_param_store.h"
+
+namespace rdmad::daemon {
+
+class AdminService final : public ipc::AdminHandler {
+ public:
+  // `config` is the daemon's (its [[nic]] list and sysfs root); `flows` may be null (flows off).
+  AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
+               flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload);
+
+  std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) override;
+  ipc::Result<ipc::CcShown> cc_show(const proto::CcShowRequest& req) override;
+  ipc::Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) override;
+  ipc::Result<ipc::Ok> reload() override;
+
+ private:
+  // Where one [[nic]]'s DCQCN parameters live.
+  struct CcTarget {
+    const config::NicSection* nic = nullptr;
+    verbs::Device* soft = nullptr;                    // CC runs in the backend
+    std::optional<nic_cc::CcParamLocation> hardware;  // CC runs in the NIC
+    std::string unavailable;                          // why neither, when neither
+  };
+  CcTarget resolve(const config::NicSection& nic) const;
+  ipc::Result<ipc::Ok> apply(const CcTarget& t, const proto::CcSetRequest& req);
+
+  const config::Config& config_;
+  NicInventory& nics_;
+  HardwareNics& hardware_;
+  flow::FlowService* flows_;
+  std::function<ipc::Result<ipc::Ok>()> reload_;
+};
+
+}  // namespace rdmad::daemon

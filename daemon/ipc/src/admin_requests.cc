@@ -1,0 +1,77 @@
+// Serving the operator's requests (rdmactl): registrations of every client from the table, the
+// rest through the AdminHandler the daemon installed. Only uid 0 and the daemon's own uid get here.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "connection.h"
+
+namespace rdmad::ipc {
+
+using proto::MsgType;
+
+namespace {
+
+bool may_administer(const Peer& peer) { return peer.uid == 0 || peer.uid == ::geteuid(); }
+
+}  // namespace
+
+std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, DecodedRequest& req,
+                                                            FrameBuffer& out, rdmad_status* status) {
+  const uint64_t id = req.header.request_id;
+  const uint16_t version = conn.version();
+  auto type = static_cast<MsgType>(req.header.type);
+  auto fail = [&](const Error& e) {
+    *status = e.status;
+    return write_error(out, version, id, e.status, e.message);
+  };
+  if (!may_administer(conn.peer()))
+    return fail(Error{RDMAD_ERR_PERMISSION, "admin requests need root or the daemon's uid " +
+                                                std::to_string(::geteuid()) + "; uid " +
+                                                std::to_string(conn.peer().uid) + " is not allowed"});
+  FrameWriter w(out, version, proto::reply_type(type), id);
+  if (type == MsgType::kListAllRegistrations) {
+    auto& l = std::get<proto::ListRequest>(req.body);
+    bool more = false;
+    auto entries = service_.list_all(l.after_handle, l.max_entries, &more);
+    w.append(proto::ListReply{static_cast<uint32_t>(entries.size()), more ? 1u : 0u});
+    for (const auto& e : entries) w.append(e);
+    return w.finish();
+  }
+  if (admin_ == nullptr) return fail(Error{RDMAD_ERR_NOT_SUPPORTED, "this server has no admin handler"});
+  switch (type) {
+    case MsgType::kListFlows: {
+      auto& l = std::get<proto::ListRequest>(req.body);
+      bool more = false;
+      auto entries = admin_->list_flows(l.after_handle, l.max_entries, &more);
+      if (entries.size() > l.max_entries) entries.resize(l.max_entries), more = true;
+      w.append(proto::ListReply{static_cast<uint32_t>(entries.size()), more ? 1u : 0u});
+      for (const auto& e : entries) w.append(e);
+      return w.finish();
+    }
+    case MsgType::kCcShow: {
+      auto r = admin_->cc_show(std::get<proto::CcShowRequest>(req.body));
+      if (!r.ok()) return fail(r.error());
+      auto& shown = r.value();
+      shown.head.knob_count = static_cast<uint32_t>(std::min<size_t>(shown.knobs.size(), proto::kMaxCcKnobs));
+      w.append(shown.head);
+      for (uint32_t i = 0; i < shown.head.knob_count; ++i) w.append(shown.knobs[i]);
+      return w.finish();
+    }
+    case MsgType::kCcSet: {
+      auto r = admin_->cc_set(std::get<proto::CcSetRequest>(req.body));
+      if (!r.ok()) return fail(r.error());
+      w.append(r.value());
+      return w.finish();
+    }
+    case MsgType::kReload: {
+      auto r = admin_->reload();
+      return r.ok() ? w.finish() : fail(r.error());
+    }
+    default:
+      break;
+  }
+  return fail(Error{RDMAD_ERR_PROTOCOL, "unexpected request type"});
+}
+
+}  // namespace rdmad::ipc

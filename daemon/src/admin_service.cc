@@ -1,0 +1,155 @@
+#include "rdmad/daemon/admin_service.h"
+
+#include <fmt/format.h>
+
+#include "rdmad/daemon/logging.h"
+#include "rdmad/nic_cc/cc_port_status.h"
+
+namespace rdmad::daemon {
+namespace {
+
+proto::CcKnob knob_entry(const cc::Mlx5Knob& k, std::optional<int64_t> value) {
+  proto::CcKnob e{};
+  proto::copy_cstr(e.name, std::string(k.name).c_str());
+  e.value = value.value_or(0);
+  e.flags = value ? 0 : proto::kKnobUnreadable;
+  return e;
+}
+
+}  // namespace
+
+AdminService::AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
+                           flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload)
+    : config_(config), nics_(nics), hardware_(hardware), flows_(flows), reload_(std::move(reload)) {}
+
+std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t max_entries, bool* more) {
+  *more = false;
+  return flows_ != nullptr ? flows_->list_flows(after, max_entries, more) : std::vector<proto::FlowEntry>{};
+}
+
+ipc::Result<ipc::Ok> AdminService::reload() { return reload_(); }
+
+AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) const {
+  CcTarget t;
+  t.nic = &nic;
+  for (const Nic& n : nics_.nics()) {
+    if (n.config.name == nic.name && n.device->dcqcn_params()) {
+      t.soft = n.device.get();
+      return t;
+    }
+  }
+  if (nic.backend != "rdma_core") {
+    t.unavailable = fmt::format("backend {} runs no DCQCN of its own", nic.backend);
+    return t;
+  }
+  for (const auto& d : hardware_.devices()) {
+    if (d.name != nic.device) continue;
+    for (const auto& p : d.ports) {
+      if (p.port != static_cast<unsigned>(nic.port)) continue;
+      auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p.netdev, d.pci_address);
+      if (status.location)
+        t.hardware = status.location;
+      else
+        t.unavailable = status.summary();
+      return t;
+    }
+  }
+  t.unavailable = fmt::format("device {} port {} not found", nic.device, nic.port);
+  return t;
+}
+
+ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req) {
+  const auto& all = config_.nics;
+  size_t index = req.cursor;
+  if (req.nic[0] != '\0') {
+    index = all.size();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].name == req.nic) index = i;
+    if (index == all.size())
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
+  } else if (index >= all.size()) {
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs configured" : "cursor past the last NIC"};
+  }
+  const CcTarget t = resolve(all[index]);
+  ipc::CcShown out;
+  proto::copy_cstr(out.head.nic, t.nic->name.c_str());
+  proto::copy_cstr(out.head.backend, t.nic->backend.c_str());
+  out.head.more = req.nic[0] == '\0' && index + 1 < all.size() ? 1 : 0;
+  if (t.soft != nullptr) {
+    const cc::DcqcnParams p = *t.soft->dcqcn_params();
+    out.head.flags = proto::kCcSoftware;
+    proto::copy_cstr(out.head.source, "soft datapath (live)");
+    for (const auto& k : cc::mlx5_knobs()) out.knobs.push_back(knob_entry(k, k.get(p)));
+  } else if (t.hardware) {
+    proto::copy_cstr(out.head.source, t.hardware->describe().c_str());
+    const auto readout = nic_cc::read_cc_params(nic_cc::SysfsRoot(config_.daemon.sysfs_root), *t.hardware);
+    for (const auto& r : readout.knobs) out.knobs.push_back(knob_entry(*r.knob, r.value));
+  } else {
+    proto::copy_cstr(out.head.source, ("unavailable: " + t.unavailable).c_str());
+  }
+  return out;
+}
+
+ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRequest& req) {
+  auto log = log::get("cc");
+  if (t.soft != nullptr) {
+    cc::DcqcnParams p = *t.soft->dcqcn_params();
+    for (uint32_t i = 0; i < req.count; ++i)
+      cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
+    if (auto st = t.soft->set_dcqcn_params(p); !st.is_ok())
+      return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
+    log->info("nic {}: dcqcn set live: {}", t.nic->name, cc::describe(p));
+    return ipc::Ok{};
+  }
+  const nic_cc::SysfsRoot root(config_.daemon.sysfs_root);
+  cc::DcqcnParams desired = nic_cc::read_cc_params(root, *t.hardware).params;
+  std::vector<std::string> only;
+  for (uint32_t i = 0; i < req.count; ++i) {
+    const cc::Mlx5Knob* k = cc::find_mlx5_knob(req.knobs[i].name);
+    k->set(desired, req.knobs[i].value);
+    only.emplace_back(k->name);
+  }
+  const auto report = nic_cc::apply_cc_params(root, *t.hardware, desired, only);
+  hardware_.note_cc_params(t.nic->device, static_cast<unsigned>(t.nic->port), report.effective);
+  for (const auto* c : report.applied()) log->info("nic {}: set {}", t.nic->name, c->text());
+  std::string problems;
+  for (const auto* c : report.problems()) problems += (problems.empty() ? "" : "; ") + c->text();
+  if (!problems.empty()) {
+    log->warn("nic {}: cc set: {}", t.nic->name, problems);
+    return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, problems)};
+  }
+  return ipc::Ok{};
+}
+
+ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& req) {
+  // Everything is checked before anything is written: a typo changes nothing anywhere.
+  for (uint32_t i = 0; i < req.count; ++i) {
+    const proto::CcKnob& k = req.knobs[i];
+    const cc::Mlx5Knob* knob = cc::find_mlx5_knob(k.name);
+    if (knob == nullptr)
+      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+                        fmt::format("unknown knob {} (cc show lists them)", k.name)};
+    if (k.value < knob->min || k.value > knob->max)
+      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+                        fmt::format("knob {}: {} is outside {}..{} ({})", knob->name, k.value, knob->min,
+                                    knob->max, knob->unit)};
+  }
+  std::vector<CcTarget> targets;
+  for (const auto& n : config_.nics)
+    if (req.nic[0] == '\0' || n.name == req.nic) targets.push_back(resolve(n));
+  if (targets.empty())
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, req.nic[0] ? fmt::format("no [[nic]] named {}", req.nic)
+                                                      : std::string("no NICs configured")};
+  for (const auto& t : targets)
+    if (t.soft == nullptr && !t.hardware)
+      return ipc::Error{RDMAD_ERR_NOT_SUPPORTED, fmt::format("nic {}: {}", t.nic->name, t.unavailable)};
+  proto::CcSetReply reply{};
+  for (const auto& t : targets) {
+    auto r = apply(t, req);
+    if (!r.ok()) return r.error();
+    ++reply.nics;
+  }
+  return reply;
+}
+
+}  // namespace rdmad::daemon

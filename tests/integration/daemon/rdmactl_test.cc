@@ -1,0 +1,293 @@
+// rdmactl's operator commands against a live daemon with soft NICs: flows, registrations, cc show
+// and cc set (live on the soft datapath), reload, exit codes and the admin permission check.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "rdmad/rdmad.h"
+#include "support/http_get.h"
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace rdmad::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Ctl {
+  int exit = -1;
+  std::string output;
+};
+
+bool metrics_contain(int port, const std::string& needle, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  do {
+    if (auto r = http_get("127.0.0.1", port, "/metrics"); r && r->body.find(needle) != std::string::npos)
+      return true;
+    usleep(10'000);
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
+class Rdmactl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Others must reach the socket for the permission test: traversable directory, 0666 socket.
+    ::chmod(dir_.path().c_str(), 0711);
+    sock_ = dir_.path() + "/run/rdmad.sock";
+    config_ = dir_.write("rdmad.toml", config_text("info"));
+    daemon_ =
+        std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_});
+    ASSERT_TRUE(daemon_->wait_for_output("] ready", 15s)) << daemon_->output();
+    std::smatch m;
+    const std::string out = daemon_->output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+    metrics_port_ = std::stoi(m[1]);
+  }
+  void TearDown() override {
+    if (client_) rdmad_disconnect(client_);
+    if (daemon_) {
+      daemon_->signal(SIGTERM);
+      EXPECT_EQ(daemon_->wait_exit(10s), 0) << daemon_->output();
+    }
+  }
+
+  std::string config_text(const std::string& log_level) const {
+    return fmt::format(
+        "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"{1}\"\n"
+        "[metrics]\nlisten = \"127.0.0.1:0\"\n[ipc]\nsocket_mode = \"0666\"\n"
+        "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\n"
+        "[cc]\nrpg_ai_rate = 7\n"
+        "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"
+        "[[nic]]\nname = \"rail1\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n",
+        dir_.path(), log_level);
+  }
+
+  Ctl ctl(std::vector<std::string> args, std::vector<std::string> prefix = {}) {
+    std::vector<std::string> argv = std::move(prefix);
+    argv.push_back(binary("tools/rdmactl/rdmactl"));
+    argv.push_back("--socket");
+    argv.push_back(sock_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess p(argv);
+    Ctl c;
+    c.exit = p.wait_exit(10s).value_or(-1);
+    c.output = p.output();
+    return c;
+  }
+
+  rdmad_client* client() {
+    if (!client_) {
+      EXPECT_EQ(rdmad_connect(sock_.c_str(), &client_), RDMAD_OK) << rdmad_last_error(nullptr);
+    }
+    return client_;
+  }
+
+  TempDir dir_;
+  std::string sock_;
+  std::string config_;
+  int metrics_port_ = 0;
+  std::unique_ptr<Subprocess> daemon_;
+  rdmad_client* client_ = nullptr;
+};
+
+TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
+  Ctl empty = ctl({"--json", "flows"});
+  ASSERT_EQ(empty.exit, 0) << empty.output;
+  EXPECT_EQ(empty.output, "[]\n");
+
+  rdmad_flow_attr attr{7, 0, 0};
+  rdmad_flow* flow = nullptr;
+  ASSERT_EQ(rdmad_flow_open(client(), "nodeB", &attr, &flow), RDMAD_OK) << rdmad_last_error(client_);
+  Ctl json = ctl({"--json", "flows"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  // nodeB is not a configured peer: the flow waits in "connecting" with nothing in flight.
+  EXPECT_NE(json.output.find(fmt::format(
+                "{{\"flow_id\":1,\"peer\":\"nodeB\",\"channel\":7,\"state\":\"connecting\",\"in_flight\":0,"
+                "\"sq_depth\":256,\"cq_depth\":512,\"owner_uid\":{},\"owner_pid\":{}}}",
+                getuid(), getpid())),
+            std::string::npos)
+      << json.output;
+  Ctl table = ctl({"flows"});
+  ASSERT_EQ(table.exit, 0) << table.output;
+  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +nodeB +7 +connecting +0 +256 +512 )")))
+      << table.output;
+
+  rdmad_flow_close(flow);
+  Ctl after = ctl({"--json", "flows"});
+  EXPECT_EQ(after.output, "[]\n");
+}
+
+TEST_F(Rdmactl, RegistrationsListsEveryClientsHandles) {
+  EXPECT_EQ(ctl({"--json", "registrations"}).output, "[]\n");
+  rdmad_host_buffer buf{};
+  ASSERT_EQ(rdmad_alloc_host(1 << 20, &buf), RDMAD_OK);
+  rdmad_mr* mr = nullptr;
+  ASSERT_EQ(rdmad_register_host(client(), buf.fd, 4096, 65536,
+                                RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_READ, 0, &mr),
+            RDMAD_OK)
+      << rdmad_last_error(client_);
+  Ctl json = ctl({"--json", "registrations"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_NE(json.output.find(fmt::format("{{\"handle\":1,\"kind\":\"host\",\"offset\":4096,\"length\":65536,"
+                                         "\"access\":\"local_write,remote_read\",\"pinned_bytes\":65536,"
+                                         "\"owner_uid\":{},\"owner_pid\":{}}}",
+                                         getuid(), getpid())),
+            std::string::npos)
+      << json.output;
+  Ctl table = ctl({"registrations"});
+  EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +host +4096 +65536 +65536 )")))
+      << table.output;
+  EXPECT_EQ(rdmad_deregister(client_, mr), RDMAD_OK);
+  EXPECT_EQ(ctl({"--json", "registrations"}).output, "[]\n");
+  rdmad_free_host(&buf);
+}
+
+TEST_F(Rdmactl, CcShowAndSetChangeASoftNicLive) {
+  Ctl show = ctl({"--json", "cc", "show"});
+  ASSERT_EQ(show.exit, 0) << show.output;
+  // Both NICs run the [cc] profile with its override, on the soft datapath.
+  for (const char* nic : {"rail0", "rail1"}) {
+    EXPECT_NE(show.output.find(
+                  fmt::format("{{\"nic\":\"{}\",\"backend\":\"soft\",\"source\":\"soft datapath (live)\","
+                              "\"software\":true,\"knobs\":{{\"dce_tcp_g\":",
+                              nic)),
+              std::string::npos)
+        << show.output;
+  }
+  EXPECT_EQ(std::regex_search(show.output, std::regex("\"rpg_ai_rate\":7,")), true) << show.output;
+
+  Ctl set = ctl({"cc", "set", "--nic", "rail1", "rpg_ai_rate=42", "cnp_dscp=40"});
+  ASSERT_EQ(set.exit, 0) << set.output;
+  EXPECT_EQ(set.output, "set 2 knob(s) on 1 NIC(s)\n");
+  Ctl rail1 = ctl({"cc", "show", "--nic", "rail1"});
+  ASSERT_EQ(rail1.exit, 0) << rail1.output;
+  EXPECT_TRUE(std::regex_search(rail1.output, std::regex(R"(\n  rpg_ai_rate +42\n)"))) << rail1.output;
+  EXPECT_TRUE(std::regex_search(rail1.output, std::regex(R"(\n  cnp_dscp +40\n)"))) << rail1.output;
+  Ctl rail0 = ctl({"cc", "show", "--nic", "rail0"});
+  EXPECT_TRUE(std::regex_search(rail0.output, std::regex(R"(\n  rpg_ai_rate +7\n)"))) << rail0.output;
+
+  // Every NIC at once.
+  Ctl all = ctl({"--json", "cc", "set", "rpg_ai_rate=9"});
+  ASSERT_EQ(all.exit, 0) << all.output;
+  EXPECT_EQ(all.output, "{\"nics\":2,\"knobs\":1}\n");
+  EXPECT_TRUE(
+      std::regex_search(ctl({"cc", "show", "--nic", "rail0"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
+}
+
+TEST_F(Rdmactl, CcSetRefusesBadKnobsAndValuesWithoutChangingAnything) {
+  Ctl unknown = ctl({"cc", "set", "rpg_ai_rate=11", "no_such_knob=1"});
+  EXPECT_EQ(unknown.exit, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("unknown knob no_such_knob"), std::string::npos) << unknown.output;
+  Ctl range = ctl({"cc", "set", "cnp_dscp=64"});
+  EXPECT_EQ(range.exit, 1) << range.output;
+  EXPECT_NE(range.output.find("knob cnp_dscp: 64 is outside 0..63"), std::string::npos) << range.output;
+  // Nothing was applied by the refused requests.
+  EXPECT_TRUE(std::regex_search(ctl({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +7\n)")));
+  Ctl nic = ctl({"cc", "show", "--nic", "rail9"});
+  EXPECT_EQ(nic.exit, 1);
+  EXPECT_NE(nic.output.find("no [[nic]] named rail9"), std::string::npos) << nic.output;
+  // Syntax errors never reach the daemon: usage exit code.
+  EXPECT_EQ(ctl({"cc", "set", "rpg_ai_rate"}).exit, 2);
+  EXPECT_EQ(ctl({"cc", "set", "rpg_ai_rate=fast"}).exit, 2);
+  EXPECT_EQ(ctl({"cc", "set"}).exit, 2);
+}
+
+TEST_F(Rdmactl, ReloadCountsOkAndReportsABrokenFile) {
+  ASSERT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"ok\"} 0", 5s));
+  Ctl ok = ctl({"reload"});
+  EXPECT_EQ(ok.exit, 0) << ok.output;
+  EXPECT_EQ(ok.output, "configuration reloaded\n");
+  EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"ok\"} 1", 5s));
+
+  dir_.write("rdmad.toml", config_text("loud"));
+  Ctl bad = ctl({"reload"});
+  EXPECT_EQ(bad.exit, 1) << bad.output;
+  EXPECT_NE(bad.output.find("still running on the previous configuration"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("rdmad.toml:4:13: daemon.log_level: invalid value"), std::string::npos)
+      << bad.output;
+  EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"error\"} 1", 5s));
+}
+
+TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to run rdmactl as another user (nobody) with setpriv";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                              "--clear-groups"};
+  // The client service itself stays open to others (allowed_uids empty, socket mode 0666).
+  Ctl nics = ctl({"nics"}, as_nobody);
+  if (nics.exit == 126 || nics.exit == 127 || nics.output.find("Permission denied") != std::string::npos)
+    GTEST_SKIP() << "nobody cannot execute the build tree's rdmactl: " << nics.output;
+  EXPECT_EQ(nics.exit, 0) << nics.output;
+  const std::vector<std::vector<std::string>> admin = {
+      {"flows"}, {"registrations"}, {"cc", "show"}, {"cc", "set", "rpg_ai_rate=1"}, {"reload"}};
+  for (const auto& cmd : admin) {
+    Ctl denied = ctl(cmd, as_nobody);
+    EXPECT_EQ(denied.exit, 1) << cmd[0] << ": " << denied.output;
+    EXPECT_NE(denied.output.find("permission denied"), std::string::npos) << denied.output;
+    EXPECT_NE(denied.output.find("uid 65534 is not allowed"), std::string::npos) << denied.output;
+  }
+  EXPECT_TRUE(std::regex_search(ctl({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +7\n)")));
+}
+
+// A hardware NIC through NIC CC management: on a copy of a fixture host (ConnectX port with the
+// vendor driver's DCQCN tree), cc show reads the NIC's knobs and cc set writes the file and reads
+// it back.
+TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const fs::path root = fs::path(dir.path()) / "host";
+  fs::copy(RDMAD_SOURCE_DIR "/tests/data/sysfs/roce-vendor-ecn", root,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const std::string sock = dir.path() + "/run/rdmad.sock";
+  const std::string cfg = dir.write(
+      "rdmad.toml",
+      fmt::format("[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{1}\"\nsysfs_root = \"{2}\"\n"
+                  "[metrics]\nlisten = \"127.0.0.1:0\"\n"
+                  "[[nic]]\nname = \"rail0\"\nbackend = \"rdma_core\"\ndevice = \"mlx5_0\"\n",
+                  dir.path(), sock, root.string()));
+  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(d.wait_for_output("] ready", 15s)) << d.output();
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {binary("tools/rdmactl/rdmactl"), "--socket", sock});
+    Subprocess p(args);
+    Ctl c;
+    c.exit = p.wait_exit(10s).value_or(-1);
+    c.output = p.output();
+    return c;
+  };
+  Ctl show = run({"cc", "show"});
+  ASSERT_EQ(show.exit, 0) << show.output;
+  EXPECT_NE(show.output.find("nic rail0 (rdma_core): vendor sysfs /sys/class/net/eth0/ecn\n"),
+            std::string::npos)
+      << show.output;
+  EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n  rpg_ai_rate +5\n)"))) << show.output;
+
+  Ctl set = run({"cc", "set", "--nic", "rail0", "rpg_ai_rate=9"});
+  ASSERT_EQ(set.exit, 0) << set.output;
+  std::ifstream knob(root / "sys/class/net/eth0/ecn/roce_rp/rpg_ai_rate");
+  int64_t written = 0;
+  knob >> written;
+  EXPECT_EQ(written, 9);
+  EXPECT_TRUE(std::regex_search(run({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
+  EXPECT_NE(d.output().find("nic rail0: set rpg_ai_rate: 5 -> 9"), std::string::npos) << d.output();
+  // The metrics follow the change.
+  std::smatch m;
+  const std::string out = d.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  EXPECT_TRUE(metrics_contain(std::stoi(m[1]), "rpg_ai_rate=\"9\"", 5s));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.output();
+}
+
+}  // namespace
+}  // namespace rdmad::test

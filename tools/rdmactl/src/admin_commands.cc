@@ -1,0 +1,233 @@
+#include "admin_commands.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+#include "output.h"
+#include "rdmad/admin.h"
+
+namespace rdmactl {
+namespace {
+
+using rdmad::proto::MsgType;
+
+template <class T>
+std::span<const std::byte> bytes_of(const T& v) {
+  return {reinterpret_cast<const std::byte*>(&v), sizeof(T)};
+}
+
+template <class T>
+T load(const std::vector<std::byte>& buf, size_t offset) {
+  T v{};
+  if (offset + sizeof(T) <= buf.size()) std::memcpy(&v, buf.data() + offset, sizeof(T));
+  return v;
+}
+
+// Every entry of a paged list (kListFlows, kListAllRegistrations); false after printing the error.
+template <class Entry, class IdOf>
+bool list_all(rdmad_client* c, MsgType type, uint32_t page, IdOf id_of, std::vector<Entry>* out, int* rc) {
+  rdmad::proto::ListRequest req{0, page, 0};
+  std::vector<std::byte> reply;
+  for (;;) {
+    if (auto st = rdmad::admin::call(c, type, bytes_of(req), &reply); st != RDMAD_OK) {
+      *rc = fail(c, type == MsgType::kListFlows ? "list flows" : "list registrations", st);
+      return false;
+    }
+    const auto head = load<rdmad::proto::ListReply>(reply, 0);
+    if (reply.size() != sizeof(head) + size_t{head.count} * sizeof(Entry)) {
+      std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
+      *rc = kExitDaemonError;
+      return false;
+    }
+    for (uint32_t i = 0; i < head.count; ++i)
+      out->push_back(load<Entry>(reply, sizeof(head) + i * sizeof(Entry)));
+    if (!head.more || head.count == 0) return true;
+    req.after_handle = id_of(out->back());
+  }
+}
+
+const char* flow_state_name(uint32_t s) {
+  static constexpr const char* kNames[] = {"connecting", "connected", "disconnected", "failed"};
+  return s < 4 ? kNames[s] : "unknown";
+}
+
+std::string access_text(uint32_t a) {
+  std::string s;
+  auto add = [&](uint32_t bit, const char* name) {
+    if (a & bit) s += (s.empty() ? "" : ",") + std::string(name);
+  };
+  add(RDMAD_ACCESS_LOCAL_WRITE, "local_write");
+  add(RDMAD_ACCESS_REMOTE_WRITE, "remote_write");
+  add(RDMAD_ACCESS_REMOTE_READ, "remote_read");
+  add(RDMAD_ACCESS_REMOTE_ATOMIC, "remote_atomic");
+  return s.empty() ? "-" : s;
+}
+
+const char* kind_name(uint32_t k) { return k == RDMAD_MEM_GPU ? "gpu" : "host"; }
+
+}  // namespace
+
+int cmd_flows(rdmad_client* c, bool json) {
+  std::vector<rdmad::proto::FlowEntry> flows;
+  int rc = kExitOk;
+  if (!list_all(
+          c, MsgType::kListFlows, rdmad::proto::kMaxFlowListEntries, [](const auto& e) { return e.flow_id; },
+          &flows, &rc))
+    return rc;
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < flows.size(); ++i) {
+      const auto& f = flows[i];
+      std::printf(
+          "%s{\"flow_id\":%llu,\"peer\":\"%s\",\"channel\":%llu,\"state\":\"%s\",\"in_flight\":%u,"
+          "\"sq_depth\":%u,\"cq_depth\":%u,\"owner_uid\":%u,\"owner_pid\":%d}",
+          i ? "," : "", static_cast<unsigned long long>(f.flow_id), json_escape(f.peer).c_str(),
+          static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
+          f.cq_depth, f.owner_uid, f.owner_pid);
+    }
+    std::printf("]\n");
+    return kExitOk;
+  }
+  std::printf("%-6s %-20s %-10s %-13s %9s %6s %6s %6s %8s\n", "FLOW", "PEER", "CHANNEL", "STATE", "IN-FLIGHT",
+              "SQ", "CQ", "UID", "PID");
+  for (const auto& f : flows) {
+    std::printf("%-6llu %-20s %-10llu %-13s %9u %6u %6u %6u %8d\n",
+                static_cast<unsigned long long>(f.flow_id), f.peer,
+                static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
+                f.cq_depth, f.owner_uid, f.owner_pid);
+  }
+  if (flows.empty()) std::printf("(no flows)\n");
+  return kExitOk;
+}
+
+int cmd_registrations(rdmad_client* c, bool json) {
+  std::vector<rdmad::proto::RegistrationEntry> regs;
+  int rc = kExitOk;
+  if (!list_all(
+          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries,
+          [](const auto& e) { return e.handle; }, &regs, &rc))
+    return rc;
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < regs.size(); ++i) {
+      const auto& r = regs[i];
+      std::printf(
+          "%s{\"handle\":%llu,\"kind\":\"%s\",\"offset\":%llu,\"length\":%llu,\"access\":\"%s\","
+          "\"pinned_bytes\":%llu,\"owner_uid\":%u,\"owner_pid\":%d}",
+          i ? "," : "", static_cast<unsigned long long>(r.handle), kind_name(r.kind),
+          static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length),
+          access_text(r.access).c_str(), static_cast<unsigned long long>(r.pinned_bytes), r.owner_uid,
+          r.owner_pid);
+    }
+    std::printf("]\n");
+    return kExitOk;
+  }
+  std::printf("%-8s %-5s %14s %14s %14s %6s %8s  %s\n", "HANDLE", "KIND", "OFFSET", "LENGTH", "PINNED", "UID",
+              "PID", "ACCESS");
+  for (const auto& r : regs) {
+    std::printf("%-8llu %-5s %14llu %14llu %14llu %6u %8d  %s\n", static_cast<unsigned long long>(r.handle),
+                kind_name(r.kind), static_cast<unsigned long long>(r.offset),
+                static_cast<unsigned long long>(r.length), static_cast<unsigned long long>(r.pinned_bytes),
+                r.owner_uid, r.owner_pid, access_text(r.access).c_str());
+  }
+  if (regs.empty()) std::printf("(no registrations)\n");
+  return kExitOk;
+}
+
+int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
+  rdmad::proto::CcShowRequest req{};
+  rdmad::proto::copy_cstr(req.nic, nic.c_str());
+  std::vector<std::byte> reply;
+  std::string out;
+  for (bool first = true;; first = false) {
+    if (auto st = rdmad::admin::call(c, MsgType::kCcShow, bytes_of(req), &reply); st != RDMAD_OK)
+      return fail(c, "cc show", st);
+    const auto head = load<rdmad::proto::CcShowReply>(reply, 0);
+    if (reply.size() != sizeof(head) + size_t{head.knob_count} * sizeof(rdmad::proto::CcKnob) ||
+        !rdmad::proto::is_terminated(head.nic) || !rdmad::proto::is_terminated(head.source) ||
+        !rdmad::proto::is_terminated(head.backend)) {
+      std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
+      return kExitDaemonError;
+    }
+    const bool software = (head.flags & rdmad::proto::kCcSoftware) != 0;
+    if (json) {
+      out +=
+          fmt::format("{}{{\"nic\":\"{}\",\"backend\":\"{}\",\"source\":\"{}\",\"software\":{},\"knobs\":{{",
+                      first ? "" : ",", json_escape(head.nic), json_escape(head.backend),
+                      json_escape(head.source), software);
+    } else {
+      out += fmt::format("{}nic {} ({}): {}\n", first ? "" : "\n", head.nic, head.backend, head.source);
+    }
+    std::string unreadable;
+    for (uint32_t i = 0; i < head.knob_count; ++i) {
+      auto k = load<rdmad::proto::CcKnob>(reply, sizeof(head) + i * sizeof(rdmad::proto::CcKnob));
+      k.name[sizeof(k.name) - 1] = '\0';
+      if (k.flags & rdmad::proto::kKnobUnreadable) {
+        unreadable += fmt::format("{}\"{}\"", unreadable.empty() ? "" : ",", json_escape(k.name));
+        if (!json) out += fmt::format("  {:<32} (unreadable)\n", k.name);
+        continue;
+      }
+      if (json)
+        out += fmt::format("{}\"{}\":{}", i ? "," : "", json_escape(k.name), k.value);
+      else
+        out += fmt::format("  {:<32} {}\n", k.name, k.value);
+    }
+    if (json) out += fmt::format("}},\"unreadable\":[{}]}}", unreadable);
+    if (!head.more) break;
+    ++req.cursor;
+  }
+  std::printf(json ? "[%s]\n" : "%s", out.c_str());
+  return kExitOk;
+}
+
+std::string check_assignments(const std::vector<std::string>& assignments) {
+  if (assignments.empty()) return "cc set needs at least one KNOB=VALUE";
+  if (assignments.size() > rdmad::proto::kMaxCcSetKnobs)
+    return fmt::format("at most {} knobs at once", rdmad::proto::kMaxCcSetKnobs);
+  for (const auto& a : assignments) {
+    const size_t eq = a.find('=');
+    if (eq == 0 || eq == std::string::npos) return "'" + a + "' is not KNOB=VALUE";
+    if (eq >= rdmad::proto::kMaxKnobNameBytes) return "'" + a.substr(0, eq) + "' is too long for a knob name";
+    int64_t v = 0;
+    const char* end = a.data() + a.size();
+    auto [p, ec] = std::from_chars(a.data() + eq + 1, end, v);
+    if (ec != std::errc() || p != end || eq + 1 == a.size())
+      return "'" + a + "': the value must be an integer";
+  }
+  return {};
+}
+
+int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments,
+               bool json) {
+  rdmad::proto::CcSetRequest req{};
+  rdmad::proto::copy_cstr(req.nic, nic.c_str());
+  req.count = static_cast<uint32_t>(assignments.size());
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const auto& a = assignments[i];
+    const size_t eq = a.find('=');
+    rdmad::proto::copy_cstr(req.knobs[i].name, a.substr(0, eq).c_str());
+    std::from_chars(a.data() + eq + 1, a.data() + a.size(), req.knobs[i].value);
+  }
+  std::vector<std::byte> reply;
+  if (auto st = rdmad::admin::call(c, MsgType::kCcSet, bytes_of(req), &reply); st != RDMAD_OK)
+    return fail(c, "cc set", st);
+  const auto r = load<rdmad::proto::CcSetReply>(reply, 0);
+  if (json)
+    std::printf("{\"nics\":%u,\"knobs\":%u}\n", r.nics, req.count);
+  else
+    std::printf("set %u knob(s) on %u NIC(s)\n", req.count, r.nics);
+  return kExitOk;
+}
+
+int cmd_reload(rdmad_client* c, bool json) {
+  std::vector<std::byte> reply;
+  if (auto st = rdmad::admin::call(c, MsgType::kReload, {}, &reply); st != RDMAD_OK)
+    return fail(c, "reload", st);
+  std::printf(json ? "{\"reloaded\":true}\n" : "configuration reloaded\n");
+  return kExitOk;
+}
+
+}  // namespace rdmactl

@@ -1,0 +1,23 @@
+// rdmactl's operator commands, served by the daemon's admin requests (uid 0 or the daemon's uid).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmad/rdmad.h"
+
+namespace rdmactl {
+
+int cmd_flows(rdmad_client* c, bool json);
+int cmd_registrations(rdmad_client* c, bool json);
+// nic empty: every NIC.
+int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json);
+// assignments: "KNOB=VALUE" strings (already checked by parse_assignments).
+int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments,
+               bool json);
+int cmd_reload(rdmad_client* c, bool json);
+
+// Checks the KNOB=VALUE syntax before anything is sent; empty when fine, else the problem.
+std::string check_assignments(const std::vector<std::string>& assignments);
+
+}  // namespace rdmactl

@@ -1,0 +1,27 @@
+#include "output.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace rdmactl {
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+int fail(rdmad_client* c, const char* what, rdmad_status st) {
+  std::fprintf(stderr, "rdmactl: %s: %s: %s\n", what, rdmad_strerror(st), rdmad_last_error(c));
+  return kExitDaemonError;
+}
+
+}  // namespace rdmactl
