@@ -75,7 +75,9 @@ rdmad_status rdmad_register_gpu(rdmad_client* client, uint64_t device_ptr, uint6
   std::string error;
   rdmad_status s = rdmad::client::export_dmabuf(device_ptr, length, &exp, &error);
   if (s != RDMAD_OK) return fail(client, s, error);
-  rdmad::proto::RegisterDmabufRequest req{exp.offset, length, device_ptr, access, nic_mask};
+  rdmad::proto::RegisterDmabufRequest req{exp.offset, length, device_ptr, access, nic_mask, {}};
+  if (rdmad_location where{}; rdmad_locate_gpu(device_ptr, &where) == RDMAD_OK)
+    rdmad::proto::copy_cstr(req.gpu_pci_address, where.pci_address);
   auto r = rdmad::client::call(client, MsgType::kRegisterDmabuf, rdmad::client::as_bytes_of(req), exp.fd);
   close(exp.fd);  // the daemon holds its own reference until it registered
   return finish_registration(client, r, key, out);

@@ -89,11 +89,6 @@ void add_peer_fields(std::vector<Field>& f) {
                "reconnect_min_ms); lower reconnects sooner after a long outage, higher dials a down node less often.",
                "an integer in [1, 3600000], at least reconnect_min_ms", false, v::int_range(1, kMaxMs),
                [](Config& c, size_t, const Value& x) { c.peer.reconnect_max_ms = as<int64_t>(x); }});
-  f.push_back({"peer", "qps_per_nic", FieldType::kInt, int64_t{1},
-               "Reliable-connected queue pairs opened per local NIC towards each peer; more than one spreads a lane "
-               "over several QPs (more ECMP paths through the fabric) at the cost of QP state on the NIC.",
-               "an integer in [1, 16]", false, v::int_range(1, 16),
-               [](Config& c, size_t, const Value& x) { c.peer.qps_per_nic = as<int64_t>(x); }});
   f.push_back({"peer", "qp_timeout", FieldType::kInt, int64_t{14},
                "Local ACK timeout of the flow QPs as the verbs exponent n: a packet unacknowledged for 4.096 us x "
                "2^n is retransmitted (14: about 67 ms; 0: wait forever). Raise it on large or congested fabrics, "

@@ -66,8 +66,6 @@ bool Daemon::start_flows() {
       if (gid) fn.advertise_gid = *gid;
     }
     fn.advertise_udp_port = static_cast<uint16_t>(n.config.advertise_udp_port);
-    for (const auto& hw : hardware_->devices())
-      if (n.config.backend == "rdma_core" && hw.name == n.config.device) fn.numa_node = hw.numa_node;
     nics.push_back(std::move(fn));
   }
   auto options = flow_options(config_);

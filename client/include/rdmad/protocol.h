@@ -124,8 +124,9 @@ struct RegisterDmabufRequest {  // + exactly one fd: a dma-buf
   uint64_t iova;  // the address the MR answers to (the device pointer)
   uint32_t access;
   uint32_t nic_mask;
+  char gpu_pci_address[16];  // the GPU's PCI address ("" unknown): flows prefer the NICs nearest to it
 };
-static_assert(sizeof(RegisterDmabufRequest) == 32);
+static_assert(sizeof(RegisterDmabufRequest) == 48);
 
 struct NicKey {
   uint32_t nic_index;

@@ -73,12 +73,7 @@ struct ControlHooks {
 struct EngineOptions {
   balancer::BalancerConfig balancer;
   uint32_t lane_window_chunks = 8;
-  std::vector<int32_t> nic_numa_nodes;  // by NIC; -1 unknown
 };
-
-/// Distance class of a host buffer on NUMA node `buffer_node` to a NIC on `nic_node` (-1:
-/// unknown, which counts as near: nothing is known to be far).
-balancer::PciDistance host_distance(int32_t buffer_node, int32_t nic_node);
 
 /// A flow as the engine sees it. The ring memory and fds belong to FlowService.
 struct FlowSetup {

@@ -80,7 +80,6 @@ bool FlowService::start(std::string& error) {
   EngineOptions eo;
   eo.balancer = options_.balancer;
   eo.lane_window_chunks = options_.lane_window_chunks;
-  for (const FlowNic& n : nics_) eo.nic_numa_nodes.push_back(n.numa_node);
   engine_ = std::make_unique<FlowEngine>(eo, names, cqs, registrations_, hooks, duration_);
 
   for (size_t i = 0; i < nics_.size(); ++i) {

@@ -16,11 +16,6 @@ uint32_t remote_right(ring::Op op) {
 
 }  // namespace
 
-balancer::PciDistance host_distance(int32_t buffer_node, int32_t nic_node) {
-  if (buffer_node < 0 || nic_node < 0 || buffer_node == nic_node) return balancer::PciDistance::kHostBridge;
-  return balancer::PciDistance::kCrossSocket;
-}
-
 bool FlowEngine::poll_flows() {
   bool progress = false;
   for (auto& [id, fp] : flows_) {
@@ -112,10 +107,9 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
   t->sqe = sqe;
   t->op = op;
   t->local = pinned.value();
-  for (size_t i = 0; i < nic_names_.size() && i < t->distance.size(); ++i) {
-    const int32_t nic_node = i < options_.nic_numa_nodes.size() ? options_.nic_numa_nodes[i] : -1;
-    t->distance[i] = host_distance(t->local.numa_node, nic_node);
-  }
+  // The registration's locality to each NIC (PCI tree for GPU memory, NUMA node for host memory)
+  // as the balancer's distance classes (same numbering).
+  for (size_t i = 0; i < t->distance.size(); ++i) t->distance[i] = static_cast<balancer::PciDistance>(t->local.locality[i]);
   t->remote = remote;
   t->started_us = now_us();
   ++f.uncompleted;

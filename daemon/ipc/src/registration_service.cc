@@ -1,5 +1,7 @@
 #include "rdmad/ipc/registration_service.h"
 
+#include "rdmad/ipc/nic_topology.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -68,13 +70,14 @@ Usage RegistrationService::usage(uid_t uid) const {
 Result<Registered> RegistrationService::register_host(const Peer& peer, int fd,
                                                       const proto::RegisterHostRequest& req) {
   return register_common(peer, fd,
-                         Request{RDMAD_MEM_HOST, req.offset, req.length, 0, req.access, req.nic_mask});
+                         Request{RDMAD_MEM_HOST, req.offset, req.length, 0, req.access, req.nic_mask, {}});
 }
 
 Result<Registered> RegistrationService::register_dmabuf(const Peer& peer, int fd,
                                                         const proto::RegisterDmabufRequest& req) {
   return register_common(peer, fd,
-                         Request{RDMAD_MEM_GPU, req.offset, req.length, req.iova, req.access, req.nic_mask});
+                         Request{RDMAD_MEM_GPU, req.offset, req.length, req.iova, req.access, req.nic_mask,
+                                 req.gpu_pci_address});
 }
 
 Result<Registered> RegistrationService::register_common(const Peer& peer, int fd, const Request& req) {
@@ -163,6 +166,9 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   // After registering: a hardware registration has faulted the pages in (a page not present in
   // our mapping has no node to report).
   if (region->map_base != nullptr) region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
+  for (Locality l : nic_localities(inventory_.nics(), req.kind, region->numa_node, req.gpu_pci_address,
+                                   config_.diagnose_root))
+    region->locality.push_back(static_cast<uint8_t>(l));
   region->keys = std::move(mr.value().keys);
   use.pinned_bytes += region->pinned_bytes;
   if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
@@ -324,6 +330,7 @@ Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, 
   ++r->pins;
   p.pin = r;
   p.numa_node = r->numa_node;
+  for (size_t i = 0; i < r->locality.size() && i < p.locality.size(); ++i) p.locality[i] = r->locality[i];
   return p;
 }
 

@@ -92,6 +92,8 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: offset or iova + length overflows");
       if (!valid_access(r.access))
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: invalid access flags");
+      if (!proto::is_terminated(r.gpu_pci_address))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "register_dmabuf: gpu_pci_address not NUL-terminated");
       d.body = r;
       break;
     }

@@ -54,7 +54,6 @@ TEST(Config, PeerAndFlowDefaults) {
   EXPECT_EQ(c.peer.keepalive_misses, 3);
   EXPECT_EQ(c.peer.reconnect_min_ms, 100);
   EXPECT_EQ(c.peer.reconnect_max_ms, 30000);
-  EXPECT_EQ(c.peer.qps_per_nic, 1);
   EXPECT_EQ(c.peer.qp_timeout, 14);
   EXPECT_EQ(c.peer.qp_retry_cnt, 7);
   EXPECT_TRUE(c.peers.empty());
@@ -138,7 +137,6 @@ TEST(Config, FullFileSetsEverySection) {
   EXPECT_EQ(c.peer.keepalive_misses, 5);
   EXPECT_EQ(c.peer.reconnect_min_ms, 50);
   EXPECT_EQ(c.peer.reconnect_max_ms, 50);  // equal bounds are allowed
-  EXPECT_EQ(c.peer.qps_per_nic, 4);
   EXPECT_EQ(c.peer.qp_timeout, 18);
   EXPECT_EQ(c.peer.qp_retry_cnt, 3);
   ASSERT_EQ(c.peers.size(), 2u);

@@ -113,7 +113,7 @@ std::vector<Case> cases() {
        [](const Fds& f) { return std::vector<int>{f.pipe_r}; }, RDMAD_ERR_INVALID_ARGUMENT},
       {"memfd as dma-buf", true,
        [] {
-         return with_body(MsgType::kRegisterDmabuf, proto::RegisterDmabufRequest{0, 4096, 0x1000, kRw, 0});
+         return with_body(MsgType::kRegisterDmabuf, proto::RegisterDmabufRequest{0, 4096, 0x1000, kRw, 0, {}});
        },
        one_memfd, RDMAD_ERR_INVALID_ARGUMENT},
       {"deregister handle 0", true,

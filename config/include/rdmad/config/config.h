@@ -75,7 +75,6 @@ struct PeerSection {  // the TCP control channel between daemons, and with it fl
   int64_t keepalive_misses = 3;
   int64_t reconnect_min_ms = 100;
   int64_t reconnect_max_ms = 30000;
-  int64_t qps_per_nic = 1;    // RC QPs per local NIC per peer
   int64_t qp_timeout = 14;    // local ACK timeout, 4.096 us * 2^qp_timeout
   int64_t qp_retry_cnt = 7;
 

@@ -62,7 +62,6 @@ struct FlowNic {
   uint8_t port = 1;
   std::optional<verbs::Gid> advertise_gid;
   uint16_t advertise_udp_port = 0;
-  int32_t numa_node = -1;  // the NIC's NUMA node (hardware NICs), -1 unknown
 };
 
 class FlowService final : public ipc::FlowHandler {

@@ -52,6 +52,7 @@ struct PinnedRange {
   std::array<NicKeys, proto::kMaxNics> keys{};
   const void* pin = nullptr;  // for unpin()
   int32_t numa_node = -1;     // host memory: the node of its first page when the kernel tells
+  std::array<uint8_t, proto::kMaxNics> locality{};  // ipc::Locality of the memory to each NIC
 };
 
 // NUMA node of the page at addr (-1 when unknown: not faulted in yet, or no NUMA support).
@@ -112,6 +113,7 @@ class RegistrationService {
     uint64_t mr_id = 0;
     void* map_base = nullptr;  // host: our MAP_SHARED mapping of the memfd
     int32_t numa_node = -1;
+    std::vector<uint8_t> locality;  // to each NIC (ipc::Locality)
     uint64_t map_bytes = 0;
     uint64_t iova = 0;
     uint64_t pinned_bytes = 0;
@@ -134,6 +136,7 @@ class RegistrationService {
     rdmad_mem_kind kind;
     uint64_t offset, length, iova;
     uint32_t access, nic_mask;
+    std::string gpu_pci_address;
   };
 
   const Quota& quota_for(uid_t uid) const;
