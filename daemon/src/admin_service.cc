@@ -152,4 +152,58 @@ ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& r
   return reply;
 }
 
+ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDetailsRequest& req) {
+  const auto& all = nics_.nics();
+  size_t index = req.cursor;
+  if (req.nic[0] != '\0') {
+    index = all.size();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].config.name == req.nic) index = i;
+    if (index == all.size())
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no opened NIC named {}", req.nic)};
+  } else if (index >= all.size()) {
+    return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs opened" : "cursor past the last NIC"};
+  }
+  const Nic& n = all[index];
+  proto::NicDetailsReply r{};
+  proto::copy_cstr(r.nic, n.config.name.c_str());
+  proto::copy_cstr(r.backend, n.config.backend.c_str());
+  proto::copy_cstr(r.device, n.device->info().name.c_str());
+  r.more = req.nic[0] == '\0' && index + 1 < all.size() ? 1 : 0;
+  const uint8_t port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
+  if (auto p = n.device->query_port(port); p.is_ok()) {
+    r.link_state = p.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
+    r.speed_mbps = p.value().speed_mbps;
+    r.mtu_bytes = p.value().active_mtu_bytes;
+    r.udp_port = p.value().udp_port;
+    proto::copy_cstr(r.gid, p.value().gid.to_ip_string().c_str());
+  }
+  const verbs::NicCounters c = n.device->counters();
+  r.tx_bytes = c.tx_bytes;
+  r.rx_bytes = c.rx_bytes;
+  r.tx_packets = c.tx_packets;
+  r.rx_packets = c.rx_packets;
+  r.np_cnp_sent = c.np_cnp_sent;
+  r.np_ecn_marked_roce_packets = c.np_ecn_marked_roce_packets;
+  r.rp_cnp_handled = c.rp_cnp_handled;
+  r.rp_cnp_ignored = c.rp_cnp_ignored;
+  r.retransmitted_packets = c.retransmitted_packets;
+  r.local_ack_timeout_err = c.local_ack_timeout_err;
+  r.out_of_sequence = c.out_of_sequence;
+  r.rx_dropped = c.rx_dropped;
+  const auto samples = n.device->dcqcn_samples();
+  r.dcqcn_qps = static_cast<uint32_t>(samples.size());
+  if (!samples.empty()) {
+    r.dcqcn_rate_min_mbps = samples.front().rate_mbps;
+    double sum = 0;
+    for (const auto& s : samples) {
+      r.dcqcn_rate_min_mbps = std::min(r.dcqcn_rate_min_mbps, s.rate_mbps);
+      r.dcqcn_alpha_max = std::max(r.dcqcn_alpha_max, s.alpha);
+      sum += s.rate_mbps;
+    }
+    r.dcqcn_rate_mean_mbps = sum / static_cast<double>(samples.size());
+  }
+  return r;
+}
+
 }  // namespace rdmad::daemon

@@ -50,9 +50,10 @@ enum class MsgType : uint16_t {
   kCcShow = 16,
   kCcSet = 17,
   kReload = 18,
+  kNicDetails = 19,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 18;
+inline constexpr uint16_t kMaxRequestType = 19;
 inline constexpr uint16_t kFirstAdminType = 14;
 
 constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kMaxRequestType; }
@@ -338,6 +339,36 @@ static_assert(sizeof(CcSetReply) == 8);
 
 // kReload: empty request and reply body; an error reply carries the configuration errors.
 
+// One NIC's details for operators: `nic` names it ([[nic]] name), or, when empty, `cursor` walks
+// the NICs the daemon opened from 0 (the reply's `more` says whether cursor + 1 exists).
+struct NicDetailsRequest {
+  char nic[kMaxNicNameBytes];
+  uint32_t cursor;  // 0 when nic is set
+  uint32_t reserved;
+};
+static_assert(sizeof(NicDetailsRequest) == 40);
+
+struct NicDetailsReply {
+  char nic[kMaxNicNameBytes];
+  char backend[16];
+  char device[32];
+  char gid[48];  // the RoCEv2 address in use, as text
+  uint32_t link_state;  // rdmad_link_state
+  uint32_t speed_mbps;
+  uint32_t mtu_bytes;   // active RoCE MTU
+  uint32_t udp_port;
+  uint32_t more;
+  uint32_t dcqcn_qps;  // QPs whose software DCQCN state was sampled (soft NICs; 0 otherwise)
+  double dcqcn_rate_min_mbps;
+  double dcqcn_rate_mean_mbps;
+  double dcqcn_alpha_max;
+  // The device's counters (node_exporter / mlx5 meanings).
+  uint64_t tx_bytes, rx_bytes, tx_packets, rx_packets;
+  uint64_t np_cnp_sent, np_ecn_marked_roce_packets, rp_cnp_handled, rp_cnp_ignored;
+  uint64_t retransmitted_packets, local_ack_timeout_err, out_of_sequence, rx_dropped;
+};
+static_assert(sizeof(NicDetailsReply) == 272);
+
 // Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
@@ -374,6 +405,8 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(CcShowRequest);
     case MsgType::kCcSet:
       return sizeof(CcSetRequest);
+    case MsgType::kNicDetails:
+      return sizeof(NicDetailsRequest);
     case MsgType::kReload:
       return 0;
     case MsgType::kError:

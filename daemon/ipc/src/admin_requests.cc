@@ -64,6 +64,12 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
       w.append(r.value());
       return w.finish();
     }
+    case MsgType::kNicDetails: {
+      auto r = admin_->nic_details(std::get<proto::NicDetailsRequest>(req.body));
+      if (!r.ok()) return fail(r.error());
+      w.append(r.value());
+      return w.finish();
+    }
     case MsgType::kReload: {
       auto r = admin_->reload();
       return r.ok() ? w.finish() : fail(r.error());

@@ -128,6 +128,16 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       d.body = r;
       break;
     }
+    case MsgType::kNicDetails: {
+      auto r = load<proto::NicDetailsRequest>(body);
+      if (!proto::is_terminated(r.nic))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: nic not NUL-terminated");
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: reserved field set");
+      if (r.nic[0] != '\0' && r.cursor != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: cursor must be 0 when a nic is named");
+      d.body = r;
+      break;
+    }
     case MsgType::kCcSet: {
       auto r = load<proto::CcSetRequest>(body);
       if (auto reason = check_cc_set(r)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);

@@ -132,6 +132,7 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kCcShow:
     case MsgType::kCcSet:
     case MsgType::kReload:
+    case MsgType::kNicDetails:
       return dispatch_admin(conn, req, out, status);
     case MsgType::kHello:
     case MsgType::kError:

@@ -218,6 +218,24 @@ TEST_F(Rdmactl, ReloadCountsOkAndReportsABrokenFile) {
   EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"error\"} 1", 5s));
 }
 
+TEST_F(Rdmactl, NicsShowsAddressCountersDcqcnAndCcParameters) {
+  Ctl text = ctl({"nics"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(nic rail0 \(soft, device rail0\): up \d+ Mb/s, gid 127\.0\.0\.1 udp \d+ mtu 4096)")))
+      << text.output;
+  EXPECT_NE(text.output.find("  traffic      tx "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("  congestion   cnp sent 0"), std::string::npos) << text.output;
+  EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(  cc \(soft datapath \(live\)\)  .*rpg_ai_rate=7)"))) << text.output;
+  Ctl json = ctl({"--json", "nics"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"(^\[\{"name":"rail0","backend":"soft","device":"rail0","link":"up")")))
+      << json.output;
+  EXPECT_NE(json.output.find("\"gid\":\"127.0.0.1\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"rp_cnp_handled\":0"), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"rpg_ai_rate\":7"), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("{\"name\":\"rail1\""), std::string::npos) << json.output;
+}
+
 TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to run rdmactl as another user (nobody) with setpriv";
   if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
@@ -228,6 +246,8 @@ TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
   if (nics.exit == 126 || nics.exit == 127 || nics.output.find("Permission denied") != std::string::npos)
     GTEST_SKIP() << "nobody cannot execute the build tree's rdmactl: " << nics.output;
   EXPECT_EQ(nics.exit, 0) << nics.output;
+  EXPECT_NE(nics.output.find("rail0"), std::string::npos) << nics.output;
+  EXPECT_NE(nics.output.find("counters and CC parameters: run as root"), std::string::npos) << nics.output;
   const std::vector<std::vector<std::string>> admin = {
       {"flows"}, {"registrations"}, {"cc", "show"}, {"cc", "set", "rpg_ai_rate=1"}, {"reload"}};
   for (const auto& cmd : admin) {

@@ -137,6 +137,86 @@ int cmd_registrations(rdmad_client* c, bool json) {
   return kExitOk;
 }
 
+namespace {
+
+// The knobs of one NIC as "name=value ..." (text) or "{...}" (json); empty when unavailable.
+std::string cc_knobs(rdmad_client* c, const char* nic, bool json, std::string* source) {
+  rdmad::proto::CcShowRequest req{};
+  rdmad::proto::copy_cstr(req.nic, nic);
+  std::vector<std::byte> reply;
+  if (rdmad::admin::call(c, MsgType::kCcShow, bytes_of(req), &reply) != RDMAD_OK) return {};
+  auto head = load<rdmad::proto::CcShowReply>(reply, 0);
+  if (reply.size() != sizeof(head) + size_t{head.knob_count} * sizeof(rdmad::proto::CcKnob)) return {};
+  head.source[sizeof(head.source) - 1] = '\0';
+  *source = head.source;
+  std::string out;
+  for (uint32_t i = 0; i < head.knob_count; ++i) {
+    auto k = load<rdmad::proto::CcKnob>(reply, sizeof(head) + i * sizeof(rdmad::proto::CcKnob));
+    k.name[sizeof(k.name) - 1] = '\0';
+    if (k.flags & rdmad::proto::kKnobUnreadable) continue;
+    out += json ? fmt::format("{}\"{}\":{}", out.empty() ? "" : ",", json_escape(k.name), k.value)
+                : fmt::format("{}{}={}", out.empty() ? "" : " ", k.name, k.value);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_nic_details(rdmad_client* c, bool json) {
+  rdmad::proto::NicDetailsRequest req{};
+  std::vector<std::byte> reply;
+  std::string out;
+  for (bool first = true;; first = false) {
+    if (auto st = rdmad::admin::call(c, MsgType::kNicDetails, bytes_of(req), &reply); st != RDMAD_OK) {
+      if (first && st == RDMAD_ERR_PERMISSION) return -1;
+      if (first && st == RDMAD_ERR_NOT_FOUND) break;  // no NIC opened
+      return fail(c, "nic details", st);
+    }
+    if (reply.size() != sizeof(rdmad::proto::NicDetailsReply)) {
+      std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
+      return kExitDaemonError;
+    }
+    auto d = load<rdmad::proto::NicDetailsReply>(reply, 0);
+    d.nic[sizeof(d.nic) - 1] = d.backend[sizeof(d.backend) - 1] = d.device[sizeof(d.device) - 1] =
+        d.gid[sizeof(d.gid) - 1] = '\0';
+    std::string source;
+    const std::string knobs = cc_knobs(c, d.nic, json, &source);
+    if (json) {
+      out += fmt::format(
+          "{}{{\"name\":\"{}\",\"backend\":\"{}\",\"device\":\"{}\",\"link\":\"{}\",\"speed_mbps\":{},"
+          "\"gid\":\"{}\",\"udp_port\":{},\"mtu\":{},\"counters\":{{\"tx_bytes\":{},\"rx_bytes\":{},"
+          "\"tx_packets\":{},\"rx_packets\":{},\"np_cnp_sent\":{},\"np_ecn_marked_roce_packets\":{},"
+          "\"rp_cnp_handled\":{},\"rp_cnp_ignored\":{},\"retransmitted_packets\":{},\"local_ack_timeout_err\":{},"
+          "\"out_of_sequence\":{},\"rx_dropped\":{}}},\"dcqcn\":{{\"qps\":{},\"rate_min_mbps\":{},"
+          "\"rate_mean_mbps\":{},\"alpha_max\":{}}},\"cc_source\":\"{}\",\"cc\":{{{}}}}}",
+          first ? "" : ",", json_escape(d.nic), json_escape(d.backend), json_escape(d.device),
+          link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, json_escape(d.gid), d.udp_port,
+          d.mtu_bytes, d.tx_bytes, d.rx_bytes, d.tx_packets, d.rx_packets, d.np_cnp_sent,
+          d.np_ecn_marked_roce_packets, d.rp_cnp_handled, d.rp_cnp_ignored, d.retransmitted_packets,
+          d.local_ack_timeout_err, d.out_of_sequence, d.rx_dropped, d.dcqcn_qps, d.dcqcn_rate_min_mbps,
+          d.dcqcn_rate_mean_mbps, d.dcqcn_alpha_max, json_escape(source), knobs);
+    } else {
+      out += fmt::format("\nnic {} ({}, device {}): {} {} Mb/s, gid {} udp {} mtu {}\n", d.nic, d.backend, d.device,
+                         link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, d.gid, d.udp_port,
+                         d.mtu_bytes);
+      out += fmt::format("  traffic      tx {} bytes / {} packets, rx {} bytes / {} packets\n", d.tx_bytes,
+                         d.tx_packets, d.rx_bytes, d.rx_packets);
+      out += fmt::format("  congestion   cnp sent {}, cnp handled {}, cnp ignored {}, ecn marked {}\n", d.np_cnp_sent,
+                         d.rp_cnp_handled, d.rp_cnp_ignored, d.np_ecn_marked_roce_packets);
+      if (d.dcqcn_qps > 0)
+        out += fmt::format("  dcqcn        {} QPs: rate min {:.0f} Mb/s, mean {:.0f} Mb/s; alpha max {:.3f}\n",
+                           d.dcqcn_qps, d.dcqcn_rate_min_mbps, d.dcqcn_rate_mean_mbps, d.dcqcn_alpha_max);
+      out += fmt::format("  reliability  retransmitted {}, ack timeouts {}, out of sequence {}, dropped {}\n",
+                         d.retransmitted_packets, d.local_ack_timeout_err, d.out_of_sequence, d.rx_dropped);
+      if (!knobs.empty()) out += fmt::format("  cc ({})  {}\n", source, knobs);
+    }
+    if (!d.more) break;
+    ++req.cursor;
+  }
+  std::printf(json ? "[%s]\n" : "%s", out.c_str());
+  return kExitOk;
+}
+
 int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
   rdmad::proto::CcShowRequest req{};
   rdmad::proto::copy_cstr(req.nic, nic.c_str());

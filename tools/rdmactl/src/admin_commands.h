@@ -9,6 +9,10 @@
 namespace rdmactl {
 
 int cmd_flows(rdmad_client* c, bool json);
+// Port, address, counters, software DCQCN summary and CC parameters of each NIC (root only; the
+// caller falls back to the basic list when this returns kExitPermission... see main.cc).
+// Returns -1 (printing nothing) when the daemon refuses the details for permission.
+int cmd_nic_details(rdmad_client* c, bool json);
 int cmd_registrations(rdmad_client* c, bool json);
 // nic empty: every NIC.
 int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json);

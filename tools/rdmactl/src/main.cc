@@ -17,14 +17,6 @@ namespace {
 
 using namespace rdmactl;
 
-const char* link_name(rdmad_link_state s) {
-  switch (s) {
-    case RDMAD_LINK_UP: return "up";
-    case RDMAD_LINK_DOWN: return "down";
-    default: return "unknown";
-  }
-}
-
 int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
   size_t count = 0;
   if (const auto st = rdmad_query_nics(c, nullptr, 0, &count); st != RDMAD_OK) return fail(c, "query nics", st);
@@ -94,7 +86,7 @@ int cmd_diagnose(rdmad_client* c, bool json) {
 int main(int argc, char** argv) {
   CLI::App app{
       "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
-      "flows, registrations, cc and reload need root or the daemon's uid.\n"
+      "flows, registrations, cc, reload and the details of nics need root or the daemon's uid.\n"
       "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
       "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable.",
       "rdmactl"};
@@ -105,7 +97,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Machine-readable output");
   app.require_subcommand(1);
   auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
-  auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node");
+  auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node; as root also GID, MTU, counters, DCQCN rates and CC parameters");
   auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, one line per check");
   auto* flows =
       app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
@@ -142,7 +134,20 @@ int main(int argc, char** argv) {
   rdmad_set_reconnect_timeout_ms(c, 0);
   int rc = 0;
   if (status->parsed()) rc = cmd_status(c, socket, json);
-  if (nics->parsed()) rc = cmd_nics(c, json);
+  if (nics->parsed()) {
+    // The basic list is for every client; the details (address, counters, CC) for operators.
+    if (json) {
+      rc = rdmactl::cmd_nic_details(c, json);
+      if (rc < 0) rc = cmd_nics(c, json);
+    } else {
+      rc = cmd_nics(c, json);
+      if (rc == 0) {
+        const int d = rdmactl::cmd_nic_details(c, json);
+        if (d < 0) std::printf("(addresses, counters and CC parameters: run as root)\n");
+        else rc = d;
+      }
+    }
+  }
   if (diagnose->parsed()) rc = cmd_diagnose(c, json);
   if (flows->parsed()) rc = cmd_flows(c, json);
   if (regs->parsed()) rc = cmd_registrations(c, json);

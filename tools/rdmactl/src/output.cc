@@ -24,4 +24,12 @@ int fail(rdmad_client* c, const char* what, rdmad_status st) {
   return kExitDaemonError;
 }
 
+const char* link_name(rdmad_link_state s) {
+  switch (s) {
+    case RDMAD_LINK_UP: return "up";
+    case RDMAD_LINK_DOWN: return "down";
+    default: return "unknown";
+  }
+}
+
 }  // namespace rdmactl

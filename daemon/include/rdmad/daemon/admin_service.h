@@ -25,6 +25,7 @@ class AdminService final : public ipc::AdminHandler {
   ipc::Result<ipc::CcShown> cc_show(const proto::CcShowRequest& req) override;
   ipc::Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) override;
   ipc::Result<ipc::Ok> reload() override;
+  ipc::Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) override;
 
  private:
   // Where one [[nic]]'s DCQCN parameters live.

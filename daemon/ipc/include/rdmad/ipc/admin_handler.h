@@ -28,6 +28,8 @@ class AdminHandler {
   virtual Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) = 0;
   // Re-reads the configuration file, as SIGHUP does; the error lists what was wrong with it.
   virtual Result<Ok> reload() = 0;
+  // One opened NIC's port, address, counters and software DCQCN summary (by name or cursor).
+  virtual Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) = 0;
 };
 
 }  // namespace rdmad::ipc

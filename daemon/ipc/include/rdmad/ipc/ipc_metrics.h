@@ -31,7 +31,7 @@ class IpcMetrics {
   void set_quota_usage_max_ratio(double ratio) { quota_ratio_.Set(ratio); }
 
  private:
-  static constexpr size_t kOps = 19;      // unknown + 18 request types
+  static constexpr size_t kOps = 20;      // unknown + 19 request types
   static constexpr size_t kResults = 15;  // RDMAD_OK .. RDMAD_ERR_REMOTE_ACCESS
   prometheus::Gauge& clients_;
   prometheus::Gauge& quota_ratio_;
