@@ -175,7 +175,7 @@ TEST_F(RegistrationServiceTest, ReleaseConnectionDropsEverythingAndListPages) {
 TEST_F(RegistrationServiceTest, DmabufChecksTheFdAndSoftRefusesWithReason) {
   RegistrationService svc(config_, registrar_, inventory_, nullptr);
   int fd = sealed_memfd(4096);
-  auto r = svc.register_dmabuf(a_, fd, {0, 4096, 0x10000, kRw, 0});
+  auto r = svc.register_dmabuf(a_, fd, {0, 4096, 0x10000, kRw, 0, {}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("not a dma-buf"), std::string::npos) << r.error().message;
   auto soft = registrar_.register_dmabuf(fd, 0, 4096, 0x10000, kRw, 0);
