@@ -46,6 +46,10 @@ typedef struct nic_sample {
   double cnp_handled;   /* rdmad_rp_cnp_packets_handled_total (reaction point, sender side) */
   double failovers;     /* rdmad_balancer_failovers_total */
   double retransmitted; /* rdmad_retransmitted_packets_total */
+  /* rdmad_dcqcn_rate_mbps histogram (the soft reaction points' rates, sampled every second):
+   * its _sum and _count now and at the previous scrape give the mean rate in between. */
+  double rate_sum, rate_count, prev_rate_sum, prev_rate_count;
+  double dcqcn_mbps; /* mean sampled DCQCN rate since the previous scrape; -1 when no sample */
 } nic_sample;
 
 typedef struct peer_sample {
@@ -226,6 +230,12 @@ static int scrape(const options* o, nic_sample* a, size_t na, peer_sample* b, si
     a[i].cnp_handled = metric(body, "rdmad_rp_cnp_packets_handled_total", a[i].name);
     a[i].failovers = metric(body, "rdmad_balancer_failovers_total", a[i].name);
     a[i].retransmitted = metric(body, "rdmad_retransmitted_packets_total", a[i].name);
+    a[i].prev_rate_sum = a[i].rate_sum;
+    a[i].prev_rate_count = a[i].rate_count;
+    a[i].rate_sum = metric(body, "rdmad_dcqcn_rate_mbps_sum", a[i].name);
+    a[i].rate_count = metric(body, "rdmad_dcqcn_rate_mbps_count", a[i].name);
+    if (a[i].rate_count > a[i].prev_rate_count && a[i].prev_rate_count >= 0)
+      a[i].dcqcn_mbps = (a[i].rate_sum - a[i].prev_rate_sum) / (a[i].rate_count - a[i].prev_rate_count);
   }
   free(body);
   body = o->metrics_b ? http_get(o->metrics_b) : NULL;
@@ -259,6 +269,7 @@ static void print_split(FILE* out, const nic_sample* a, size_t na, const peer_sa
     if (one_line) {
       fprintf(out, " %s %.0f%%", a[i].name, share);
       if (a[i].cnp_handled > 0) fprintf(out, " (%.0f CNPs)", a[i].cnp_handled);
+      if (a[i].dcqcn_mbps >= 0) fprintf(out, " dcqcn %.0f Mb/s", a[i].dcqcn_mbps);
       continue;
     }
     fprintf(out,
@@ -266,6 +277,7 @@ static void print_split(FILE* out, const nic_sample* a, size_t na, const peer_sa
             "failovers %.0f",
             a[i].name, a[i].bytes_sent / 1048576.0, share, a[i].weight, a[i].cnp_handled, a[i].retransmitted,
             a[i].failovers);
+    if (a[i].dcqcn_mbps >= 0) fprintf(out, "  DCQCN rate %.0f Mb/s", a[i].dcqcn_mbps);
     if (i < nb && b[i].ecn_marked >= 0)
       fprintf(out, "  | %s: CE received %.0f, CNPs sent %.0f, dropped %.0f", b[i].name, b[i].ecn_marked,
               b[i].cnp_sent, b[i].rx_dropped);
@@ -448,7 +460,10 @@ int main(int argc, char** argv) {
   peer_sample ps[kMaxNics] = {0};
   char names[kMaxNics][32];
   size_t na = nic_names(a.client, names, kMaxNics);
-  for (size_t i = 0; i < na; ++i) memcpy(ns[i].name, names[i], 32);
+  for (size_t i = 0; i < na; ++i) {
+    memcpy(ns[i].name, names[i], 32);
+    ns[i].dcqcn_mbps = -1;
+  }
   size_t nb = nic_names(b.client, names, kMaxNics);
   for (size_t i = 0; i < nb; ++i) memcpy(ps[i].name, names[i], 32);
 
