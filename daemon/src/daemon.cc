@@ -110,6 +110,7 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
+  ipc_->set_diagnose_extra([this] { return hardware_->cc_diagnosis(); });
   if (!start_flows()) return false;
   admin_ =
       std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });

@@ -134,6 +134,23 @@ void HardwareNics::poll() {
   }
 }
 
+std::string HardwareNics::cc_diagnosis() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& [key, st] : ports_) {
+    const auto source = st.cc_info.find("source");
+    const std::string where = source != st.cc_info.end() ? "DCQCN via " + source->second : "no DCQCN parameters found";
+    if (st.findings.empty()) {
+      out += fmt::format("{} cc {}/{}: {}; no misconfiguration found\n",
+                         source != st.cc_info.end() ? "ok" : "warn", key.device, key.port, where);
+      continue;
+    }
+    for (const auto& [reason, text] : st.findings)
+      out += fmt::format("fail cc {}/{}: {} ({}; {})\n", key.device, key.port, text, reason, where);
+  }
+  return out;
+}
+
 std::vector<std::string> HardwareNics::findings_for_test() const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;

@@ -117,6 +117,7 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     }
     case MsgType::kDiagnose: {
       std::string text = diagnose_gpudirect(config_.diagnose_root, inventory_.nics(), registrar_);
+      if (diagnose_extra_) text += diagnose_extra_();
       text.resize(std::min(text.size(), proto::kMaxFrameBytes - sizeof(proto::Header)));
       w.append_bytes(text.data(), text.size());
       return w.finish();

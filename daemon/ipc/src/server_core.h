@@ -62,6 +62,7 @@ class UnixServer::Core {
   RegistrationService service_;
   uint64_t instance_id_;
   FlowHandler* flows_ = nullptr;
+  std::function<std::string()> diagnose_extra_;
   AdminHandler* admin_ = nullptr;
   SeqPacket::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;

@@ -212,6 +212,7 @@ size_t UnixServer::client_count() const { return core_->connections_.size(); }
 const RegistrationService& UnixServer::service() const { return core_->service_; }
 RegistrationService& UnixServer::registrations() { return core_->service_; }
 void UnixServer::set_flow_handler(FlowHandler* handler) { core_->flows_ = handler; }
+void UnixServer::set_diagnose_extra(std::function<std::string()> extra) { core_->diagnose_extra_ = std::move(extra); }
 void UnixServer::set_admin_handler(AdminHandler* handler) { core_->admin_ = handler; }
 const IpcConfig& UnixServer::config() const { return core_->config_; }
 

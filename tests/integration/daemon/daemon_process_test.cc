@@ -299,6 +299,14 @@ TEST(DaemonStartup, HardwareNicOperatorViewFromSysfs) {
   EXPECT_TRUE(metrics_contain(port, "rdmad_state_id{device=\"mlx5_0\",port=\"1\"} 4", 5s));
   EXPECT_TRUE(metrics_contain(
       port, "rdmad_cc_misconfigured{device=\"mlx5_0\",port=\"1\",reason=\"cc_disabled_on_priority\"} 1", 5s));
+  // The same finding in the diagnosis operators get from rdmactl diagnose.
+  rdmad_client* c = nullptr;
+  ASSERT_EQ(rdmad_connect((dir.path() + "/run/rdmad.sock").c_str(), &c), RDMAD_OK);
+  std::string diag(4096, '\0');
+  ASSERT_EQ(rdmad_diagnose(c, diag.data(), diag.size()), RDMAD_OK);
+  rdmad_disconnect(c);
+  EXPECT_TRUE(std::regex_search(diag, std::regex(R"(fail cc mlx5_0/1: .*\(cc_disabled_on_priority; DCQCN via vendor sysfs)")))
+      << diag;
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_exit(5s), 0);
 }

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
   auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node; as root also GID, MTU, counters, DCQCN rates and CC parameters");
-  auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, one line per check");
+  auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, and the NICs' congestion-control checks, one line per check");
   auto* flows =
       app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
   auto* regs =

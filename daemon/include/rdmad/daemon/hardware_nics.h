@@ -36,6 +36,10 @@ class HardwareNics {
   // (rdmactl cc set), for rdmad_cc_params_info.
   void note_cc_params(const std::string& device, unsigned port, const cc::DcqcnParams& in_force);
 
+  // The congestion-control checks as diagnose lines ("<ok|fail|info> cc <device>/<port>: ..."),
+  // one per hardware port: where its DCQCN lives and each active finding.
+  std::string cc_diagnosis() const;
+
   // Active findings as "device/port/reason" keys (for tests and rdmactl).
   std::vector<std::string> findings_for_test() const;
 

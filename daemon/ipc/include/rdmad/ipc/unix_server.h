@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,8 @@ class UnixServer {
   // Serves the flow requests (open, close, export, import, revoke); without one they are refused
   // as not supported. The handler must outlive the server or be reset to nullptr first.
   void set_flow_handler(FlowHandler* handler);
+  // More diagnose lines (the daemon's congestion-control checks), appended to the GPUDirect ones.
+  void set_diagnose_extra(std::function<std::string()> extra);
   // Serves the operator's requests (flows, cc show/set, reload); without one they are refused as
   // not supported (the node-wide registration list needs none). Same lifetime rule as above.
   void set_admin_handler(AdminHandler* handler);
