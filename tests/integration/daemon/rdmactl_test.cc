@@ -228,12 +228,12 @@ TEST_F(Rdmactl, NicsShowsAddressCountersDcqcnAndCcParameters) {
   EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(  cc \(soft datapath \(live\)\)  .*rpg_ai_rate=7)"))) << text.output;
   Ctl json = ctl({"--json", "nics"});
   ASSERT_EQ(json.exit, 0) << json.output;
-  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"(^\[\{"name":"rail0","backend":"soft","device":"rail0","link":"up")")))
+  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"(^\[\{"index":0,"name":"rail0","backend":"soft","link":"up","speed_mbps":\d+,"device":"rail0")")))
       << json.output;
   EXPECT_NE(json.output.find("\"gid\":\"127.0.0.1\""), std::string::npos) << json.output;
   EXPECT_NE(json.output.find("\"rp_cnp_handled\":0"), std::string::npos) << json.output;
   EXPECT_NE(json.output.find("\"rpg_ai_rate\":7"), std::string::npos) << json.output;
-  EXPECT_NE(json.output.find("{\"name\":\"rail1\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("{\"index\":1,\"name\":\"rail1\""), std::string::npos) << json.output;
 }
 
 TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {

@@ -43,15 +43,16 @@ void expect_error(const DecodedRequest& d, const char* reason_part) {
 }
 
 TEST(AdminDecoder, TypesAreAdminAndHaveFixedBodies) {
-  for (uint16_t t = 14; t <= 18; ++t) EXPECT_TRUE(proto::is_admin_request(t)) << t;
+  for (uint16_t t = 14; t <= 19; ++t) EXPECT_TRUE(proto::is_admin_request(t)) << t;
   EXPECT_FALSE(proto::is_admin_request(13));
-  EXPECT_FALSE(proto::is_admin_request(19));
+  EXPECT_FALSE(proto::is_admin_request(20));
   EXPECT_EQ(proto::request_body_bytes(14), long{sizeof(proto::ListRequest)});
   EXPECT_EQ(proto::request_body_bytes(15), long{sizeof(proto::ListRequest)});
   EXPECT_EQ(proto::request_body_bytes(16), long{sizeof(proto::CcShowRequest)});
   EXPECT_EQ(proto::request_body_bytes(17), long{sizeof(proto::CcSetRequest)});
   EXPECT_EQ(proto::request_body_bytes(18), 0);
-  EXPECT_EQ(proto::request_body_bytes(19), -1);
+  EXPECT_EQ(proto::request_body_bytes(19), long{sizeof(proto::NicDetailsRequest)});
+  EXPECT_EQ(proto::request_body_bytes(20), -1);
 }
 
 TEST(AdminDecoder, WellFormedRequestsDispatch) {

@@ -183,14 +183,15 @@ int cmd_nic_details(rdmad_client* c, bool json) {
     const std::string knobs = cc_knobs(c, d.nic, json, &source);
     if (json) {
       out += fmt::format(
-          "{}{{\"name\":\"{}\",\"backend\":\"{}\",\"device\":\"{}\",\"link\":\"{}\",\"speed_mbps\":{},"
-          "\"gid\":\"{}\",\"udp_port\":{},\"mtu\":{},\"counters\":{{\"tx_bytes\":{},\"rx_bytes\":{},"
+          "{}{{\"index\":{},\"name\":\"{}\",\"backend\":\"{}\",\"link\":\"{}\",\"speed_mbps\":{},"
+          "\"device\":\"{}\",\"gid\":\"{}\",\"udp_port\":{},\"mtu\":{},\"counters\":{{\"tx_bytes\":{},\"rx_bytes\":{},"
           "\"tx_packets\":{},\"rx_packets\":{},\"np_cnp_sent\":{},\"np_ecn_marked_roce_packets\":{},"
           "\"rp_cnp_handled\":{},\"rp_cnp_ignored\":{},\"retransmitted_packets\":{},\"local_ack_timeout_err\":{},"
           "\"out_of_sequence\":{},\"rx_dropped\":{}}},\"dcqcn\":{{\"qps\":{},\"rate_min_mbps\":{},"
           "\"rate_mean_mbps\":{},\"alpha_max\":{}}},\"cc_source\":\"{}\",\"cc\":{{{}}}}}",
-          first ? "" : ",", json_escape(d.nic), json_escape(d.backend), json_escape(d.device),
-          link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, json_escape(d.gid), d.udp_port,
+          first ? "" : ",", req.cursor, json_escape(d.nic), json_escape(d.backend),
+          link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, json_escape(d.device),
+          json_escape(d.gid), d.udp_port,
           d.mtu_bytes, d.tx_bytes, d.rx_bytes, d.tx_packets, d.rx_packets, d.np_cnp_sent,
           d.np_ecn_marked_roce_packets, d.rp_cnp_handled, d.rp_cnp_ignored, d.retransmitted_packets,
           d.local_ack_timeout_err, d.out_of_sequence, d.rx_dropped, d.dcqcn_qps, d.dcqcn_rate_min_mbps,
