@@ -238,8 +238,7 @@ void FlowEngine::write_cqe(Flow& f, const ring::Cqe& cqe) {
     fail_flow(f, "completion ring full (consumer index out of range)");
     return;
   }
-  if (f.header->client_armed.load(std::memory_order_seq_cst) != 0) {
-    f.header->client_armed.store(0, std::memory_order_relaxed);
+  if (ring::needs_doorbell(f.header->client_armed)) {
     uint64_t one = 1;
     (void)!::write(f.setup.completion_fd, &one, sizeof(one));
   }

@@ -94,9 +94,10 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       return;
     }
   }
-  const uint32_t need = op == ring::Op::kRead || op == ring::Op::kRecv
-                            ? (op == ring::Op::kRecv ? RDMAD_ACCESS_REMOTE_WRITE : RDMAD_ACCESS_LOCAL_WRITE)
-                            : 0;
+  // What the local registration must allow: the NIC writes into it for a READ, the peer for a RECV.
+  uint32_t need = 0;
+  if (op == ring::Op::kRead) need = RDMAD_ACCESS_LOCAL_WRITE;
+  if (op == ring::Op::kRecv) need = RDMAD_ACCESS_REMOTE_WRITE;
   auto pinned = registrations_.pin(f.setup.conn_id, sqe.local_handle, sqe.local_offset, sqe.length, need);
   if (!pinned.ok()) {
     complete_now(f, sqe, pinned.error().status, 0);
