@@ -38,10 +38,11 @@ struct Ep {
   }
 };
 
-void open_ep(BackendRegistry& reg, Ep& e) {
+void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true) {
   DeviceConfig c;
   c.udp_port = 0;
   c.cc_enabled = false;
+  c.udp_offload = udp_offload;
   e.dev = std::move(reg.open("soft", c).value());
   e.pd = std::move(e.dev->alloc_pd().value());
   e.cq = std::move(e.dev->create_cq(4096).value());
@@ -114,10 +115,10 @@ struct WriteResult {
   double pps_per_core;
 };
 
-WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds) {
+WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, bool udp_offload) {
   Ep a, b;
-  open_ep(reg, a);
-  open_ep(reg, b);
+  open_ep(reg, a, udp_offload);
+  open_ep(reg, b, udp_offload);
   connect(a, b, 4096);
   std::vector<uint8_t> src(msg, 1), dst(msg, 0);
   auto smr = std::move(a.pd->reg_mr(src.data(), msg, 0).value());
@@ -272,13 +273,15 @@ int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   BackendRegistry reg;
   rdmad::verbs::soft::register_backend(reg);
-  std::printf("%-28s %12s %12s %8s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s", "ratio",
-              "soft pkts/s/core");
+  // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
+  std::printf("%-28s %12s %12s %8s %18s %14s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s",
+              "ratio", "soft pkts/s/core", "no offload", "pkts/s/core");
   for (size_t msg : {size_t{64} << 10, size_t{1} << 20}) {
-    WriteResult s = soft_write_throughput(reg, msg, seconds);
+    WriteResult s = soft_write_throughput(reg, msg, seconds, true);
     double t = tcp_throughput(msg, seconds);
-    std::printf("WRITE %-22s %12.2f %12.2f %8.2f %18.0f\n", msg == (64u << 10) ? "64 KiB" : "1 MiB", s.gbps, t,
-                s.gbps / t, s.pps_per_core);
+    WriteResult plain = soft_write_throughput(reg, msg, seconds, false);
+    std::printf("WRITE %-22s %12.2f %12.2f %8.2f %18.0f %14.2f %18.0f\n", msg == (64u << 10) ? "64 KiB" : "1 MiB",
+                s.gbps, t, s.gbps / t, s.pps_per_core, plain.gbps, plain.pps_per_core);
   }
   const int iters = 20000;
   Lat s = soft_write_rtt(reg, iters);

@@ -325,6 +325,13 @@ std::vector<Field> make_fields() {
                "Ignored by other backends.",
                "an integer in [0, 65535] (0: udp_port)", false, v::int_range(0, 65535),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_udp_port = as<int64_t>(x); }});
+  f.push_back({"nic", "udp_offload", FieldType::kBool, true,
+               "soft: UDP segmentation offload: runs of packets cross the kernel as one buffer (UDP_SEGMENT on send, "
+               "UDP_GRO on receive). Where the kernel splits a run for an interface without the offload, the packets' "
+               "IP ids count up from 0; soft NICs cannot see the id and take it as 0 in the ICRC, hardware RoCE NICs include it, "
+               "so set false when this NIC exchanges traffic with hardware RoCE NICs. Ignored by other backends.",
+               "true or false", false, nullptr,
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).udp_offload = as<bool>(x); }});
   add_peer_fields(f);
   add_flow_fields(f);
   return f;

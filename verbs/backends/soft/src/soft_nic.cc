@@ -51,15 +51,13 @@ SoftNic::SoftNic(const DeviceConfig& config)
       rp_(config.dcqcn, config.line_rate_mbps),
       np_(config.dcqcn),
       pacer_(config.line_rate_mbps),
-      tx_(false),
+      tx_(false, false),
       rx_(false),
       qps_(kMaxQps),
       mrs_(kMaxMrs) {
   auto gid = Gid::from_ip(config.address);
   if (!gid) throw std::runtime_error("soft nic: bad address '" + config.address + "'");
   local_ip_ = to_ip_addr(*gid);
-  tx_ = UdpBatch(local_ip_.v6);
-  rx_ = UdpBatch(local_ip_.v6);
   int family = local_ip_.v6 ? AF_INET6 : AF_INET;
   fd_ = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) fail("socket");
@@ -85,6 +83,11 @@ SoftNic::SoftNic(const DeviceConfig& config)
     errno = e;
     fail("bind " + config.address + ":" + std::to_string(config.udp_port));
   }
+  // Receive as the kernel coalesced (UDP_GRO) only when sending coalesced too: a NIC with the
+  // offload off behaves exactly like one on a kernel without it.
+  const bool offload = config.udp_offload && enable_udp_gro(fd_);
+  tx_ = UdpTxBatch(local_ip_.v6, offload);
+  rx_ = UdpRxBatch(offload);
   len = sizeof sa;
   getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
   roce::IpAddr bound;

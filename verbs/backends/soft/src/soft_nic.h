@@ -133,8 +133,8 @@ class SoftNic {
   cc::Pacer pacer_;
   roce::DecodeCounters decode_counters_;
   NicCounters counters_;
-  UdpBatch tx_;
-  UdpBatch rx_;
+  UdpTxBatch tx_;
+  UdpRxBatch rx_;
 
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qpn - kQpnBase
   std::vector<QpContext*> active_;

@@ -6,6 +6,7 @@ namespace rdmad::verbs::soft {
 
 bool SoftNic::rx_burst(TimeNs now) {
   size_t n = rx_.receive(fd_);
+  counters_.rx_dropped += rx_.truncated();
   for (size_t i = 0; i < n; ++i) {
     roce::IpUdpInfo ip;
     from_sockaddr(rx_.source(i), &ip.src, &ip.src_port);
@@ -23,7 +24,7 @@ bool SoftNic::rx_burst(TimeNs now) {
     counters_.rx_bytes += data.size();
     on_packet(pkt, rx_.tos(i), now);
   }
-  return n > 0;
+  return n > 0 || rx_.truncated() > 0;
 }
 
 void SoftNic::on_packet(const roce::Packet& pkt, uint8_t tos, TimeNs now) {

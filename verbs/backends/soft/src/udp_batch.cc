@@ -1,56 +1,133 @@
 #include "udp_batch.h"
 
+#include <netinet/udp.h>
+
+#include <cerrno>
 #include <cstring>
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 namespace rdmad::verbs::soft {
+namespace {
 
-UdpBatch::UdpBatch(bool v6) : v6_(v6), storage_(std::make_unique<uint8_t[]>(kBatchSize * kPacketBufBytes)) {
-  std::memset(msgs_, 0, sizeof msgs_);
-  std::memset(tos_, 0, sizeof tos_);
-  for (size_t i = 0; i < kBatchSize; ++i) {
-    iovs_[i].iov_base = buf(i);
-    iovs_[i].iov_len = kPacketBufBytes;
-  }
-}
+// A UDP_GRO buffer holds whatever the kernel coalesced: at most 64 KiB of UDP payload.
+constexpr size_t kGroBufBytes = 65536;
+constexpr size_t kGroSlots = 16;
+constexpr size_t kMaxSegmentsPerDatagram = 64;
 
-void UdpBatch::commit(size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
-  size_t i = count_++;
-  addrs_[i] = dst;
-  iovs_[i].iov_len = len;
-  msghdr& h = msgs_[i].msg_hdr;
-  h.msg_name = &addrs_[i];
-  h.msg_namelen = dst_len;
-  h.msg_iov = &iovs_[i];
-  h.msg_iovlen = 1;
-  h.msg_control = cmsgs_[i];
-  h.msg_controllen = CMSG_SPACE(sizeof(int));
-  h.msg_flags = 0;
-  cmsghdr* c = CMSG_FIRSTHDR(&h);
-  c->cmsg_level = v6_ ? IPPROTO_IPV6 : IPPROTO_IP;
-  c->cmsg_type = v6_ ? IPV6_TCLASS : IP_TOS;
+void put_int_cmsg(cmsghdr* c, int level, int type, int value) {
+  c->cmsg_level = level;
+  c->cmsg_type = type;
   c->cmsg_len = CMSG_LEN(sizeof(int));
-  int value = tos;
   std::memcpy(CMSG_DATA(c), &value, sizeof value);
 }
 
-size_t UdpBatch::send(int fd) {
+}  // namespace
+
+UdpTxBatch::UdpTxBatch(bool v6, bool offload)
+    : v6_(v6), offload_(offload), storage_(std::make_unique<uint8_t[]>(kBatchSize * kPacketBufBytes)) {
+  std::memset(msgs_, 0, sizeof msgs_);
+  std::memset(tos_, 0, sizeof tos_);
+  for (size_t i = 0; i < kBatchSize; ++i) iovs_[i] = {buf(i), kPacketBufBytes};
+}
+
+void UdpTxBatch::commit(size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
+  size_t i = count_++;
+  iovs_[i].iov_len = len;
+  std::memcpy(&addrs_[i], &dst, dst_len);
+  addr_lens_[i] = dst_len;
+  tos_[i] = tos;
+}
+
+// Packet i can ride in the message of packet i - 1: same destination and TOS, and the kernel cuts
+// the message back at the first packet's size, so every packet before i has that size and i is no
+// longer than it.
+bool UdpTxBatch::joins_previous(size_t i) const {
+  const size_t prev = i - 1;
+  return tos_[i] == tos_[prev] && addr_lens_[i] == addr_lens_[prev] && iovs_[i].iov_len <= iovs_[prev].iov_len &&
+         std::memcmp(&addrs_[i], &addrs_[prev], addr_lens_[i]) == 0;
+}
+
+size_t UdpTxBatch::build_messages(bool segment) {
+  size_t m = 0;
+  size_t first = 0;
+  while (first < count_) {
+    size_t end = first + 1;
+    size_t bytes = iovs_[first].iov_len;
+    if (segment) {
+      const size_t seg = iovs_[first].iov_len;
+      while (end < count_ && end - first < kGsoMaxSegments && bytes + iovs_[end].iov_len <= kGsoMaxBytes &&
+             iovs_[end - 1].iov_len == seg && joins_previous(end)) {
+        bytes += iovs_[end].iov_len;
+        ++end;
+      }
+    }
+    msghdr& h = msgs_[m].msg_hdr;
+    h.msg_name = &addrs_[first];
+    h.msg_namelen = addr_lens_[first];
+    h.msg_iov = &iovs_[first];
+    h.msg_iovlen = end - first;
+    h.msg_control = cmsgs_[m];
+    h.msg_flags = 0;
+    cmsghdr* c = reinterpret_cast<cmsghdr*>(cmsgs_[m]);
+    put_int_cmsg(c, v6_ ? IPPROTO_IPV6 : IPPROTO_IP, v6_ ? IPV6_TCLASS : IP_TOS, tos_[first]);
+    h.msg_controllen = CMSG_SPACE(sizeof(int));
+    if (end - first > 1) {
+      c = reinterpret_cast<cmsghdr*>(cmsgs_[m] + CMSG_SPACE(sizeof(int)));
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const auto seg = static_cast<uint16_t>(iovs_[first].iov_len);
+      std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
+      h.msg_controllen += CMSG_SPACE(sizeof(uint16_t));
+    }
+    msg_segments_[m] = static_cast<uint8_t>(end - first);
+    ++m;
+    first = end;
+  }
+  return m;
+}
+
+size_t UdpTxBatch::send(int fd) {
+  size_t msgs = build_messages(offload_);
   size_t done = 0;
-  while (done < count_) {
-    int n = sendmmsg(fd, msgs_ + done, static_cast<unsigned>(count_ - done), 0);
+  size_t sent = 0;
+  while (done < msgs) {
+    int n = sendmmsg(fd, msgs_ + done, static_cast<unsigned>(msgs - done), 0);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && offload_ && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT) && done == 0) {
+        // The kernel or the route cannot segment: send these and all later packets one by one.
+        offload_ = false;
+        msgs = build_messages(false);
+        continue;
+      }
       break;  // EAGAIN/ENOBUFS/unreachable: the packets are lost, reliability resends them
     }
+    for (int k = 0; k < n; ++k) sent += msg_segments_[done + static_cast<size_t>(k)];
     done += static_cast<size_t>(n);
   }
-  size_t sent = done;
   count_ = 0;
   return sent;
 }
 
-size_t UdpBatch::receive(int fd) {
-  for (size_t i = 0; i < kBatchSize; ++i) {
-    iovs_[i].iov_len = kPacketBufBytes;
+UdpRxBatch::UdpRxBatch(bool offload)
+    : slots_(offload ? kGroSlots : kBatchSize),
+      buf_bytes_(offload ? kGroBufBytes : kPacketBufBytes),
+      storage_(std::make_unique<uint8_t[]>(slots_ * buf_bytes_)),
+      segments_(std::make_unique<Segment[]>(slots_ * kMaxSegmentsPerDatagram)) {
+  std::memset(msgs_, 0, sizeof msgs_);
+  std::memset(tos_, 0, sizeof tos_);
+}
+
+size_t UdpRxBatch::receive(int fd) {
+  for (size_t i = 0; i < slots_; ++i) {
+    iovs_[i] = {buf(i), buf_bytes_};
     msghdr& h = msgs_[i].msg_hdr;
     h.msg_name = &addrs_[i];
     h.msg_namelen = sizeof(sockaddr_storage);
@@ -60,24 +137,49 @@ size_t UdpBatch::receive(int fd) {
     h.msg_controllen = sizeof cmsgs_[i];
     h.msg_flags = 0;
   }
-  int n = recvmmsg(fd, msgs_, kBatchSize, MSG_DONTWAIT, nullptr);
+  truncated_ = 0;
+  datagrams_ = 0;
+  int n = recvmmsg(fd, msgs_, static_cast<unsigned>(slots_), MSG_DONTWAIT, nullptr);
   if (n <= 0) return 0;
-  for (int i = 0; i < n; ++i) {
+  datagrams_ = static_cast<size_t>(n);
+  size_t segs = 0;
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     tos_[i] = 0;
+    size_t gso_size = 0;
     msghdr& h = msgs_[i].msg_hdr;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
-      bool v4_tos = c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS;
-      bool v6_tc = c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS;
-      if (v4_tos) {
+      int v = 0;
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
         tos_[i] = *CMSG_DATA(c);  // IP_TOS arrives as one byte
-      } else if (v6_tc) {
-        int v = 0;
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
         std::memcpy(&v, CMSG_DATA(c), sizeof v);
         tos_[i] = static_cast<uint8_t>(v);
+      } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        std::memcpy(&v, CMSG_DATA(c), sizeof v);
+        gso_size = v > 0 ? static_cast<size_t>(v) : 0;
       }
     }
+    if ((h.msg_flags & MSG_TRUNC) != 0) {
+      ++truncated_;
+      continue;
+    }
+    const uint8_t* p = buf(i);
+    size_t left = msgs_[i].msg_len;
+    const size_t step = gso_size == 0 ? left : gso_size;
+    for (size_t k = 0; left > 0 && k < kMaxSegmentsPerDatagram; ++k) {
+      const size_t len = left < step ? left : step;
+      segments_[segs++] = {p, static_cast<uint32_t>(len), static_cast<uint32_t>(i)};
+      p += len;
+      left -= len;
+    }
+    if (left > 0) ++truncated_;
   }
-  return static_cast<size_t>(n);
+  return segs;
+}
+
+bool enable_udp_gro(int fd) {
+  int one = 1;
+  return setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
 }
 
 socklen_t make_sockaddr(const roce::IpAddr& ip, uint16_t port, sockaddr_storage* out) {

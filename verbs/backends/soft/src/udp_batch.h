@@ -1,8 +1,15 @@
 #pragma once
-// A fixed set of packet buffers with their mmsghdr/iovec/cmsg, allocated once, used for one
-// sendmmsg or recvmmsg call at a time. Every data packet carries its own TOS byte in a cmsg
-// (IP_TOS / IPV6_TCLASS) so data (ECT(0)) and CNPs (DSCP 48) share one socket; received packets
-// report their TOS (IP_RECVTOS / IPV6_RECVTCLASS) so CE marks are seen per packet.
+// Batched UDP I/O for one soft NIC, allocated once and used for one sendmmsg or recvmmsg call at a
+// time. Every data packet carries its own TOS byte in a cmsg (IP_TOS / IPV6_TCLASS) so data (ECT(0))
+// and CNPs (DSCP 48) share one socket; received packets report their TOS (IP_RECVTOS /
+// IPV6_RECVTCLASS) so CE marks are seen per packet.
+//
+// UDP segmentation offload (`udp_offload`): consecutive packets to the same destination with the same
+// TOS and size leave in one sendmmsg entry with a UDP_SEGMENT cmsg (up to 64 packets, 63 KiB), and the
+// receive socket sets UDP_GRO, so on loopback and veth a run of packets crosses the kernel as one
+// buffer in each direction instead of one per packet. Each segment is a complete RoCEv2 packet with
+// its own BTH and ICRC; where the kernel does split them (a NIC without UDP segmentation offload, a
+// receiver without UDP_GRO) the wire carries ordinary packets.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -17,40 +24,84 @@ namespace rdmad::verbs::soft {
 
 inline constexpr size_t kBatchSize = 64;
 inline constexpr size_t kPacketBufBytes = 4096 + 128;
+// One UDP_SEGMENT send carries at most this many packets and bytes (the kernel's limits are 64 or
+// 128 segments and 64 KiB of UDP payload).
+inline constexpr size_t kGsoMaxSegments = 64;
+inline constexpr size_t kGsoMaxBytes = 63 * 1024;
 
-class UdpBatch {
+/// Packets queued for one sendmmsg call.
+class UdpTxBatch {
  public:
-  explicit UdpBatch(bool v6);
+  UdpTxBatch(bool v6, bool offload);
 
-  // ---- send ----
   bool full() const { return count_ == kBatchSize; }
   size_t count() const { return count_; }
+  bool offload() const { return offload_; }
   /// Buffer of the next packet to fill (kPacketBufBytes).
   std::span<uint8_t> next_buffer() { return {buf(count_), kPacketBufBytes}; }
   /// Makes the filled buffer a packet of `len` bytes to `dst` with TOS/traffic class `tos`.
   void commit(size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
   /// Sends all committed packets; returns how many the kernel took (the rest are dropped: UDP).
+  /// A kernel that refuses UDP_SEGMENT turns offload off for good and the packets go one by one.
   size_t send(int fd);
-
-  // ---- receive ----
-  /// Receives up to kBatchSize packets without blocking; returns the count.
-  size_t receive(int fd);
-  std::span<const uint8_t> packet(size_t i) const { return {buf(i), msgs_[i].msg_len}; }
-  uint8_t tos(size_t i) const { return tos_[i]; }
-  const sockaddr_storage& source(size_t i) const { return addrs_[i]; }
 
  private:
   uint8_t* buf(size_t i) const { return storage_.get() + i * kPacketBufBytes; }
+  bool joins_previous(size_t i) const;
+  /// Fills msgs_ from the committed packets; returns the message count.
+  size_t build_messages(bool segment);
 
   bool v6_;
+  bool offload_;
   size_t count_ = 0;
   std::unique_ptr<uint8_t[]> storage_;
   mmsghdr msgs_[kBatchSize];
+  uint8_t msg_segments_[kBatchSize];  // packets in each message
+  iovec iovs_[kBatchSize];            // one per packet; a message's iovecs are consecutive
+  sockaddr_storage addrs_[kBatchSize];
+  socklen_t addr_lens_[kBatchSize];
+  uint8_t tos_[kBatchSize];
+  alignas(cmsghdr) uint8_t cmsgs_[kBatchSize][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t))];
+};
+
+/// Datagrams received by one recvmmsg call, split back into packets.
+class UdpRxBatch {
+ public:
+  explicit UdpRxBatch(bool offload);
+
+  /// Receives without blocking; returns the number of packets (segments), 0 when none waited.
+  size_t receive(int fd);
+  std::span<const uint8_t> packet(size_t i) const { return {segments_[i].data, segments_[i].len}; }
+  uint8_t tos(size_t i) const { return tos_[segments_[i].datagram]; }
+  const sockaddr_storage& source(size_t i) const { return addrs_[segments_[i].datagram]; }
+  /// Datagrams the last receive took from the socket (coalesced runs count once).
+  size_t datagrams() const { return datagrams_; }
+  /// Datagrams of the last receive cut short by a too-small buffer (their packets are dropped).
+  size_t truncated() const { return truncated_; }
+
+ private:
+  struct Segment {
+    const uint8_t* data;
+    uint32_t len;
+    uint32_t datagram;
+  };
+  uint8_t* buf(size_t i) const { return storage_.get() + i * buf_bytes_; }
+
+  size_t slots_;
+  size_t buf_bytes_;
+  size_t truncated_ = 0;
+  size_t datagrams_ = 0;
+  std::unique_ptr<uint8_t[]> storage_;
+  std::unique_ptr<Segment[]> segments_;
+  mmsghdr msgs_[kBatchSize];
   iovec iovs_[kBatchSize];
   sockaddr_storage addrs_[kBatchSize];
-  alignas(cmsghdr) uint8_t cmsgs_[kBatchSize][CMSG_SPACE(sizeof(int)) * 2];
+  alignas(cmsghdr) uint8_t cmsgs_[kBatchSize][CMSG_SPACE(sizeof(int)) * 3];
   uint8_t tos_[kBatchSize];
 };
+
+/// Turns UDP_GRO on for a socket; false when the kernel does not support it.
+bool enable_udp_gro(int fd);
 
 /// Fills `out` from an IP address and port; returns the address length.
 socklen_t make_sockaddr(const roce::IpAddr& ip, uint16_t port, sockaddr_storage* out);

@@ -39,6 +39,11 @@ struct DeviceConfig {
   // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
   // round trips when the datapath has a core of its own and lengthens them when cores are shared.
   uint32_t busy_poll_us = 0;
+  // soft: UDP segmentation offload (UDP_SEGMENT sends, UDP_GRO receives): a run of packets crosses
+  // the kernel as one buffer. Where the kernel splits a run for a NIC without the offload, the IP
+  // ids of the packets count up from 0; soft receivers assume 0 in the ICRC either way, hardware
+  // RoCE receivers include them: turn it off when soft NICs talk to hardware NICs.
+  bool udp_offload = true;
   // rdma_core: which port, which source GID, which DSCP. name empty opens the first device.
   uint8_t port = 1;                 // rdma_core: port number (from 1)
   int gid_index = -1;               // rdma_core: fixed GID index; -1 selects by gid_netdev/gid_cidr
