@@ -152,9 +152,13 @@ void SoftNic::loop() {
   TimeNs last_work = now_ns();
   uint64_t seen_seq = 0;
   const TimeNs spin_ns = static_cast<TimeNs>(config_.busy_poll_us) * 1000;
+  const TimeNs completion_spin_ns = static_cast<TimeNs>(config_.completion_spin_us) * 1000;
+  TimeNs spin_until = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     TimeNs now = now_ns();
     loop_now_ = now;
+    const uint64_t completions_before = completions_pushed_;
+    const uint64_t tx_before = counters_.tx_packets;
     bool work = drain_commands();
     work |= rx_burst(now);
     TimeNs next_deadline = cc::kNever;
@@ -178,8 +182,17 @@ void SoftNic::loop() {
       seen_seq = seq;
       work = true;
     }
+    if (completions_pushed_ != completions_before) {
+      spin_until = now + completion_spin_ns;
+    } else if (counters_.tx_packets != tx_before) {
+      spin_until = 0;  // the reply went out: leave the core to whoever receives it
+    }
     if (work) {
       last_work = now;
+    } else if (now < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
     } else if (now - last_work >= spin_ns) {
       idle_wait(now, next_deadline, seen_seq);
       last_work = now_ns();
@@ -195,9 +208,11 @@ void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
     timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
     // Posts that raced with going to sleep bumped doorbell_seq_ before reading sleeping_: the loop
     // notices them on its next pass, and the eventfd wakes us for later ones.
-    if (doorbell_seq_.load() == seen_seq) ppoll(fds, 2, &ts, nullptr);
-    uint64_t v;
-    [[maybe_unused]] ssize_t r = read(event_fd_, &v, sizeof v);
+    if (doorbell_seq_.load() == seen_seq && ppoll(fds, 2, &ts, nullptr) > 0 && (fds[1].revents & POLLIN) != 0) {
+      // Only a doorbell leaves the eventfd readable: woken by a packet or the timer, skip the read.
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(event_fd_, &v, sizeof v);
+    }
   }
   sleeping_.store(false);
 }

@@ -128,6 +128,7 @@ class SoftNic {
   // The time the current loop pass runs at. Commands use it rather than the clock: the pass goes on
   // with this `now` after draining them, and a reaction-point state must not see time go backwards.
   TimeNs loop_now_ = 0;
+  uint64_t completions_pushed_ = 0;  // completion_spin_us: a pass that completed work spins after it
   cc::ReactionPoint rp_;
   cc::NotificationPoint np_;
   cc::Pacer pacer_;

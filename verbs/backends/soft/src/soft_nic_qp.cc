@@ -188,7 +188,11 @@ QpAttr SoftNic::query_qp(uint32_t qpn) {
   return qp ? qp->attr : QpAttr{};
 }
 
-bool SoftNic::push_completion(CqShared& cq, const WorkCompletion& wc) { return cq.ring.push(wc); }
+bool SoftNic::push_completion(CqShared& cq, const WorkCompletion& wc) {
+  if (!cq.ring.push(wc)) return false;
+  ++completions_pushed_;
+  return true;
+}
 
 void SoftNic::set_error(QpContext& qp) {
   qp.state = QpState::kError;

@@ -39,6 +39,12 @@ struct DeviceConfig {
   // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
   // round trips when the datapath has a core of its own and lengthens them when cores are shared.
   uint32_t busy_poll_us = 0;
+  // soft: after handing completions to a CQ, keep polling this long (or until the datapath sends
+  // again) for the work the application posts in reply: a request/response exchange then costs one
+  // thread wake-up per direction, as a UDP ping-pong does, instead of two at the requester. Off by
+  // default: worth 10-50 µs where the datapath thread has a core to itself; on oversubscribed cores
+  // the spinning thread delays the ones it waits for (BENCHMARKS.md, soft backend).
+  uint32_t completion_spin_us = 0;
   // soft: UDP segmentation offload (UDP_SEGMENT sends, UDP_GRO receives): a run of packets crosses
   // the kernel as one buffer. Where the kernel splits a run for a NIC without the offload, the IP
   // ids of the packets count up from 0; soft receivers assume 0 in the ICRC either way, hardware
