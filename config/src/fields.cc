@@ -325,6 +325,12 @@ std::vector<Field> make_fields() {
                "Ignored by other backends.",
                "an integer in [0, 65535] (0: udp_port)", false, v::int_range(0, 65535),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_udp_port = as<int64_t>(x); }});
+  f.push_back({"nic", "source_ports", FieldType::kInt, int64_t{8},
+               "soft: UDP source ports (49152-65535, drawn at random) the NIC's QPs send from, each QP pair fixed to "
+               "one, so ECMP in the fabric spreads QPs over paths as it does for hardware RoCE NICs; 0 sends everything "
+               "from udp_port. Ignored by other backends.",
+               "an integer in [0, 64]", false, v::int_range(0, 64),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).source_ports = as<int64_t>(x); }});
   f.push_back({"nic", "udp_offload", FieldType::kBool, true,
                "soft: UDP segmentation offload: runs of packets cross the kernel as one buffer (UDP_SEGMENT on send, "
                "UDP_GRO on receive). Where the kernel splits a run for an interface without the offload, the packets' "

@@ -88,6 +88,7 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     // own address; the ICRC covers the IP addresses, so it cannot be verified on arrival.
     dc.verify_icrc = n.advertise_address.empty();
     dc.udp_offload = n.udp_offload;
+    dc.source_ports = static_cast<uint32_t>(n.source_ports);
     dc.dcqcn = config.cc.params;
     dc.port = static_cast<uint8_t>(n.port);
     dc.gid_index = static_cast<int>(n.gid_index);

@@ -61,8 +61,9 @@ struct Tshark {
   }
 };
 
-// Live-decodes UDP port `port` as InfiniBand, one "opcode,destqp,psn" line per packet.
-bool start_tshark(Tshark& t, uint16_t port) {
+// Live-decodes UDP traffic to ports `port` and `port2` as InfiniBand, one
+// "opcode,destqp,psn,srcport" line per packet.
+bool start_tshark(Tshark& t, uint16_t port, uint16_t port2) {
   int out[2];
   if (pipe(out) != 0) return false;
   t.pid = fork();
@@ -70,11 +71,12 @@ bool start_tshark(Tshark& t, uint16_t port) {
     dup2(out[1], 1);
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
-    std::string filter = "udp port " + std::to_string(port);
+    std::string filter = "udp dst port " + std::to_string(port) + " or udp dst port " + std::to_string(port2);
     std::string decode = "udp.port==" + std::to_string(port) + ",infiniband";
-    execlp("tshark", "tshark", "-l", "-n", "-i", "lo", "-f", filter.c_str(), "-d", decode.c_str(), "-T", "fields",
-           "-E", "separator=,", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e",
-           "infiniband.bth.psn", nullptr);
+    std::string decode2 = "udp.port==" + std::to_string(port2) + ",infiniband";
+    execlp("tshark", "tshark", "-l", "-n", "-i", "lo", "-f", filter.c_str(), "-d", decode.c_str(), "-d",
+           decode2.c_str(), "-T", "fields", "-E", "separator=,", "-e", "infiniband.bth.opcode", "-e",
+           "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "udp.srcport", nullptr);
     _exit(127);
   }
   close(out[1]);
@@ -111,8 +113,9 @@ TEST(Capture, TsharkDecodesOurRoceV2Packets) {
   o.rq_psn = 500;
   connect_pair(a, b, o);
   const uint16_t port = b.dev->query_port(1).value().udp_port;
+  const uint16_t port_a = a.dev->query_port(1).value().udp_port;
   Tshark t;
-  ASSERT_TRUE(start_tshark(t, port));
+  ASSERT_TRUE(start_tshark(t, port, port_a));
   // "Capturing on" comes before the filter is live: probe until tshark shows a probe.
   auto start_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   bool live = false;
@@ -154,7 +157,15 @@ TEST(Capture, TsharkDecodesOurRoceV2Packets) {
     if (l->find(kProbeText) == std::string::npos) got.push_back(*l);
   }
   ASSERT_EQ(got.size(), want.size()) << all.str();
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << all.str();
+  for (size_t i = 0; i < want.size(); ++i) {
+    // RoCEv2 source ports are 49152-65535 (ECMP entropy), one per QP: never the listening port.
+    const size_t comma = got[i].rfind(',');
+    ASSERT_NE(comma, std::string::npos) << all.str();
+    EXPECT_EQ(got[i].substr(0, comma), want[i]) << all.str();
+    const int source_port = std::stoi(got[i].substr(comma + 1));
+    EXPECT_GE(source_port, 49152) << all.str();
+    EXPECT_LE(source_port, 65535) << all.str();
+  }
 }
 
 }  // namespace

@@ -128,6 +128,8 @@ TEST(Config, FullFileSetsEverySection) {
   EXPECT_EQ(c.nics[1].advertise_udp_port, 0);
   EXPECT_FALSE(c.nics[0].udp_offload);
   EXPECT_TRUE(c.nics[1].udp_offload);  // per-entry default
+  EXPECT_EQ(c.nics[0].source_ports, 2);
+  EXPECT_EQ(c.nics[1].source_ports, 8);
 
   EXPECT_TRUE(c.peer.enabled);
   EXPECT_EQ(c.peer.node_id, "gpu-node-01.rack7");

@@ -40,15 +40,25 @@ struct Sent {
   std::vector<uint8_t> bytes;
   uint8_t tos;
   const Socket* to;
+  const Socket* from;
 };
 
+uint16_t port_of(const sockaddr_storage& sa) {
+  roce::IpAddr ip;
+  uint16_t port = 0;
+  from_sockaddr(sa, &ip, &port);
+  return port;
+}
+
 // Packets shaped like a segmented WRITE: equal runs, a short tail, a change of TOS (a CNP) in the
-// middle of a run, a second destination, and a run longer than one UDP_SEGMENT send.
-std::vector<Sent> traffic(const Socket& a, const Socket& b) {
+// middle of a run, a second destination, a second source socket, and a run longer than one
+// UDP_SEGMENT send.
+std::vector<Sent> traffic(const Socket& a, const Socket& b, const Socket& s1, const Socket& s2) {
   std::vector<Sent> out;
   uint8_t fill = 1;
+  const Socket* from = &s1;
   auto add = [&](size_t len, uint8_t tos, const Socket& to) {
-    Sent s{std::vector<uint8_t>(len), tos, &to};
+    Sent s{std::vector<uint8_t>(len), tos, &to, from};
     for (auto& x : s.bytes) x = fill++;
     out.push_back(std::move(s));
   };
@@ -58,6 +68,10 @@ std::vector<Sent> traffic(const Socket& a, const Socket& b) {
   add(20, 0xC0, a);  // CNP: DSCP 48
   add(1052, 0x02, a);
   add(1052, 0x02, b);
+  from = &s2;
+  add(1052, 0x02, a);
+  add(1052, 0x02, a);
+  from = &s1;
   add(1052, 0x02, a);
   for (int i = 0; i < 20; ++i) add(4124, 0x02, a);  // 82 KB: more than one send can carry
   add(4000, 0x02, a);
@@ -67,6 +81,7 @@ std::vector<Sent> traffic(const Socket& a, const Socket& b) {
 struct Received {
   std::vector<uint8_t> bytes;
   uint8_t tos;
+  uint16_t source_port;
 };
 
 std::vector<Received> receive_all(const Socket& s, UdpRxBatch& rx, size_t want, size_t* datagrams) {
@@ -80,29 +95,29 @@ std::vector<Received> receive_all(const Socket& s, UdpRxBatch& rx, size_t want, 
     *datagrams += rx.datagrams();
     for (size_t i = 0; i < n; ++i) {
       auto pkt = rx.packet(i);
-      got.push_back({{pkt.begin(), pkt.end()}, rx.tos(i)});
+      got.push_back({{pkt.begin(), pkt.end()}, rx.tos(i), port_of(rx.source(i))});
     }
   }
   return got;
 }
 
 void run(bool send_offload, bool receive_gro, bool expect_coalesced) {
-  Socket sender, a, b;
+  Socket sender, sender2, a, b;
   if (receive_gro) {
     ASSERT_TRUE(enable_udp_gro(a.fd));
     ASSERT_TRUE(enable_udp_gro(b.fd));
   }
   UdpTxBatch tx(false, send_offload);
   UdpRxBatch rx_a(receive_gro), rx_b(receive_gro);
-  auto sent = traffic(a, b);
+  auto sent = traffic(a, b, sender, sender2);
   size_t packets = 0;
   for (const Sent& s : sent) {
-    if (tx.full()) packets += tx.send(sender.fd);
+    if (tx.full()) packets += tx.send();
     auto buf = tx.next_buffer();
     std::memcpy(buf.data(), s.bytes.data(), s.bytes.size());
-    tx.commit(s.bytes.size(), s.to->sa, s.to->len, s.tos);
+    tx.commit(s.from->fd, s.bytes.size(), s.to->sa, s.to->len, s.tos);
   }
-  packets += tx.send(sender.fd);
+  packets += tx.send();
   ASSERT_EQ(packets, sent.size());
   EXPECT_EQ(tx.offload(), send_offload) << "the kernel refused UDP_SEGMENT";
 
@@ -119,6 +134,7 @@ void run(bool send_offload, bool receive_gro, bool expect_coalesced) {
     const Received& r = s.to == &a ? got_a[ia++] : got_b[0];
     EXPECT_EQ(r.bytes, s.bytes) << "packet " << ia;
     EXPECT_EQ(r.tos, s.tos) << "packet " << ia;
+    EXPECT_EQ(r.source_port, port_of(s.from->sa)) << "packet " << ia;
   }
   if (expect_coalesced) {
     EXPECT_LT(datagrams, want_a / 2) << "runs were not coalesced";

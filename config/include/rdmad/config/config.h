@@ -42,6 +42,7 @@ struct NicSection {
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
   std::string advertise_address;   // soft: IP peers send to instead of `address` ("" = address)
   int64_t advertise_udp_port = 0;  // soft: UDP port peers send to (0 = udp_port)
+  int64_t source_ports = 8;        // soft: sockets on random ports in 49152-65535 (0 = udp_port)
   bool udp_offload = true;         // soft: UDP_SEGMENT/UDP_GRO (false toward hardware RoCE NICs)
 
   bool operator==(const NicSection&) const = default;

@@ -65,6 +65,7 @@ struct QpContext {
   uint32_t mtu = 1024;
   sockaddr_storage dest_sa{};  // where packets go: the peer, or a fabric emulator port
   socklen_t dest_len = 0;
+  int tx_fd = -1;              // the socket (hence UDP source port) our packets leave from
   roce::IpUdpInfo ip;          // IP/UDP description of our packets to dest (for the ICRC)
 
   // ---- requester ----

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -42,6 +43,32 @@ void set_buffer(int fd, int opt_force, int opt, uint32_t bytes) {
   if (setsockopt(fd, SOL_SOCKET, opt_force, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
 }
 
+// A UDP socket that sends ECT(0) by default, reads the TOS of what it receives, and (IPv4) sets DF.
+int open_udp_socket(bool v6, uint32_t send_buffer_bytes, uint32_t receive_buffer_bytes) {
+  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("socket");
+  int one = 1;
+  int tos = roce::kEcnEct0;
+  if (v6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof tos);
+  } else {
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+    // DF set and IP id 0: what compute_icrc assumes for the headers the kernel builds.
+    int pmtu = IP_PMTUDISC_DO;
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  }
+  set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, send_buffer_bytes);
+  set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, receive_buffer_bytes);
+  return fd;
+}
+
+// RoCEv2 source ports (the RoCEv2 annex reserves 49152-65535 for the entropy of ECMP hashing).
+constexpr uint16_t kSourcePortMin = 49152;
+constexpr uint32_t kSourcePortCount = 65536 - kSourcePortMin;
+constexpr int kBindAttempts = 32;
+
 
 }  // namespace
 
@@ -58,23 +85,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
   auto gid = Gid::from_ip(config.address);
   if (!gid) throw std::runtime_error("soft nic: bad address '" + config.address + "'");
   local_ip_ = to_ip_addr(*gid);
-  int family = local_ip_.v6 ? AF_INET6 : AF_INET;
-  fd_ = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) fail("socket");
-  int one = 1;
-  int tos = roce::kEcnEct0;
-  if (local_ip_.v6) {
-    setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
-    setsockopt(fd_, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof tos);
-  } else {
-    setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
-    setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
-    // DF set and IP id 0: what compute_icrc assumes for the headers the kernel builds.
-    int pmtu = IP_PMTUDISC_DO;
-    setsockopt(fd_, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
-  }
-  set_buffer(fd_, SO_SNDBUFFORCE, SO_SNDBUF, config.socket_buffer_bytes);
-  set_buffer(fd_, SO_RCVBUFFORCE, SO_RCVBUF, config.socket_buffer_bytes);
+  fd_ = open_udp_socket(local_ip_.v6, config.socket_buffer_bytes, config.socket_buffer_bytes);
   sockaddr_storage sa{};
   socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
@@ -92,6 +103,8 @@ SoftNic::SoftNic(const DeviceConfig& config)
   getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
   roce::IpAddr bound;
   from_sockaddr(sa, &bound, &local_port_);
+  main_source_ = {fd_, local_port_};
+  open_source_sockets();
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
   active_.reserve(kMaxQps);
@@ -111,7 +124,41 @@ SoftNic::~SoftNic() {
   [[maybe_unused]] ssize_t r = write(event_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
   close(fd_);
+  for (const SourceSocket& s : sources_) close(s.fd);
   close(event_fd_);
+}
+
+void SoftNic::open_source_sockets() {
+  // Ports are drawn at random so the NICs of a host (and hosts) do not all pick the same ones; a
+  // port in use is skipped. Fewer sockets than asked (a crowded port range) is not an error.
+  std::minstd_rand rng(static_cast<uint32_t>(now_ns()) ^ (id_ * 2654435761u));
+  for (uint32_t i = 0; i < config_.source_ports; ++i) {
+    // Send-only: nothing is addressed to these ports, so they keep a small receive buffer.
+    int fd = open_udp_socket(local_ip_.v6, config_.socket_buffer_bytes, 4096);
+    bool bound = false;
+    for (int attempt = 0; attempt < kBindAttempts && !bound; ++attempt) {
+      const auto port = static_cast<uint16_t>(kSourcePortMin + rng() % kSourcePortCount);
+      sockaddr_storage sa{};
+      socklen_t len = make_sockaddr(local_ip_, port, &sa);
+      if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) == 0) {
+        sources_.push_back({fd, port});
+        bound = true;
+      }
+    }
+    if (!bound) {
+      close(fd);
+      break;
+    }
+  }
+}
+
+const SourceSocket& SoftNic::source_for(uint32_t qpn, uint32_t dest_qpn) const {
+  if (sources_.empty()) return main_source_;
+  // Fixed per QP pair, like the flow label hardware derives the source port from; mixed well enough
+  // that the consecutive QP numbers of one application land on different sockets.
+  uint64_t v = (static_cast<uint64_t>(qpn) << 32 | dest_qpn) * 0x9E3779B97F4A7C15ull;
+  v ^= v >> 29;
+  return sources_[(v >> 32) % sources_.size()];
 }
 
 void SoftNic::run(const std::function<void()>& fn) {

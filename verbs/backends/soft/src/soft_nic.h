@@ -37,6 +37,12 @@ inline constexpr TimeNs kPacingCatchUpNs = 200'000;
 // Ethernet + IPv4 + UDP + BTH + ICRC + FCS around a payload, counted by the pacer and DCQCN.
 inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
 
+/// A send-only socket bound to one UDP source port.
+struct SourceSocket {
+  int fd = -1;
+  uint16_t port = 0;
+};
+
 struct MrEntry {
   uint64_t addr = 0;
   uint64_t length = 0;
@@ -114,6 +120,9 @@ class SoftNic {
   void flush(QpContext& qp);
   bool push_completion(CqShared& cq, const WorkCompletion& wc);
   QpContext* qp_by_num(uint32_t qpn);
+  /// The socket a QP sends from: one of sources_ by a hash of both QP numbers, else the main socket.
+  const SourceSocket& source_for(uint32_t qpn, uint32_t dest_qpn) const;
+  void open_source_sockets();
   /// Queues one packet for sending (flushes the batch when full).
   void send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos);
   void send_cnp(const QpContext& qp);
@@ -125,6 +134,8 @@ class SoftNic {
   uint16_t local_port_ = 0;
   int fd_ = -1;
   int event_fd_ = -1;
+  SourceSocket main_source_;            // fd_ and the bound port
+  std::vector<SourceSocket> sources_;  // source_ports sockets on ports 49152-65535
   // The time the current loop pass runs at. Commands use it rather than the clock: the pass goes on
   // with this `now` after draining them, and a reaction-point state must not see time go backwards.
   TimeNs loop_now_ = 0;

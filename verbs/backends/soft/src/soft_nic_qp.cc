@@ -161,7 +161,9 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     qp->dest_len = make_sockaddr(dst, q.dest_udp_port, &qp->dest_sa);
     qp->ip.src = local_ip_;
     qp->ip.dst = dst;
-    qp->ip.src_port = local_port_;
+    const SourceSocket& from = source_for(qp->qpn, q.dest_qp_num);
+    qp->tx_fd = from.fd;
+    qp->ip.src_port = from.port;
     qp->ip.dst_port = q.dest_udp_port;
     // Read responses leave from RTR on, so the flow's DCQCN state starts here.
     rp_.start(qp->rp, loop_now_);
@@ -224,7 +226,7 @@ void SoftNic::send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t 
   if (tx_.full()) flush_tx();
   size_t n = roce::encode_datagram(qp.ip, pkt, tx_.next_buffer());
   if (n == 0) return;
-  tx_.commit(n, qp.dest_sa, qp.dest_len, tos);
+  tx_.commit(qp.tx_fd, n, qp.dest_sa, qp.dest_len, tos);
   ++counters_.tx_packets;
   counters_.tx_bytes += n;
 }
@@ -236,7 +238,7 @@ void SoftNic::send_cnp(const QpContext& qp) {
 }
 
 void SoftNic::flush_tx() {
-  if (tx_.count() > 0) tx_.send(fd_);
+  if (tx_.count() > 0) tx_.send();
 }
 
 }  // namespace rdmad::verbs::soft

@@ -36,20 +36,21 @@ UdpTxBatch::UdpTxBatch(bool v6, bool offload)
   for (size_t i = 0; i < kBatchSize; ++i) iovs_[i] = {buf(i), kPacketBufBytes};
 }
 
-void UdpTxBatch::commit(size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
+void UdpTxBatch::commit(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
   size_t i = count_++;
+  fds_[i] = fd;
   iovs_[i].iov_len = len;
   std::memcpy(&addrs_[i], &dst, dst_len);
   addr_lens_[i] = dst_len;
   tos_[i] = tos;
 }
 
-// Packet i can ride in the message of packet i - 1: same destination and TOS, and the kernel cuts
+// Packet i can ride in the message of packet i - 1: same socket, destination and TOS, and the kernel cuts
 // the message back at the first packet's size, so every packet before i has that size and i is no
 // longer than it.
 bool UdpTxBatch::joins_previous(size_t i) const {
   const size_t prev = i - 1;
-  return tos_[i] == tos_[prev] && addr_lens_[i] == addr_lens_[prev] && iovs_[i].iov_len <= iovs_[prev].iov_len &&
+  return fds_[i] == fds_[prev] && tos_[i] == tos_[prev] && addr_lens_[i] == addr_lens_[prev] && iovs_[i].iov_len <= iovs_[prev].iov_len &&
          std::memcmp(&addrs_[i], &addrs_[prev], addr_lens_[i]) == 0;
 }
 
@@ -87,27 +88,34 @@ size_t UdpTxBatch::build_messages(bool segment) {
       h.msg_controllen += CMSG_SPACE(sizeof(uint16_t));
     }
     msg_segments_[m] = static_cast<uint8_t>(end - first);
+    msg_fds_[m] = fds_[first];
     ++m;
     first = end;
   }
   return m;
 }
 
-size_t UdpTxBatch::send(int fd) {
+size_t UdpTxBatch::send() {
   size_t msgs = build_messages(offload_);
   size_t done = 0;
   size_t sent = 0;
   while (done < msgs) {
-    int n = sendmmsg(fd, msgs_ + done, static_cast<unsigned>(msgs - done), 0);
+    // One sendmmsg per run of messages through the same socket.
+    size_t run = done + 1;
+    while (run < msgs && msg_fds_[run] == msg_fds_[done]) ++run;
+    int n = sendmmsg(msg_fds_[done], msgs_ + done, static_cast<unsigned>(run - done), 0);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && offload_ && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT) && done == 0) {
+      if (n < 0 && offload_ && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT) && sent == 0) {
         // The kernel or the route cannot segment: send these and all later packets one by one.
         offload_ = false;
         msgs = build_messages(false);
+        done = 0;
         continue;
       }
-      break;  // EAGAIN/ENOBUFS/unreachable: the packets are lost, reliability resends them
+      // EAGAIN/ENOBUFS/unreachable: this run's packets are lost, reliability resends them.
+      done = run;
+      continue;
     }
     for (int k = 0; k < n; ++k) sent += msg_segments_[done + static_cast<size_t>(k)];
     done += static_cast<size_t>(n);

@@ -39,11 +39,12 @@ class UdpTxBatch {
   bool offload() const { return offload_; }
   /// Buffer of the next packet to fill (kPacketBufBytes).
   std::span<uint8_t> next_buffer() { return {buf(count_), kPacketBufBytes}; }
-  /// Makes the filled buffer a packet of `len` bytes to `dst` with TOS/traffic class `tos`.
-  void commit(size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
+  /// Makes the filled buffer a packet of `len` bytes to `dst` with TOS/traffic class `tos`, to leave
+  /// through socket `fd`.
+  void commit(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
   /// Sends all committed packets; returns how many the kernel took (the rest are dropped: UDP).
   /// A kernel that refuses UDP_SEGMENT turns offload off for good and the packets go one by one.
-  size_t send(int fd);
+  size_t send();
 
  private:
   uint8_t* buf(size_t i) const { return storage_.get() + i * kPacketBufBytes; }
@@ -60,6 +61,8 @@ class UdpTxBatch {
   iovec iovs_[kBatchSize];            // one per packet; a message's iovecs are consecutive
   sockaddr_storage addrs_[kBatchSize];
   socklen_t addr_lens_[kBatchSize];
+  int fds_[kBatchSize];  // per packet
+  int msg_fds_[kBatchSize];
   uint8_t tos_[kBatchSize];
   alignas(cmsghdr) uint8_t cmsgs_[kBatchSize][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t))];
 };

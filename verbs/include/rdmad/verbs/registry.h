@@ -35,6 +35,10 @@ struct DeviceConfig {
   bool cc_enabled = true;           // soft: run DCQCN (reaction + notification point)
   cc::DcqcnParams dcqcn = cc::mlx5_profile();
   uint32_t socket_buffer_bytes = 8u << 20;  // soft: SO_SNDBUF/SO_RCVBUF
+  // soft: send sockets bound to random ports in 49152-65535; each QP sends from one of them, picked
+  // by a hash of its and its peer's QP numbers (as hardware derives the source port from the flow
+  // label), so ECMP can spread QPs over paths. 0 sends everything from udp_port.
+  uint32_t source_ports = 8;
   bool verify_icrc = true;          // soft: drop packets whose ICRC does not match their IP/UDP headers
   // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
   // round trips when the datapath has a core of its own and lengthens them when cores are shared.
