@@ -15,7 +15,7 @@
 namespace rdmad::cc {
 namespace {
 
-constexpr size_t kPending = 1'000'000;
+constexpr uint32_t kPending = 1'000'000;
 constexpr TimeNs kSlotNs = 1000;
 
 class XorShift {
@@ -35,17 +35,16 @@ class XorShift {
 
 void BM_TimingWheelInsertExpire(benchmark::State& state) {
   const auto horizon_us = static_cast<uint64_t>(state.range(0));
-  TimingWheel wheel(kSlotNs);
-  std::vector<TimerNode> nodes(kPending);
+  TimingWheel wheel(kSlotNs, kPending);
   XorShift rng;
-  for (auto& n : nodes) wheel.insert(n, static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs);
+  for (TimerId id = 0; id < kPending; ++id) wheel.insert(id, static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs);
   TimeNs now = 0;
   uint64_t expired = 0;
   for (auto _ : state) {
     now += kSlotNs;
-    wheel.advance(now, [&](TimerNode& n) {
+    wheel.advance(now, [&](TimerId id, TimeNs) {
       ++expired;
-      wheel.insert(n, now + static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs);
+      wheel.insert(id, now + static_cast<TimeNs>(rng.one_to(horizon_us)) * kSlotNs);
     });
   }
   if (wheel.size() != kPending) state.SkipWithError("population changed");
