@@ -152,16 +152,25 @@ void TimingWheel::cascade_at(uint64_t tick) {
   }
 }
 
+void TimingWheel::prefetch_slot(unsigned slot, size_t max_entries) const {
+  const List& list = slots_[slot];
+  const size_t n = list.size() < max_entries ? list.size() : max_entries;
+  for (size_t i = 0; i < n; ++i) __builtin_prefetch(&gen_[list[i].id], 1);
+}
+
 void TimingWheel::after_advance() {
   if (sweep_due()) sweep();
-  // The next advance usually starts with the next occupied level-0 slot: load the first timers'
-  // generation words now, while the caller does other work.
+  if (cursor_ == prefetched_at_) return;  // callers often advance many times per slot
+  prefetched_at_ = cursor_;
+  // Expiry waits on each timer's generation word. Load the next occupied slot's first ones now,
+  // while the caller does other work, and, for a wheel stepped slot by slot, all of the slot
+  // kPrefetchSlots ahead, so each slot's words have a few steps to arrive.
   const auto from = static_cast<unsigned>(cursor_ & (kSlots - 1));
-  const unsigned slot = find_from(occupied_[0], from);
-  if (slot == kSlots) return;
-  const List& next = slots_[slot];
-  const size_t n = next.size() < 16 ? next.size() : 16;
-  for (size_t i = 0; i < n; ++i) __builtin_prefetch(&gen_[next[i].id], 1);
+  const unsigned next = find_from(occupied_[0], from);
+  if (next == kSlots) return;
+  prefetch_slot(next, kPrefetchEntries);
+  const unsigned ahead = from + kPrefetchSlots;
+  if (ahead > next && ahead < kSlots) prefetch_slot(ahead, kPrefetchSlotEntries);
 }
 
 void TimingWheel::sweep() {

@@ -102,6 +102,9 @@ class TimingWheel {
   static constexpr uint64_t kNoTick = ~0ULL;
   static constexpr size_t kStaleSlack = 4096;
   static constexpr uint64_t kSweepEverySteps = 1ULL << 31;
+  static constexpr size_t kPrefetchEntries = 16;
+  static constexpr unsigned kPrefetchSlots = 4;
+  static constexpr size_t kPrefetchSlotEntries = 64;
 
   uint64_t tick_of(TimeNs t) const;      // floor(t / slot_ns)
   uint64_t due_tick_of(TimeNs t) const;  // ceil(t / slot_ns)
@@ -111,6 +114,8 @@ class TimingWheel {
   void cascade_at(uint64_t tick);
   void relink_all(List& list);
   void after_advance();
+  // Prefetches the generation words of the first `max_entries` timers of level-0 `slot`.
+  void prefetch_slot(unsigned slot, size_t max_entries) const;
   bool sweep_due() const { return stale_ > size_ + kStaleSlack || steps_since_sweep_ >= kSweepEverySteps; }
   // Drops every stale entry.
   void sweep();
@@ -126,6 +131,7 @@ class TimingWheel {
   size_t stale_ = 0;
   uint64_t steps_since_sweep_ = 0;  // generation increments since the last sweep
   bool in_advance_ = false;
+  uint64_t prefetched_at_ = kNoTick;  // cursor_ when after_advance() last prefetched
   // Per timer: odd while scheduled; +1 on expiry and cancel, +1 (or +2 when rescheduling) on insert.
   std::vector<uint32_t> gen_;
   std::array<List, kMaxLevels * kSlots> slots_;
