@@ -51,21 +51,25 @@ uint64_t TimingWheel::tick_of(TimeNs t) const {
                                                                                            : floor_tick;
 }
 
-[[gnu::always_inline]] inline void TimingWheel::link(const Entry& e) {
-  const uint64_t due = due_tick_of(e.due_ns);
-  if (due < cursor_) {
-    ready_.push_back(e);
-    return;
-  }
+[[gnu::always_inline]] inline uint32_t TimingWheel::where_of(TimeNs due_ns) const {
+  const uint64_t due = due_tick_of(due_ns);
+  if (due < cursor_) return kReady;
   const uint64_t diff = due ^ cursor_;
-  if (diff >= horizon_ticks_) {
-    overflow_.push_back(e);
-    return;
-  }
+  if (diff >= horizon_ticks_) return kOverflow;
   const unsigned level = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;
-  const auto slot = static_cast<unsigned>((due >> (kLevelBits * level)) & (kSlots - 1));
-  occupied_[level][slot / 64] |= 1ULL << (slot % 64);
-  List& list = slots_[level * kSlots + slot];
+  return level * kSlots + static_cast<unsigned>((due >> (kLevelBits * level)) & (kSlots - 1));
+}
+
+[[gnu::always_inline]] inline TimingWheel::List& TimingWheel::list_of(uint32_t where) {
+  if (where < kOverflow) [[likely]]
+    return slots_[where];
+  return where == kOverflow ? overflow_ : ready_;
+}
+
+[[gnu::always_inline]] inline void TimingWheel::push(uint32_t where, const Entry& e) {
+  if (where < kOverflow) [[likely]]
+    occupied_[where / kSlots][(where % kSlots) / 64] |= 1ULL << (where % 64);
+  List& list = list_of(where);
   list.push_back(e);
   // Slots fill a few entries at a time, interleaved with a thousand others: start fetching the
   // slot's next cache line now so the append that reaches it does not wait for memory.
@@ -83,7 +87,7 @@ void TimingWheel::insert(TimerId id, TimeNs due_ns) {
     ++size_;
     ++steps_since_sweep_;
   }
-  link(Entry{id, gen, due_ns});
+  push(where_of(due_ns), Entry{id, gen, due_ns});
   if (sweep_due() && !in_advance_) [[unlikely]]
     sweep();
 }
@@ -99,9 +103,25 @@ void TimingWheel::cancel(TimerId id) {
     sweep();
 }
 
+// A cascade scatters a slot's entries over up to 1024 slots whose tails are cold: destinations
+// are computed kRelinkAhead entries early and their tails prefetched.
 void TimingWheel::relink_all(List& list) {
   std::swap(scratch_, list);  // the list gets scratch_'s (empty) capacity back
-  for (const Entry& e : scratch_) link(e);
+  const Entry* entries = scratch_.data();
+  const size_t n = scratch_.size();
+  std::array<uint32_t, kRelinkAhead> where;
+  const auto plan = [&](size_t i) {
+    const uint32_t w = where_of(entries[i].due_ns);
+    where[i % kRelinkAhead] = w;
+    const List& to = list_of(w);
+    __builtin_prefetch(to.data() + to.size(), 1);
+  };
+  for (size_t i = 0; i < n && i < kRelinkAhead; ++i) plan(i);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t w = where[i % kRelinkAhead];
+    if (i + kRelinkAhead < n) plan(i + kRelinkAhead);
+    push(w, entries[i]);
+  }
   scratch_.clear();
 }
 

@@ -103,12 +103,17 @@ class TimingWheel {
   static constexpr size_t kStaleSlack = 4096;
   static constexpr uint64_t kSweepEverySteps = 1ULL << 31;
   static constexpr size_t kPrefetchEntries = 16;
+  static constexpr size_t kRelinkAhead = 16;
   static constexpr unsigned kPrefetchSlots = 4;
   static constexpr size_t kPrefetchSlotEntries = 64;
 
   uint64_t tick_of(TimeNs t) const;      // floor(t / slot_ns)
   uint64_t due_tick_of(TimeNs t) const;  // ceil(t / slot_ns)
-  void link(const Entry& e);             // places by due tick relative to cursor_
+  // The list an entry due at `due_ns` belongs in, by due tick relative to cursor_: level·kSlots +
+  // slot, kOverflow or kReady.
+  uint32_t where_of(TimeNs due_ns) const;
+  List& list_of(uint32_t where);
+  void push(uint32_t where, const Entry& e);
   // First tick ≥ cursor_ at which something must happen (expiry or cascade), or kNoTick.
   uint64_t next_interesting_tick() const;
   void cascade_at(uint64_t tick);
