@@ -183,7 +183,7 @@ void TimingWheel::after_advance() {
   if (cursor_ == prefetched_at_) return;  // callers often advance many times per slot
   prefetched_at_ = cursor_;
   // Expiry waits on each timer's generation word. Load the next occupied slot's first ones now,
-  // while the caller does other work, and, for a wheel stepped slot by slot, all of the slot
+  // while the caller does other work, and, for a wheel stepped slot by slot, those of the slot
   // kPrefetchSlots ahead, so each slot's words have a few steps to arrive.
   const auto from = static_cast<unsigned>(cursor_ & (kSlots - 1));
   const unsigned next = find_from(occupied_[0], from);
@@ -194,6 +194,8 @@ void TimingWheel::after_advance() {
 }
 
 void TimingWheel::sweep() {
+  steps_since_sweep_ = 0;
+  if (stale_ == 0) return;
   const auto stale = [this](const Entry& e) { return gen_[e.id] != e.gen; };
   for (unsigned l = 0; l < levels_; ++l) {
     for (unsigned word = 0; word < kSlots / 64; ++word) {
@@ -208,7 +210,6 @@ void TimingWheel::sweep() {
   std::erase_if(overflow_, stale);
   std::erase_if(ready_, stale);
   stale_ = 0;
-  steps_since_sweep_ = 0;
 }
 
 TimeNs TimingWheel::next_expiry_hint_ns() const {

@@ -229,6 +229,37 @@ TEST(TimingWheel, StaleEntriesAreSweptWhenTheyPileUp) {
   EXPECT_EQ(w.stale_entries(), 0u);
 }
 
+// Callbacks that pile up stale entries past the sweep threshold in the middle of a batch: the sweep
+// waits for advance() to finish, so the batch being handed back is not disturbed.
+TEST(TimingWheel, SweepIsDeferredWhileHandingBack) {
+  constexpr TimerId kTimers = 10'000;
+  TimingWheel w(kUs, kTimers);
+  for (TimerId id = 0; id < kTimers; ++id) w.insert(id, 5 * kUs);
+  std::vector<int> fired(kTimers, 0);
+  size_t most_stale = 0;
+  w.advance(5 * kUs, [&](TimerId id, TimeNs) {
+    ++fired[id];
+    most_stale = std::max(most_stale, w.stale_entries());
+    // Push every later odd timer around (leaving stale entries in this very batch), then back.
+    if (id % 2 == 0 && id + 1 < kTimers) {
+      w.insert(id + 1, 900 * kUs);
+      w.insert(id + 1, 800 * kUs);
+      w.insert(id + 1, 5 * kUs);  // behind the cursor now: ready for the next advance
+    }
+  });
+  EXPECT_GT(most_stale, w.size() + 4096);  // past the threshold inside the batch ...
+  EXPECT_EQ(w.stale_entries(), 0u);        // ... and swept once it was over
+  for (TimerId id = 0; id < kTimers; ++id) ASSERT_EQ(fired[id], id % 2 == 0 ? 1 : 0) << id;
+  EXPECT_EQ(w.size(), kTimers / 2);
+  EXPECT_EQ(w.misplaced_for_test(), 0u);
+  w.advance(6 * kUs, [&](TimerId id, TimeNs) { ++fired[id]; });
+  for (TimerId id = 0; id < kTimers; ++id) ASSERT_EQ(fired[id], 1) << id;
+  EXPECT_TRUE(w.empty());
+  w.advance(1'000 * kUs, [&](TimerId id, TimeNs) { ++fired[id]; });
+  EXPECT_EQ(w.stale_entries(), 0u);
+  for (TimerId id = 0; id < kTimers; ++id) ASSERT_EQ(fired[id], 1) << id;
+}
+
 TEST(TimingWheel, GrowAddsUnscheduledTimers) {
   TimingWheel w(kUs, 1);
   w.insert(0, 5 * kUs);
