@@ -55,7 +55,7 @@ TEST(TimingWheel, CancelAndReschedule) {
   w.insert(0, 10 * kUs);
   w.insert(1, 10 * kUs);
   w.cancel(0);
-  w.cancel(0);           // no-op
+  w.cancel(0);            // no-op
   w.insert(1, 20 * kUs);  // reschedule
   EXPECT_EQ(w.size(), 1u);
   EXPECT_EQ(w.stale_entries(), 2u);
@@ -135,8 +135,8 @@ TEST(TimingWheel, BitmapWordBoundaries) {
   for (const TimeNs slot : {0, 1, 62, 63, 64, 65, 127, 128, 511, 512, 1022, 1023}) {
     TimingWheel w(kUs, 3, 2, kUs);  // cursor at tick 1
     const TimeNs at0 = std::max<TimeNs>(slot, 1);
-    w.insert(0, at0 * kUs);                // level 0
-    w.insert(1, (slot + 1) * 1024 * kUs);  // level 1, slot + 1 (never the cursor's own)
+    w.insert(0, at0 * kUs);                   // level 0
+    w.insert(1, (slot + 1) * 1024 * kUs);     // level 1, slot + 1 (never the cursor's own)
     w.insert(2, (slot * 1024 + 1023) * kUs);  // level 1 slot `slot` (level 0 for slot 0), last tick
     ASSERT_EQ(w.misplaced_for_test(), 0u) << slot;
     EXPECT_EQ(w.next_expiry_hint_ns(), at0 * kUs) << slot;
@@ -343,14 +343,14 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         std::multiset<TimerId> got(out.begin(), out.end());
         std::multiset<TimerId> want;
         const auto end = ref.upper_bound(now / kUs * kUs);  // due ≤ now rounded down to a slot
+        const TimeNs first_due = end == ref.begin() ? -1 : ref.begin()->first;
         for (auto it = ref.begin(); it != end; ++it) {
           want.insert(it->second);
           where[it->second] = ref.end();
         }
         ref.erase(ref.begin(), end);
         ASSERT_EQ(got, want) << "levels " << levels << " op " << op << " now " << now << " cursor "
-                             << w.cursor_ns() << " first due "
-                             << (want.empty() ? -1 : ref.begin()->first) << " previous advance "
+                             << w.cursor_ns() << " first due " << first_due << " previous advance "
                              << prev_now;
         prev_now = now;
       }
