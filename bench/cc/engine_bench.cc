@@ -75,7 +75,7 @@ class TraceCursor {
 
 DcqcnParams profile(int64_t which) { return which == 0 ? paper_profile() : mlx5_profile(); }
 
-// One cache line of CC state per flow; the wheel entry lives apart (touched only on reschedules).
+// One cache line of CC state per flow; the flow's timer is its index in the wheel.
 struct alignas(64) LazyFlow {
   RpState rp;
 };
@@ -84,29 +84,24 @@ void BM_LazyEngine(benchmark::State& state) {
   const DcqcnParams params = profile(state.range(0));
   const auto flow_count = static_cast<uint32_t>(state.range(2));
   const ReactionPoint rp(params, kLineMbps);
-  TimingWheel wheel(1000);  // 1 µs slots
+  TimingWheel wheel(1000, flow_count);  // 1 µs slots
   std::vector<LazyFlow> flows(flow_count);
-  std::vector<TimerNode> timers(flow_count);
-  for (uint32_t i = 0; i < flow_count; ++i) {
-    rp.start(flows[i].rp, 0);
-    timers[i].cookie = i;
-  }
-  // The wheel always holds next_event_ns() of every flow below line rate, so the entry (a separate
-  // cache line) is only touched when an event moved that time.
+  for (uint32_t i = 0; i < flow_count; ++i) rp.start(flows[i].rp, 0);
+  // The wheel always holds next_event_ns() of every flow below line rate (`before`, when
+  // scheduled), so it is only touched when an event moved that time.
   const auto reschedule = [&](uint32_t i, TimeNs before) {
     const TimeNs next = rp.next_event_ns(flows[i].rp);
     if (next == before) return;
-    TimerNode& t = timers[i];
     if (next == kNever) {
-      wheel.cancel(t);
-    } else if (!TimingWheel::scheduled(t) || t.due_ns != next) {
-      wheel.insert(t, next);
+      wheel.cancel(i);
+    } else {
+      wheel.insert(i, next);
     }
   };
   TraceCursor cursor(static_cast<int>(state.range(1)), flow_count);
   uint64_t increase_events = 0;
   uint64_t workload_events = 0;
-  std::vector<TimerNode*> expired;
+  std::vector<TimerId> expired;
   expired.reserve(flow_count);
   for (auto _ : state) {
     const TraceEvent e = cursor.next();
@@ -114,8 +109,8 @@ void BM_LazyEngine(benchmark::State& state) {
     expired.clear();
     wheel.advance(e.at, expired);
     for (size_t k = 0; k < expired.size(); ++k) {
-      if (k + 4 < expired.size()) __builtin_prefetch(&flows[expired[k + 4]->cookie], 1);
-      const auto i = static_cast<uint32_t>(expired[k]->cookie);
+      if (k + 4 < expired.size()) __builtin_prefetch(&flows[expired[k + 4]], 1);
+      const TimerId i = expired[k];
       rp.on_timer(flows[i].rp, e.at);
       ++increase_events;
       reschedule(i, kNever - 1);  // the entry was just handed back: always re-arm

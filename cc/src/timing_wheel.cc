@@ -7,12 +7,9 @@ namespace rdmad::cc {
 
 namespace {
 __extension__ using Uint128 = unsigned __int128;
-// Nodes are loaded this many positions ahead when a slot expires or cascades: far enough to cover
-// a DRAM miss at a few ns of work per node.
-constexpr size_t kPrefetchAhead = 16;
 }  // namespace
 
-TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
+TimingWheel::TimingWheel(TimeNs slot_ns, uint32_t timers, unsigned levels, TimeNs start_ns)
     : slot_ns_(slot_ns), slot_magic_(0), levels_(levels), horizon_ticks_(0), cursor_(0) {
   if (slot_ns <= 0) throw std::invalid_argument("timing wheel slot must be positive");
   if (levels == 0 || levels > kMaxLevels) throw std::invalid_argument("timing wheel levels must be 1..4");
@@ -22,6 +19,12 @@ TimingWheel::TimingWheel(TimeNs slot_ns, unsigned levels, TimeNs start_ns)
   // floor(2^64 / d), computed as floor((2^64 − 1) / d) adjusted: exact unless d divides 2^64.
   slot_magic_ = d == 1 ? 0 : ~0ULL / d + ((~0ULL % d) + 1 == d ? 1 : 0);
   cursor_ = tick_of(start_ns);
+  grow(timers);
+}
+
+void TimingWheel::grow(uint32_t timers) {
+  if (timers > kMaxTimers) throw std::invalid_argument("timing wheel: too many timers");
+  if (timers > gen_.size()) gen_.resize(timers, 0);
 }
 
 // t / slot_ns without a hardware divide (one per insert adds up): q = mulhi(t, floor(2^64/d)) is
@@ -41,24 +44,6 @@ uint64_t TimingWheel::tick_of(TimeNs t) const {
   return divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
 }
 
-[[gnu::always_inline]] inline TimingWheel::List& TimingWheel::list_of(uint32_t where) {
-  switch (where) {
-    case kOverflow:
-      return overflow_;
-    case kReady:
-      return ready_;
-    default:
-      return slots_[where];
-  }
-}
-
-[[gnu::always_inline]] inline void TimingWheel::push(TimerNode& node, uint32_t where) {
-  List& list = list_of(where);
-  node.where_ = where;
-  node.index_ = static_cast<uint32_t>(list.size());
-  list.push_back(&node);
-}
-
 // Entries never fire early: an entry due inside a slot belongs to the next slot boundary.
 [[gnu::always_inline]] inline uint64_t TimingWheel::due_tick_of(TimeNs t) const {
   const uint64_t floor_tick = divide(t, static_cast<uint64_t>(slot_ns_), slot_magic_);
@@ -66,63 +51,76 @@ uint64_t TimingWheel::tick_of(TimeNs t) const {
                                                                                            : floor_tick;
 }
 
-[[gnu::always_inline]] inline void TimingWheel::link(TimerNode& node) {
-  const uint64_t due = due_tick_of(node.due_ns);
-  if (due < cursor_) {
-    push(node, kReady);
-    return;
-  }
+[[gnu::always_inline]] inline uint32_t TimingWheel::where_of(TimeNs due_ns) const {
+  const uint64_t due = due_tick_of(due_ns);
+  if (due < cursor_) return kReady;
   const uint64_t diff = due ^ cursor_;
-  if (diff >= horizon_ticks_) {
-    push(node, kOverflow);
-    return;
-  }
+  if (diff >= horizon_ticks_) return kOverflow;
   const unsigned level = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;
-  const auto slot = static_cast<unsigned>((due >> (kLevelBits * level)) & (kSlots - 1));
-  occupied_[level][slot / 64] |= 1ULL << (slot % 64);
-  push(node, level * kSlots + slot);
+  return level * kSlots + static_cast<unsigned>((due >> (kLevelBits * level)) & (kSlots - 1));
 }
 
-void TimingWheel::insert(TimerNode& node) {
-  if (node.where_ != kUnscheduled) unlink(node);
-  link(node);
-  ++size_;
+[[gnu::always_inline]] inline TimingWheel::List& TimingWheel::list_of(uint32_t where) {
+  if (where < kOverflow) [[likely]]
+    return slots_[where];
+  return where == kOverflow ? overflow_ : ready_;
 }
 
-void TimingWheel::unlink(TimerNode& node) {
-  if (node.where_ == expiring_where_ && node.index_ < expiring_.size() && expiring_[node.index_] == &node) {
-    expiring_[node.index_] = nullptr;  // in the batch being handed back: positions must stay put
+[[gnu::always_inline]] inline void TimingWheel::push(uint32_t where, const Entry& e) {
+  if (where < kOverflow) [[likely]]
+    occupied_[where / kSlots][(where % kSlots) / 64] |= 1ULL << (where % 64);
+  List& list = list_of(where);
+  list.push_back(e);
+  // Slots fill a few entries at a time, interleaved with a thousand others: start fetching the
+  // slot's next cache line now so the append that reaches it does not wait for memory.
+  __builtin_prefetch(list.data() + list.size() + 64 / sizeof(Entry), 1);
+}
+
+void TimingWheel::insert(TimerId id, TimeNs due_ns) {
+  uint32_t& gen = gen_[id];
+  if ((gen & 1) != 0) {
+    gen += 2;  // the entry already in the wheel goes stale
+    ++stale_;
+    steps_since_sweep_ += 2;
   } else {
-    List& list = list_of(node.where_);
-    TimerNode* last = list.back();
-    list[node.index_] = last;
-    last->index_ = node.index_;
-    list.pop_back();
-    if (node.where_ < kMaxLevels * kSlots && list.empty()) {
-      const uint32_t level = node.where_ / kSlots;
-      const uint32_t slot = node.where_ % kSlots;
-      occupied_[level][slot / 64] &= ~(1ULL << (slot % 64));
-    }
+    gen += 1;
+    ++size_;
+    ++steps_since_sweep_;
   }
-  node.where_ = kUnscheduled;
+  push(where_of(due_ns), Entry{id, gen, due_ns});
+  if (sweep_due() && !in_advance_) [[unlikely]]
+    sweep();
+}
+
+void TimingWheel::cancel(TimerId id) {
+  uint32_t& gen = gen_[id];
+  if ((gen & 1) == 0) return;
+  ++gen;
   --size_;
+  ++stale_;
+  ++steps_since_sweep_;
+  if (sweep_due() && !in_advance_) [[unlikely]]
+    sweep();
 }
 
-void TimingWheel::cancel(TimerNode& node) {
-  if (node.where_ != kUnscheduled) unlink(node);
-}
-
-void TimingWheel::begin_expiry(uint32_t where) {
-  std::swap(expiring_, list_of(where));  // the list gets the (empty) previous batch array's capacity
-  expiring_where_ = where;
-}
-
+// A cascade scatters a slot's entries over up to 1024 slots whose tails are cold: destinations
+// are computed kRelinkAhead entries early and their tails prefetched.
 void TimingWheel::relink_all(List& list) {
-  std::swap(scratch_, list);
+  std::swap(scratch_, list);  // the list gets scratch_'s (empty) capacity back
+  const Entry* entries = scratch_.data();
   const size_t n = scratch_.size();
+  std::array<uint32_t, kRelinkAhead> where;
+  const auto plan = [&](size_t i) {
+    const uint32_t w = where_of(entries[i].due_ns);
+    where[i % kRelinkAhead] = w;
+    const List& to = list_of(w);
+    __builtin_prefetch(to.data() + to.size(), 1);
+  };
+  for (size_t i = 0; i < n && i < kRelinkAhead; ++i) plan(i);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) __builtin_prefetch(scratch_[i + kPrefetchAhead], 1);
-    link(*scratch_[i]);
+    const uint32_t w = where[i % kRelinkAhead];
+    if (i + kRelinkAhead < n) plan(i + kRelinkAhead);
+    push(w, entries[i]);
   }
   scratch_.clear();
 }
@@ -174,6 +172,46 @@ void TimingWheel::cascade_at(uint64_t tick) {
   }
 }
 
+void TimingWheel::prefetch_slot(unsigned slot, size_t max_entries) const {
+  const List& list = slots_[slot];
+  const size_t n = list.size() < max_entries ? list.size() : max_entries;
+  for (size_t i = 0; i < n; ++i) __builtin_prefetch(&gen_[list[i].id], 1);
+}
+
+void TimingWheel::after_advance() {
+  if (sweep_due()) sweep();
+  if (cursor_ == prefetched_at_) return;  // callers often advance many times per slot
+  prefetched_at_ = cursor_;
+  // Expiry waits on each timer's generation word. Load the next occupied slot's first ones now,
+  // while the caller does other work, and, for a wheel stepped slot by slot, those of the slot
+  // kPrefetchSlots ahead, so each slot's words have a few steps to arrive.
+  const auto from = static_cast<unsigned>(cursor_ & (kSlots - 1));
+  const unsigned next = find_from(occupied_[0], from);
+  if (next == kSlots) return;
+  prefetch_slot(next, kPrefetchEntries);
+  const unsigned ahead = from + kPrefetchSlots;
+  if (ahead > next && ahead < kSlots) prefetch_slot(ahead, kPrefetchSlotEntries);
+}
+
+void TimingWheel::sweep() {
+  steps_since_sweep_ = 0;
+  if (stale_ == 0) return;
+  const auto stale = [this](const Entry& e) { return gen_[e.id] != e.gen; };
+  for (unsigned l = 0; l < levels_; ++l) {
+    for (unsigned word = 0; word < kSlots / 64; ++word) {
+      for (uint64_t bits = occupied_[l][word]; bits != 0; bits &= bits - 1) {
+        const unsigned slot = word * 64 + static_cast<unsigned>(std::countr_zero(bits));
+        List& list = slots_[l * kSlots + slot];
+        std::erase_if(list, stale);
+        if (list.empty()) occupied_[l][word] &= ~(1ULL << (slot % 64));
+      }
+    }
+  }
+  std::erase_if(overflow_, stale);
+  std::erase_if(ready_, stale);
+  stale_ = 0;
+}
+
 TimeNs TimingWheel::next_expiry_hint_ns() const {
   if (size_ == 0) return kNever;
   if (!ready_.empty()) return cursor_ns();
@@ -183,16 +221,29 @@ TimeNs TimingWheel::next_expiry_hint_ns() const {
 
 size_t TimingWheel::misplaced_for_test() const {
   size_t bad = 0;
-  size_t count = overflow_.size() + ready_.size();
+  size_t live = 0;
+  size_t stale = 0;
+  const auto count = [&](const Entry& e) {
+    if (e.id >= gen_.size() || (e.gen & 1) == 0) ++bad;
+    (e.id < gen_.size() && gen_[e.id] == e.gen ? live : stale) += 1;
+  };
+  for (const Entry& e : ready_) {
+    count(e);
+    if (due_tick_of(e.due_ns) >= cursor_) ++bad;
+  }
+  for (const Entry& e : overflow_) {
+    count(e);
+    // ... unless the cursor is on a horizon boundary, whose re-examination is still owed.
+    if ((due_tick_of(e.due_ns) ^ cursor_) < horizon_ticks_ && (cursor_ & (horizon_ticks_ - 1)) != 0) ++bad;
+  }
   for (unsigned l = 0; l < levels_; ++l) {
     for (unsigned slot = 0; slot < kSlots; ++slot) {
       const List& list = slots_[l * kSlots + slot];
       const bool bit = (occupied_[l][slot / 64] >> (slot % 64)) & 1;
       if (bit != !list.empty()) ++bad;
-      for (size_t i = 0; i < list.size(); ++i) {
-        const TimerNode* n = list[i];
-        ++count;
-        const uint64_t due = due_tick_of(n->due_ns);
+      for (const Entry& e : list) {
+        count(e);
+        const uint64_t due = due_tick_of(e.due_ns);
         if (due < cursor_) ++bad;
         const uint64_t diff = due ^ cursor_;
         const unsigned want = diff == 0 ? 0 : (static_cast<unsigned>(std::bit_width(diff)) - 1) / kLevelBits;
@@ -202,12 +253,15 @@ size_t TimingWheel::misplaced_for_test() const {
         const uint64_t below = (1ULL << (kLevelBits * l)) - 1;
         const bool owed =
             l > want && (cursor_ & below) == 0 && slot == ((cursor_ >> (kLevelBits * l)) & (kSlots - 1));
-        if (n->where_ != l * kSlots + slot || n->index_ != i || !((want == l && slot == want_slot) || owed))
-          ++bad;
+        if (!((want == l && slot == want_slot) || owed)) ++bad;
       }
     }
   }
-  if (count != size_) ++bad;
+  if (live != size_) ++bad;
+  if (stale != stale_) ++bad;
+  size_t scheduled = 0;
+  for (const uint32_t g : gen_) scheduled += g & 1;
+  if (scheduled != size_) ++bad;
   return bad;
 }
 

@@ -94,19 +94,17 @@ TEST(ReactionPointEquivalence, WheelDrivenFlowsMatchEager) {
     const ReactionPoint rp(p, 100'000);
     std::vector<RpState> lazy(kFlows);
     std::vector<testing::EagerReactionPoint> eager(kFlows, testing::EagerReactionPoint(p, 100'000));
-    std::vector<TimerNode> timers(kFlows);
-    TimingWheel wheel(kSlotNs);
+    TimingWheel wheel(kSlotNs, kFlows);
     for (uint32_t i = 0; i < kFlows; ++i) {
       rp.start(lazy[i], 0);
       eager[i].start(0);
-      timers[i].cookie = i;
     }
     const auto reschedule = [&](uint32_t i) {
       const TimeNs next = rp.next_event_ns(lazy[i]);
       if (next == kNever) {
-        wheel.cancel(timers[i]);
+        wheel.cancel(i);
       } else {
-        wheel.insert(timers[i], next);
+        wheel.insert(i, next);
       }
     };
     std::mt19937_64 rng(99);
@@ -115,10 +113,9 @@ TEST(ReactionPointEquivalence, WheelDrivenFlowsMatchEager) {
     for (int step = 0; step < 20'000; ++step) {
       const TimeNs previous = now;
       now += static_cast<TimeNs>(rng() % 3000);
-      wheel.advance(now, [&](TimerNode& n) {
-        const auto i = static_cast<uint32_t>(n.cookie);
+      wheel.advance(now, [&](TimerId i, TimeNs due_ns) {
         const TimeNs due = rp.next_event_ns(lazy[i]);
-        EXPECT_EQ(due, n.due_ns);
+        EXPECT_EQ(due, due_ns);
         EXPECT_LE(due, now);  // never early
         // Not already handed back by the previous advance (which covered whole slots only).
         EXPECT_GT(due, previous / kSlotNs * kSlotNs);

@@ -3,17 +3,20 @@
 // the layout of Linux's timer wheel). Up to 4 levels of 1024 slots; level l slots are
 // slot_ns·1024^l wide. An entry sits at the level of the highest 10-bit group in which its due tick
 // differs from the wheel's cursor and moves down (cascades) when the cursor reaches its slot, so
-// insert, cancel and expiry are O(1) and each entry cascades at most levels−1 times (1024 rather
-// than 256 slots per level: measured ~15% faster, fewer cascades). Entries beyond the horizon
-// (slot_ns·1024^levels; 12.7 days at 1 µs with 4 levels) wait in an overflow list that is re-sorted each time
-// the cursor crosses a horizon boundary, so nothing is lost. Occupancy bitmaps let advance() skip idle time.
+// insert, cancel and expiry are O(1) and each entry cascades at most levels−1 times. Entries beyond
+// the horizon (slot_ns·1024^levels; 12.7 days at 1 µs with 4 levels) wait in an overflow list that
+// is re-sorted each time the cursor crosses a horizon boundary, so nothing is lost. Occupancy
+// bitmaps let advance() skip idle time.
 //
-// Entries are intrusive (TimerNode, owned by the caller, usually beside its per-flow state) and
-// hold their own position, so cancel is O(1). A slot is an array of node pointers rather than a
-// linked list: expiring or cascading a slot then loads its nodes independently (and prefetched)
-// instead of chasing one pointer per node, which is what keeps a wheel with a million random
-// entries fast. Slot arrays grow to the peak population of a slot and keep their capacity, so in
-// steady state insert allocates nothing.
+// Timers are named by the caller's own dense index (a flow index, say): the wheel keeps one 32-bit
+// generation per timer, 4 bytes, and a slot is an array of 16-byte entries {timer, generation, due}.
+// Cancel and reschedule only bump the timer's generation; the old entry stays where it is and is
+// dropped when it reaches expiry (its generation no longer matches). Cascading therefore copies
+// entries between slot arrays sequentially without touching any per-timer memory, and expiry
+// touches only the timer's generation word (prefetched; 1 M timers are 4 MB). Stale entries are
+// bounded: when they outnumber live ones (plus a slack) the wheel drops them all in one sweep, and
+// it sweeps at least once per 2^31 generation steps so a stale entry never outlives a generation
+// wrap. Slot arrays keep their capacity, so in steady state insert allocates nothing.
 //
 // Expiry is at slot granularity and never early: an entry due at t is handed back by the first
 // advance(now) with now ≥ t rounded up to a slot boundary, i.e. at most one slot late. (Early
@@ -28,86 +31,99 @@
 
 namespace rdmad::cc {
 
-struct TimerNode {
-  TimeNs due_ns = 0;
-  uint64_t cookie = 0;  // caller's data (a flow index, say)
-
- private:
-  friend class TimingWheel;
-  uint32_t where_ = 0xffffffffu;  // level·kSlots + slot, or a TimingWheel::k* list; kUnscheduled
-  uint32_t index_ = 0;            // position in that list
-};
-static_assert(sizeof(TimerNode) == 24);
+// A timer: the caller's index in [0, timer_count()).
+using TimerId = uint32_t;
 
 class TimingWheel {
  public:
   static constexpr unsigned kLevelBits = 10;
   static constexpr unsigned kSlots = 1u << kLevelBits;
   static constexpr unsigned kMaxLevels = 4;
+  static constexpr uint32_t kMaxTimers = 1u << 30;
 
-  // `slot_ns`: granularity (e.g. 1000 for 1 µs); `levels`: 1..4 (horizon slot_ns·1024^levels);
-  // `start_ns`: the wheel's initial time.
-  explicit TimingWheel(TimeNs slot_ns, unsigned levels = kMaxLevels, TimeNs start_ns = 0);
+  // `slot_ns`: granularity (e.g. 1000 for 1 µs); `timers`: ids 0..timers−1 (≤ kMaxTimers);
+  // `levels`: 1..4 (horizon slot_ns·1024^levels); `start_ns`: the wheel's initial time.
+  TimingWheel(TimeNs slot_ns, uint32_t timers, unsigned levels = kMaxLevels, TimeNs start_ns = 0);
   TimingWheel(const TimingWheel&) = delete;
   TimingWheel& operator=(const TimingWheel&) = delete;
 
-  // Schedules `node` at node.due_ns (set it first), rescheduling it if already scheduled. A due
-  // time already behind the cursor is handed back first by the next advance(), whatever its `now`.
-  void insert(TimerNode& node);
-  void insert(TimerNode& node, TimeNs due_ns) {
-    node.due_ns = due_ns;
-    insert(node);
-  }
-  // Removes `node` if scheduled; no-op otherwise.
-  void cancel(TimerNode& node);
-  static bool scheduled(const TimerNode& node) { return node.where_ != kUnscheduled; }
+  // Grows the id space to `timers` (new timers unscheduled); never shrinks. Allocates: not for the
+  // hot path. Not from inside an advance() callback.
+  void grow(uint32_t timers);
+  uint32_t timer_count() const { return static_cast<uint32_t>(gen_.size()); }
 
-  // Hands every entry due by `now` (rounded down to a slot boundary) to `on_expire(TimerNode&)`, in due-slot
-  // order. The callback may insert or cancel any node, including the one it got, but must not call
-  // advance(). An entry inserted with a due time ≤ now is handed back in this same call if its
-  // slot is still ahead of the cursor, otherwise by the next advance().
+  // Schedules timer `id` at `due_ns`, rescheduling it if already scheduled. A due time already
+  // behind the cursor is handed back first by the next advance(), whatever its `now`.
+  void insert(TimerId id, TimeNs due_ns);
+  // Unschedules timer `id`; no-op if it is not scheduled.
+  void cancel(TimerId id);
+  bool scheduled(TimerId id) const { return (gen_[id] & 1) != 0; }
+
+  // Hands every timer due by `now` (rounded down to a slot boundary) to
+  // `on_expire(TimerId id, TimeNs due_ns)`, in due-slot order; the timer is unscheduled first. The
+  // callback may insert or cancel any timer, including the one it got, but must not call advance()
+  // or grow(). A timer inserted with a due time ≤ now is handed back in this same call if its slot
+  // is still ahead of the cursor, otherwise by the next advance().
   template <typename F>
   void advance(TimeNs now, F&& on_expire);
-  // Same, appending the due entries to `out`.
-  void advance(TimeNs now, std::vector<TimerNode*>& out) {
-    advance(now, [&out](TimerNode& n) { out.push_back(&n); });
+  // Same, appending the due timers to `out`.
+  void advance(TimeNs now, std::vector<TimerId>& out) {
+    advance(now, [&out](TimerId id, TimeNs) { out.push_back(id); });
   }
 
-  // Earliest slot-start time at which advance() may have work (expiry or cascade); kNever if the
-  // wheel is empty.
+  // Earliest slot-start time at which advance() may have work (expiry or cascade); kNever if no
+  // timer is scheduled.
   TimeNs next_expiry_hint_ns() const;
 
+  // Scheduled timers.
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Entries left behind by cancel or reschedule and not yet dropped.
+  size_t stale_entries() const { return stale_; }
   TimeNs slot_ns() const { return slot_ns_; }
   TimeNs horizon_ns() const { return slot_ns_ * static_cast<TimeNs>(horizon_ticks_); }
   // Time up to which everything has been handed back (exclusive start of the next slot).
   TimeNs cursor_ns() const { return static_cast<TimeNs>(cursor_) * slot_ns_; }
 
-  // Walks every list and checks the placement invariant; returns the number of misplaced entries.
+  // Walks every list and checks the placement, bitmap and count invariants; returns the number of
+  // violations.
   size_t misplaced_for_test() const;
 
  private:
-  static constexpr uint32_t kUnscheduled = 0xffffffffu;
-  static constexpr uint32_t kOverflow = 0xfffffffeu;
-  static constexpr uint32_t kReady = 0xfffffffdu;  // inserted already overdue
+  struct Entry {
+    TimerId id;
+    uint32_t gen;  // the timer's generation when inserted: odd; live while it still matches
+    TimeNs due_ns;
+  };
+  static_assert(sizeof(Entry) == 16);
+  using List = std::vector<Entry>;
+  static constexpr uint32_t kOverflow = kMaxLevels * kSlots;
+  static constexpr uint32_t kReady = kOverflow + 1;  // inserted already overdue
   static constexpr uint64_t kNoTick = ~0ULL;
-  using List = std::vector<TimerNode*>;
+  static constexpr size_t kStaleSlack = 4096;
+  static constexpr uint64_t kSweepEverySteps = 1ULL << 31;
+  static constexpr size_t kPrefetchEntries = 16;
+  static constexpr size_t kRelinkAhead = 16;
+  static constexpr unsigned kPrefetchSlots = 4;
+  static constexpr size_t kPrefetchSlotEntries = 64;
 
   uint64_t tick_of(TimeNs t) const;      // floor(t / slot_ns)
   uint64_t due_tick_of(TimeNs t) const;  // ceil(t / slot_ns)
+  // The list an entry due at `due_ns` belongs in, by due tick relative to cursor_: level·kSlots +
+  // slot, kOverflow or kReady.
+  uint32_t where_of(TimeNs due_ns) const;
   List& list_of(uint32_t where);
-  void link(TimerNode& node);  // places by due tick relative to cursor_
-  void push(TimerNode& node, uint32_t where);
-  void unlink(TimerNode& node);
+  void push(uint32_t where, const Entry& e);
   // First tick ≥ cursor_ at which something must happen (expiry or cascade), or kNoTick.
   uint64_t next_interesting_tick() const;
   void cascade_at(uint64_t tick);
   void relink_all(List& list);
-  // Moves the list at `where` into expiring_. Its nodes keep where_/index_: a node whose where_ is
-  // expiring_where_ and that sits at expiring_[index_] is in the batch (new entries of the same
-  // slot go to the emptied slot array, where that test fails), so callbacks can cancel in O(1).
-  void begin_expiry(uint32_t where);
+  void after_advance();
+  // Prefetches the generation words of the first `max_entries` timers of level-0 `slot`.
+  void prefetch_slot(unsigned slot, size_t max_entries) const;
+  bool sweep_due() const { return stale_ > size_ + kStaleSlack || steps_since_sweep_ >= kSweepEverySteps; }
+  // Drops every stale entry.
+  void sweep();
   template <typename F>
   void hand_back(F& on_expire);
 
@@ -117,54 +133,70 @@ class TimingWheel {
   uint64_t horizon_ticks_;
   uint64_t cursor_;  // first tick not yet handed back
   size_t size_ = 0;
+  size_t stale_ = 0;
+  uint64_t steps_since_sweep_ = 0;  // generation increments since the last sweep
+  bool in_advance_ = false;
+  uint64_t prefetched_at_ = kNoTick;  // cursor_ when after_advance() last prefetched
+  // Per timer: odd while scheduled; +1 on expiry and cancel, +1 (or +2 when rescheduling) on insert.
+  std::vector<uint32_t> gen_;
   std::array<List, kMaxLevels * kSlots> slots_;
   std::array<std::array<uint64_t, kSlots / 64>, kMaxLevels> occupied_{};
   List overflow_;
   List ready_;
   List expiring_;
-  uint32_t expiring_where_ = kUnscheduled;
   List scratch_;
 };
 
 template <typename F>
 void TimingWheel::hand_back(F& on_expire) {
-  constexpr size_t kAhead = 16;  // covers a DRAM miss at a few ns of work per node
-  for (size_t i = 0; i < expiring_.size(); ++i) {
-    if (i + kAhead < expiring_.size()) __builtin_prefetch(expiring_[i + kAhead], 1);
-    TimerNode* n = expiring_[i];
-    if (n == nullptr) continue;  // cancelled or rescheduled by an earlier callback
-    expiring_[i] = nullptr;      // no longer in the batch, whatever the callback does with it
-    n->where_ = kUnscheduled;
+  constexpr size_t kAhead = 16;  // covers a cache miss at a few ns of work per entry
+  const Entry* batch = expiring_.data();
+  const size_t n = expiring_.size();
+  uint32_t* gen = gen_.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(&gen[batch[i + kAhead].id], 1);
+    const Entry e = batch[i];
+    if (gen[e.id] != e.gen) {  // cancelled, rescheduled, or re-armed by an earlier callback
+      --stale_;
+      continue;
+    }
+    ++gen[e.id];
     --size_;
-    on_expire(*n);
+    ++steps_since_sweep_;
+    on_expire(e.id, e.due_ns);
+    gen = gen_.data();
   }
   expiring_.clear();
-  expiring_where_ = kUnscheduled;
 }
 
 template <typename F>
 void TimingWheel::advance(TimeNs now, F&& on_expire) {
   if (now < 0) return;
   const uint64_t target = tick_of(now);
+  in_advance_ = true;
   if (!ready_.empty()) {
-    begin_expiry(kReady);
+    std::swap(expiring_, ready_);  // ready_ gets the (empty) previous batch array's capacity
     hand_back(on_expire);
   }
-  while (size_ != 0) {
+  // Stale entries are walked too (and dropped at their slot) so that every entry stays placed
+  // relative to the cursor.
+  while (size_ + stale_ != 0) {
     const uint64_t t = next_interesting_tick();
     if (t == kNoTick || t > target) break;
     cursor_ = t;
     cascade_at(t);
-    const uint32_t slot = static_cast<uint32_t>(t & (kSlots - 1));
+    const auto slot = static_cast<uint32_t>(t & (kSlots - 1));
     // The cursor moves past t before callbacks run, so re-inserted entries never land in the slot
     // being emptied.
     cursor_ = t + 1;
     if (slots_[slot].empty()) continue;
     occupied_[0][slot / 64] &= ~(1ULL << (slot % 64));
-    begin_expiry(slot);
+    std::swap(expiring_, slots_[slot]);
     hand_back(on_expire);
   }
   if (target + 1 > cursor_) cursor_ = target + 1;
+  in_advance_ = false;
+  after_advance();
 }
 
 }  // namespace rdmad::cc
