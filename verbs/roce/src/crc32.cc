@@ -47,7 +47,6 @@ UpdateFn update_fn(crc32_impl::Kind kind) {
 }  // namespace
 
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) {
-  if (data.size() < crc32_impl::kFoldMinBytes) return crc32_impl::update_portable(crc, data);
   static const UpdateFn fn = update_fn(crc32_impl::selected());
   return fn(crc, data);
 }

@@ -166,7 +166,7 @@ bool vpclmul_supported() {
 }
 
 uint32_t update_pclmul(uint32_t crc, std::span<const uint8_t> data) {
-  if (data.size() < 16) return update_portable(crc, data);
+  if (data.size() < kFoldMinBytes) return update_portable(crc, data);
   return fold_pclmul(crc, data.data(), data.size());
 }
 
