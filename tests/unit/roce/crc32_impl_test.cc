@@ -83,17 +83,27 @@ TEST(Crc32Impl, SelectsTheWidestSupported) {
   } else {
     EXPECT_EQ(kind, crc32_impl::Kind::kPortable);
   }
+  EXPECT_TRUE(!crc32_impl::vpclmul_supported() || crc32_impl::pclmul_supported());
   EXPECT_STRNE(crc32_impl::name(kind), "");
 }
 
-TEST(Crc32Impl, FoldingIsAvailableOnThisCpu) {
-#if defined(__x86_64__)
-  if (!crc32_impl::pclmul_supported()) GTEST_SKIP() << "this x86-64 CPU lacks PCLMULQDQ/SSE4.1";
-  SUCCEED();
-#else
-  EXPECT_FALSE(crc32_impl::pclmul_supported());
-  EXPECT_FALSE(crc32_impl::vpclmul_supported());
-#endif
+// Values from zlib's crc32() (Python: zlib.crc32(bytes(...))), independent of the bitwise reference.
+TEST(Crc32Impl, ZlibVectorsWithEveryImplementation) {
+  std::vector<uint8_t> ramp(4096);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<uint8_t>(i % 251);
+  std::vector<uint8_t> odd(1000);
+  for (size_t i = 0; i < odd.size(); ++i) odd[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::vector<uint8_t> zeros(32, 0x00);
+  const std::vector<uint8_t> ones(32, 0xFF);
+  const auto impls = supported_impls();
+  for (const Impl& impl : impls) {
+    EXPECT_EQ(impl.fn(0, zeros), 0x190A55ADu) << impl.name;
+    EXPECT_EQ(impl.fn(0, ones), 0xFF6CAB0Bu) << impl.name;
+    EXPECT_EQ(impl.fn(0, ramp), 0xD465F907u) << impl.name;
+    EXPECT_EQ(impl.fn(0, odd), 0x17BC2A46u) << impl.name;
+  }
+  if (impls.size() < 4)
+    GTEST_SKIP() << "this CPU lacks PCLMULQDQ or VPCLMULQDQ: only " << impls.size() << " implementations ran";
 }
 
 // Exactly sized heap copies so that AddressSanitizer sees any read past either end.
