@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "rdmad/roce/crc32_impl.h"
+
 namespace rdmad::roce {
 namespace {
 
@@ -28,9 +30,48 @@ constexpr Tables make_tables() {
 constexpr Tables kTables = make_tables();
 static_assert(kTables[0][1] == 0x77073096u, "CRC-32 table entry 1 (zlib crc_table[1])");
 
+using UpdateFn = uint32_t (*)(uint32_t, std::span<const uint8_t>);
+
+UpdateFn update_fn(crc32_impl::Kind kind) {
+  switch (kind) {
+    case crc32_impl::Kind::kVpclmul:
+      return crc32_impl::update_vpclmul;
+    case crc32_impl::Kind::kPclmul:
+      return crc32_impl::update_pclmul;
+    case crc32_impl::Kind::kPortable:
+      break;
+  }
+  return crc32_impl::update_portable;
+}
+
 }  // namespace
 
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) {
+  static const UpdateFn fn = update_fn(crc32_impl::selected());
+  return fn(crc, data);
+}
+
+namespace crc32_impl {
+
+Kind selected() {
+  if (vpclmul_supported()) return Kind::kVpclmul;
+  if (pclmul_supported()) return Kind::kPclmul;
+  return Kind::kPortable;
+}
+
+const char* name(Kind kind) {
+  switch (kind) {
+    case Kind::kVpclmul:
+      return "vpclmulqdq-avx512";
+    case Kind::kPclmul:
+      return "pclmulqdq";
+    case Kind::kPortable:
+      break;
+  }
+  return "slicing-by-8";
+}
+
+uint32_t update_portable(uint32_t crc, std::span<const uint8_t> data) {
   uint32_t c = ~crc;
   const uint8_t* p = data.data();
   size_t n = data.size();
@@ -53,6 +94,8 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) {
   while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFF];
   return ~c;
 }
+
+}  // namespace crc32_impl
 
 uint32_t crc32_bitwise_for_test(uint32_t crc, std::span<const uint8_t> data) {
   uint32_t c = ~crc;

@@ -1,6 +1,8 @@
 #pragma once
-// CRC-32 with the Ethernet/zlib polynomial (reflected 0xEDB88320), slicing-by-8, table built at
-// compile time. Bit-identical to zlib's crc32(): crc32_update(0, ...) == crc32(0, ...).
+// CRC-32 with the Ethernet/zlib polynomial (reflected 0xEDB88320). Bit-identical to zlib's crc32():
+// crc32_update(0, ...) == crc32(0, ...). Long inputs use carry-less-multiply folding (PCLMULQDQ, or
+// VPCLMULQDQ with AVX-512) when the CPU has it, chosen once at run time; short inputs and other
+// CPUs use slicing-by-8. See crc32_impl.h.
 #include <cstddef>
 #include <cstdint>
 #include <span>
