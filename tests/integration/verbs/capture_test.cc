@@ -35,7 +35,9 @@ struct Tshark {
   std::string buffered;
   ~Tshark() {
     if (pid > 0) {
-      kill(pid, SIGKILL);
+      // tshark captures through a dumpcap child: SIGKILL to tshark alone would leave dumpcap
+      // capturing lo (and slowing every later loopback test), so kill the whole process group.
+      kill(-pid, SIGKILL);
       waitpid(pid, nullptr, 0);
     }
     if (out >= 0) close(out);
@@ -68,6 +70,7 @@ bool start_tshark(Tshark& t, uint16_t port, uint16_t port2) {
   if (pipe(out) != 0) return false;
   t.pid = fork();
   if (t.pid == 0) {
+    setpgid(0, 0);
     dup2(out[1], 1);
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
@@ -79,6 +82,7 @@ bool start_tshark(Tshark& t, uint16_t port, uint16_t port2) {
            "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "udp.srcport", nullptr);
     _exit(127);
   }
+  if (t.pid > 0) setpgid(t.pid, t.pid);  // also here: the kill must not race the child's setpgid
   close(out[1]);
   t.out = out[0];
   return t.pid > 0;
