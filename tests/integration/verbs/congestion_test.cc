@@ -1,7 +1,7 @@
 // DCQCN end to end: four soft senders WRITE into one soft receiver through a 1 Gb/s fabric port
 // that RED/ECN-marks. The receiver's notification point sends CNPs and every sender's reaction
-// point handles them while all transfers complete; fairness, bottleneck use and queue occupancy
-// are measured and printed.
+// point handles them while all transfers complete; the senders share fairly, the bottleneck stays
+// busy and the queue sits mostly between Kmin and Kmax.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -96,6 +96,8 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   int outstanding[kSenders] = {};
   fabric::PortStats at_start{};
   bool started = false;
+  // Bytes the bottleneck port sent, read at each window boundary (index w: start of window w).
+  std::vector<double> wire_at(windows + 1, -1);
   WorkCompletion wc[64];
   for (;;) {
     auto now = Clock::now();
@@ -103,6 +105,12 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
     if (!started && now - t0 >= converge) {
       at_start = fab.stats(0);
       started = true;
+    }
+    if (started) {
+      const auto boundary = static_cast<size_t>((now - t0 - converge) / std::chrono::milliseconds(100));
+      if (boundary < wire_at.size() && wire_at[boundary] < 0) {
+        wire_at[boundary] = static_cast<double>(fab.stats(0).tx_bytes);
+      }
     }
     for (int i = 0; i < kSenders; ++i) {
       while (outstanding[i] < kInflight) {
@@ -126,6 +134,7 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   fabric::PortStats at_end = fab.stats(0);
+  wire_at[windows] = static_cast<double>(at_end.tx_bytes);
   NicCounters rcnt = rdev->counters();
   uint64_t cnp_handled = 0;
   for (auto& s : send) cnp_handled += s.dev->counters().rp_cnp_handled;
@@ -159,10 +168,23 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   // The control loop must be closed: marks reach the receiver, CNPs reach every sender.
   for (auto& snd : send) EXPECT_GT(snd.dev->counters().rp_cnp_handled, 0u) << report.str();
   EXPECT_GT(at_end.tx_packets, 0u);
-  // Fairness (Jain >= 0.95 per 100 ms window), >= 90% of the bottleneck and the queue mostly between
-  // Kmin and Kmax are the goals; on a shared 2-core machine the datapath, fabric and sender threads
-  // are descheduled for milliseconds and these figures vary run to run, so they are reported
-  // (BENCHMARKS.md) rather than asserted.
+  // The goals: Jain >= 0.95 per 100 ms window after convergence, >= 90% of the bottleneck,
+  // the queue mostly between Kmin and Kmax. One window of the ten may miss the fairness or the
+  // throughput bound: on a
+  // shared 2-core machine a sender thread descheduled for tens of milliseconds loses its share of
+  // that window to the others (the run is serial in ctest to keep that rare).
+  int fair_windows = 0;
+  int busy_windows = 0;
+  for (int w = 0; w < windows; ++w) {
+    fair_windows += jain(bytes[w]) >= 0.95 ? 1 : 0;
+    // A boundary the polling loop slept through has no reading: that window and the next count as
+    // missed rather than guessed.
+    const bool read = wire_at[w] >= 0 && wire_at[w + 1] >= 0;
+    busy_windows += read && (wire_at[w + 1] - wire_at[w]) * 8 / 0.1 >= 0.9 * static_cast<double>(kBottleneckBps);
+  }
+  EXPECT_GE(fair_windows, windows - 1) << report.str();
+  EXPECT_GE(busy_windows, windows - 1) << report.str();
+  EXPECT_GE(between, 0.5) << report.str();
   std::printf("%s\n", report.str().c_str());
   RecordProperty("min_jain", std::to_string(min_jain));
   RecordProperty("bottleneck_mbps", std::to_string(wire_bps / 1e6));
