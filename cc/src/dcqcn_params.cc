@@ -130,7 +130,9 @@ const std::array kKnobs = {
              [](const DcqcnParams& p) { return int64_t{p.clamp_target_rate ? 1 : 0}; },
              [](DcqcnParams& p, int64_t v) { p.clamp_target_rate = v != 0; }},
     Mlx5Knob{"clamp_tgt_rate_after_time_inc", "rp_clamp_tgt_rate_ati", KnobSide::kReactionPoint, "0|1",
-             "when 1, a cut after a timer increase sets the target rate to the current rate", 0, 1,
+             "when 1, a timer increase (as a byte-counter increase always does) makes the next cut set the target "
+             "rate to the current rate",
+             0, 1,
              [](const DcqcnParams& p) { return int64_t{p.clamp_target_rate_after_time_inc ? 1 : 0}; },
              [](DcqcnParams& p, int64_t v) { p.clamp_target_rate_after_time_inc = v != 0; }},
     Mlx5Knob{"min_time_between_cnps", "np_min_time_between_cnps", KnobSide::kNotificationPoint, "us",

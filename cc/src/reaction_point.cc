@@ -112,9 +112,13 @@ void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
     new_rate = old_rate * (1.0 - fraction);
   }
   new_rate = std::clamp(new_rate, min_rate_mbps_, max_rate_mbps_);
-  // mlx5 clamp_tgt_rate / clamp_tgt_rate_after_time_inc: without either, the target keeps its
-  // value, so recovery heads back to where the flow was before the earlier cuts.
-  if (clamp_target_ || (clamp_target_after_timer_ && s.timer_events > 0)) s.target_mbps = old_rate;
+  // mlx5 clamp_tgt_rate / clamp_tgt_rate_after_time_inc (docs/dcqcn.md, "Target rate at a cut"):
+  // Rt ← Rc when the rate rose since the previous cut by the byte counter, or by the timer with
+  // clamp_tgt_rate_after_time_inc. Back-to-back cuts with no increase between them keep the
+  // target, so recovery heads back to where the flow was before the burst of cuts.
+  if (clamp_target_ || s.byte_events > 0 || (clamp_target_after_timer_ && s.timer_events > 0)) {
+    s.target_mbps = old_rate;
+  }
   s.rate_mbps = new_rate;
   s.target_mbps = std::min(std::max(s.target_mbps, new_rate), max_rate_mbps_);
   s.timer_events = 0;

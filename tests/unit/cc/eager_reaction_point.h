@@ -99,7 +99,7 @@ class EagerReactionPoint {
       next = old * (1 - frac);
     }
     next = std::clamp(next, min_, max_);
-    if (p_->clamp_target_rate || (p_->clamp_target_rate_after_time_inc && t_ > 0)) rt_ = old;
+    if (p_->clamp_target_rate || bc_ > 0 || (p_->clamp_target_rate_after_time_inc && t_ > 0)) rt_ = old;
     rc_ = next;
     rt_ = std::min(std::max(rt_, rc_), max_);
     t_ = bc_ = 0;

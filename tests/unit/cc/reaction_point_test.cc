@@ -206,6 +206,26 @@ TEST(ReactionPoint, TargetClampFlags) {
   EXPECT_EQ(never.target_mbps(s), 100'000);
 }
 
+// A byte-counter increase since the previous cut always leads to Rt ← Rc at the next cut, with or
+// without clamp_tgt_rate_after_time_inc ("updated if the rate was increased due to the timer, and
+// not only due to the byte counter").
+TEST(ReactionPoint, ByteCounterIncreaseClampsTargetAtNextCut) {
+  for (bool after_timer : {true, false}) {
+    DcqcnParams p = mlx5_profile();
+    p.clamp_target_rate_after_time_inc = after_timer;
+    const ReactionPoint rp(p, 100'000);
+    RpState s = cut_at_zero(rp);
+    rp.on_cnp(s, 10 * kUs);  // back to back, no increase between: Rt keeps line rate
+    ASSERT_EQ(rp.target_mbps(s), 100'000);
+    rp.on_bytes_sent(s, 12 * kUs, p.byte_counter_bytes);  // one byte-counter event (fast recovery)
+    const double raised = rp.rate_mbps(s);
+    ASSERT_LT(raised, 100'000);
+    rp.on_cnp(s, 20 * kUs);
+    EXPECT_EQ(rp.target_mbps(s), raised) << "after_timer " << after_timer;
+    EXPECT_LT(rp.rate_mbps(s), raised);
+  }
+}
+
 TEST(ReactionPoint, ByteCounterZeroDisables) {
   DcqcnParams p = paper_profile();
   p.byte_counter_bytes = 0;

@@ -74,7 +74,7 @@ TEST(FabricTest, EveryTopologyRoutesEveryFlow) {
 }
 
 // N long flows into one 100 Gb/s receiver, cc/ mlx5 profile, PFC on, RED 400 KB / 1.6 MB / 20%,
-// measured over four 10 ms windows after 20 ms of warm-up.
+// measured over four 10 ms windows after 60 ms of warm-up.
 class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {
  protected:
   RunResults run_and_report() {
@@ -92,15 +92,19 @@ class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {
   uint64_t kmax_ = 0;
 };
 
-// What the engine's mlx5 profile achieves today (docs/simulator.md, "Convergence"): lossless, fair on
-// average, but the queue sits at the PFC threshold rather than below Kmax.
-TEST_P(ConvergenceTest, Mlx5ProfileIsLosslessAndFairOnAverage) {
+// What the engine's mlx5 profile achieves (docs/simulator.md, "Convergence"): lossless, busy and fair
+// on average for every N; up to 8 flows DCQCN alone holds the queue below Kmax (no PFC pause), with
+// 16 flows PFC takes over and the queue sits at its threshold.
+TEST_P(ConvergenceTest, Mlx5ProfileIsLosslessFairAndBusy) {
   RunResults r = run_and_report();
   ASSERT_EQ(r.jain_windows.size(), 4u);
   EXPECT_EQ(r.drops, 0u);
   EXPECT_GE(r.jain_index_mean, 0.97);
-  EXPECT_GE(r.bottleneck_utilization, 0.80);
-  EXPECT_LE(r.queue_bytes.max, 32.0 * 1024 * 1024);
+  EXPECT_GE(r.bottleneck_utilization, 0.95);
+  if (GetParam() <= 8) {
+    EXPECT_LT(r.queue_bytes.p99, static_cast<double>(kmax_));
+    EXPECT_EQ(r.pfc_pauses, 0u);
+  }
 }
 
 // The same runs with the SIGCOMM'15 profile (Rt ← Rc at every cut, 55 µs timers, 10 MB byte counter):

@@ -12,8 +12,8 @@ Scenario star_long_flows(uint32_t senders, const std::vector<std::string>& overr
   o.insert(o.end(), overrides.begin(), overrides.end());
   return parse_scenario(R"(
 [sim]
-duration_ms = 60
-warmup_ms = 20
+duration_ms = 100
+warmup_ms = 60
 sample_interval_us = 10
 [topology]
 kind = "star"

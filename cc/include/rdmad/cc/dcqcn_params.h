@@ -31,8 +31,10 @@ struct DcqcnParams {
   uint32_t max_rate_mbps = 0;               // ceiling below line rate; 0 = line rate (rpg_max_rate)
   uint32_t rate_on_first_cnp_mbps = 0;      // Rc after a flow's first CNP; 0 = the normal cut
   bool clamp_target_rate = false;           // every cut sets Rt ← Rc (pre-cut) (clamp_tgt_rate)
-  // When clamp_target_rate is off: a cut sets Rt ← Rc only if a timer increase happened since the
-  // previous cut; with both off Rt keeps its value (clamp_tgt_rate_after_time_inc).
+  // When clamp_target_rate is off: a cut sets Rt ← Rc if a byte-counter increase happened since the
+  // previous cut, or (this flag) a timer increase; otherwise Rt keeps its value
+  // (clamp_tgt_rate_after_time_inc: "update the target rate if the rate was increased due to the
+  // timer, and not only due to the byte counter").
   bool clamp_target_rate_after_time_inc = true;
   // ---- notification point (receiver) ----
   uint32_t np_cnp_interval_us = 0;          // N: at most one CNP per QP per N µs (min_time_between_cnps)
