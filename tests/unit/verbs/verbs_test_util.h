@@ -104,6 +104,7 @@ struct ConnectOptions {
   uint32_t sq_psn = 0x123456;
   uint32_t rq_psn = 0xFFFFF0;  // near the 24-bit wrap
   uint16_t via_port = 0;       // send to this local UDP port instead of the peer's (fabric emulator)
+  uint8_t max_rd_atomic = 16;  // READ requests in flight as requester
 };
 
 /// Takes `local` through RESET→INIT→RTR→RTS towards `remote`.
@@ -131,7 +132,7 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
   a.timeout = o.timeout;
   a.retry_cnt = o.retry_cnt;
   a.rnr_retry = o.rnr_retry;
-  a.max_rd_atomic = 16;
+  a.max_rd_atomic = o.max_rd_atomic;
   return local.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxRdAtomic);
 }
 

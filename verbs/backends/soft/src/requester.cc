@@ -27,6 +27,29 @@ uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + 
 
 uint32_t end_psn(const SendSlot& s) { return psn_add(s.first_psn, s.npkts); }
 
+uint32_t chunks(int32_t psns) { return psns <= 0 ? 0 : (static_cast<uint32_t>(psns) + kReadChunkPackets - 1) / kReadChunkPackets; }
+
+// READ requests the QP has sent that are not fully answered, counted up to `limit`: each READ WR's
+// chunk requests issued so far (all of them before send_idx, up to send_psn for the WR being sent)
+// minus the chunks whose responses have all arrived.
+uint32_t outstanding_reads(QpContext& qp, uint32_t limit) {
+  auto& sq = qp.shared->sq;
+  uint32_t n = 0;
+  for (uint64_t i = sq.head(); i < qp.accepted && i <= qp.send_idx && n < limit; ++i) {
+    if (sq.at(i).opcode != WrOpcode::kRdmaRead) continue;
+    const SendSlot& s = qp.slots[sq.slot(i)];
+    const uint32_t issued_end = i < qp.send_idx ? end_psn(s) : qp.send_psn;
+    const uint32_t issued = chunks(psn_diff(issued_end, s.first_psn));
+    // Chunk k ends at min((k + 1) · 64, npkts): the last one may be short.
+    const auto answered_psns = psn_diff(s.read_next_psn, s.first_psn);
+    const uint32_t answered = answered_psns >= static_cast<int32_t>(s.npkts) ? chunks(static_cast<int32_t>(s.npkts))
+                              : answered_psns <= 0                           ? 0
+                                  : static_cast<uint32_t>(answered_psns) / kReadChunkPackets;
+    if (issued > answered) n += issued - answered;
+  }
+  return n;
+}
+
 WcOpcode wc_opcode(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
@@ -115,6 +138,10 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     p.bth.psn = qp.send_psn;
     size_t bytes = 0;
     if (wr.opcode == WrOpcode::kRdmaRead) {
+      // max_rd_atomic bounds the READ requests in flight (the responder's resources); 0 is taken as
+      // 1, the least a READ needs.
+      const uint32_t max_reads = std::max<uint32_t>(1, qp.attr.max_rd_atomic);
+      if (outstanding_reads(qp, max_reads) >= max_reads) break;
       p.bth.opcode = roce::Opcode::kReadRequest;
       p.bth.ack_req = true;
       // Large READs go out as several READ requests of at most kReadChunkPackets responses each:
