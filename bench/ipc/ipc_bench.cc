@@ -5,18 +5,28 @@
 //                               one register + deregister pair), echo thread blocking in recv
 //   BM_RegisterDeregister/N     rdmad_register_host + rdmad_deregister of an N-byte memfd range
 //   BM_PairsThroughput          the same pair from 16 client threads, one connection each
+//   BM_PingPongFloor16/T        the throughput floor: 16 client threads, each doing two bare
+//                               64-byte round trips per iteration against T echo threads, each
+//                               serving its share of the connections from its own epoll
+//                               (non-blocking, drains each ready socket) as an io_context does;
+//                               T = 1 is the floor of one service thread
 // p50/p99 counters are per iteration, in microseconds.
 #include <benchmark/benchmark.h>
 #include <prometheus/registry.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,6 +114,79 @@ void BM_PingPongFloor(benchmark::State& state) {
   report_percentiles(state, us);
 }
 BENCHMARK(BM_PingPongFloor)->UseRealTime();
+
+// Echo threads, each serving its share of SOCK_SEQPACKET connections through its own epoll.
+class EpollEcho {
+ public:
+  explicit EpollEcho(size_t threads) {
+    for (size_t i = 0; i < threads; ++i) {
+      epfds_.push_back(epoll_create1(EPOLL_CLOEXEC));
+      std::thread([fd = epfds_.back()] { run(fd); }).detach();
+    }
+  }
+  // Returns the client end of a new connection, served by the next echo thread in turn.
+  int connect() {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) std::abort();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = sv[1];
+    int epfd = epfds_[next_.fetch_add(1) % epfds_.size()];
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, sv[1], &ev) != 0) std::abort();
+    return sv[0];
+  }
+
+ private:
+  [[noreturn]] static void run(int epfd) {
+    epoll_event events[64];
+    char buf[256];
+    for (;;) {
+      int n = epoll_wait(epfd, events, 64, -1);
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        for (;;) {
+          ssize_t got = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+          if (got > 0) {
+            send(fd, buf, static_cast<size_t>(got), MSG_NOSIGNAL | MSG_DONTWAIT);
+            continue;
+          }
+          if (got == 0 || errno != EAGAIN) {
+            epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr);
+            close(fd);
+          }
+          break;
+        }
+      }
+    }
+  }
+  std::vector<int> epfds_;
+  std::atomic<size_t> next_{0};
+};
+
+// One echo server per thread count, never destroyed (its threads block until the process exits).
+EpollEcho& epoll_echo(size_t threads) {
+  static std::mutex mu;
+  static std::map<size_t, EpollEcho*> servers;
+  std::lock_guard lock(mu);
+  auto& e = servers[threads];
+  if (e == nullptr) e = new EpollEcho(threads);
+  return *e;
+}
+
+// Arg: echo threads (1 is the floor of the single-threaded service).
+void BM_PingPongFloor16(benchmark::State& state) {
+  int fd = epoll_echo(static_cast<size_t>(state.range(0))).connect();
+  char msg[64] = {};
+  for (auto _ : state) {
+    for (int i = 0; i < 2; ++i) {
+      send(fd, msg, sizeof(msg), MSG_NOSIGNAL);
+      benchmark::DoNotOptimize(recv(fd, msg, sizeof(msg), 0));
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  close(fd);
+}
+BENCHMARK(BM_PingPongFloor16)->Arg(1)->Arg(2)->Arg(4)->Threads(16)->UseRealTime();
 
 void BM_RegisterDeregister(benchmark::State& state) {
   rdmad_client* c = nullptr;
