@@ -4,7 +4,8 @@
 //   BM_PingPongFloor            two bare 64-byte round trips per iteration (same message count as
 //                               one register + deregister pair), echo thread blocking in recv
 //   BM_RegisterDeregister/N     rdmad_register_host + rdmad_deregister of an N-byte memfd range
-//   BM_PairsThroughput          the same pair from 16 client threads, one connection each
+//   BM_PairsThroughput/W        the same pair from 16 client threads, one connection each, the
+//                               service on W worker threads (0: the default, min(4, hardware threads))
 //   BM_PingPongFloor16/T        the throughput floor: 16 client threads, each doing two bare
 //                               64-byte round trips per iteration against T echo threads, each
 //                               serving its share of the connections from its own epoll
@@ -40,16 +41,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kRw = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
 
-// The daemon side: UnixServer + soft registrar, its io_context on one thread.
+// The daemon side: UnixServer + soft registrar, its control io_context on one thread and the
+// connections on `workers` worker threads.
 class Daemon {
  public:
-  Daemon() {
+  explicit Daemon(uint32_t workers) {
     char tmpl[] = "/tmp/rdmad-bench-XXXXXX";
     dir_ = mkdtemp(tmpl);
     rdmad::ipc::IpcConfig config;
     config.socket_path = dir_ + "/rdmad.sock";
     config.systemd_activation = false;
     config.default_quota = {uint64_t{64} << 30, 1 << 20};
+    config.workers = workers;
     server_ = std::make_unique<rdmad::ipc::UnixServer>(io_, config, registrar_, inventory_, registry_);
     if (!server_->start().ok()) std::abort();
     thread_ = std::thread([this] { io_.run(); });
@@ -75,10 +78,18 @@ class Daemon {
   std::thread thread_;
 };
 
-Daemon& daemon() {
-  static Daemon d;
-  return d;
+// One T per thread count, made on first use (by whichever benchmark thread comes first).
+template <class T>
+T& one_per(uint32_t threads) {
+  static std::mutex mu;
+  static std::map<uint32_t, std::unique_ptr<T>> all;
+  std::lock_guard lock(mu);
+  auto& t = all[threads];
+  if (!t) t = std::make_unique<T>(threads);
+  return *t;
 }
+
+Daemon& daemon(uint32_t workers = 0) { return one_per<Daemon>(workers); }
 
 void report_percentiles(benchmark::State& state, std::vector<double>& us) {
   if (us.empty()) return;
@@ -118,8 +129,8 @@ BENCHMARK(BM_PingPongFloor)->UseRealTime();
 // Echo threads, each serving its share of SOCK_SEQPACKET connections through its own epoll.
 class EpollEcho {
  public:
-  explicit EpollEcho(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) {
+  explicit EpollEcho(uint32_t threads) {
+    for (uint32_t i = 0; i < threads; ++i) {
       epfds_.push_back(epoll_create1(EPOLL_CLOEXEC));
       std::thread([fd = epfds_.back()] { run(fd); }).detach();
     }
@@ -163,19 +174,10 @@ class EpollEcho {
   std::atomic<size_t> next_{0};
 };
 
-// One echo server per thread count, never destroyed (its threads block until the process exits).
-EpollEcho& epoll_echo(size_t threads) {
-  static std::mutex mu;
-  static std::map<size_t, EpollEcho*> servers;
-  std::lock_guard lock(mu);
-  auto& e = servers[threads];
-  if (e == nullptr) e = new EpollEcho(threads);
-  return *e;
-}
-
 // Arg: echo threads (1 is the floor of the single-threaded service).
 void BM_PingPongFloor16(benchmark::State& state) {
-  int fd = epoll_echo(static_cast<size_t>(state.range(0))).connect();
+  // The echo threads are detached: they block in epoll_wait until the process exits.
+  int fd = one_per<EpollEcho>(static_cast<uint32_t>(state.range(0))).connect();
   char msg[64] = {};
   for (auto _ : state) {
     for (int i = 0; i < 2; ++i) {
@@ -211,7 +213,7 @@ BENCHMARK(BM_RegisterDeregister)->Arg(4 << 10)->Arg(1 << 20)->Arg(1 << 30)->UseR
 
 void BM_PairsThroughput(benchmark::State& state) {
   rdmad_client* c = nullptr;
-  if (rdmad_connect(daemon().path().c_str(), &c) != RDMAD_OK) std::abort();
+  if (rdmad_connect(daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK) std::abort();
   rdmad_host_buffer buf;
   if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
   for (auto _ : state) {
@@ -224,7 +226,7 @@ void BM_PairsThroughput(benchmark::State& state) {
   rdmad_free_host(&buf);
   rdmad_disconnect(c);
 }
-BENCHMARK(BM_PairsThroughput)->Threads(16)->UseRealTime();
+BENCHMARK(BM_PairsThroughput)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Threads(16)->UseRealTime();
 
 }  // namespace
 

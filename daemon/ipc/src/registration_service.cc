@@ -49,7 +49,11 @@ Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uin
 
 RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar,
                                          const NicInventory& inventory, IpcMetrics* metrics)
-    : config_(config), registrar_(registrar), inventory_(inventory), metrics_(metrics) {}
+    : config_(config),
+      registrar_(registrar),
+      inventory_(inventory),
+      metrics_(metrics),
+      locality_nics_(inventory.nics()) {}
 
 RegistrationService::~RegistrationService() {
   Released released;
@@ -173,7 +177,7 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   // After registering: a hardware registration has faulted the pages in (a page not present in
   // our mapping has no node to report).
   if (region->map_base != nullptr) region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
-  for (Locality l : nic_localities(inventory_.nics(), req.kind, region->numa_node, req.gpu_pci_address,
+  for (Locality l : nic_localities(locality_nics_, req.kind, region->numa_node, req.gpu_pci_address,
                                    config_.diagnose_root))
     region->locality.push_back(static_cast<uint8_t>(l));
   region->keys = std::move(mr.value().keys);

@@ -14,7 +14,8 @@
 namespace rdmad::daemon {
 
 // ipc::MemoryRegistrar over verbs devices: one protection domain per NIC, one verbs MR per NIC per
-// registration. Runs on the control thread only.
+// registration. Called by one thread at a time (the client service serialises its calls), from the
+// control thread or a client-service worker.
 class VerbsRegistrar final : public ipc::MemoryRegistrar {
  public:
   VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends);

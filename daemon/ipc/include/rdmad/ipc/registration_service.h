@@ -158,6 +158,9 @@ class RegistrationService {
   MemoryRegistrar& registrar_;
   const NicInventory& inventory_;
   IpcMetrics* metrics_;
+  // The NICs' NUMA nodes and PCI addresses for locality, read once: they do not change while the
+  // daemon runs, and listing the NICs queries every port.
+  const std::vector<NicDescriptor> locality_nics_;
   uint64_t next_handle_ = 1;
   std::map<RegionKey, std::unique_ptr<Region>> regions_;
   std::unordered_map<uint64_t, Handle> handles_;
