@@ -176,7 +176,8 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   region->mr_id = mr.value().mr_id;
   // After registering: a hardware registration has faulted the pages in (a page not present in
   // our mapping has no node to report).
-  if (region->map_base != nullptr) region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
+  if (region->map_base != nullptr && registrar_.faults_in_pages())
+    region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
   for (Locality l : nic_localities(locality_nics_, req.kind, region->numa_node, req.gpu_pci_address,
                                    config_.diagnose_root))
     region->locality.push_back(static_cast<uint8_t>(l));
