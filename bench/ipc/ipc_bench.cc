@@ -11,10 +11,13 @@
 //                               serving its share of the connections from its own epoll
 //                               (non-blocking, drains each ready socket) as an io_context does;
 //                               T = 1 is the floor of one service thread
-// p50/p99 counters are per iteration, in microseconds.
+// p50/p99 counters are per iteration, in microseconds. server_cpu_us (16-client runs): CPU time of
+// the serving threads (daemon control thread, its rdmad-ipc-* workers, or the echo threads) per
+// pair, from /proc/self/task: what one pair costs the server whatever else loads the machine.
 #include <benchmark/benchmark.h>
 #include <prometheus/registry.h>
 #include <sys/epoll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +28,10 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,7 +62,10 @@ class Daemon {
     config.workers = workers;
     server_ = std::make_unique<rdmad::ipc::UnixServer>(io_, config, registrar_, inventory_, registry_);
     if (!server_->start().ok()) std::abort();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "bench-daemon");
+      io_.run();
+    });
   }
   ~Daemon() {
     work_.reset();
@@ -76,6 +86,49 @@ class Daemon {
   rdmad::ipc::SoftRegistrar registrar_{2};
   std::unique_ptr<rdmad::ipc::UnixServer> server_;
   std::thread thread_;
+};
+
+// CPU seconds used so far by this process's threads whose name starts with one of `prefixes`.
+double serving_cpu_seconds() {
+  static const long ticks = sysconf(_SC_CLK_TCK);
+  double total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm_file(task.path() / "comm");
+    std::string comm;
+    std::getline(comm_file, comm);
+    if (comm.rfind("bench-daemon", 0) != 0 && comm.rfind("bench-echo", 0) != 0 && comm.rfind("rdmad-ipc", 0) != 0)
+      continue;
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    // Fields after the ")" that closes the name: state is field 3, utime 14, stime 15.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    unsigned long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stoul(field);
+      if (i == 15) stime = std::stoul(field);
+    }
+    total += static_cast<double>(utime + stime) / static_cast<double>(ticks);
+  }
+  return total;
+}
+
+// Measures the serving threads' CPU over the timed loop of a multi-threaded benchmark (thread 0
+// reads it; the start and stop barriers keep every other thread's iterations inside).
+class ServingCpu {
+ public:
+  explicit ServingCpu(const benchmark::State& state) : first_(state.thread_index() == 0) {
+    if (first_) start_ = serving_cpu_seconds();
+  }
+  void report(benchmark::State& state) const {
+    if (!first_ || state.iterations() == 0) return;
+    double pairs = static_cast<double>(state.iterations()) * state.threads();
+    state.counters["server_cpu_us"] = (serving_cpu_seconds() - start_) * 1e6 / pairs;
+  }
+
+ private:
+  bool first_;
+  double start_ = 0;
 };
 
 // One T per thread count, made on first use (by whichever benchmark thread comes first).
@@ -132,7 +185,10 @@ class EpollEcho {
   explicit EpollEcho(uint32_t threads) {
     for (uint32_t i = 0; i < threads; ++i) {
       epfds_.push_back(epoll_create1(EPOLL_CLOEXEC));
-      std::thread([fd = epfds_.back()] { run(fd); }).detach();
+      std::thread([fd = epfds_.back()] {
+        pthread_setname_np(pthread_self(), "bench-echo");
+        run(fd);
+      }).detach();
     }
   }
   // Returns the client end of a new connection, served by the next echo thread in turn.
@@ -179,12 +235,14 @@ void BM_PingPongFloor16(benchmark::State& state) {
   // The echo threads are detached: they block in epoll_wait until the process exits.
   int fd = one_per<EpollEcho>(static_cast<uint32_t>(state.range(0))).connect();
   char msg[64] = {};
+  ServingCpu cpu(state);
   for (auto _ : state) {
     for (int i = 0; i < 2; ++i) {
       send(fd, msg, sizeof(msg), MSG_NOSIGNAL);
       benchmark::DoNotOptimize(recv(fd, msg, sizeof(msg), 0));
     }
   }
+  cpu.report(state);
   state.SetItemsProcessed(state.iterations());
   close(fd);
 }
@@ -216,12 +274,14 @@ void BM_PairsThroughput(benchmark::State& state) {
   if (rdmad_connect(daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK) std::abort();
   rdmad_host_buffer buf;
   if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
+  ServingCpu cpu(state);
   for (auto _ : state) {
     rdmad_mr* mr = nullptr;
     if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK ||
         rdmad_deregister(c, mr) != RDMAD_OK)
       state.SkipWithError(rdmad_last_error(c));
   }
+  cpu.report(state);
   state.SetItemsProcessed(state.iterations());
   rdmad_free_host(&buf);
   rdmad_disconnect(c);
