@@ -5,7 +5,8 @@
 //                               one register + deregister pair), echo thread blocking in recv
 //   BM_RegisterDeregister/N     rdmad_register_host + rdmad_deregister of an N-byte memfd range
 //   BM_PairsThroughput/W        the same pair from 16 client threads, one connection each, the
-//                               service on W worker threads (0: the default, min(4, hardware threads))
+//                               service on W worker threads (0: the default, min(4, half the
+//                               hardware threads, at least 1))
 //   BM_PingPongFloor16/T        the throughput floor: 16 client threads, each doing two bare
 //                               64-byte round trips per iteration against T echo threads, each
 //                               serving its share of the connections from its own epoll
@@ -16,25 +17,25 @@
 // pair, from /proc/self/task: what one pair costs the server whatever else loads the machine.
 #include <benchmark/benchmark.h>
 #include <prometheus/registry.h>
-#include <sys/epoll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,7 +97,8 @@ double serving_cpu_seconds() {
     std::ifstream comm_file(task.path() / "comm");
     std::string comm;
     std::getline(comm_file, comm);
-    if (comm.rfind("bench-daemon", 0) != 0 && comm.rfind("bench-echo", 0) != 0 && comm.rfind("rdmad-ipc", 0) != 0)
+    if (comm.rfind("bench-daemon", 0) != 0 && comm.rfind("bench-echo", 0) != 0 &&
+        comm.rfind("rdmad-ipc", 0) != 0)
       continue;
     std::ifstream stat_file(task.path() / "stat");
     std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
@@ -271,7 +273,8 @@ BENCHMARK(BM_RegisterDeregister)->Arg(4 << 10)->Arg(1 << 20)->Arg(1 << 30)->UseR
 
 void BM_PairsThroughput(benchmark::State& state) {
   rdmad_client* c = nullptr;
-  if (rdmad_connect(daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK) std::abort();
+  if (rdmad_connect(daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK)
+    std::abort();
   rdmad_host_buffer buf;
   if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
   ServingCpu cpu(state);

@@ -166,20 +166,20 @@ void Connection::send(std::span<const std::byte> frame, const ReplyFds* fds) {
 }
 
 void Connection::send_from_elsewhere(std::vector<std::byte> frame, std::vector<int> fds, bool resume) {
-  boost::asio::post(socket_.get_executor(),
-                    [self = shared_from_this(), frame = std::move(frame), fds = std::move(fds), resume]() mutable {
-                      if (!frame.empty()) {
-                        ReplyFds reply;
-                        for (int fd : fds)
-                          if (reply.count < reply.fds.size()) reply.fds[reply.count++] = fd;
-                        self->send(frame, &reply);
-                      }
-                      close_all(fds);
-                      if (resume) {
-                        self->awaiting_control_ = false;
-                        self->read_frames();
-                      }
-                    });
+  boost::asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame),
+                                             fds = std::move(fds), resume]() mutable {
+    if (!frame.empty()) {
+      ReplyFds reply;
+      for (int fd : fds)
+        if (reply.count < reply.fds.size()) reply.fds[reply.count++] = fd;
+      self->send(frame, &reply);
+    }
+    close_all(fds);
+    if (resume) {
+      self->awaiting_control_ = false;
+      self->read_frames();
+    }
+  });
 }
 
 void Connection::wait_writable() {

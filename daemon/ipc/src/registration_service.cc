@@ -194,7 +194,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   uint64_t handle = next_handle_++;
   ++region->refs;
   ++usage_[peer.uid].registrations;
-  handles_.emplace(handle, Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
+  handles_.emplace(handle,
+                   Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
   return Registered{handle, region->iova, req.length, shared, region->keys};
@@ -221,7 +222,8 @@ Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
     if (it == handles_.end())
       return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
     if (it->second.conn_id != peer.conn_id)
-      return Error{RDMAD_ERR_PERMISSION, "handle " + std::to_string(handle) + " belongs to another connection"};
+      return Error{RDMAD_ERR_PERMISSION,
+                   "handle " + std::to_string(handle) + " belongs to another connection"};
     drop_handle(it, released);
   }
   release_regions(released);

@@ -7,13 +7,13 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <array>
 #include <boost/asio/basic_seq_packet_socket.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/basic_endpoint.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <array>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,7 +47,6 @@ class SeqPacket {
   int protocol() const { return 0; }
   int family() const { return AF_UNIX; }
 };
-
 
 // One thread serving its share of the client connections.
 struct ServiceWorker {

@@ -58,13 +58,15 @@ TEST(IpcWorkers, ClientsOnEveryWorkerRegisterConcurrentlyByteExact) {
         return;
       }
       auto* bytes = static_cast<uint8_t*>(bufs[t].addr);
-      for (uint64_t i = 0; i < kKept * kPage; ++i) bytes[i] = static_cast<uint8_t>(t * 31 + i / kPage * 7 + i);
+      for (uint64_t i = 0; i < kKept * kPage; ++i)
+        bytes[i] = static_cast<uint8_t>(t * 31 + i / kPage * 7 + i);
       line.arrive_and_wait();
       for (int i = 0; i < kPairs; ++i) {
         rdmad_mr* mr = nullptr;
         uint64_t off = static_cast<uint64_t>(i % kKept) * kPage;
         if (rdmad_register_host(clients[t], bufs[t].fd, off, kPage, kRw, 0, &mr) != RDMAD_OK ||
-            rdmad_mr_length(mr) != kPage || rdmad_mr_nic_count(mr) != 2 || rdmad_deregister(clients[t], mr) != RDMAD_OK)
+            rdmad_mr_length(mr) != kPage || rdmad_mr_nic_count(mr) != 2 ||
+            rdmad_deregister(clients[t], mr) != RDMAD_OK)
           ++failures;
       }
       for (int k = 0; k < kKept; ++k) {
@@ -129,8 +131,10 @@ int race_for_quota(TestServer& srv, int clients, int each) {
       for (int k = 0; k < each; ++k) {
         rdmad_mr* mr = nullptr;
         rdmad_status s = rdmad_register_host(conns[t], bufs[t].fd, k * kPage, kPage, kRw, 0, &mr);
-        if (s == RDMAD_OK) ++ok;
-        else if (s != RDMAD_ERR_QUOTA) ++other;
+        if (s == RDMAD_OK)
+          ++ok;
+        else if (s != RDMAD_ERR_QUOTA)
+          ++other;
       }
     });
   }
@@ -200,7 +204,8 @@ TEST(IpcWorkers, ClientDyingMidRequestLeavesOthersServedAndIsCleanedUp) {
     ASSERT_TRUE(raw.send(proto::MsgType::kRegisterHost, last, 99, {victim_buf.fd}));
   }
   rdmad_free_host(&victim_buf);
-  // Every victim's registrations go; the steady clients' held ones stay (plus at most one pair each in flight).
+  // Every victim's registrations go; the steady clients' held ones stay (plus at most one pair each in
+  // flight).
   EXPECT_TRUE(eventually([&] { return srv.handle_count() <= kSteady * 2 && srv.client_count() == kSteady; },
                          std::chrono::seconds(5)));
   int before = pairs.load();
@@ -228,8 +233,8 @@ TEST(IpcWorkers, ControlThreadRequestsStayInOrderWithWorkerRequests) {
   // Pipelined without reading: worker, control, worker, control, ... each reply in request order.
   std::vector<MsgType> sent;
   for (uint64_t i = 0; i < 4; ++i) {
-    ASSERT_TRUE(raw.send(MsgType::kRegisterHost, proto::RegisterHostRequest{i * kPage, kPage, kRw, 0}, 100 + 3 * i,
-                         {buf.fd}));
+    ASSERT_TRUE(raw.send(MsgType::kRegisterHost, proto::RegisterHostRequest{i * kPage, kPage, kRw, 0},
+                         100 + 3 * i, {buf.fd}));
     ASSERT_TRUE(raw.send_empty(MsgType::kQueryNics, 101 + 3 * i));
     ASSERT_TRUE(raw.send(MsgType::kListRegistrations, proto::ListRequest{0, 16, 0}, 102 + 3 * i));
     sent.insert(sent.end(), {MsgType::kRegisterHost, MsgType::kQueryNics, MsgType::kListRegistrations});
