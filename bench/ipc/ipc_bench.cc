@@ -5,8 +5,8 @@
 //                               one register + deregister pair), echo thread blocking in recv
 //   BM_RegisterDeregister/N     rdmad_register_host + rdmad_deregister of an N-byte memfd range
 //   BM_PairsThroughput/W        the same pair from 16 client threads, one connection each, the
-//                               service on W worker threads (0: the default, min(4, half the
-//                               hardware threads, at least 1))
+//                               service on W worker threads (0: the default, min(4, hardware
+//                               threads))
 //   BM_PingPongFloor16/T        the throughput floor: 16 client threads, each doing two bare
 //                               64-byte round trips per iteration against T echo threads, each
 //                               serving its share of the connections from its own epoll

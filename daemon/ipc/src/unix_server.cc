@@ -138,9 +138,7 @@ Result<Ok> UnixServer::Core::start() {
 void UnixServer::Core::start_workers() {
   if (workers_.empty()) {
     size_t n = config_.workers;
-    // Half the hardware threads: the clients' own threads need the other half (on a 2-core
-    // machine a second worker costs more CPU per request than it adds in parallelism).
-    if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 4);
+    if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<ServiceWorker>());
     ipc_log()->debug("serving client connections on {} worker thread(s)", n);
   }
