@@ -21,8 +21,10 @@ constexpr int kFramesPerTurn = 64;
 class ReceivedFds {
  public:
   explicit ReceivedFds(msghdr& msg) : count_(proto::take_fds(msg, fds_.data(), fds_.size())) {}
-  ~ReceivedFds() {
+  ~ReceivedFds() { close(); }
+  void close() {
     for (size_t i = 0; i < count_; ++i) ::close(fds_[i]);
+    count_ = 0;
   }
   ReceivedFds(const ReceivedFds&) = delete;
   ReceivedFds& operator=(const ReceivedFds&) = delete;
@@ -141,6 +143,7 @@ bool Connection::read_one() {
   }
   ReplyFds reply_fds;
   auto frame = core_.handle(*this, req, fds.first(), tx_, reply_fds);
+  fds.close();  // before the reply: a client that has its answer finds the daemon holding nothing
   if (!frame.empty()) send(frame, &reply_fds);
   return true;
 }
