@@ -243,6 +243,11 @@ std::vector<Field> make_fields() {
   f.push_back({"ipc", "max_clients", FieldType::kInt, int64_t{16384}, "Most client connections served at once.",
                "an integer in [1, 1000000]", false, v::int_range(1, 1000000),
                [](Config& c, size_t, const Value& x) { c.ipc.max_clients = as<int64_t>(x); }});
+  f.push_back({"ipc", "workers", FieldType::kInt, int64_t{0},
+               "Threads serving client connections (assigned round-robin); 0 means min(4, hardware threads). "
+               "Flow and operator requests are still served on the control thread.",
+               "an integer in [0, 64]", false, v::int_range(0, 64),
+               [](Config& c, size_t, const Value& x) { c.ipc.workers = as<int64_t>(x); }});
   f.push_back({"ipc", "quota_pinned_bytes", FieldType::kInt, int64_t{17179869184},
                "Bytes of memory one uid may have registered (pinned) at once, unless a [[quota]] says otherwise.",
                "an integer in [0, 2^62]", false, v::int_range(0, int64_t{1} << 62),

@@ -95,6 +95,12 @@ std::string VerbsRegistrar::backend_name() const {
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
 }
 
+bool VerbsRegistrar::faults_in_pages() const {
+  for (const Nic& n : nics_.nics())
+    if (n.config.backend != "soft") return true;
+  return false;
+}
+
 std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
   std::vector<ipc::NicDescriptor> out;
   for (const Nic& nic : inventory_.nics()) {

@@ -87,6 +87,7 @@ ipc::IpcConfig ipc_config(const config::Config& c) {
   for (int64_t u : c.ipc.allowed_uids) ic.allowed_uids.push_back(static_cast<uid_t>(u));
   for (int64_t g : c.ipc.allowed_gids) ic.allowed_gids.push_back(static_cast<gid_t>(g));
   ic.max_clients = static_cast<uint32_t>(c.ipc.max_clients);
+  ic.workers = static_cast<uint32_t>(c.ipc.workers);
   ic.default_quota = {static_cast<uint64_t>(c.ipc.quota_pinned_bytes), static_cast<uint32_t>(c.ipc.quota_registrations)};
   for (const auto& q : c.quotas) {
     ic.quotas[static_cast<uid_t>(q.uid)] = {static_cast<uint64_t>(q.pinned_bytes), static_cast<uint32_t>(q.registrations)};
@@ -239,6 +240,7 @@ void Daemon::apply_live(const config::Config& next) {
                             next.ipc.allowed_gids != config_.ipc.allowed_gids ||
                             next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||
                             next.ipc.quota_registrations != config_.ipc.quota_registrations ||
+                            next.ipc.workers != config_.ipc.workers ||
                             next.quotas != config_.quotas);
   // Live keys are taken; restart-only keys keep their running values until the restart.
   config_.daemon.log_level = next.daemon.log_level;

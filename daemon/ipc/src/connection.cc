@@ -21,8 +21,10 @@ constexpr int kFramesPerTurn = 64;
 class ReceivedFds {
  public:
   explicit ReceivedFds(msghdr& msg) : count_(proto::take_fds(msg, fds_.data(), fds_.size())) {}
-  ~ReceivedFds() {
+  ~ReceivedFds() { close(); }
+  void close() {
     for (size_t i = 0; i < count_; ++i) ::close(fds_[i]);
+    count_ = 0;
   }
   ReceivedFds(const ReceivedFds&) = delete;
   ReceivedFds& operator=(const ReceivedFds&) = delete;
@@ -60,8 +62,8 @@ void close_all(std::vector<int>& fds) {
 
 }  // namespace
 
-Connection::Connection(SeqPacket::socket socket, Peer peer, UnixServer::Core& core)
-    : socket_(std::move(socket)), peer_(peer), core_(core) {}
+Connection::Connection(SeqPacket::socket socket, Peer peer, size_t worker, UnixServer::Core& core)
+    : socket_(std::move(socket)), peer_(peer), worker_(worker), core_(core) {}
 
 void Connection::start() { wait_readable(); }
 
@@ -84,11 +86,14 @@ void Connection::close() {
   socket_.close(ec);
   for (auto& p : out_) close_all(p.fds);
   out_.clear();
-  core_.on_closed(peer_.conn_id);  // may drop the last reference held by the core
+  core_.connection_closed(peer_.conn_id);
 }
 
 void Connection::wait_readable() {
+  if (read_waiting_) return;
+  read_waiting_ = true;
   socket_.async_wait(SeqPacket::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+    self->read_waiting_ = false;
     if (self->closed_) return;
     if (ec) {
       self->close();
@@ -102,17 +107,17 @@ void Connection::read_frames() {
   auto self = shared_from_this();
   for (int i = 0; i < kFramesPerTurn; ++i) {
     if (!read_one()) {
-      if (!closed_ && out_.empty()) wait_readable();
+      if (!closed_ && out_.empty() && !awaiting_control_) wait_readable();
       return;
     }
   }
-  boost::asio::post(core_.io_, [self] {
+  boost::asio::post(socket_.get_executor(), [self] {
     if (!self->closed_) self->read_frames();
   });
 }
 
 bool Connection::read_one() {
-  if (closed_ || !out_.empty()) return false;
+  if (closed_ || !out_.empty() || awaiting_control_) return false;
   proto::FrameReceiver rx;
   ssize_t n = rx.receive(socket_.native_handle(), rx_.data(), rx_.size(), MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN) return false;
@@ -131,8 +136,14 @@ bool Connection::read_one() {
     close();
     return false;
   }
+  if (req.action == DecodeAction::kDispatch && !served_on_worker(req.header.type)) {
+    awaiting_control_ = true;  // no fd comes with these requests
+    core_.forward_to_control(shared_from_this(), std::move(req));
+    return false;
+  }
   ReplyFds reply_fds;
   auto frame = core_.handle(*this, req, fds.first(), tx_, reply_fds);
+  fds.close();  // before the reply: a client that has its answer finds the daemon holding nothing
   if (!frame.empty()) send(frame, &reply_fds);
   return true;
 }
@@ -155,6 +166,23 @@ void Connection::send(std::span<const std::byte> frame, const ReplyFds* fds) {
   }
   out_.push_back(std::move(p));
   wait_writable();
+}
+
+void Connection::send_from_elsewhere(std::vector<std::byte> frame, std::vector<int> fds, bool resume) {
+  boost::asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame),
+                                             fds = std::move(fds), resume]() mutable {
+    if (!frame.empty()) {
+      ReplyFds reply;
+      for (int fd : fds)
+        if (reply.count < reply.fds.size()) reply.fds[reply.count++] = fd;
+      self->send(frame, &reply);
+    }
+    close_all(fds);
+    if (resume) {
+      self->awaiting_control_ = false;
+      self->read_frames();
+    }
+  });
 }
 
 void Connection::wait_writable() {

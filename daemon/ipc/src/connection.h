@@ -1,5 +1,6 @@
-// One client connection: reads frames (with their fds) when the socket is readable, hands them to
-// the server core, and writes replies; a full send buffer pauses reading until it drains.
+// One client connection, served on one worker thread: reads frames (with their fds) when the
+// socket is readable, hands them to the server core, and writes replies; a full send buffer, or a
+// request being served on the control thread, pauses reading (replies stay in request order).
 #pragma once
 
 #include <cstdint>
@@ -14,18 +15,23 @@ namespace rdmad::ipc {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(SeqPacket::socket socket, Peer peer, UnixServer::Core& core);
+  Connection(SeqPacket::socket socket, Peer peer, size_t worker, UnixServer::Core& core);
 
+  // On the worker thread from here on, unless said otherwise.
   void start();
-  // Sends one frame, then closes (refused peers).
+  // Sends one frame, then closes (refused peers; any thread, before start()).
   void refuse(std::span<const std::byte> frame);
   void close();
   // Sends a reply frame (with fds, which are duplicated if the frame must wait).
   void send(std::span<const std::byte> frame, const ReplyFds* fds = nullptr);
+  // Any thread: sends `frame` (and the fds, which it then closes) on the worker, then resumes
+  // reading if it was paused for a request served elsewhere.
+  void send_from_elsewhere(std::vector<std::byte> frame, std::vector<int> fds, bool resume);
 
   const Peer& peer() const { return peer_; }
   int native_handle() { return socket_.native_handle(); }
   uint16_t version() const { return version_; }
+  size_t worker() const { return worker_; }
   void set_version(uint16_t v) { version_ = v; }
 
  private:
@@ -36,10 +42,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   SeqPacket::socket socket_;
   Peer peer_;
+  size_t worker_;
   UnixServer::Core& core_;
   uint16_t version_ = 0;
   bool closed_ = false;
+  bool read_waiting_ = false;
   bool write_waiting_ = false;
+  bool awaiting_control_ = false;  // a request is being served on the control thread
   struct Pending {
     std::vector<std::byte> frame;
     std::vector<int> fds;  // dup()ed, closed once sent or dropped

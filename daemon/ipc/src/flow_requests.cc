@@ -37,13 +37,15 @@ std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, Dec
                               auto c = weak.lock();
                               if (!c) return;
                               FrameBuffer buf;
+                              std::span<const std::byte> frame;
                               if (!r.ok()) {
-                                c->send(write_error(buf, version, id, r.error().status, r.error().message));
-                                return;
+                                frame = write_error(buf, version, id, r.error().status, r.error().message);
+                              } else {
+                                FrameWriter reply(buf, version, proto::reply_type(type), id);
+                                reply.append(r.value());
+                                frame = reply.finish();
                               }
-                              FrameWriter reply(buf, version, proto::reply_type(type), id);
-                              reply.append(r.value());
-                              c->send(reply.finish());
+                              c->send_from_elsewhere({frame.begin(), frame.end()}, {}, false);
                             });
       return {};
     }

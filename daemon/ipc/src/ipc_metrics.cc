@@ -70,8 +70,12 @@ void IpcMetrics::region_removed(rdmad_mem_kind kind, uint64_t bytes) {
 void IpcMetrics::request(uint16_t type, rdmad_status result) {
   size_t op = type < kOps ? type : 0;
   size_t res = static_cast<size_t>(result) < kResults ? static_cast<size_t>(result) : kResults - 1;
-  auto*& counter = request_counters_[op][res];
-  if (counter == nullptr) counter = &requests_.Add({{"op", kOpNames[op]}, {"result", kResultNames[res]}});
+  auto& slot = request_counters_[op][res];
+  prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    counter = &requests_.Add({{"op", kOpNames[op]}, {"result", kResultNames[res]}});
+    slot.store(counter, std::memory_order_release);
+  }
   counter->Increment();
 }
 

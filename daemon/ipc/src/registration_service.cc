@@ -49,12 +49,18 @@ Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uin
 
 RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar,
                                          const NicInventory& inventory, IpcMetrics* metrics)
-    : config_(config), registrar_(registrar), inventory_(inventory), metrics_(metrics) {}
+    : config_(config),
+      registrar_(registrar),
+      inventory_(inventory),
+      metrics_(metrics),
+      locality_nics_(inventory.nics()) {}
 
 RegistrationService::~RegistrationService() {
-  while (!handles_.empty()) drop_handle(handles_.begin());
+  Released released;
+  while (!handles_.empty()) drop_handle(handles_.begin(), released);
   // The flow engine has stopped by now: nothing uses these any more.
-  for (auto& z : zombies_) release_region(z.get());
+  for (auto& z : zombies_) released.push_back(std::move(z));
+  release_regions(released);
 }
 
 const Quota& RegistrationService::quota_for(uid_t uid) const {
@@ -63,6 +69,7 @@ const Quota& RegistrationService::quota_for(uid_t uid) const {
 }
 
 Usage RegistrationService::usage(uid_t uid) const {
+  std::lock_guard lock(mu_);
   auto it = usage_.find(uid);
   return it != usage_.end() ? it->second : Usage{};
 }
@@ -108,6 +115,7 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
   RegionKey key{peer.uid,   req.kind,   st.st_dev,    st.st_ino, req.offset,
                 req.length, req.access, req.nic_mask, req.iova};
   const Quota& quota = quota_for(peer.uid);
+  std::unique_lock lock(mu_);
   Usage& use = usage_[peer.uid];
   if (use.registrations + 1 > quota.max_registrations)
     return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) +
@@ -120,6 +128,7 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
     if (!region.ok()) return region.error();
     out = add_handle(peer, region.value(), req, false);
   }
+  lock.unlock();
   if (metrics_ != nullptr)
     metrics_->observe_registration_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -142,6 +151,7 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
                                       std::to_string(region->pinned_bytes) + " requested > " +
                                       std::to_string(quota.max_pinned_bytes) + ")"};
   Result<MemoryRegion> mr = Error{};
+  std::unique_lock registrar_lock(registrar_mu_);
   if (req.kind == RDMAD_MEM_HOST) {
     int prot = PROT_READ;
     if ((req.access & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) !=
@@ -158,6 +168,7 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
     region->iova = req.iova;
     mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, req.access, req.nic_mask);
   }
+  registrar_lock.unlock();
   if (!mr.ok()) {
     if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
     return mr.error();
@@ -165,8 +176,9 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
   region->mr_id = mr.value().mr_id;
   // After registering: a hardware registration has faulted the pages in (a page not present in
   // our mapping has no node to report).
-  if (region->map_base != nullptr) region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
-  for (Locality l : nic_localities(inventory_.nics(), req.kind, region->numa_node, req.gpu_pci_address,
+  if (region->map_base != nullptr && registrar_.faults_in_pages())
+    region->numa_node = page_numa_node(reinterpret_cast<void*>(region->iova));
+  for (Locality l : nic_localities(locality_nics_, req.kind, region->numa_node, req.gpu_pci_address,
                                    config_.diagnose_root))
     region->locality.push_back(static_cast<uint8_t>(l));
   region->keys = std::move(mr.value().keys);
@@ -182,11 +194,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
   uint64_t handle = next_handle_++;
   ++region->refs;
   ++usage_[peer.uid].registrations;
-  {
-    std::lock_guard lock(mu_);
-    handles_.emplace(handle,
-                     Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
-  }
+  handles_.emplace(handle,
+                   Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
   return Registered{handle, region->iova, req.length, shared, region->keys};
@@ -206,19 +215,24 @@ void RegistrationService::update_quota_ratio() {
 }
 
 Result<Ok> RegistrationService::deregister(const Peer& peer, uint64_t handle) {
-  auto it = handles_.find(handle);
-  if (it == handles_.end())
-    return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
-  if (it->second.conn_id != peer.conn_id)
-    return Error{RDMAD_ERR_PERMISSION, "handle " + std::to_string(handle) + " belongs to another connection"};
-  drop_handle(it);
+  Released released;
+  {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end())
+      return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle)};
+    if (it->second.conn_id != peer.conn_id)
+      return Error{RDMAD_ERR_PERMISSION,
+                   "handle " + std::to_string(handle) + " belongs to another connection"};
+    drop_handle(it, released);
+  }
+  release_regions(released);
   return Ok{};
 }
 
-void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iterator it) {
+void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iterator it, Released& released) {
   uint64_t handle = it->first;
   Handle h = it->second;
-  std::unique_lock lock(mu_);
   handles_.erase(it);
   if (auto c = by_conn_.find(h.conn_id); c != by_conn_.end()) {
     c->second.erase(handle);
@@ -236,30 +250,34 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
       region->released = true;
       zombies_.push_back(std::move(node.mapped()));
     } else {
-      lock.unlock();
-      release_region(region);
+      released.push_back(std::move(node.mapped()));
     }
   }
-  if (lock.owns_lock()) lock.unlock();
   if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
   update_quota_ratio();
 }
 
 void RegistrationService::release_connection(uint64_t conn_id) {
-  auto c = by_conn_.find(conn_id);
-  if (c == by_conn_.end()) return;
-  std::set<uint64_t> handles = std::move(c->second);
-  by_conn_.erase(c);
-  for (uint64_t handle : handles) {
-    auto it = handles_.find(handle);
-    if (it != handles_.end()) drop_handle(it);
+  Released released;
+  {
+    std::lock_guard lock(mu_);
+    auto c = by_conn_.find(conn_id);
+    if (c == by_conn_.end()) return;
+    std::set<uint64_t> handles = std::move(c->second);
+    by_conn_.erase(c);
+    for (uint64_t handle : handles) {
+      auto it = handles_.find(handle);
+      if (it != handles_.end()) drop_handle(it, released);
+    }
   }
+  release_regions(released);
 }
 
 std::vector<proto::ListEntry> RegistrationService::list(uint64_t conn_id, uint64_t after,
                                                         uint32_t max_entries, bool* more) const {
   std::vector<proto::ListEntry> out;
   *more = false;
+  std::lock_guard lock(mu_);
   auto c = by_conn_.find(conn_id);
   if (c == by_conn_.end()) return out;
   for (auto it = c->second.upper_bound(after); it != c->second.end(); ++it) {
@@ -284,6 +302,7 @@ int32_t page_numa_node(const void* addr) {
 std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t after, uint32_t max_entries,
                                                                     bool* more) const {
   // An admin request, not a hot path: one pass over the table, then the page in handle order.
+  std::lock_guard lock(mu_);
   std::vector<uint64_t> ids;
   for (const auto& [id, h] : handles_)
     if (id > after) ids.push_back(id);
@@ -299,9 +318,25 @@ std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t aft
   return out;
 }
 
-void RegistrationService::release_region(Region* region) {
-  registrar_.deregister(region->mr_id);
-  if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
+void RegistrationService::release_regions(Released& regions) {
+  if (regions.empty()) return;
+  {
+    std::lock_guard lock(registrar_mu_);
+    for (const auto& r : regions) registrar_.deregister(r->mr_id);
+  }
+  for (const auto& r : regions)
+    if (r->map_base != nullptr) munmap(r->map_base, r->map_bytes);
+  regions.clear();
+}
+
+size_t RegistrationService::region_count() const {
+  std::lock_guard lock(mu_);
+  return regions_.size();
+}
+
+size_t RegistrationService::handle_count() const {
+  std::lock_guard lock(mu_);
+  return handles_.size();
 }
 
 Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
@@ -346,7 +381,7 @@ void RegistrationService::unpin(const void* pin) {
 }
 
 void RegistrationService::reap() {
-  std::vector<std::unique_ptr<Region>> done;
+  Released done;
   {
     std::lock_guard lock(mu_);
     for (auto it = zombies_.begin(); it != zombies_.end();) {
@@ -358,7 +393,7 @@ void RegistrationService::reap() {
       }
     }
   }
-  for (auto& r : done) release_region(r.get());
+  release_regions(done);
 }
 
 size_t RegistrationService::zombie_count() const {
@@ -367,6 +402,7 @@ size_t RegistrationService::zombie_count() const {
 }
 
 uint64_t RegistrationService::mr_id_for_test(uint64_t handle) const {
+  std::lock_guard lock(mu_);
   auto it = handles_.find(handle);
   return it == handles_.end() ? 0 : it->second.region->mr_id;
 }

@@ -1,5 +1,8 @@
 // Serving decoded requests: each operation turns into exactly one reply frame.
+#include <fcntl.h>
+
 #include <algorithm>
+#include <boost/asio/post.hpp>
 
 #include "connection.h"
 #include "log.h"
@@ -45,6 +48,42 @@ std::span<const std::byte> registered(FrameWriter& w, const Registered& r) {
 }
 
 }  // namespace
+
+bool served_on_worker(uint16_t type) {
+  switch (static_cast<MsgType>(type)) {
+    case MsgType::kHello:
+    case MsgType::kRegisterHost:
+    case MsgType::kRegisterDmabuf:
+    case MsgType::kDeregister:
+    case MsgType::kListRegistrations:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void UnixServer::Core::forward_to_control(const std::shared_ptr<Connection>& conn, DecodedRequest req) {
+  // Weak references: neither may outlive the server (the connection's socket belongs to a worker).
+  boost::asio::post(io_, [weak = weak_from_this(), weak_conn = std::weak_ptr<Connection>(conn),
+                          req = std::move(req)]() mutable {
+    auto core = weak.lock();
+    auto c = core ? weak_conn.lock() : nullptr;
+    if (!c) return;
+    std::vector<std::byte> frame;
+    std::vector<int> fds;
+    if (!core->stopped_) {
+      ReplyFds reply_fds;
+      auto out = core->handle(*c, req, -1, core->control_tx_, reply_fds);
+      frame.assign(out.begin(), out.end());
+      // The handler keeps its fds (they are sent, not closed, by the server): the worker sends copies.
+      for (size_t i = 0; i < reply_fds.count; ++i) {
+        int d = ::fcntl(reply_fds.fds[i], F_DUPFD_CLOEXEC, 0);
+        if (d >= 0) fds.push_back(d);
+      }
+    }
+    c->send_from_elsewhere(std::move(frame), std::move(fds), true);
+  });
+}
 
 std::span<const std::byte> UnixServer::Core::handle(Connection& conn, DecodedRequest& req, int fd,
                                                     FrameBuffer& out, ReplyFds& reply_fds) {

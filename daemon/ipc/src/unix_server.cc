@@ -1,16 +1,19 @@
 #include "rdmad/ipc/unix_server.h"
 
 #include <grp.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "connection.h"
 #include "log.h"
@@ -127,8 +130,28 @@ Result<Ok> UnixServer::Core::start() {
     }
   }
   stopped_ = false;
+  start_workers();
   accept_next();
   return Ok{};
+}
+
+void UnixServer::Core::start_workers() {
+  if (workers_.empty()) {
+    size_t n = config_.workers;
+    if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<ServiceWorker>());
+    ipc_log()->debug("serving client connections on {} worker thread(s)", n);
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    ServiceWorker& w = *workers_[i];
+    if (w.thread.joinable()) continue;
+    w.io.restart();  // after stop()
+    w.work.emplace(w.io.get_executor());
+    w.thread = std::thread([io = &w.io, i] {
+      pthread_setname_np(pthread_self(), ("rdmad-ipc-" + std::to_string(i)).c_str());
+      io->run();
+    });
+  }
 }
 
 void UnixServer::Core::accept_next() {
@@ -148,15 +171,24 @@ void UnixServer::Core::accept_next() {
   });
 }
 
-void UnixServer::Core::on_accept(SeqPacket::socket socket) {
+void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
   ucred cred{};
   socklen_t len = sizeof(cred);
-  if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+  if (getsockopt(accepted.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     ipc_log()->warn("SO_PEERCRED: {}", std::strerror(errno));
     return;
   }
+  // The connection lives on the next worker from here on (round-robin).
+  size_t worker = next_worker_++ % workers_.size();
+  boost::system::error_code ec;
+  SeqPacket::socket socket(workers_[worker]->io);
+  socket.assign(SeqPacket(), accepted.release(), ec);
+  if (ec) {
+    ipc_log()->warn("serving a client: {}", ec.message());
+    return;
+  }
   Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
-  auto conn = std::make_shared<Connection>(std::move(socket), peer, *this);
+  auto conn = std::make_shared<Connection>(std::move(socket), peer, worker, *this);
   FrameBuffer buf;
   if (!peer_allowed(config_, cred, peer_groups(conn->native_handle()))) {
     ipc_log()->warn("refused client uid {} gid {} pid {}: not in allowed_uids or allowed_gids", cred.uid,
@@ -176,7 +208,13 @@ void UnixServer::Core::on_accept(SeqPacket::socket socket) {
   }
   connections_.emplace(peer.conn_id, conn);
   metrics_.client_connected();
-  conn->start();
+  boost::asio::post(workers_[worker]->io, [conn] { conn->start(); });
+}
+
+void UnixServer::Core::connection_closed(uint64_t conn_id) {
+  boost::asio::post(io_, [weak = weak_from_this(), conn_id] {
+    if (auto core = weak.lock()) core->on_closed(conn_id);
+  });
 }
 
 void UnixServer::Core::on_closed(uint64_t conn_id) {
@@ -195,8 +233,25 @@ void UnixServer::Core::stop() {
   acceptor_.close(ec);
   if (created_path_) unlink(config_.socket_path.c_str());
   created_path_ = false;
-  auto conns = connections_;
-  for (auto& [id, conn] : conns) conn->close();
+  stop_workers();
+}
+
+void UnixServer::Core::stop_workers() {
+  // Each connection is closed on its worker; then the workers finish what is queued and exit.
+  std::vector<std::vector<std::shared_ptr<Connection>>> owned(workers_.size());
+  for (auto& [id, conn] : connections_) owned[conn->worker()].push_back(conn);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    boost::asio::post(workers_[i]->io, [conns = std::move(owned[i])] {
+      for (const auto& c : conns) c->close();
+    });
+    workers_[i]->work.reset();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+  // Released now rather than from the control queue: the owner may destroy the server next.
+  std::vector<uint64_t> ids;
+  for (const auto& [id, conn] : connections_) ids.push_back(id);
+  for (uint64_t id : ids) on_closed(id);
 }
 
 UnixServer::UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,

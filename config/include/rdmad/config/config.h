@@ -54,6 +54,7 @@ struct IpcSection {
   std::vector<int64_t> allowed_uids;   // besides root; both lists empty: the socket's mode is the gate
   std::vector<int64_t> allowed_gids;
   int64_t max_clients = 16384;
+  int64_t workers = 0;                 // client-service threads; 0: min(4, hardware threads)
   int64_t quota_pinned_bytes = 0;      // default per-uid quota
   int64_t quota_registrations = 0;
 };

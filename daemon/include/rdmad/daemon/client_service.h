@@ -14,7 +14,8 @@
 namespace rdmad::daemon {
 
 // ipc::MemoryRegistrar over verbs devices: one protection domain per NIC, one verbs MR per NIC per
-// registration. Runs on the control thread only.
+// registration. Called by one thread at a time (the client service serialises its calls), from the
+// control thread or a client-service worker.
 class VerbsRegistrar final : public ipc::MemoryRegistrar {
  public:
   VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends);
@@ -28,6 +29,8 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   void deregister(uint64_t mr_id) override;
   ipc::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override;
+  // False when every NIC is a soft one (a user-space NIC pins nothing).
+  bool faults_in_pages() const override;
   // The protection domain of NIC i (the one client registrations live in; flows' QPs use it too).
   verbs::ProtectionDomain* pd(size_t i) const { return i < pds_.size() ? pds_[i].get() : nullptr; }
 

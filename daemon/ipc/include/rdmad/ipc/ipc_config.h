@@ -29,6 +29,8 @@ struct IpcConfig {
   bool systemd_activation = true;   // adopt a socket passed by systemd for socket_path
   std::string diagnose_root = "/";  // prefix for /proc and /sys in diagnose (tests use a fake tree)
   uint32_t max_clients = 16384;
+  // Threads serving the client connections (assigned round-robin); 0: min(4, hardware threads).
+  uint32_t workers = 0;
 };
 
 }  // namespace rdmad::ipc

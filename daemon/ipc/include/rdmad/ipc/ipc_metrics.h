@@ -1,5 +1,5 @@
 // Prometheus metrics of the client service. Labels are bounded enumerations only (kind, op,
-// result): never a uid, pid or address.
+// result): never a uid, pid or address. Thread-safe (the server's workers share it).
 #pragma once
 
 #include <prometheus/counter.h>
@@ -9,6 +9,7 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "rdmad/rdmad.h"
@@ -39,7 +40,8 @@ class IpcMetrics {
   std::array<prometheus::Gauge*, 2> bytes_{};
   prometheus::Histogram& duration_;
   prometheus::Family<prometheus::Counter>& requests_;
-  std::array<std::array<prometheus::Counter*, kResults>, kOps> request_counters_{};
+  // Filled on first use; Family::Add returns the same counter to racing threads.
+  std::array<std::array<std::atomic<prometheus::Counter*>, kResults>, kOps> request_counters_{};
 };
 
 }  // namespace rdmad::ipc

@@ -1,7 +1,10 @@
 // The registration table of the client service: validates ranges, maps memfds, deduplicates
 // identical registrations of one uid, enforces per-uid quotas and ties every handle to the
-// connection that created it. Transport-free (the socket server feeds it), single-threaded: all
-// calls come from the control-plane io_context.
+// connection that created it. Transport-free (the socket server feeds it). Thread-safe: the
+// server's workers, the control thread and the flow engine call it concurrently; one mutex guards
+// the table (a request holds it for a lookup, or while a new region is mapped and registered, so
+// deduplication and quotas see every uid's registrations at once), and the registrar is only ever
+// called by one thread at a time.
 #pragma once
 
 #include <sys/types.h>
@@ -98,8 +101,8 @@ class RegistrationService {
   size_t zombie_count() const;
 
   Usage usage(uid_t uid) const;
-  size_t region_count() const { return regions_.size(); }
-  size_t handle_count() const { return handles_.size(); }
+  size_t region_count() const;
+  size_t handle_count() const;
   // The registrar's id of the region behind `handle` (0 if none).
   uint64_t mr_id_for_test(uint64_t handle) const;
 
@@ -122,7 +125,9 @@ class RegistrationService {
     bool released = false;  // no handle left; waits for its pins (guarded by mu_)
     std::vector<NicKeys> keys;
   };
-  void release_region(Region* region);
+  using Released = std::vector<std::unique_ptr<Region>>;
+  // Without mu_: unregisters and unmaps regions no handle or pin uses any more.
+  void release_regions(Released& regions);
   struct Handle {
     uint64_t conn_id;
     uid_t uid;
@@ -141,9 +146,11 @@ class RegistrationService {
 
   const Quota& quota_for(uid_t uid) const;
   Result<Registered> register_common(const Peer& peer, int fd, const Request& req);
+  // The rest run under mu_.
   Result<Region*> create_region(const Peer& peer, int fd, const Request& req, RegionKey key);
   Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared);
-  void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it);
+  // Regions left without handle or pin are appended to `released`.
+  void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it, Released& released);
   // Recomputes rdmad_quota_usage_max_ratio (O(uids with registrations), per request, not per packet).
   void update_quota_ratio();
 
@@ -151,13 +158,17 @@ class RegistrationService {
   MemoryRegistrar& registrar_;
   const NicInventory& inventory_;
   IpcMetrics* metrics_;
+  // The NICs' NUMA nodes and PCI addresses for locality, read once: they do not change while the
+  // daemon runs, and listing the NICs queries every port.
+  const std::vector<NicDescriptor> locality_nics_;
   uint64_t next_handle_ = 1;
   std::map<RegionKey, std::unique_ptr<Region>> regions_;
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
   std::unordered_map<uid_t, Usage> usage_;
-  // Guards handles_ (written on the control thread, read by pin()), pins, released and zombies_.
+  // Guards everything above and below but the registrar, which has its own (taken after mu_).
   mutable std::mutex mu_;
+  std::mutex registrar_mu_;
   std::vector<std::unique_ptr<Region>> zombies_;
   std::function<void()> reaper_;
 };
