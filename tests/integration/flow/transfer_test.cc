@@ -89,17 +89,22 @@ TEST_F(FlowPair, WriteReadAndSendOneGibibyteByteExact) {
   EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
 }
 
+// The split follows measured throughput, and soft NICs' throughput is their datapath threads' share
+// of the cores: four of them on two cores finish a 1 GiB WRITE in well under a second, too short
+// for scheduling luck to even out. Four WRITEs of fresh data are judged together.
 TEST_F(FlowPair, TwoEqualNicsSplitWithinFivePercent) {
   const size_t n = transfer_bytes();
   Buffer src(a()->client(), n, kAllAccess);
   Buffer dst(b()->client(), n, kAllAccess);
   const rdmad_remote remote = export_b_to_a(dst, n, RDMAD_ACCESS_REMOTE_WRITE);
-  fill(src.data(), n, 5);
-  ASSERT_EQ(rdmad_flow_write(fa_, 9, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  auto c = wait_completion(fa_, 120s);
-  ASSERT_TRUE(c.has_value());
-  ASSERT_EQ(c->status, RDMAD_OK);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  for (uint64_t round = 0; round < 4; ++round) {
+    fill(src.data(), n, 5 + round);
+    ASSERT_EQ(rdmad_flow_write(fa_, 9 + round, src.mr, 0, &remote, 0, n), RDMAD_OK);
+    auto c = wait_completion(fa_, 120s);
+    ASSERT_TRUE(c.has_value());
+    ASSERT_EQ(c->status, RDMAD_OK);
+    EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1) << "round " << round;
+  }
   const double b0 = a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(-1);
   const double b1 = a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(-1);
   ASSERT_GT(b0, 0);
