@@ -115,6 +115,8 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
   RegionKey key{peer.uid,   req.kind,   st.st_dev,    st.st_ino, req.offset,
                 req.length, req.access, req.nic_mask, req.iova};
   const Quota& quota = quota_for(peer.uid);
+  const uint64_t aligned = req.offset & ~(page_bytes() - 1);
+  const uint64_t pinned = ((req.offset + req.length + page_bytes() - 1) & ~(page_bytes() - 1)) - aligned;
   std::unique_lock lock(mu_);
   Usage& use = usage_[peer.uid];
   if (use.registrations + 1 > quota.max_registrations)
@@ -124,51 +126,74 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
   if (auto it = regions_.find(key); it != regions_.end()) {
     out = add_handle(peer, it->second.get(), req, true);
   } else {
-    auto region = create_region(peer, fd, req, key);
-    if (!region.ok()) return region.error();
-    out = add_handle(peer, region.value(), req, false);
+    if (use.pinned_bytes + pinned > quota.max_pinned_bytes)
+      return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of uid " + std::to_string(peer.uid) + " exceeded (" +
+                                        std::to_string(use.pinned_bytes) + " in use + " + std::to_string(pinned) +
+                                        " requested > " + std::to_string(quota.max_pinned_bytes) + ")"};
+    // Mapping and registering (a hardware registration pins pages, milliseconds per GiB) run
+    // without the table lock, so other connections' requests go on meanwhile; the handle and the
+    // pinned bytes are reserved first, so the quotas stay exact when clients race.
+    ++use.registrations;
+    use.pinned_bytes += pinned;
+    lock.unlock();
+    auto made = make_region(fd, req, key, aligned, pinned);
+    lock.lock();
+    Usage& again = usage_[peer.uid];
+    --again.registrations;
+    again.pinned_bytes -= pinned;
+    if (!made.ok()) {
+      if (again.registrations == 0 && again.pinned_bytes == 0) usage_.erase(peer.uid);
+      return made.error();
+    }
+    Released duplicate;
+    if (auto raced = regions_.find(key); raced != regions_.end()) {
+      // Another connection of this uid registered the same range meanwhile: share its region.
+      out = add_handle(peer, raced->second.get(), req, true);
+      duplicate.push_back(std::move(made.value()));
+    } else {
+      Region* region = made.value().get();
+      again.pinned_bytes += region->pinned_bytes;
+      if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
+      regions_.emplace(key, std::move(made.value()));
+      out = add_handle(peer, region, req, false);
+    }
+    lock.unlock();
+    release_regions(duplicate);
   }
-  lock.unlock();
+  if (lock.owns_lock()) lock.unlock();
   if (metrics_ != nullptr)
     metrics_->observe_registration_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return out;
 }
 
-Result<RegistrationService::Region*> RegistrationService::create_region(const Peer& peer, int fd,
-                                                                        const Request& req, RegionKey key) {
-  const Quota& quota = quota_for(peer.uid);
-  Usage& use = usage_[peer.uid];
+Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_region(int fd, const Request& req,
+                                                                                      RegionKey key,
+                                                                                      uint64_t aligned,
+                                                                                      uint64_t pinned) {
   auto region = std::make_unique<Region>();
   region->key = key;
   region->kind = req.kind;
-  uint64_t aligned = req.offset & ~(page_bytes() - 1);
-  uint64_t end = (req.offset + req.length + page_bytes() - 1) & ~(page_bytes() - 1);
-  region->pinned_bytes = end - aligned;
-  if (use.pinned_bytes + region->pinned_bytes > quota.max_pinned_bytes)
-    return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of uid " + std::to_string(peer.uid) + " exceeded (" +
-                                      std::to_string(use.pinned_bytes) + " in use + " +
-                                      std::to_string(region->pinned_bytes) + " requested > " +
-                                      std::to_string(quota.max_pinned_bytes) + ")"};
+  region->pinned_bytes = pinned;
   Result<MemoryRegion> mr = Error{};
-  std::unique_lock registrar_lock(registrar_mu_);
   if (req.kind == RDMAD_MEM_HOST) {
     int prot = PROT_READ;
     if ((req.access & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC)) !=
         0)
       prot |= PROT_WRITE;
-    void* base = mmap(nullptr, region->pinned_bytes, prot, MAP_SHARED, fd, static_cast<off_t>(aligned));
+    void* base = mmap(nullptr, pinned, prot, MAP_SHARED, fd, static_cast<off_t>(aligned));
     if (base == MAP_FAILED) return sys_error("mmap of the memfd range", errno);
     region->map_base = base;
-    region->map_bytes = region->pinned_bytes;
+    region->map_bytes = pinned;
     auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
     region->iova = reinterpret_cast<uintptr_t>(addr);
+    std::lock_guard registrar_lock(registrar_mu_);
     mr = registrar_.register_host(addr, req.length, req.access, req.nic_mask);
   } else {
     region->iova = req.iova;
+    std::lock_guard registrar_lock(registrar_mu_);
     mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, req.access, req.nic_mask);
   }
-  registrar_lock.unlock();
   if (!mr.ok()) {
     if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
     return mr.error();
@@ -182,11 +207,7 @@ Result<RegistrationService::Region*> RegistrationService::create_region(const Pe
                                    config_.diagnose_root))
     region->locality.push_back(static_cast<uint8_t>(l));
   region->keys = std::move(mr.value().keys);
-  use.pinned_bytes += region->pinned_bytes;
-  if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
-  Region* raw = region.get();
-  regions_.emplace(key, std::move(region));
-  return raw;
+  return region;
 }
 
 Registered RegistrationService::add_handle(const Peer& peer, Region* region, const Request& req,

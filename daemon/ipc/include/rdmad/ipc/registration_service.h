@@ -146,8 +146,10 @@ class RegistrationService {
 
   const Quota& quota_for(uid_t uid) const;
   Result<Registered> register_common(const Peer& peer, int fd, const Request& req);
+  // Without mu_: maps the range (host memory) and registers it with the registrar.
+  Result<std::unique_ptr<Region>> make_region(int fd, const Request& req, RegionKey key, uint64_t aligned,
+                                              uint64_t pinned);
   // The rest run under mu_.
-  Result<Region*> create_region(const Peer& peer, int fd, const Request& req, RegionKey key);
   Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared);
   // Regions left without handle or pin are appended to `released`.
   void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it, Released& released);
@@ -166,7 +168,7 @@ class RegistrationService {
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
   std::unordered_map<uid_t, Usage> usage_;
-  // Guards everything above and below but the registrar, which has its own (taken after mu_).
+  // Guards everything above and below but the registrar, which has its own (never held with mu_).
   mutable std::mutex mu_;
   std::mutex registrar_mu_;
   std::vector<std::unique_ptr<Region>> zombies_;
