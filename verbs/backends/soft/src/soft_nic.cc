@@ -44,6 +44,12 @@ void set_buffer(int fd, int opt_force, int opt, uint32_t bytes) {
 }
 
 // A UDP socket that sends ECT(0) by default, reads the TOS of what it receives, and (IPv4) sets DF.
+roce::IpAddr nic_address(const std::string& address) {
+  auto gid = Gid::from_ip(address);
+  if (!gid) throw std::runtime_error("soft nic: bad address '" + address + "'");
+  return to_ip_addr(*gid);
+}
+
 int open_udp_socket(bool v6, uint32_t send_buffer_bytes, uint32_t receive_buffer_bytes) {
   int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) fail("socket");
@@ -75,17 +81,17 @@ constexpr int kBindAttempts = 32;
 SoftNic::SoftNic(const DeviceConfig& config)
     : config_(config),
       id_(g_next_nic_id.fetch_add(1)),
+      local_ip_(nic_address(config.address)),
+      fd_(open_udp_socket(local_ip_.v6, config.socket_buffer_bytes, config.socket_buffer_bytes)),
       rp_(config.dcqcn, config.line_rate_mbps),
       np_(config.dcqcn),
       pacer_(config.line_rate_mbps),
-      tx_(false, false),
-      rx_(false),
+      // Receive as the kernel coalesced (UDP_GRO) only when sending coalesced too: a NIC with the
+      // offload off behaves exactly like one on a kernel without it.
+      tx_(local_ip_.v6, config.udp_offload && enable_udp_gro(fd_)),
+      rx_(tx_.offload()),
       qps_(kMaxQps),
       mrs_(kMaxMrs) {
-  auto gid = Gid::from_ip(config.address);
-  if (!gid) throw std::runtime_error("soft nic: bad address '" + config.address + "'");
-  local_ip_ = to_ip_addr(*gid);
-  fd_ = open_udp_socket(local_ip_.v6, config.socket_buffer_bytes, config.socket_buffer_bytes);
   sockaddr_storage sa{};
   socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
@@ -94,11 +100,6 @@ SoftNic::SoftNic(const DeviceConfig& config)
     errno = e;
     fail("bind " + config.address + ":" + std::to_string(config.udp_port));
   }
-  // Receive as the kernel coalesced (UDP_GRO) only when sending coalesced too: a NIC with the
-  // offload off behaves exactly like one on a kernel without it.
-  const bool offload = config.udp_offload && enable_udp_gro(fd_);
-  tx_ = UdpTxBatch(local_ip_.v6, offload);
-  rx_ = UdpRxBatch(offload);
   len = sizeof sa;
   getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
   roce::IpAddr bound;

@@ -45,12 +45,10 @@ void UdpTxBatch::commit(int fd, size_t len, const sockaddr_storage& dst, socklen
   tos_[i] = tos;
 }
 
-// Packet i can ride in the message of packet i - 1: same socket, destination and TOS, and the kernel cuts
-// the message back at the first packet's size, so every packet before i has that size and i is no
-// longer than it.
+// Packet i can ride in the message of packet i - 1: same socket, destination and TOS.
 bool UdpTxBatch::joins_previous(size_t i) const {
   const size_t prev = i - 1;
-  return fds_[i] == fds_[prev] && tos_[i] == tos_[prev] && addr_lens_[i] == addr_lens_[prev] && iovs_[i].iov_len <= iovs_[prev].iov_len &&
+  return fds_[i] == fds_[prev] && tos_[i] == tos_[prev] && addr_lens_[i] == addr_lens_[prev] &&
          std::memcmp(&addrs_[i], &addrs_[prev], addr_lens_[i]) == 0;
 }
 
@@ -61,9 +59,11 @@ size_t UdpTxBatch::build_messages(bool segment) {
     size_t end = first + 1;
     size_t bytes = iovs_[first].iov_len;
     if (segment) {
+      // The kernel cuts the message back at the first packet's size: every packet before the last
+      // has that size, and the last is no longer.
       const size_t seg = iovs_[first].iov_len;
       while (end < count_ && end - first < kGsoMaxSegments && bytes + iovs_[end].iov_len <= kGsoMaxBytes &&
-             iovs_[end - 1].iov_len == seg && joins_previous(end)) {
+             iovs_[end - 1].iov_len == seg && iovs_[end].iov_len <= seg && joins_previous(end)) {
         bytes += iovs_[end].iov_len;
         ++end;
       }
@@ -106,12 +106,15 @@ size_t UdpTxBatch::send() {
     int n = sendmmsg(msg_fds_[done], msgs_ + done, static_cast<unsigned>(run - done), 0);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && offload_ && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT) && sent == 0) {
-        // The kernel or the route cannot segment: send these and all later packets one by one.
+      if (n < 0 && offload_ && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT)) {
+        // The kernel or the route cannot segment: from now on every packet goes by itself. Nothing
+        // sent yet: send this batch again that way; otherwise this run is lost like any other.
         offload_ = false;
-        msgs = build_messages(false);
-        done = 0;
-        continue;
+        if (sent == 0) {
+          msgs = build_messages(false);
+          done = 0;
+          continue;
+        }
       }
       // EAGAIN/ENOBUFS/unreachable: this run's packets are lost, reliability resends them.
       done = run;
