@@ -31,6 +31,27 @@ bool is_zero(const proto::CcKnob& k) {
   return std::memcmp(&k, &kZero, sizeof(k)) == 0;
 }
 
+// The failed check of a per-NIC page request (cc_show, nic_details), named for its type.
+struct NicPageErrors {
+  const char* unterminated;
+  const char* reserved;
+  const char* cursor;
+};
+constexpr NicPageErrors kCcShowErrors{"cc_show: nic not NUL-terminated", "cc_show: reserved field set",
+                                      "cc_show: cursor must be 0 when a nic is named"};
+constexpr NicPageErrors kNicDetailsErrors{"nic_details: nic not NUL-terminated", "nic_details: reserved field set",
+                                          "nic_details: cursor must be 0 when a nic is named"};
+
+// nullptr when the request is well-formed: a NUL-terminated NIC name (empty: every NIC, paged by
+// cursor) and a zero reserved field.
+template <class R>
+const char* check_nic_page(const R& r, const NicPageErrors& e) {
+  if (!proto::is_terminated(r.nic)) return e.unterminated;
+  if (r.reserved != 0) return e.reserved;
+  if (r.nic[0] != '\0' && r.cursor != 0) return e.cursor;
+  return nullptr;
+}
+
 // nullptr when the request is well-formed, else the failed check.
 const char* check_cc_set(const proto::CcSetRequest& r) {
   if (!proto::is_terminated(r.nic)) return "cc_set: nic not NUL-terminated";
@@ -120,21 +141,13 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     }
     case MsgType::kCcShow: {
       auto r = load<proto::CcShowRequest>(body);
-      if (!proto::is_terminated(r.nic))
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: nic not NUL-terminated");
-      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: reserved field set");
-      if (r.nic[0] != '\0' && r.cursor != 0)
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "cc_show: cursor must be 0 when a nic is named");
+      if (auto reason = check_nic_page(r, kCcShowErrors)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);
       d.body = r;
       break;
     }
     case MsgType::kNicDetails: {
       auto r = load<proto::NicDetailsRequest>(body);
-      if (!proto::is_terminated(r.nic))
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: nic not NUL-terminated");
-      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: reserved field set");
-      if (r.nic[0] != '\0' && r.cursor != 0)
-        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "nic_details: cursor must be 0 when a nic is named");
+      if (auto reason = check_nic_page(r, kNicDetailsErrors)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);
       d.body = r;
       break;
     }
