@@ -26,21 +26,11 @@
 #include <vector>
 
 #include "rdmad/rdmad.h"
+#include "support/free_port.h"
 
 namespace rdmad::bench {
 
-// A port nobody listens on right now (the daemon binds it a moment later).
-inline int free_port(int type) {
-  int s = ::socket(AF_INET, type, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
+using test::free_port;
 
 inline std::string read_all(const std::string& path) {
   std::ifstream in(path);

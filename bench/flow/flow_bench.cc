@@ -23,6 +23,7 @@
 
 #include "daemon_pair.h"
 #include "soft_direct.h"
+#include "support/fill_pattern.h"
 
 using Clock = std::chrono::steady_clock;
 using rdmad::bench::FlowPair;
@@ -206,16 +207,7 @@ void run_small(const Options& o) {
             n / 2);
 }
 
-void fill(uint8_t* p, size_t n, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto* w = reinterpret_cast<uint64_t*>(p);
-  for (size_t i = 0; i < n / 8; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    w[i] = x;
-  }
-}
+using rdmad::test::fill;
 
 double self_cpu_seconds() {
   rusage u{};

@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 
 #include "rdmad/rdmad.h"
+#include "support/fill_pattern.h"
+#include "support/free_port.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -26,19 +28,6 @@
 namespace rdmad::test {
 
 using namespace std::chrono_literals;
-
-// A port nobody listens on right now (the daemon binds it a moment later).
-inline int free_port(int type) {
-  int s = ::socket(AF_INET, type, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
 
 struct NicSpec {
   std::string address;  // 127.0.0.x
@@ -165,18 +154,6 @@ struct Buffer {
 
 inline constexpr uint32_t kAllAccess =
     RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
-
-// Fills with a pattern that differs per byte position and per seed (catches misplaced chunks).
-inline void fill(uint8_t* p, size_t n, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto* w = reinterpret_cast<uint64_t*>(p);
-  for (size_t i = 0; i < n / 8; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    w[i] = x;
-  }
-}
 
 // Index of the first differing byte, or -1.
 inline long first_difference(const uint8_t* a, const uint8_t* b, size_t n) {

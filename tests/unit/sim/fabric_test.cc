@@ -7,7 +7,7 @@
 
 #include "rdmad/sim/output.h"
 #include "rdmad/sim/simulator.h"
-#include "sim_test_util.h"
+#include "scenario_helpers.h"
 
 namespace rdmad::sim {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim_test_util.h"
+#include "scenario_helpers.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,5 +1,6 @@
 #pragma once
-// Shared helpers for the simulator tests: small scenarios built in code, and file comparison.
+// Helpers the simulator tests share (they assert nothing themselves): small scenarios built in
+// code, running one, and reading back output files.
 #include <filesystem>
 #include <string>
 #include <vector>
