@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "rdmad/sim/output.h"
 #include "rdmad/sim/simulator.h"
@@ -73,38 +74,31 @@ TEST(FabricTest, EveryTopologyRoutesEveryFlow) {
   }
 }
 
-// N long flows into one 100 Gb/s receiver, cc/ mlx5 profile, PFC on, RED 400 KB / 1.6 MB / 20%,
-// measured over four 10 ms windows after 60 ms of warm-up.
-class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {
- protected:
-  RunResults run_and_report() {
-    const uint32_t n = GetParam();
-    kmax_ = star_long_flows(n).sw.kmax_bytes;
-    RunResults r = run_scenario(star_long_flows(n));
-    std::printf(
-        "N=%u jain_min=%.4f jain_mean=%.4f util=%.4f queue_p99=%.0f max=%.0f kmax=%llu pauses=%llu "
-        "drops=%llu\n",
-        n, r.jain_index, r.jain_index_mean, r.bottleneck_utilization, r.queue_bytes.p99, r.queue_bytes.max,
-        static_cast<unsigned long long>(kmax_), static_cast<unsigned long long>(r.pfc_pauses),
-        static_cast<unsigned long long>(r.drops));
-    return r;
-  }
-  uint64_t kmax_ = 0;
-};
+// sim/scenarios/star_convergence.toml: N long flows into one 100 Gb/s receiver, cc/ mlx5 profile,
+// PFC on, RED 50 KB / 200 KB / 30%, measured over four 10 ms windows after 150 ms of convergence
+// (docs/simulator.md, "Convergence": why these thresholds, how long convergence takes, the seed
+// sweep behind them, and what still fails).
+Scenario mlx5_convergence(uint32_t n) {
+  return load_scenario(std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "scenarios" / "star_convergence.toml",
+                       {"topology.senders=" + std::to_string(n), "sim.progress=false"});
+}
 
-// What the engine's mlx5 profile achieves (docs/simulator.md, "Convergence"): lossless, busy and fair
-// on average for every N; up to 8 flows DCQCN alone holds the queue below Kmax (no PFC pause), with
-// 16 flows PFC takes over and the queue sits at its threshold.
-TEST_P(ConvergenceTest, Mlx5ProfileIsLosslessFairAndBusy) {
-  RunResults r = run_and_report();
+class ConvergenceTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(ConvergenceTest, Mlx5ProfileIsFairBusyShallowAndLossless) {
+  const uint32_t n = GetParam();
+  const Scenario s = mlx5_convergence(n);
+  RunResults r = run_scenario(s);
+  std::printf(
+      "N=%u jain_min=%.4f jain_mean=%.4f util=%.4f queue_p99=%.0f max=%.0f kmax=%llu pauses=%llu drops=%llu\n",
+      n, r.jain_index, r.jain_index_mean, r.bottleneck_utilization, r.queue_bytes.p99, r.queue_bytes.max,
+      static_cast<unsigned long long>(s.sw.kmax_bytes), static_cast<unsigned long long>(r.pfc_pauses),
+      static_cast<unsigned long long>(r.drops));
   ASSERT_EQ(r.jain_windows.size(), 4u);
-  EXPECT_EQ(r.drops, 0u);
-  EXPECT_GE(r.jain_index_mean, 0.97);
+  EXPECT_GE(r.jain_index, 0.99);  // the minimum over the windows
   EXPECT_GE(r.bottleneck_utilization, 0.95);
-  if (GetParam() <= 8) {
-    EXPECT_LT(r.queue_bytes.p99, static_cast<double>(kmax_));
-    EXPECT_EQ(r.pfc_pauses, 0u);
-  }
+  EXPECT_LT(r.queue_bytes.p99, static_cast<double>(s.sw.kmax_bytes));
+  EXPECT_EQ(r.drops, 0u);
 }
 
 // The same runs with the SIGCOMM'15 profile (Rt ← Rc at every cut, 55 µs timers, 10 MB byte counter):
@@ -122,16 +116,6 @@ TEST_P(ConvergenceTest, PaperProfileKeepsQueueBelowKmaxAtFullUtilisation) {
   EXPECT_LT(r.queue_bytes.p99, static_cast<double>(s.sw.kmax_bytes));
   EXPECT_EQ(r.drops, 0u);
   EXPECT_EQ(r.pfc_pauses, 0u);
-}
-
-// The issue's full criteria. Disabled because the mlx5 profile does not meet them (measured values in
-// docs/simulator.md); run with --gtest_also_run_disabled_tests.
-TEST_P(ConvergenceTest, DISABLED_IssueCriteria) {
-  RunResults r = run_and_report();
-  EXPECT_GE(r.jain_index, 0.99);
-  EXPECT_GE(r.bottleneck_utilization, 0.95);
-  EXPECT_LT(r.queue_bytes.p99, static_cast<double>(kmax_));
-  EXPECT_EQ(r.drops, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Senders, ConvergenceTest, ::testing::Values(2u, 4u, 8u, 16u));

@@ -83,7 +83,7 @@ TEST(ScenarioTest, ErrorsNameTheKeyAndLine) {
 }
 
 TEST(ScenarioTest, ShippedScenariosLoad) {
-  for (const char* name : {"incast", "dumbbell_join", "leafspine_websearch", "leafspine_hadoop"}) {
+  for (const char* name : {"incast", "dumbbell_join", "leafspine_websearch", "leafspine_hadoop", "star_convergence"}) {
     Scenario s = load_scenario(kScenarios / (std::string(name) + ".toml"));
     EXPECT_EQ(s.name, name);
     if (s.traffic.kind == TrafficKind::kPoisson) {
