@@ -3,7 +3,8 @@
 //   2. 64-byte WRITE round trip (post → ACK completion, the application polling its CQ) p50/p99 vs a
 //      UDP ping-pong, with the client blocking in recv and with it polling its socket;
 //   3. packets per second per datapath core (packets handled / datapath thread CPU seconds).
-// Usage: verbs_soft_bench [seconds per throughput point, default 2]
+// Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all, default all]
+//   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -280,18 +281,27 @@ Lat udp_pingpong(int iters, bool busy_client = false) {
 
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
+  const std::string part = argc > 2 ? argv[2] : "all";
+  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt")) {
+    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all]\n");
+    return 2;
+  }
   BackendRegistry reg;
   rdmad::verbs::soft::register_backend(reg);
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
-  std::printf("%-28s %12s %12s %8s %18s %14s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s",
-              "ratio", "soft pkts/s/core", "no offload", "pkts/s/core");
+  if (part != "rtt") {
+    std::printf("%-28s %12s %12s %8s %18s %14s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s",
+                "ratio", "soft pkts/s/core", "no offload", "pkts/s/core");
+  }
   for (size_t msg : {size_t{64} << 10, size_t{1} << 20}) {
+    if (part == "rtt") break;
     WriteResult s = soft_write_throughput(reg, msg, seconds, true);
     double t = tcp_throughput(msg, seconds);
     WriteResult plain = soft_write_throughput(reg, msg, seconds, false);
     std::printf("WRITE %-22s %12.2f %12.2f %8.2f %18.0f %14.2f %18.0f\n", msg == (64u << 10) ? "64 KiB" : "1 MiB",
                 s.gbps, t, s.gbps / t, s.pps_per_core, plain.gbps, plain.pps_per_core);
   }
+  if (part == "write") return 0;
   const int iters = 20000;
   Lat s = soft_write_rtt(reg, iters, 0);
   Lat u = udp_pingpong(iters);
