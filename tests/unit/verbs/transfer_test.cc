@@ -1,6 +1,10 @@
 // Two devices of one backend in one process: every operation, message sizes around the MTU
-// boundaries, every path MTU, byte-exact with guard bytes after the target.
+// boundaries, every path MTU, byte-exact with guard bytes after the target; completion notification.
 #include <gtest/gtest.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <thread>
 
 #include "verbs_test_util.h"
 
@@ -188,6 +192,86 @@ TEST(TransferSpin, PingPongWithCompletionSpin) {
     ASSERT_EQ(wcs[0].status, WcStatus::kSuccess);
   }
   EXPECT_TRUE(remote == expect);
+}
+
+// Completion notification: a consumer that arms its CQ, looks once more and then sleeps on
+// notify_fd() is woken for every completion, on the send CQ (the requester's ACK path) and on the
+// receive CQ (the responder's), and an unarmed CQ raises no event.
+std::vector<WorkCompletion> wait_notified(CompletionQueue& cq, size_t n) {
+  std::vector<WorkCompletion> out;
+  WorkCompletion wc[16];
+  auto take = [&] {
+    size_t k = cq.poll(wc);
+    out.insert(out.end(), wc, wc + k);
+    return k;
+  };
+  while (out.size() < n) {
+    if (take() > 0) continue;
+    EXPECT_TRUE(cq.request_notify().is_ok());
+    if (take() > 0) continue;
+    pollfd p{cq.notify_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) {
+      ADD_FAILURE() << "no notification within 5 s after " << out.size() << " completions";
+      break;
+    }
+    cq.ack_notify();
+  }
+  return out;
+}
+
+TEST(TransferNotify, SleepingConsumerWakesForEveryCompletion) {
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", soft_config(), &skip));
+  make_endpoint(b, open_device("soft", soft_config(), &skip));
+  connect_pair(a, b);
+  ASSERT_GE(a.scq->notify_fd(), 0);
+  ASSERT_GE(b.rcq->notify_fd(), 0);
+  constexpr size_t kMessages = 200;
+  std::vector<uint8_t> src(3000), dst(3000 * kMessages, 0), expect(dst.size());
+  auto smr = std::move(a.pd->reg_mr(src.data(), src.size(), 0).value());
+  auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite).value());
+  for (size_t i = 0; i < kMessages; ++i) {
+    RecvWr r;
+    r.wr_id = i;
+    r.sge = {reinterpret_cast<uint64_t>(dst.data() + i * src.size()), static_cast<uint32_t>(src.size()),
+             dmr->lkey()};
+    ASSERT_TRUE(b.qp->post_recv({&r, 1}).is_ok());
+  }
+  std::jthread receiver([&] {  // joins on every exit, also a failed ASSERT below
+    auto got = wait_notified(*b.rcq, kMessages);
+    ASSERT_EQ(got.size(), kMessages);
+    for (size_t i = 0; i < kMessages; ++i) {
+      EXPECT_EQ(got[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(got[i].wr_id, i);
+    }
+  });
+  for (size_t i = 0; i < kMessages; ++i) {
+    fill_pattern(src, static_cast<uint32_t>(i + 7));
+    std::copy(src.begin(), src.end(), expect.begin() + static_cast<std::ptrdiff_t>(i * src.size()));
+    SendWr w;
+    w.wr_id = i;
+    w.opcode = WrOpcode::kSend;
+    w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey()};
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+    auto wcs = wait_notified(*a.scq, 1);  // the source buffer is reused: one message at a time
+    ASSERT_EQ(wcs.size(), 1u) << "message " << i;
+    ASSERT_EQ(wcs[0].status, WcStatus::kSuccess);
+  }
+  receiver.join();
+  EXPECT_TRUE(dst == expect);
+
+  // Not armed: a completion leaves the fd quiet.
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sge = {reinterpret_cast<uint64_t>(src.data()), 64, smr->lkey()};
+  auto rmr = std::move(b.pd->reg_mr(dst.data(), 64, kAccessLocalWrite | kAccessRemoteWrite).value());
+  w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+  w.rkey = rmr->rkey();
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_EQ(wait_completions(*a.scq, 1).size(), 1u);
+  pollfd p{a.scq->notify_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The rdma_core Device: port queries (ibv_query_port over sysfs facts, the GID selected now), PD and
 // CQ creation, counters from sysfs.
+#include <fcntl.h>
 #include <fmt/format.h>
 
 #include "rc_objects.h"
@@ -93,9 +94,18 @@ Result<std::unique_ptr<verbs::CompletionQueue>> RcDevice::create_cq(uint32_t dep
     return Status::error(
         fmt::format("cq depth {} outside 1..{} on {}", depth, state_->caps.max_cqe, info_.name));
   }
-  auto cq = rdma_core::CompletionQueue::create(state_->ctx, static_cast<int>(depth), nullptr, 0);
+  // Each CQ gets its own completion channel (one fd) for request_notify(); a device that refuses
+  // channels still gets a polling-only CQ.
+  std::optional<rdma_core::CompletionChannel> channel;
+  if (auto ch = rdma_core::CompletionChannel::create(state_->ctx); ch) {
+    const int flags = ::fcntl(ch.value().fd(), F_GETFL);
+    if (flags >= 0 && ::fcntl(ch.value().fd(), F_SETFL, flags | O_NONBLOCK) == 0) channel = std::move(ch.value());
+  }
+  auto cq = rdma_core::CompletionQueue::create(state_->ctx, static_cast<int>(depth),
+                                               channel ? &*channel : nullptr, 0);
   if (!cq) return status_from_errno(cq.error().err, cq.error().message());
-  return std::unique_ptr<verbs::CompletionQueue>(new RcCompletionQueue(std::move(cq.value()), depth));
+  return std::unique_ptr<verbs::CompletionQueue>(
+      new RcCompletionQueue(std::move(channel), std::move(cq.value()), depth));
 }
 
 NicCounters RcDevice::counters() const {

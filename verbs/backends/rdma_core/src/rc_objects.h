@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,19 @@ class RcProtectionDomain final : public verbs::ProtectionDomain {
 
 class RcCompletionQueue final : public verbs::CompletionQueue {
  public:
-  RcCompletionQueue(rdma_core::CompletionQueue cq, uint32_t depth) : cq_(std::move(cq)), depth_(depth) {}
+  // `channel` (non-blocking fd) is the CQ's own completion channel, or empty.
+  RcCompletionQueue(std::optional<rdma_core::CompletionChannel> channel, rdma_core::CompletionQueue cq,
+                    uint32_t depth)
+      : channel_(std::move(channel)), cq_(std::move(cq)), depth_(depth) {}
   size_t poll(std::span<WorkCompletion> out) override;
   uint32_t depth() const override { return depth_; }
+  int notify_fd() const override { return channel_ ? channel_->fd() : -1; }
+  Status request_notify() override;
+  void ack_notify() override;
   const rdma_core::CompletionQueue& handle() const { return cq_; }
 
  private:
+  std::optional<rdma_core::CompletionChannel> channel_;  // destroyed after the CQ (declared first)
   rdma_core::CompletionQueue cq_;
   uint32_t depth_;
 };

@@ -46,6 +46,24 @@ size_t RcCompletionQueue::poll(std::span<WorkCompletion> out) {
   return total;
 }
 
+Status RcCompletionQueue::request_notify() {
+  if (!channel_) return Status::not_supported("completion notification: no completion channel");
+  const int rc = ibv_req_notify_cq(cq_.get(), 0);
+  if (rc != 0) return Status::error(fmt::format("ibv_req_notify_cq: {}", std::strerror(rc)));
+  return Status::ok();
+}
+
+void RcCompletionQueue::ack_notify() {
+  if (!channel_) return;
+  // The channel is non-blocking: take every pending event, and acknowledge them at once (a CQ
+  // with unacknowledged events cannot be destroyed).
+  unsigned n = 0;
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  while (ibv_get_cq_event(channel_->get(), &cq, &ctx) == 0) ++n;
+  if (n > 0) ibv_ack_cq_events(cq_.get(), n);
+}
+
 RcQueuePair::RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
                          std::shared_ptr<SplitKeyTable> split, const QpInitAttr&)
     : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {}

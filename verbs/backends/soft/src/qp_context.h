@@ -22,9 +22,16 @@ using cc::TimeNs;
 
 /// Completion queue storage: the datapath produces, the application consumes.
 struct CqShared {
-  explicit CqShared(uint32_t depth, uint32_t nic) : ring(depth), nic_id(nic) {}
+  CqShared(uint32_t depth, uint32_t nic);
+  ~CqShared();
+  CqShared(const CqShared&) = delete;
+  CqShared& operator=(const CqShared&) = delete;
   SpscRing<WorkCompletion> ring;
   uint32_t nic_id;
+  // Completion notification: the consumer sets `armed`; the datapath's next push clears it and
+  // writes `event_fd` (a non-blocking eventfd; -1 if it could not be created).
+  std::atomic<bool> armed{false};
+  int event_fd = -1;
 };
 
 /// What the application and the datapath share for one QP.

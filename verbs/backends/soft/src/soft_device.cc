@@ -53,6 +53,16 @@ class SoftCq final : public CompletionQueue {
     return n;
   }
   uint32_t depth() const override { return static_cast<uint32_t>(shared_->ring.capacity()); }
+  int notify_fd() const override { return shared_->event_fd; }
+  Status request_notify() override {
+    if (shared_->event_fd < 0) return Status::not_supported("completion notification: eventfd failed");
+    shared_->armed.store(true, std::memory_order_seq_cst);  // before the caller's next poll()
+    return Status::ok();
+  }
+  void ack_notify() override {
+    uint64_t v;
+    (void)!::read(shared_->event_fd, &v, sizeof v);
+  }
   const std::shared_ptr<CqShared>& shared() const { return shared_; }
 
  private:

@@ -1,5 +1,8 @@
 // Control-side operations executed on the datapath thread: memory regions, QP creation and the
 // ibverbs state machine, plus the shared completion/flush/transmit helpers.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "soft_nic.h"
@@ -190,9 +193,23 @@ QpAttr SoftNic::query_qp(uint32_t qpn) {
   return qp ? qp->attr : QpAttr{};
 }
 
+CqShared::CqShared(uint32_t depth, uint32_t nic)
+    : ring(depth), nic_id(nic), event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+CqShared::~CqShared() {
+  if (event_fd >= 0) ::close(event_fd);
+}
+
 bool SoftNic::push_completion(CqShared& cq, const WorkCompletion& wc) {
   if (!cq.ring.push(wc)) return false;
   ++completions_pushed_;
+  // Pairs with SoftCq::request_notify (set armed, then look at the ring): the fence orders the
+  // push before the load, so either the consumer sees this completion or this sees it armed.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (cq.armed.load(std::memory_order_relaxed) && cq.armed.exchange(false, std::memory_order_acq_rel)) {
+    const uint64_t one = 1;
+    (void)!::write(cq.event_fd, &one, sizeof one);
+  }
   return true;
 }
 

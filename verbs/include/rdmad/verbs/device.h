@@ -37,6 +37,16 @@ class CompletionQueue {
   /// Moves up to out.size() completions into out; returns how many. Never blocks.
   virtual size_t poll(std::span<WorkCompletion> out) = 0;
   virtual uint32_t depth() const = 0;
+
+  /// Completion notification (ibv_req_notify_cq with a completion channel), for consumers that
+  /// sleep instead of spinning: after request_notify(), the next completion added to this queue
+  /// makes notify_fd() readable (poll/epoll, POLLIN). As with ibverbs, poll() once more after
+  /// request_notify() before sleeping (a completion that arrived before the request raises no
+  /// event), and clear the fd with ack_notify() after waking. Spurious wake-ups can happen.
+  /// -1 / kNotSupported where the backend has no notification.
+  virtual int notify_fd() const { return -1; }
+  virtual Status request_notify() { return Status::not_supported("completion notification"); }
+  virtual void ack_notify() {}
 };
 
 class QueuePair {
