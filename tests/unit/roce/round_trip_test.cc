@@ -2,6 +2,7 @@
 // IPv4 and IPv6, for payload lengths that exercise every pad count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "rdmad/roce/packet.h"
@@ -87,6 +88,21 @@ TEST_P(RoceRoundTrip, EveryOpcodeEveryPad) {
           << "payload must be a view into the input buffer";
       // Exactly n bytes: one byte less of buffer fails, nothing past n is touched.
       EXPECT_EQ(encode_datagram(ip, sent, {buf.data(), n - 1}), 0u);
+
+      // Encoded around the payload: head, payload, tail put together are the same bytes.
+      std::vector<uint8_t> parts(64, 0xEE);
+      const GatherEncoding g = encode_datagram_gather(ip, sent, parts);
+      if (info.payload == PayloadKind::kCnpZeros) {
+        EXPECT_EQ(g.head_bytes, 0u) << "a CNP is never gathered";
+        continue;
+      }
+      ASSERT_GT(g.head_bytes, 0u);
+      std::vector<uint8_t> joined(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(g.head_bytes));
+      joined.insert(joined.end(), pl.begin(), pl.end());
+      joined.insert(joined.end(), parts.begin() + static_cast<std::ptrdiff_t>(g.head_bytes),
+                    parts.begin() + static_cast<std::ptrdiff_t>(g.head_bytes + g.tail_bytes));
+      EXPECT_EQ(joined, std::vector<uint8_t>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)));
+      EXPECT_EQ(encode_datagram_gather(ip, sent, {parts.data(), g.head_bytes + g.tail_bytes - 1}).head_bytes, 0u);
     }
   }
   EXPECT_EQ(counters.decoded, expected);

@@ -1,6 +1,7 @@
 // The soft NIC's batched UDP I/O over real loopback sockets: packets leave and arrive byte-exact,
 // in order, with their own TOS, whether runs are coalesced (UDP_SEGMENT + UDP_GRO), split by the
-// receiving kernel (sender coalesces, receiver without UDP_GRO) or sent one by one.
+// receiving kernel (sender coalesces, receiver without UDP_GRO) or sent one by one, and with
+// payloads sent from where they are (commit_gather) mixed with copied packets.
 #include "udp_batch.h"
 
 #include <gtest/gtest.h>
@@ -101,7 +102,9 @@ std::vector<Received> receive_all(const Socket& s, UdpRxBatch& rx, size_t want, 
   return got;
 }
 
-void run(bool send_offload, bool receive_gro, bool expect_coalesced) {
+// gather: packets of 1 KB and more are committed as head (12 bytes), payload left in place (the
+// Sent's own bytes) and tail (4 bytes), as the soft NIC sends WRITE data; shorter ones are copied.
+void run(bool send_offload, bool receive_gro, bool expect_coalesced, bool gather = false) {
   Socket sender, sender2, a, b;
   if (receive_gro) {
     ASSERT_TRUE(enable_udp_gro(a.fd));
@@ -114,6 +117,13 @@ void run(bool send_offload, bool receive_gro, bool expect_coalesced) {
   for (const Sent& s : sent) {
     if (tx.full()) packets += tx.send();
     auto buf = tx.next_buffer();
+    if (gather && s.bytes.size() >= 1000) {
+      const size_t head = 12, tail = 4, payload = s.bytes.size() - head - tail;
+      std::memcpy(buf.data(), s.bytes.data(), head);
+      std::memcpy(buf.data() + head, s.bytes.data() + head + payload, tail);
+      tx.commit_gather(s.from->fd, head, {s.bytes.data() + head, payload}, tail, s.to->sa, s.to->len, s.tos);
+      continue;
+    }
     std::memcpy(buf.data(), s.bytes.data(), s.bytes.size());
     tx.commit(s.from->fd, s.bytes.size(), s.to->sa, s.to->len, s.tos);
   }
@@ -146,6 +156,8 @@ void run(bool send_offload, bool receive_gro, bool expect_coalesced) {
 TEST(UdpBatch, CoalescedRunsArriveByteExactInOrder) { run(true, true, true); }
 TEST(UdpBatch, ReceiverWithoutGroGetsSinglePackets) { run(true, false, false); }
 TEST(UdpBatch, OffloadOffSendsOneByOne) { run(false, true, false); }
+TEST(UdpBatch, GatheredPayloadsArriveByteExactCoalesced) { run(true, true, true, true); }
+TEST(UdpBatch, GatheredPayloadsArriveByteExactOneByOne) { run(false, true, false, true); }
 
 }  // namespace
 }  // namespace rdmad::verbs::soft

@@ -10,6 +10,11 @@ namespace {
 
 constexpr uint8_t kZeros[kCnpReservedBytes] = {};
 
+// Pad bytes after a payload of `payload` bytes (only the last packet of a message may need them).
+uint8_t pad_bytes(const OpcodeInfo& info, size_t payload) {
+  return info.payload == PayloadKind::kTail ? static_cast<uint8_t>((4 - payload % 4) % 4) : 0;
+}
+
 size_t ext_header_bytes(const OpcodeInfo& info) {
   return (info.reth ? kRethBytes : 0) + (info.aeth ? kAethBytes : 0) + (info.immdt ? kImmDtBytes : 0);
 }
@@ -103,20 +108,17 @@ size_t datagram_bytes(const Packet& pkt) {
   if (!info.valid) return 0;
   const size_t payload = encoded_payload_bytes(info, pkt.payload.size());
   if (payload == SIZE_MAX) return 0;
-  const size_t pad = info.payload == PayloadKind::kTail ? (4 - payload % 4) % 4 : 0;
-  return kBthBytes + ext_header_bytes(info) + payload + pad + kIcrcBytes;
+  return kBthBytes + ext_header_bytes(info) + payload + pad_bytes(info, payload) + kIcrcBytes;
 }
 
-size_t encode_datagram(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out) {
-  const size_t total = datagram_bytes(pkt);
-  if (total == 0 || out.size() < total) return 0;
-  const OpcodeInfo& info = opcode_info(pkt.bth.opcode);
-  const bool cnp = info.payload == PayloadKind::kCnpZeros;
-  const size_t payload = cnp ? kCnpReservedBytes : pkt.payload.size();
+namespace {
+
+// Writes the BTH (PadCnt for `payload` bytes) and the extension headers; returns their length.
+size_t write_headers(const OpcodeInfo& info, const Packet& pkt, size_t payload, uint8_t* p) {
   Bth bth = pkt.bth;
   bth.tver = 0;
-  bth.pad_count = info.payload == PayloadKind::kTail ? static_cast<uint8_t>((4 - payload % 4) % 4) : 0;
-  uint8_t* p = out.data();
+  bth.pad_count = pad_bytes(info, payload);
+  uint8_t* const start = p;
   write_bth(bth, p);
   p += kBthBytes;
   if (info.reth) {
@@ -131,12 +133,39 @@ size_t encode_datagram(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t
     detail::store_be32(p, pkt.imm_data);
     p += kImmDtBytes;
   }
+  return static_cast<size_t>(p - start);
+}
+
+}  // namespace
+
+size_t encode_datagram(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out) {
+  const size_t total = datagram_bytes(pkt);
+  if (total == 0 || out.size() < total) return 0;
+  const OpcodeInfo& info = opcode_info(pkt.bth.opcode);
+  const bool cnp = info.payload == PayloadKind::kCnpZeros;
+  const size_t payload = cnp ? kCnpReservedBytes : pkt.payload.size();
+  uint8_t* p = out.data() + write_headers(info, pkt, payload, out.data());
   if (payload != 0) std::memcpy(p, cnp ? kZeros : pkt.payload.data(), payload);
   p += payload;
-  for (uint8_t i = 0; i < bth.pad_count; ++i) *p++ = 0;
+  for (uint8_t i = 0; i < pad_bytes(info, payload); ++i) *p++ = 0;
   const size_t body = total - kIcrcBytes;
   store_icrc(compute_icrc(ip, out.first(body)), out.data() + body);
   return total;
+}
+
+GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out) {
+  const size_t total = datagram_bytes(pkt);
+  const OpcodeInfo& info = opcode_info(pkt.bth.opcode);
+  if (total == 0 || info.payload == PayloadKind::kCnpZeros) return {};
+  const size_t payload = pkt.payload.size();
+  const size_t pad = pad_bytes(info, payload);
+  const size_t head = total - payload - pad - kIcrcBytes;
+  if (out.size() < head + pad + kIcrcBytes) return {};
+  write_headers(info, pkt, payload, out.data());
+  uint8_t* tail = out.data() + head;
+  std::memset(tail, 0, pad);
+  store_icrc(compute_icrc(ip, out.first(head), {pkt.payload, {tail, pad}}), tail + pad);
+  return {head, pad + kIcrcBytes};
 }
 
 void seal_datagram(const IpUdpInfo& ip, std::span<uint8_t> datagram) {

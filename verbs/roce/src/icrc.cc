@@ -53,17 +53,26 @@ size_t write_masked_ip_udp(const IpUdpInfo& ip, size_t udp_payload_bytes, uint8_
 
 }  // namespace
 
-uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
+                      std::initializer_list<std::span<const uint8_t>> rest) {
+  size_t transport_bytes = head.size();
+  for (auto part : rest) transport_bytes += part.size();
   // 8 ones + IPv6 + UDP + BTH fits in 68 bytes.
-  uint8_t head[8 + kIpv6HeaderBytes + kUdpHeaderBytes + kBthBytes];
-  std::memset(head, 0xFF, 8);
-  size_t n = 8 + write_masked_ip_udp(ip, transport.size() + kIcrcBytes, head + 8);
-  const size_t bth = std::min(transport.size(), kBthBytes);
-  std::memcpy(head + n, transport.data(), bth);
-  if (bth > 4) head[n + 4] = 0xFF;  // FECN, BECN and reserved bits change in flight
+  uint8_t pseudo[8 + kIpv6HeaderBytes + kUdpHeaderBytes + kBthBytes];
+  std::memset(pseudo, 0xFF, 8);
+  size_t n = 8 + write_masked_ip_udp(ip, transport_bytes + kIcrcBytes, pseudo + 8);
+  const size_t bth = std::min(head.size(), kBthBytes);
+  std::memcpy(pseudo + n, head.data(), bth);
+  if (bth > 4) pseudo[n + 4] = 0xFF;  // FECN, BECN and reserved bits change in flight
   n += bth;
-  uint32_t crc = crc32_update(0, {head, n});
-  return crc32_update(crc, transport.subspan(bth));
+  uint32_t crc = crc32_update(0, {pseudo, n});
+  crc = crc32_update(crc, head.subspan(bth));
+  for (auto part : rest) crc = crc32_update(crc, part);
+  return crc;
+}
+
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
+  return compute_icrc(ip, transport, {});
 }
 
 void store_icrc(uint32_t icrc, uint8_t* out) {

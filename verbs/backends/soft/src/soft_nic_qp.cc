@@ -241,9 +241,19 @@ void SoftNic::flush(QpContext& qp) {
 
 void SoftNic::send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos) {
   if (tx_.full()) flush_tx();
-  size_t n = roce::encode_datagram(qp.ip, pkt, tx_.next_buffer());
-  if (n == 0) return;
-  tx_.commit(qp.tx_fd, n, qp.dest_sa, qp.dest_len, tos);
+  size_t n;
+  if (pkt.payload.size() >= kGatherMinPayloadBytes) {
+    // The payload leaves from the memory region itself: the kernel's copy into the socket buffer
+    // is the only one on this side. The region stays valid until flush_tx (same pass).
+    const roce::GatherEncoding e = roce::encode_datagram_gather(qp.ip, pkt, tx_.next_buffer());
+    if (e.head_bytes == 0) return;
+    n = e.head_bytes + pkt.payload.size() + e.tail_bytes;
+    tx_.commit_gather(qp.tx_fd, e.head_bytes, pkt.payload, e.tail_bytes, qp.dest_sa, qp.dest_len, tos);
+  } else {
+    n = roce::encode_datagram(qp.ip, pkt, tx_.next_buffer());
+    if (n == 0) return;
+    tx_.commit(qp.tx_fd, n, qp.dest_sa, qp.dest_len, tos);
+  }
   ++counters_.tx_packets;
   counters_.tx_bytes += n;
 }

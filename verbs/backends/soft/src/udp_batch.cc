@@ -33,13 +33,32 @@ UdpTxBatch::UdpTxBatch(bool v6, bool offload)
     : v6_(v6), offload_(offload), storage_(std::make_unique<uint8_t[]>(kBatchSize * kPacketBufBytes)) {
   std::memset(msgs_, 0, sizeof msgs_);
   std::memset(tos_, 0, sizeof tos_);
-  for (size_t i = 0; i < kBatchSize; ++i) iovs_[i] = {buf(i), kPacketBufBytes};
 }
 
 void UdpTxBatch::commit(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
-  size_t i = count_++;
+  iov_first_[count_] = static_cast<uint16_t>(iovs_used_);
+  iov_count_[count_] = 1;
+  iovs_[iovs_used_++] = {buf(count_), len};
+  commit_common(fd, len, dst, dst_len, tos);
+}
+
+void UdpTxBatch::commit_gather(int fd, size_t head, std::span<const uint8_t> payload, size_t tail,
+                               const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos) {
+  uint8_t* b = buf(count_);
+  iov_first_[count_] = static_cast<uint16_t>(iovs_used_);
+  iov_count_[count_] = 3;
+  iovs_[iovs_used_++] = {b, head};
+  // sendmsg only reads through the iovec; it is not const for recvmsg's sake.
+  iovs_[iovs_used_++] = {const_cast<uint8_t*>(payload.data()), payload.size()};
+  iovs_[iovs_used_++] = {b + head, tail};
+  commit_common(fd, head + payload.size() + tail, dst, dst_len, tos);
+}
+
+void UdpTxBatch::commit_common(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len,
+                               uint8_t tos) {
+  const size_t i = count_++;
   fds_[i] = fd;
-  iovs_[i].iov_len = len;
+  lens_[i] = static_cast<uint32_t>(len);
   std::memcpy(&addrs_[i], &dst, dst_len);
   addr_lens_[i] = dst_len;
   tos_[i] = tos;
@@ -57,22 +76,24 @@ size_t UdpTxBatch::build_messages(bool segment) {
   size_t first = 0;
   while (first < count_) {
     size_t end = first + 1;
-    size_t bytes = iovs_[first].iov_len;
+    size_t bytes = lens_[first];
+    size_t iovs = iov_count_[first];
     if (segment) {
       // The kernel cuts the message back at the first packet's size: every packet before the last
       // has that size, and the last is no longer.
-      const size_t seg = iovs_[first].iov_len;
-      while (end < count_ && end - first < kGsoMaxSegments && bytes + iovs_[end].iov_len <= kGsoMaxBytes &&
-             iovs_[end - 1].iov_len == seg && iovs_[end].iov_len <= seg && joins_previous(end)) {
-        bytes += iovs_[end].iov_len;
+      const size_t seg = lens_[first];
+      while (end < count_ && end - first < kGsoMaxSegments && bytes + lens_[end] <= kGsoMaxBytes &&
+             lens_[end - 1] == seg && lens_[end] <= seg && joins_previous(end)) {
+        bytes += lens_[end];
+        iovs += iov_count_[end];
         ++end;
       }
     }
     msghdr& h = msgs_[m].msg_hdr;
     h.msg_name = &addrs_[first];
     h.msg_namelen = addr_lens_[first];
-    h.msg_iov = &iovs_[first];
-    h.msg_iovlen = end - first;
+    h.msg_iov = &iovs_[iov_first_[first]];
+    h.msg_iovlen = iovs;
     h.msg_control = cmsgs_[m];
     h.msg_flags = 0;
     cmsghdr* c = reinterpret_cast<cmsghdr*>(cmsgs_[m]);
@@ -83,7 +104,7 @@ size_t UdpTxBatch::build_messages(bool segment) {
       c->cmsg_level = SOL_UDP;
       c->cmsg_type = UDP_SEGMENT;
       c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-      const auto seg = static_cast<uint16_t>(iovs_[first].iov_len);
+      const auto seg = static_cast<uint16_t>(lens_[first]);
       std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
       h.msg_controllen += CMSG_SPACE(sizeof(uint16_t));
     }
@@ -124,6 +145,7 @@ size_t UdpTxBatch::send() {
     done += static_cast<size_t>(n);
   }
   count_ = 0;
+  iovs_used_ = 0;
   return sent;
 }
 

@@ -28,6 +28,9 @@ inline constexpr size_t kPacketBufBytes = 4096 + 128;
 // 128 segments and 64 KiB of UDP payload).
 inline constexpr size_t kGsoMaxSegments = 64;
 inline constexpr size_t kGsoMaxBytes = 63 * 1024;
+// Payloads at least this long leave from where they are (UdpTxBatch::commit_gather); shorter ones
+// are copied into the packet buffer, where one iovec costs the kernel less than three.
+inline constexpr size_t kGatherMinPayloadBytes = 256;
 
 /// Packets queued for one sendmmsg call.
 class UdpTxBatch {
@@ -42,6 +45,11 @@ class UdpTxBatch {
   /// Makes the filled buffer a packet of `len` bytes to `dst` with TOS/traffic class `tos`, to leave
   /// through socket `fd`.
   void commit(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
+  /// The same for a packet whose payload stays in place: the buffer holds `head` bytes of headers
+  /// then `tail` bytes (pad and ICRC), and the packet is head, `payload`, tail. The payload is read
+  /// by send(), so it must stay valid and unchanged until then.
+  void commit_gather(int fd, size_t head, std::span<const uint8_t> payload, size_t tail,
+                     const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
   /// Sends all committed packets; returns how many the kernel took (the rest are dropped: UDP).
   /// A kernel that refuses UDP_SEGMENT turns offload off for good and the packets go one by one.
   size_t send();
@@ -49,6 +57,7 @@ class UdpTxBatch {
  private:
   uint8_t* buf(size_t i) const { return storage_.get() + i * kPacketBufBytes; }
   bool joins_previous(size_t i) const;
+  void commit_common(int fd, size_t len, const sockaddr_storage& dst, socklen_t dst_len, uint8_t tos);
   /// Fills msgs_ from the committed packets; returns the message count.
   size_t build_messages(bool segment);
 
@@ -58,7 +67,14 @@ class UdpTxBatch {
   std::unique_ptr<uint8_t[]> storage_;
   mmsghdr msgs_[kBatchSize];
   uint8_t msg_segments_[kBatchSize];  // packets in each message
-  iovec iovs_[kBatchSize];            // one per packet; a message's iovecs are consecutive
+  // A packet has one iovec (copied) or three (headers, payload in place, tail); a message's iovecs
+  // are consecutive.
+  static constexpr size_t kMaxIovsPerPacket = 3;
+  iovec iovs_[kBatchSize * kMaxIovsPerPacket];
+  size_t iovs_used_ = 0;
+  uint16_t iov_first_[kBatchSize];  // per packet
+  uint8_t iov_count_[kBatchSize];
+  uint32_t lens_[kBatchSize];
   sockaddr_storage addrs_[kBatchSize];
   socklen_t addr_lens_[kBatchSize];
   int fds_[kBatchSize];  // per packet

@@ -4,6 +4,7 @@
 // frame (tshark captures, the golden vector, the fabric tests) is encoded from it too.
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 
 #include "rdmad/roce/headers.h"
@@ -67,6 +68,9 @@ constexpr size_t ip_udp_header_bytes(const IpUdpInfo& ip) {
 // pseudo-header count them. The result is the value whose least significant byte goes first on the
 // wire (see store_icrc).
 uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport);
+// The same over a transport held in pieces: `head` (at least the BTH), then `rest` in order.
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
+                      std::initializer_list<std::span<const uint8_t>> rest);
 
 // Writes / reads an ICRC in wire order (least significant byte first).
 void store_icrc(uint32_t icrc, uint8_t* out);

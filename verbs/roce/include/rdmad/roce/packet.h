@@ -78,6 +78,17 @@ size_t datagram_bytes(const Packet& pkt);
 // unknown, the payload is not allowed for the opcode, or `out` is too small.
 size_t encode_datagram(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out);
 
+// A datagram encoded around its payload instead of with it: `out` holds the headers (head_bytes)
+// followed by the pad and ICRC (tail_bytes); the payload stays where `pkt.payload` points. On the
+// wire the datagram is head, payload, tail (three iovecs), so a sender need not copy the payload.
+struct GatherEncoding {
+  size_t head_bytes = 0;
+  size_t tail_bytes = 0;
+};
+// Encodes `pkt` that way; the ICRC covers the payload in place. Returns {0, 0} where
+// encode_datagram returns 0, and for a CNP (its payload is not the caller's memory).
+GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out);
+
 // Recomputes and stores the ICRC of an encoded datagram (e.g. after changing the BTH in place).
 void seal_datagram(const IpUdpInfo& ip, std::span<uint8_t> datagram);
 
