@@ -146,11 +146,24 @@ void FlowEngine::loop() {
 }
 
 void FlowEngine::sleep_until_work(bool in_flight) {
-  // Announce sleep on every flow, then look once more (ring::prepare_sleep): a request committed
-  // after this sees the flag and rings the doorbell.
+  // With work in flight, sleep until a completion too: arm every CQ, then look once more (a
+  // completion that came before the arming raises no event). The timed slice below stays, for
+  // the balancer's deadlines; a CQ without notification is only seen when it ends.
   std::vector<pollfd>& fds = pollfds_;
   fds.clear();
   fds.push_back({wake_fd_, POLLIN, 0});
+  notify_cqs_.clear();
+  if (in_flight) {
+    for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
+      if (!cqs_[nic]->request_notify().is_ok()) continue;
+      fds.push_back({cqs_[nic]->notify_fd(), POLLIN, 0});
+      notify_cqs_.push_back(nic);
+    }
+    if (poll_cqs()) return;
+  }
+  const size_t cq_fds_end = fds.size();
+  // Announce sleep on every flow, then look once more (ring::prepare_sleep): a request committed
+  // after this sees the flag and rings the doorbell.
   for (auto& [id, f] : flows_) {
     if (f->failed) continue;
     if (ring::prepare_sleep(f->header->daemon_idle, f->header->sq_tail, f->sq.head())) return;
@@ -169,8 +182,14 @@ void FlowEngine::sleep_until_work(bool in_flight) {
   if (!in_flight && recovering) ts = timespec{0, 10'000'000};  // rejoin checks
   ::ppoll(fds.data(), fds.size(), (in_flight || recovering) ? &ts : nullptr, nullptr);
   uint64_t v;
-  for (const pollfd& p : fds)
-    if ((p.revents & POLLIN) != 0) (void)!::read(p.fd, &v, sizeof(v));
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if ((fds[i].revents & POLLIN) == 0) continue;
+    if (i > 0 && i < cq_fds_end) {
+      cqs_[notify_cqs_[i - 1]]->ack_notify();
+    } else {
+      (void)!::read(fds[i].fd, &v, sizeof(v));
+    }
+  }
   for (auto& [id, f] : flows_) {
     if (f->sleeping) f->header->daemon_idle.store(0, std::memory_order_relaxed);
     f->sleeping = false;

@@ -192,6 +192,7 @@ class FlowEngine {
   uint64_t last_weights_us_ = 0;
   uint32_t idle_sleeps_ = 0;       // in-flight sleeps since the last progress
   std::vector<struct pollfd> pollfds_;  // reused by sleep_until_work
+  std::vector<uint16_t> notify_cqs_;    // the CQ of pollfds_[1 + i], armed by sleep_until_work
 };
 
 }  // namespace rdmad::flow
