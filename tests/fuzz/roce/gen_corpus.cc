@@ -1,20 +1,15 @@
 // Writes the seed corpus for roce_decode_fuzz: a frame (IPv4 and IPv6) and a datagram of every
 // opcode, plus one malformed input per decode error. Usage: roce_fuzz_gen_corpus DIR
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "../corpus_dir.h"
 #include "rdmad/roce/packet.h"
 
 using namespace rdmad::roce;
 
 namespace {
-
-void write(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 Packet sample(uint8_t op, std::span<const uint8_t> payload) {
   Packet p;
@@ -34,11 +29,7 @@ Packet sample(uint8_t op, std::span<const uint8_t> payload) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
+  const std::string dir = rdmad::fuzz::corpus_dir_from_args(argc, argv);
   std::vector<uint8_t> payload(4096);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i);
   IpUdpInfo v4;
@@ -53,33 +44,33 @@ int main(int argc, char** argv) {
     const Packet p = sample(static_cast<uint8_t>(op), payload);
     char name[64];
     size_t n = encode_datagram(v4, p, buf);
-    std::snprintf(name, sizeof name, "/datagram_%02x", op);
-    write(dir + name, {buf.begin(), buf.begin() + static_cast<long>(n)});
+    std::snprintf(name, sizeof name, "datagram_%02x", op);
+    rdmad::fuzz::write_seed(dir, name, {buf.begin(), buf.begin() + static_cast<long>(n)});
     n = encode_frame(v4, p, buf);
-    std::snprintf(name, sizeof name, "/frame4_%02x", op);
-    write(dir + name, {buf.begin(), buf.begin() + static_cast<long>(n)});
+    std::snprintf(name, sizeof name, "frame4_%02x", op);
+    rdmad::fuzz::write_seed(dir, name, {buf.begin(), buf.begin() + static_cast<long>(n)});
     n = encode_frame(v6, p, buf);
-    std::snprintf(name, sizeof name, "/frame6_%02x", op);
-    write(dir + name, {buf.begin(), buf.begin() + static_cast<long>(n)});
+    std::snprintf(name, sizeof name, "frame6_%02x", op);
+    rdmad::fuzz::write_seed(dir, name, {buf.begin(), buf.begin() + static_cast<long>(n)});
   }
   // Malformed seeds: truncated, bad pad, bad TVer, unknown opcode, bad ICRC, bad UDP length.
   const size_t n = encode_frame(v4, sample(0x0B, payload), buf);
   std::vector<uint8_t> f(buf.begin(), buf.begin() + static_cast<long>(n));
-  write(dir + "/bad_truncated", {f.begin(), f.begin() + 40});
+  rdmad::fuzz::write_seed(dir, "bad_truncated", {f.begin(), f.begin() + 40});
   std::vector<uint8_t> g = f;
   g[29] |= 0x01;
-  write(dir + "/bad_tver", g);
+  rdmad::fuzz::write_seed(dir, "bad_tver", g);
   g = f;
   g[28] = 0x64;
-  write(dir + "/bad_opcode", g);
+  rdmad::fuzz::write_seed(dir, "bad_opcode", g);
   g = f;
   g.back() ^= 0xFF;
-  write(dir + "/bad_icrc", g);
+  rdmad::fuzz::write_seed(dir, "bad_icrc", g);
   g = f;
   g[25] ^= 0x04;
-  write(dir + "/bad_udp_length", g);
+  rdmad::fuzz::write_seed(dir, "bad_udp_length", g);
   g = f;
   g[0] = 0x46;
-  write(dir + "/bad_ihl", g);
+  rdmad::fuzz::write_seed(dir, "bad_ihl", g);
   return 0;
 }
