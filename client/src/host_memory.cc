@@ -26,7 +26,10 @@ rdmad_status rdmad_alloc_host(size_t length, rdmad_host_buffer* out) {
     close(fd);
     return errno == ENOMEM || errno == ENOSPC ? RDMAD_ERR_NO_RESOURCE : RDMAD_ERR_SYSTEM;
   }
-  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // MAP_POPULATE: the pages are allocated now, by (and charged to) the caller, as pinned-memory
+  // allocators do; the daemon then maps them at registration instead of faulting them in on its
+  // datapath at the first transfer, and never allocates the caller's memory itself.
+  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (addr == MAP_FAILED) {
     close(fd);
     return RDMAD_ERR_NO_RESOURCE;

@@ -141,7 +141,10 @@ rdmad_status rdmad_locate_host(const void* addr, rdmad_location* where);
 rdmad_status rdmad_locate_gpu(uint64_t device_ptr, rdmad_location* where);
 
 /* Allocates `length` bytes (rounded up to the page size) of shareable host memory: a memfd
- * sealed against shrinking, mapped read-write. Free with rdmad_free_host(). */
+ * sealed against shrinking, mapped read-write, its pages allocated now (charged to the caller,
+ * like a pinned-memory allocator; the daemon maps the pages a memfd holds when it registers them,
+ * so a memfd of your own should be written or populated before registering). Free with
+ * rdmad_free_host(). */
 rdmad_status rdmad_alloc_host(size_t length, rdmad_host_buffer* out);
 
 /* Unmaps and closes a buffer from rdmad_alloc_host(). Registrations of it stay valid. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -51,6 +52,46 @@ TEST_F(RegistrationServiceTest, MapsTheRequestedRangeByteExact) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(region.data()), r.value().iova);
   EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 2 * 4096u);  // [4096, 12288) page-rounded
   munmap(mem, 3 * 4096);
+  close(fd);
+}
+
+// Whether the page holding `addr` is mapped in this process's page table (/proc/self/pagemap,
+// bit 63: present). -1 when the kernel does not tell.
+int page_present(const void* addr) {
+  int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t entry = 0;
+  const ssize_t n = pread(fd, &entry, sizeof entry,
+                          static_cast<off_t>(reinterpret_cast<uintptr_t>(addr) / page * sizeof entry));
+  close(fd);
+  if (n != static_cast<ssize_t>(sizeof entry)) return -1;
+  return static_cast<int>(entry >> 63);
+}
+
+// Registration maps the pages the memfd already holds, so a soft NIC's datapath takes no page
+// faults on them at the first transfer, and leaves holes alone: populating them would allocate the
+// client's memory in the daemon (and charge the daemon's memory cgroup).
+TEST_F(RegistrationServiceTest, MapsThePagesTheFileHoldsAndAllocatesNoHoles) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  constexpr size_t kPages = 8;
+  int fd = sealed_memfd(kPages * 4096);
+  auto* mem = static_cast<unsigned char*>(mmap(nullptr, kPages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  for (size_t p : {0u, 1u, 2u, 5u}) mem[p * 4096 + 17] = 1;  // pages 3, 4, 6, 7 stay holes
+  struct stat before {};
+  ASSERT_EQ(fstat(fd, &before), 0);
+  auto r = svc.register_host(a_, fd, proto::RegisterHostRequest{0, kPages * 4096, kRw, 0});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto* base = reinterpret_cast<const unsigned char*>(r.value().iova);
+  if (page_present(base) < 0) GTEST_SKIP() << "/proc/self/pagemap is not readable here";
+  for (size_t p = 0; p < kPages; ++p) {
+    const bool written = p <= 2 || p == 5;
+    EXPECT_EQ(page_present(base + p * 4096), written ? 1 : 0) << "page " << p;
+  }
+  struct stat after {};
+  ASSERT_EQ(fstat(fd, &after), 0);
+  EXPECT_EQ(after.st_blocks, before.st_blocks) << "registration allocated pages of the file";
+  munmap(mem, kPages * 4096);
   close(fd);
 }
 
