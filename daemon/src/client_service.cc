@@ -95,7 +95,7 @@ std::string VerbsRegistrar::backend_name() const {
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
 }
 
-bool VerbsRegistrar::numa_matters() const {
+bool VerbsRegistrar::faults_in_pages() const {
   for (const Nic& n : nics_.nics())
     if (n.config.backend != "soft") return true;
   return false;

@@ -142,8 +142,9 @@ rdmad_status rdmad_locate_gpu(uint64_t device_ptr, rdmad_location* where);
 
 /* Allocates `length` bytes (rounded up to the page size) of shareable host memory: a memfd
  * sealed against shrinking, mapped read-write, its pages allocated now (charged to the caller,
- * like a pinned-memory allocator; the daemon maps the pages a memfd holds when it registers them,
- * so a memfd of your own should be written or populated before registering). Free with
+ * like a pinned-memory allocator; on the soft backend the daemon maps the pages a memfd holds when
+ * it registers a range of 1 MiB or more, so a large memfd of your own should be written or
+ * populated before registering). Free with
  * rdmad_free_host(). */
 rdmad_status rdmad_alloc_host(size_t length, rdmad_host_buffer* out);
 

@@ -30,7 +30,7 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   ipc::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override;
   // False when every NIC is a soft one (a user-space NIC pins nothing).
-  bool numa_matters() const override;
+  bool faults_in_pages() const override;
   // The protection domain of NIC i (the one client registrations live in; flows' QPs use it too).
   verbs::ProtectionDomain* pd(size_t i) const { return i < pds_.size() ? pds_[i].get() : nullptr; }
 

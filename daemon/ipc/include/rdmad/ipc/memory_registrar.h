@@ -40,10 +40,9 @@ class MemoryRegistrar {
                                                uint32_t access, uint32_t nic_mask) = 0;
   // Releases a region from register_host/register_dmabuf. Never fails from the caller's view.
   virtual void deregister(uint64_t mr_id) = 0;
-  // Whether the NUMA node of registered host memory can matter for this backend's NICs (hardware
-  // NICs sit on a NUMA node, soft NICs do not): only then does the service ask for it (a
-  // move_pages syscall per registration).
-  virtual bool numa_matters() const { return true; }
+  // Whether register_host() faults the pages in (hardware pins them). Then the service neither
+  // maps them itself nor skips asking for their NUMA node (a syscall; soft NICs have none).
+  virtual bool faults_in_pages() const { return true; }
   // Whether NIC `nic_index` can register dma-buf memory.
   virtual DmabufSupport probe_dmabuf(uint32_t nic_index) = 0;
   virtual std::string backend_name() const = 0;

@@ -22,7 +22,7 @@ class SoftRegistrar final : public MemoryRegistrar {
   void deregister(uint64_t mr_id) override;
   DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override { return "soft"; }
-  bool numa_matters() const override { return false; }
+  bool faults_in_pages() const override { return false; }
 
   size_t live_regions() const { return regions_.size(); }
   // The bytes a registration covers, as the backend would read them.
