@@ -1,6 +1,10 @@
 // Failure semantics as ibverbs specifies them: remote access violations, local protection and length
 // errors, RNR and transport retry exhaustion, flushes after the QP enters ERR, state-machine rules.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "verbs_test_util.h"
 
@@ -177,6 +181,51 @@ TEST_P(ErrorTest, PeerGoneRetryExceededThenFlushed) {
   EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushed);
   EXPECT_EQ(a_.dev->counters().local_ack_timeout_err, 3u);  // two retries, then the third timeout fails
   expect_state(*a_.qp, QpState::kError);
+}
+
+// A lost packet with nothing else in flight: the requester resends one timeout after its last
+// progress. The peer is a bare UDP socket that never answers and records when packets arrive;
+// the resend must come at the timeout (4.096 µs · 2^14 = 67 ms), not a timeout later (the pass
+// that notices the timeout runs after the transmit step, and sleeping until the next deadline
+// there would hold the resend back until then).
+TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
+  std::string skip;
+  Endpoint a;
+  make_endpoint(a, open_device("soft", soft_config(), &skip));
+  int peer = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(peer, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(peer, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(getsockname(peer, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  timeval tv{2, 0};  // a missing resend fails the test instead of hanging it
+  setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+  ConnectOptions o;
+  o.timeout = 14;
+  o.retry_cnt = 1;
+  o.via_port = ntohs(sa.sin_port);
+  ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
+  std::vector<uint8_t> buf(64, 0x5a);
+  auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sge = {reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
+  w.remote_addr = 0x1000;
+  w.rkey = 0x77;
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+
+  uint8_t pkt[2048];
+  ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 0) << "the first transmission never arrived";
+  const auto first = std::chrono::steady_clock::now();
+  ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 0) << "no resend within 2 s";
+  const double gap_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
+  const double timeout_ms = 4.096e-3 * (1 << 14);
+  EXPECT_GE(gap_ms, 0.9 * timeout_ms) << "resent before the timeout";
+  EXPECT_LT(gap_ms, 1.5 * timeout_ms) << "resent " << gap_ms << " ms after the first transmission";
+  close(peer);
 }
 
 TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {

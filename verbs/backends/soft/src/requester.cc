@@ -320,6 +320,9 @@ void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
     qp.gbn_active = false;
     go_back_n(qp, qp.una_psn);
     qp.last_progress_ns = now;
+    // The resend happens in the transmit step, which this pass has run already: pass again now
+    // rather than at the next timeout.
+    *next_deadline = now;
     deadline = now + timeout_ns;
   }
   *next_deadline = std::min(*next_deadline, deadline);
