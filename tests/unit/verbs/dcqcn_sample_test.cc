@@ -137,5 +137,48 @@ TEST(DcqcnSamples, IdleFlowRecoversWhenRead) {
   EXPECT_GT(later, first);
 }
 
+
+TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
+  // The first CNP sets the rate to 1 Mb/s (rate_to_set_on_first_cnp), at which one 4 KiB packet
+  // holds the next back for ~33 ms. The increase timer (300 µs) then raises the rate ~5000-fold;
+  // the packet held back must leave at the raised rate, as a NIC's rate limiter applies a new rate
+  // to the packet it is holding (and as rdmad-sim does), not wait out the 1 Mb/s gap.
+  DeviceConfig c = soft_config();
+  c.cc_enabled = true;
+  c.line_rate_mbps = 10'000;
+  c.dcqcn = cc::mlx5_profile();
+  c.dcqcn.rate_on_first_cnp_mbps = 1;
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", c, &skip));
+  make_endpoint(b, open_device("soft", c, &skip));
+  ConnectOptions o;
+  o.mtu = 4096;
+  connect_pair(a, b, o);
+  send_cnps(a.dev->query_port(1).value(), a.qp->qp_num(), 1);
+  ASSERT_TRUE(wait_cnps_handled(*a.dev, 1));
+  ASSERT_EQ(a.dev->dcqcn_samples().at(0).rate_mbps, 1.0) << "the first CNP sets 1 Mb/s";
+
+  std::vector<uint8_t> src(3 * 4096), dst(src.size(), 0);
+  fill_pattern(src, 7);
+  auto smr = std::move(a.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite).value());
+  auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey()};
+  w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+  w.rkey = dmr->rkey();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a.scq, 1, std::chrono::milliseconds(2000));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(dst, src);
+  // Three packets: ~0.3 ms for the timer, then at Gb/s. Waiting out the 1 Mb/s gap takes ~33 ms.
+  RecordProperty("completion_ms", std::to_string(ms));
+  EXPECT_LT(ms, 8.0) << "the packet held back at 1 Mb/s waited out its gap: " << ms << " ms";
+}
+
 }  // namespace
 }  // namespace rdmad::verbs::test

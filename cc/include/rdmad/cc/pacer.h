@@ -45,6 +45,19 @@ class Pacer {
     return s.next_departure_ns;
   }
 
+  // The flow's rate rose from `old_rate_mbps` to `new_rate_mbps` at `now` while a departure is
+  // held back: the part of the gap still to run goes at the new rate, as a NIC's rate limiter
+  // applies a new rate to the packet it is holding. Without it a flow cut to a few Mb/s would wait
+  // out the gap of its slowest rate (33 ms for 4 KiB at 1 Mb/s) however fast it recovers. A lower
+  // rate leaves the gap as it is: the cut applies from the next departure.
+  void on_rate_raised(PacerState& s, TimeNs now, double old_rate_mbps, double new_rate_mbps) const {
+    if (!(new_rate_mbps > old_rate_mbps) || old_rate_mbps <= 0 || s.next_departure_ns <= now) return;
+    const double left = static_cast<double>(s.next_departure_ns - now) * (old_rate_mbps / new_rate_mbps);
+    const auto whole = static_cast<TimeNs>(left);
+    s.next_departure_ns = now + whole;
+    s.carry_ns = left - static_cast<double>(whole);
+  }
+
   double line_rate_mbps() const { return line_rate_mbps_; }
 
  private:

@@ -107,6 +107,7 @@ struct QpContext {
   cc::RpState rp;
   cc::NpState np;
   cc::PacerState pacer;
+  double paced_rate_mbps = 0;  // the rate the pacer's current gap was set at
 };
 
 }  // namespace rdmad::verbs::soft

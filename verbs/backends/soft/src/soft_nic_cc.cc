@@ -20,7 +20,8 @@ void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
   // A user-space thread wakes late (timer slack, scheduling); departures owed since then may go
   // out back to back, up to kPacingCatchUpNs worth, so the achieved rate is the DCQCN rate.
   TimeNs from = std::max(qp.pacer.next_departure_ns, now - kPacingCatchUpNs);
-  pacer_.on_departure(qp.pacer, from, bytes, rp_.rate_mbps(qp.rp));
+  qp.paced_rate_mbps = rp_.rate_mbps(qp.rp);
+  pacer_.on_departure(qp.pacer, from, bytes, qp.paced_rate_mbps);
 }
 
 void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
@@ -58,6 +59,15 @@ void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
     rp_due = rp_.next_event_ns(qp.rp);
   }
   if (rp_due < *next_deadline) *next_deadline = rp_due;
+  // An increase (here, or applied when the rates were sampled) also speeds up the departure the
+  // pacer holds back; this pass's transmit step has run, so the new time goes into the deadline.
+  const double rate = rp_.rate_mbps(qp.rp);
+  if (rate > qp.paced_rate_mbps && qp.pacer.next_departure_ns > now) {
+    pacer_.on_rate_raised(qp.pacer, now, qp.paced_rate_mbps, rate);
+    qp.paced_rate_mbps = rate;
+    const TimeNs send_at = rp_.at_line_rate(qp.rp) ? now : qp.pacer.next_departure_ns;
+    if (send_at < *next_deadline) *next_deadline = send_at;
+  }
 }
 
 void SoftNic::dcqcn_samples(std::vector<DcqcnSample>& out) {
