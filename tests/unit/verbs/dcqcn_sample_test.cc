@@ -140,9 +140,10 @@ TEST(DcqcnSamples, IdleFlowRecoversWhenRead) {
 
 TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
   // The first CNP sets the rate to 1 Mb/s (rate_to_set_on_first_cnp), at which one 4 KiB packet
-  // holds the next back for up to 33 ms (17 ms measured before the pacer took raised rates). The increase timer (300 µs) then raises the rate ~5000-fold;
-  // the packet held back must leave at the raised rate, as a NIC's rate limiter applies a new rate
-  // to the packet it is holding (and as rdmad-sim does), not wait out the 1 Mb/s gap.
+  // holds the next back for up to 33 ms (17 ms measured before the pacer took raised rates). The
+  // increase events then raise the rate by orders of magnitude; the packet held back must leave at
+  // the raised rate, as a NIC's rate limiter applies a new rate to the packet it is holding (and
+  // as rdmad-sim does), not wait out the 1 Mb/s gap.
   DeviceConfig c = soft_config();
   c.cc_enabled = true;
   c.line_rate_mbps = 10'000;
