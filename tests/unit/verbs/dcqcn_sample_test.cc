@@ -181,5 +181,49 @@ TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
   EXPECT_LT(ms, 8.0) << "the packet held back at 1 Mb/s waited out its gap: " << ms << " ms";
 }
 
+
+TEST(SoftPacing, SlowQpAsksForAcksBeforeItsTimerRunsOut) {
+  // A QP held at 10 Mb/s (first CNP, then no recovery: the frozen profile) sends 1 KiB packets
+  // 0.87 ms apart, so 32 of them take 28 ms: longer than its 16.8 ms retransmit timeout. Asking
+  // for an ACK only every 32 packets would let the timer run out on packets that are merely
+  // paced, resend them, and fail the WRITE with retry exceeded. ACK requests must come often
+  // enough in time, and the WRITE complete without a timeout or a resent packet.
+  DeviceConfig c = soft_config();
+  c.cc_enabled = true;
+  c.line_rate_mbps = 10'000;
+  c.dcqcn = frozen_params();
+  c.dcqcn.rate_reduce_period_us = 0;
+  c.dcqcn.rate_on_first_cnp_mbps = 10;
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", c, &skip));
+  make_endpoint(b, open_device("soft", c, &skip));
+  ConnectOptions o;
+  o.mtu = 1024;
+  o.timeout = 12;  // 16.8 ms
+  o.retry_cnt = 3;
+  connect_pair(a, b, o);
+  send_cnps(a.dev->query_port(1).value(), a.qp->qp_num(), 1);
+  ASSERT_TRUE(wait_cnps_handled(*a.dev, 1));
+  ASSERT_EQ(a.dev->dcqcn_samples().at(0).rate_mbps, 10.0);
+
+  std::vector<uint8_t> src(80 * 1024), dst(src.size(), 0);
+  fill_pattern(src, 11);
+  auto smr = std::move(a.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite).value());
+  auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey()};
+  w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+  w.rkey = dmr->rkey();
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  auto wcs = wait_completions(*a.scq, 1, std::chrono::milliseconds(5000));
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess) << to_string(wcs[0].status);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(a.dev->counters().local_ack_timeout_err, 0u);
+  EXPECT_EQ(a.dev->counters().retransmitted_packets, 0u);
+}
+
 }  // namespace
 }  // namespace rdmad::verbs::test

@@ -84,6 +84,7 @@ struct QpContext {
   uint32_t sent_hi = 0;    // one past the highest PSN transmitted
   uint32_t una_psn = 0;    // oldest PSN not acknowledged
   TimeNs last_progress_ns = 0;
+  TimeNs last_ack_req_ns = 0;  // when a data packet last asked for an ACK
   TimeNs rnr_until_ns = 0;
   uint8_t retries_left = 7;
   uint8_t rnr_left = 7;

@@ -23,6 +23,12 @@ constexpr TimeNs kRnrTimerNs[32] = {
     2'560'000,   3'840'000,  5'120'000,  7'680'000,  10'240'000, 15'360'000,  20'480'000,  30'720'000,
     40'960'000,  61'440'000, 81'920'000, 122'880'000, 163'840'000, 245'760'000, 327'680'000, 491'520'000};
 
+// The retransmit timeout of the QP's timeout attribute (IB: 4.096 µs · 2^timeout).
+TimeNs timeout_ns(uint8_t timeout) { return TimeNs{4096} << std::min<uint8_t>(timeout, 31); }
+// A data packet asks for an ACK at least this often, so that ACKs reach the retransmit timer
+// several times per timeout even when pacing spreads kAckReqEvery packets over longer than that.
+TimeNs ack_req_interval_ns(uint8_t timeout) { return timeout_ns(timeout) / 8; }
+
 uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
 
 uint32_t end_psn(const SendSlot& s) { return psn_add(s.first_psn, s.npkts); }
@@ -161,7 +167,10 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       bool imm = wr.opcode == WrOpcode::kSendWithImm || wr.opcode == WrOpcode::kRdmaWriteWithImm;
       bool write = wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm;
       p.bth.opcode = write ? roce::write_opcode(first, last, imm) : roce::send_opcode(first, last, imm);
-      p.bth.ack_req = last || (seg % kAckReqEvery) == kAckReqEvery - 1;
+      // Also by time: a QP paced far below line rate may take longer than its timeout to send
+      // kAckReqEvery packets, and its timer must see ACKs for packets that merely wait their turn.
+      const bool ack_due = qp.attr.timeout != 0 && now - qp.last_ack_req_ns >= ack_req_interval_ns(qp.attr.timeout);
+      p.bth.ack_req = last || (seg % kAckReqEvery) == kAckReqEvery - 1 || ack_due;
       if (write && first) p.reth = {wr.remote_addr, wr.rkey, wr.sge.length};
       p.imm_data = wr.imm_data;
       bytes = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
@@ -169,6 +178,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       qp.send_psn = psn_add(qp.send_psn, 1);
       if (last) ++qp.send_idx;
     }
+    if (p.bth.ack_req) qp.last_ack_req_ns = now;
     if (qp.una_psn == qp.sent_hi) qp.last_progress_ns = now;  // the timer starts with the first packet
     if (psn_diff(qp.send_psn, qp.sent_hi) > 0) {
       qp.sent_hi = qp.send_psn;
@@ -308,8 +318,8 @@ void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
     *next_deadline = std::min(*next_deadline, qp.pacer.next_departure_ns);
   }
   if (psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
-  TimeNs timeout_ns = TimeNs{4096} << std::min<uint8_t>(qp.attr.timeout, 31);
-  TimeNs deadline = qp.last_progress_ns + timeout_ns;
+  const TimeNs timeout = timeout_ns(qp.attr.timeout);
+  TimeNs deadline = qp.last_progress_ns + timeout;
   if (now >= deadline) {
     ++counters_.local_ack_timeout_err;
     if (qp.retries_left == 0) {
@@ -323,7 +333,7 @@ void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
     // The resend happens in the transmit step, which this pass has run already: pass again now
     // rather than at the next timeout.
     *next_deadline = now;
-    deadline = now + timeout_ns;
+    deadline = now + timeout;
   }
   *next_deadline = std::min(*next_deadline, deadline);
 }
