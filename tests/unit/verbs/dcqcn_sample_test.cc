@@ -178,13 +178,13 @@ TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
   EXPECT_EQ(dst, src);
   // Three packets at the recovered rate take ~0.1 ms; waiting out the 1 Mb/s gap takes tens of ms.
   RecordProperty("completion_ms", std::to_string(ms));
-  EXPECT_LT(ms, 8.0) << "the packet held back at 1 Mb/s waited out its gap: " << ms << " ms";
+  EXPECT_LT(ms, 12.0) << "the packet held back at 1 Mb/s waited out its gap: " << ms << " ms";
 }
 
 
 TEST(SoftPacing, SlowQpAsksForAcksBeforeItsTimerRunsOut) {
-  // A QP held at 10 Mb/s (first CNP, then no recovery: the frozen profile) sends 1 KiB packets
-  // 0.87 ms apart, so 32 of them take 28 ms: longer than its 16.8 ms retransmit timeout. Asking
+  // A QP held at 5 Mb/s (first CNP, then no recovery: the frozen profile) sends 1 KiB packets
+  // 1.7 ms apart, so 32 of them take 56 ms: longer than its 33.5 ms retransmit timeout. Asking
   // for an ACK only every 32 packets would let the timer run out on packets that are merely
   // paced, resend them, and fail the WRITE with retry exceeded. ACK requests must come often
   // enough in time, and the WRITE complete without a timeout or a resent packet.
@@ -193,21 +193,21 @@ TEST(SoftPacing, SlowQpAsksForAcksBeforeItsTimerRunsOut) {
   c.line_rate_mbps = 10'000;
   c.dcqcn = frozen_params();
   c.dcqcn.rate_reduce_period_us = 0;
-  c.dcqcn.rate_on_first_cnp_mbps = 10;
+  c.dcqcn.rate_on_first_cnp_mbps = 5;
   std::string skip;
   Endpoint a, b;
   make_endpoint(a, open_device("soft", c, &skip));
   make_endpoint(b, open_device("soft", c, &skip));
   ConnectOptions o;
   o.mtu = 1024;
-  o.timeout = 12;  // 16.8 ms
+  o.timeout = 13;  // 33.5 ms: an ACK asked for every 4.2 ms leaves ~29 ms for scheduling delays
   o.retry_cnt = 3;
   connect_pair(a, b, o);
   send_cnps(a.dev->query_port(1).value(), a.qp->qp_num(), 1);
   ASSERT_TRUE(wait_cnps_handled(*a.dev, 1));
-  ASSERT_EQ(a.dev->dcqcn_samples().at(0).rate_mbps, 10.0);
+  ASSERT_EQ(a.dev->dcqcn_samples().at(0).rate_mbps, 5.0);
 
-  std::vector<uint8_t> src(80 * 1024), dst(src.size(), 0);
+  std::vector<uint8_t> src(64 * 1024), dst(src.size(), 0);
   fill_pattern(src, 11);
   auto smr = std::move(a.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite).value());
   auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
