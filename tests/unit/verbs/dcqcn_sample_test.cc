@@ -1,13 +1,9 @@
 // Device::dcqcn_samples on the soft backend: one sample per QP in RTS, matching the reaction point
 // driven through the same CNPs, and nothing for QPs that are not sending.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "cnp_inject.h"
 #include "rdmad/cc/reaction_point.h"
-#include "rdmad/roce/packet.h"
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
@@ -32,44 +28,6 @@ DeviceConfig cc_config() {
   c.line_rate_mbps = kLineRateMbps;
   c.dcqcn = frozen_params();
   return c;
-}
-
-// Sends `n` CNPs for `dest_qp` to a soft NIC from a UDP socket of our own (the ICRC covers the
-// socket's real addresses, so the NIC verifies it as it would a peer's).
-void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&self), sizeof self), 0);
-  socklen_t len = sizeof self;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len), 0);
-  roce::IpUdpInfo ip;
-  ip.src = ip.dst = roce::IpAddr::v4(INADDR_LOOPBACK);
-  ip.src_port = ntohs(self.sin_port);
-  ip.dst_port = to.udp_port;
-  uint8_t buf[64];
-  const size_t bytes = roce::encode_datagram(ip, roce::make_cnp(dest_qp), buf);
-  ASSERT_GT(bytes, 0u);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  dst.sin_port = htons(to.udp_port);
-  for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(sendto(fd, buf, bytes, 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst),
-              static_cast<ssize_t>(bytes));
-  }
-  close(fd);
-}
-
-bool wait_cnps_handled(const Device& dev, uint64_t n) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (dev.counters().rp_cnp_handled < n) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 TEST(DcqcnSamples, OneSamplePerRtsQpMatchingTheReactionPoint) {

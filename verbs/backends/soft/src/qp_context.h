@@ -59,6 +59,7 @@ struct Response {
   uint32_t first_psn = 0;  // READ: PSN of the first response packet of the request
   uint64_t va = 0;        // READ: address of the first byte of the request
   uint32_t length = 0;    // READ: bytes of the request
+  uint32_t rkey = 0;      // READ: the key checked again before each response packet
 };
 
 struct QpContext {
@@ -100,6 +101,7 @@ struct QpContext {
   uint64_t write_va = 0;    // next byte of the WRITE in progress
   uint32_t write_left = 0;  // bytes still expected for it
   uint32_t write_len = 0;   // bytes of the whole WRITE (reported with an immediate)
+  uint32_t write_rkey = 0;  // its key: every later packet is checked against the region again
   std::vector<Response> responses;  // ring
   uint32_t resp_head = 0;
   uint32_t resp_count = 0;

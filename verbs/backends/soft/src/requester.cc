@@ -133,6 +133,11 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     if (!may_send_data(qp, now)) break;
     const SendWr& wr = sq.at(qp.send_idx);
     SendSlot& s = qp.slots[sq.slot(qp.send_idx)];
+    // The local region is checked again for every packet: it may have been deregistered (and its
+    // memory unmapped) since the WR was accepted. The WR then fails when it reaches the head.
+    if (s.error == WcStatus::kSuccess && !check_local(qp, wr.sge, wr.opcode == WrOpcode::kRdmaRead)) {
+      s.error = WcStatus::kLocalProtectionError;
+    }
     if (s.error != WcStatus::kSuccess) break;
     if (wr.opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, qp.send_psn) > 0) {
       qp.send_psn = s.read_next_psn;  // re-request only what has not arrived
@@ -302,6 +307,10 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
     uint64_t expect = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
     if (pkt.payload.size() != expect) {
       ++counters_.rx_dropped;
+      return;
+    }
+    if (!check_local(qp, wr.sge, true)) {  // deregistered while the READ was answered
+      s.error = WcStatus::kLocalProtectionError;
       return;
     }
     if (expect != 0) std::memcpy(reinterpret_cast<void*>(wr.sge.addr + offset), pkt.payload.data(), expect);

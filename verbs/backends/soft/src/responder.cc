@@ -77,7 +77,7 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
       }
       uint32_t n = packets_for(pkt.reth.dma_length, qp.mtu);
       push_response(qp, {Response::Kind::kRead, 0, psn, psn_add(psn, n - 1), psn, pkt.reth.va,
-                         pkt.reth.dma_length});
+                         pkt.reth.dma_length, pkt.reth.rkey});
     } else {
       ack_coalesced(qp, psn_add(qp.epsn, roce::kPsnMask));  // re-ACK everything up to epsn - 1
     }
@@ -111,7 +111,7 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
     if (qp.resp_count == kResponseDepth) return;  // no room: the requester retries
     uint32_t npk = packets_for(pkt.reth.dma_length, qp.mtu);
     push_response(qp, {Response::Kind::kRead, 0, psn, psn_add(psn, npk - 1), psn, pkt.reth.va,
-                       pkt.reth.dma_length});
+                       pkt.reth.dma_length, pkt.reth.rkey});
     qp.epsn = psn_add(psn, npk);
     qp.msn = (qp.msn + 1) & roce::kPsnMask;
     qp.nak_sent = false;
@@ -127,6 +127,15 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
       return nak(roce::NakCode::kInvalidRequest);
     }
     const RecvWr& rwr = rq.at(rq.head());
+    // Checked for every packet, not only the first: the receive buffer's region may have been
+    // deregistered (and its memory unmapped) since the message began.
+    if (!info.first && !check_local(qp, rwr.sge, true)) {
+      push_completion(*qp.recv_cq, {rwr.wr_id, WcStatus::kLocalProtectionError, WcOpcode::kRecv, false, qp.qpn,
+                                    0, 0});
+      rq.release();
+      qp.recv_active = false;
+      return nak(roce::NakCode::kRemoteOperationalError);
+    }
     if (qp.recv_offset + n > rwr.sge.length) {
       push_completion(*qp.recv_cq, {rwr.wr_id, WcStatus::kLocalLengthError, WcOpcode::kRecv, false, qp.qpn, 0, 0});
       rq.release();
@@ -149,6 +158,13 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
       qp.write_va = pkt.reth.va;
       qp.write_left = pkt.reth.dma_length;
       qp.write_len = pkt.reth.dma_length;
+      qp.write_rkey = pkt.reth.rkey;
+    } else if (n != 0 && !check_remote(qp, qp.write_va, static_cast<uint32_t>(std::min<size_t>(n, qp.write_left)),
+                                       qp.write_rkey, kAccessRemoteWrite)) {
+      // The region went away (deregistered, perhaps unmapped) while the WRITE was arriving: refuse
+      // the rest as a NIC refuses packets for an invalidated key.
+      ++counters_.resp_remote_access_errors;
+      return nak(roce::NakCode::kRemoteAccessError);
     }
     if (n > qp.write_left || (info.last && n != qp.write_left)) return nak(roce::NakCode::kInvalidRequest);
     // Check for a receive before placing anything so an RNR retry finds the same state.
@@ -182,6 +198,20 @@ bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
     bool done = true;
     size_t data_bytes = 0;
     if (r.kind == Response::Kind::kRead && !may_send_data(qp, now)) break;
+    if (r.kind == Response::Kind::kRead) {
+      const uint64_t off = static_cast<uint64_t>(psn_diff(r.psn, r.first_psn)) * qp.mtu;
+      const auto len = static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, r.length - off));
+      if (!check_remote(qp, r.va + off, len, r.rkey, kAccessRemoteRead)) {
+        // The region was deregistered while its READ was being answered: NAK the rest instead of
+        // reading memory that may be gone.
+        ++counters_.resp_remote_access_errors;
+        const uint32_t at = r.psn;
+        set_error(qp);
+        push_response(qp, {Response::Kind::kNak, roce::Aeth::nak(0, roce::NakCode::kRemoteAccessError).syndrome,
+                           at, 0, 0, 0, 0, 0});
+        continue;
+      }
+    }
     if (r.kind != Response::Kind::kRead) {
       p.bth.opcode = Opcode::kAcknowledge;
       p.aeth = r.kind == Response::Kind::kAck ? roce::Aeth::ack(qp.msn) : roce::Aeth{r.syndrome, qp.msn};
