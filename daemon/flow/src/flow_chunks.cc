@@ -90,6 +90,13 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
   auto& info = p.chunks[c.id & kChunkSlotMask];
   Transfer* t = info.transfer;
   auto& lane = p.lanes[c.nic];
+  if (t->status != RDMAD_OK) {
+    // The request already failed (the peer refused a chunk of it): the rest would fail the same
+    // way on any lane, and each failure would take a lane down. Account for it without sending.
+    p.balancer->complete(c.id, 0);
+    chunk_finished(t, t->status);
+    return true;
+  }
   const uint64_t offset = uint64_t{tag_index(c.tag)} * options_.balancer.chunk_bytes;
   uint32_t lkey = 0;
   for (uint32_t i = 0; i < t->local.nic_count; ++i)
@@ -175,6 +182,11 @@ void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
   for (balancer::Chunk& c : moved) {
     // The chunk got a new id from the balancer: find its transfer by the tag.
     Transfer* t = transfers_[tag_slot(c.tag)].get();
+    if (t != nullptr && t->status != RDMAD_OK) {  // its request failed: not sent again (post_chunk)
+      if (c.nic != balancer::kNoNic) p.balancer->complete(c.id, 0);
+      chunk_finished(t, t->status);
+      continue;
+    }
     if (c.nic == balancer::kNoNic && !p.balancer->repost(c, now_us())) {
       p.orphans.push_back(c);
       continue;

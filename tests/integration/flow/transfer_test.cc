@@ -166,6 +166,52 @@ TEST_F(FlowPair, RefusalsLeaveTargetMemoryUntouched) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), n / 2), 0);
 }
 
+TEST_F(FlowPair, TargetReleasedMidWriteFailsTheWriteNotTheDaemon) {
+  // node-b's client revokes the export and deregisters the buffer a 1 GiB WRITE from node-a is
+  // landing in, as node-b does for a client that dies: node-b drops the export's registration and
+  // unmaps its view of the memory while packets for it are still arriving. The WRITE must fail
+  // cleanly (the NIC refuses the rest), node-b must keep running, and the flow must carry the
+  // next WRITE.
+  const size_t n = size_t{1} << 30;
+  Buffer src(a()->client(), n, kAllAccess);
+  auto dst = std::make_unique<Buffer>(b()->client(), n, kAllAccess);
+  fill(src.data(), n, 8);
+  fill(dst->data(), n, 9);
+  const uint64_t want = *reinterpret_cast<const uint64_t*>(src.data());
+  rdmad_token token{};
+  ASSERT_EQ(rdmad_export(b()->client(), dst->mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
+  rdmad_remote remote{};
+  ASSERT_EQ(rdmad_flow_import(fa_, &token, &remote), RDMAD_OK) << rdmad_last_error(a()->client());
+  ASSERT_EQ(rdmad_flow_write(fa_, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  // Wait for the first bytes to land (the test maps the same memory as node-b).
+  const volatile uint64_t* first = reinterpret_cast<const volatile uint64_t*>(dst->data());
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (*first != want && std::chrono::steady_clock::now() < deadline) usleep(50);
+  ASSERT_EQ(*first, want) << "the WRITE never started\n" << b()->output();
+  ASSERT_EQ(rdmad_revoke(b()->client(), &token), RDMAD_OK) << rdmad_last_error(b()->client());
+  ASSERT_EQ(rdmad_deregister(b()->client(), dst->mr), RDMAD_OK) << rdmad_last_error(b()->client());
+  dst->mr = nullptr;
+  // Within seconds: chunks of a request the peer refused are not sent again on other lanes
+  // (each would fail the same way and take that lane down with a growing back-off; the WRITE
+  // used to fail only after ~23 s of that).
+  auto c = wait_completion(fa_, 5s);
+  ASSERT_TRUE(c.has_value()) << "no completion within 5 s of the release\n" << a()->output();
+  ASSERT_FALSE(b()->process()->wait_exit(0ms).has_value()) << "node-b exited:\n" << b()->output();
+  const bool all_landed = first_difference(src.data(), dst->data(), n) == -1;
+  EXPECT_TRUE(c->status != RDMAD_OK || all_landed) << "the WRITE reported success without its data";
+  if (c->status == RDMAD_OK) std::fprintf(stderr, "note: the WRITE finished before the release\n");
+
+  // node-b still serves, and the flow still carries a WRITE into a new buffer.
+  const size_t m = 8 << 20;
+  Buffer dst2(b()->client(), m, kAllAccess);
+  const rdmad_remote remote2 = export_b_to_a(dst2, m, RDMAD_ACCESS_REMOTE_WRITE);
+  ASSERT_EQ(rdmad_flow_write(fa_, 2, src.mr, 0, &remote2, 0, m), RDMAD_OK);
+  c = wait_completion(fa_, 60s);
+  ASSERT_TRUE(c.has_value()) << a()->output() << b()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst2.data(), m), -1);
+}
+
 TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
   const size_t n = 8 << 20;
   Buffer src(a()->client(), n, kAllAccess);
