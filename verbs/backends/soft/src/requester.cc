@@ -174,7 +174,11 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       p.bth.opcode = write ? roce::write_opcode(first, last, imm) : roce::send_opcode(first, last, imm);
       // Also by time: a QP paced far below line rate may take longer than its timeout to send
       // kAckReqEvery packets, and its timer must see ACKs for packets that merely wait their turn.
-      const bool ack_due = qp.attr.timeout != 0 && now - qp.last_ack_req_ns >= ack_req_interval_ns(qp.attr.timeout);
+      // Only while packets are unacknowledged and neither an ACK nor a request for one came for
+      // that long (a message that starts an idle QP asks on its last packet, as before).
+      const bool ack_due = qp.attr.timeout != 0 && psn_diff(qp.sent_hi, qp.una_psn) > 0 &&
+                           now - std::max(qp.last_ack_req_ns, qp.last_progress_ns) >=
+                               ack_req_interval_ns(qp.attr.timeout);
       p.bth.ack_req = last || (seg % kAckReqEvery) == kAckReqEvery - 1 || ack_due;
       if (write && first) p.reth = {wr.remote_addr, wr.rkey, wr.sge.length};
       p.imm_data = wr.imm_data;
