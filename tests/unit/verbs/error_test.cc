@@ -228,6 +228,43 @@ TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
   close(peer);
 }
 
+// ACK requests: the last packet of a message asks; the packets before it do not when nothing has
+// been waiting for an ACK (the time-based request is for packets left unacknowledged for an eighth
+// of the timeout). Read off the wire by a bare UDP peer: the AckReq bit is the top bit of BTH byte 8.
+TEST(AckRequests, OnlyTheLastPacketOfAMessageOnAnIdleQpAsks) {
+  std::string skip;
+  Endpoint a;
+  make_endpoint(a, open_device("soft", soft_config(), &skip));
+  int peer = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(peer, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(peer, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(getsockname(peer, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  timeval tv{2, 0};
+  setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ConnectOptions o;
+  o.mtu = 1024;
+  o.via_port = ntohs(sa.sin_port);
+  ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4243, o.sq_psn, o.rq_psn, o).is_ok());
+  std::vector<uint8_t> buf(3000, 0x11);
+  auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sge = {reinterpret_cast<uint64_t>(buf.data()), 3000, mr->lkey()};
+  w.remote_addr = 0x1000;
+  w.rkey = 0x77;
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  for (int i = 0; i < 3; ++i) {
+    uint8_t pkt[2048];
+    ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 12) << "packet " << i << " never arrived";
+    EXPECT_EQ((pkt[8] & 0x80) != 0, i == 2) << "packet " << i << " (opcode " << int{pkt[0]} << ")";
+  }
+  close(peer);
+}
+
 TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {
   SendWr wrs[3] = {write(1, 8), write(2, 8), write(3, 8)};
   wrs[0].signaled = wrs[1].signaled = false;
