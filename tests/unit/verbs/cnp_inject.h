@@ -12,23 +12,18 @@
 
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/device.h"
+#include "udp_peer.h"
 
 namespace rdmad::verbs::test {
 
 // Sends `n` CNPs for `dest_qp` to a soft NIC from a UDP socket of our own (the ICRC covers the
 // socket's real addresses, so the NIC verifies it as it would a peer's).
 inline void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&self), sizeof self), 0);
-  socklen_t len = sizeof self;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len), 0);
+  UdpPeer self;
+  ASSERT_TRUE(self.ok());
   roce::IpUdpInfo ip;
   ip.src = ip.dst = roce::IpAddr::v4(INADDR_LOOPBACK);
-  ip.src_port = ntohs(self.sin_port);
+  ip.src_port = self.port();
   ip.dst_port = to.udp_port;
   uint8_t buf[64];
   const size_t bytes = roce::encode_datagram(ip, roce::make_cnp(dest_qp), buf);
@@ -38,10 +33,9 @@ inline void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {
   dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   dst.sin_port = htons(to.udp_port);
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(sendto(fd, buf, bytes, 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst),
+    ASSERT_EQ(sendto(self.fd(), buf, bytes, 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst),
               static_cast<ssize_t>(bytes));
   }
-  close(fd);
 }
 
 inline bool wait_cnps_handled(const Device& dev, uint64_t n) {

@@ -1,11 +1,9 @@
 // Failure semantics as ibverbs specifies them: remote access violations, local protection and length
 // errors, RNR and transport retry exhaustion, flushes after the QP enters ERR, state-machine rules.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
+#include "udp_peer.h"
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
@@ -192,21 +190,13 @@ TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
   std::string skip;
   Endpoint a;
   make_endpoint(a, open_device("soft", soft_config(), &skip));
-  int peer = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(peer, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(peer, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(getsockname(peer, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  timeval tv{2, 0};  // a missing resend fails the test instead of hanging it
-  setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  UdpPeer peer;
+  ASSERT_TRUE(peer.ok());
 
   ConnectOptions o;
   o.timeout = 14;
   o.retry_cnt = 1;
-  o.via_port = ntohs(sa.sin_port);
+  o.via_port = peer.port();
   ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
   std::vector<uint8_t> buf(64, 0x5a);
   auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
@@ -218,14 +208,13 @@ TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
   ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
 
   uint8_t pkt[2048];
-  ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 0) << "the first transmission never arrived";
+  ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 0) << "the first transmission never arrived";
   const auto first = std::chrono::steady_clock::now();
-  ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 0) << "no resend within 2 s";
+  ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 0) << "no resend within 2 s";
   const double gap_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
   const double timeout_ms = 4.096e-3 * (1 << 14);
   EXPECT_GE(gap_ms, 0.9 * timeout_ms) << "resent before the timeout";
   EXPECT_LT(gap_ms, 1.5 * timeout_ms) << "resent " << gap_ms << " ms after the first transmission";
-  close(peer);
 }
 
 // ACK requests: the last packet of a message asks; the packets before it do not when nothing has
@@ -235,19 +224,11 @@ TEST(AckRequests, OnlyTheLastPacketOfAMessageOnAnIdleQpAsks) {
   std::string skip;
   Endpoint a;
   make_endpoint(a, open_device("soft", soft_config(), &skip));
-  int peer = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(peer, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(peer, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(getsockname(peer, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  timeval tv{2, 0};
-  setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  UdpPeer peer;
+  ASSERT_TRUE(peer.ok());
   ConnectOptions o;
   o.mtu = 1024;
-  o.via_port = ntohs(sa.sin_port);
+  o.via_port = peer.port();
   ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4243, o.sq_psn, o.rq_psn, o).is_ok());
   std::vector<uint8_t> buf(3000, 0x11);
   auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
@@ -259,10 +240,9 @@ TEST(AckRequests, OnlyTheLastPacketOfAMessageOnAnIdleQpAsks) {
   ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
   for (int i = 0; i < 3; ++i) {
     uint8_t pkt[2048];
-    ASSERT_GT(recv(peer, pkt, sizeof pkt, 0), 12) << "packet " << i << " never arrived";
+    ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 12) << "packet " << i << " never arrived";
     EXPECT_EQ((pkt[8] & 0x80) != 0, i == 2) << "packet " << i << " (opcode " << int{pkt[0]} << ")";
   }
-  close(peer);
 }
 
 TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {
