@@ -254,6 +254,38 @@ TEST(FlowFailover, PeerKilledGivesCleanErrorsThenTheFlowReconnects) {
   rdmad_flow_close(fa);
 }
 
+// The client of both daemons is SIGKILLed in the middle of a 1 GiB transfer (examples/transfer,
+// the source on node-a and the destination on node-b): each daemon releases the client's flows,
+// exports and registrations, and unmaps their memory, while the other is still sending into it or
+// reading out of it. Both must keep running and release everything, and the next client's
+// transfer must be byte-exact.
+TEST(FlowFailover, ClientKilledMidTransferLeavesBothDaemonsServing) {
+  Pair pair(two_nic_node("node-a", 31), two_nic_node("node-b", 41));
+  ASSERT_TRUE(pair.start());
+  auto transfer = [&](const std::string& bytes) {
+    return std::vector<std::string>{binary("client/rdmad_example_transfer"), "--from", pair.a->socket_path(),
+                                    "--from-node", "node-a", "--to", pair.b->socket_path(), "--to-node",
+                                    "node-b", "--bytes", bytes, "--request", "8M", "--in-flight", "8",
+                                    "--chunk-report-ms", "20"};
+  };
+  {
+    Subprocess client(transfer("1G"));
+    ASSERT_TRUE(client.wait_for_output("/1024 MiB", 60s)) << client.output();
+    ASSERT_TRUE(eventually(
+        [&] { return pair.a->metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(0) > 0; }, 30s));
+    client.signal(SIGKILL);
+    ASSERT_EQ(client.wait_exit(10s), 128 + SIGKILL) << client.output();
+  }
+  for (Node* n : {pair.a.get(), pair.b.get()}) {
+    EXPECT_TRUE(eventually([&] { return n->metric("rdmad_registrations{kind=\"host\"}").value_or(-1) == 0; }, 10s))
+        << n->id() << " kept registrations of the killed client";
+    ASSERT_FALSE(n->process()->wait_exit(0ms).has_value()) << n->id() << " exited:\n" << n->output();
+  }
+  Subprocess next(transfer("64M"));
+  ASSERT_EQ(next.wait_exit(60s), 0) << next.output();
+  EXPECT_NE(next.output().find("byte-exact"), std::string::npos) << next.output();
+}
+
 TEST(FlowFailover, PeerWithoutTheKeyIsRefused) {
   TempDir keys;
   const std::string good = keys.write("good.key", "0123456789abcdef0123456789abcdef\n");

@@ -1,5 +1,6 @@
 // A memory region deregistered, and its memory unmapped, while a message that uses it is in
-// flight: what happens when a client dies mid-transfer and the daemon releases its registrations.
+// flight: what happens when an export is revoked and its buffer released while the peer still
+// writes into it, or when an application of the verbs layer deregisters memory with work in flight.
 // The soft datapath checks the region again for every packet (a NIC refuses packets for an
 // invalidated key the same way): the operation fails with the status ibverbs gives, the QP goes
 // to ERR, and the process never touches the unmapped memory (a SIGSEGV fails the test).
