@@ -7,7 +7,7 @@
 
 namespace rdmad::balancer {
 
-std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::string_view reason) {
+std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::string_view reason, Fault fault) {
   Lane& lane = lanes_[nic];
   if (lane.state == LaneState::kDown) return {};
   if (lane.state == LaneState::kRecovering) --recovering_;
@@ -17,8 +17,11 @@ std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::strin
     lane.backoff_us = config_.rejoin_backoff_min_us;
   }
   lane.state = LaneState::kDown;
-  lane.stats.failovers++;
-  counters_.failovers++;
+  lane.request_fault = fault == Fault::kRequest;
+  if (!lane.request_fault) {
+    lane.stats.failovers++;
+    counters_.failovers++;
+  }
   weights_dirty_ = true;
 
   std::vector<Chunk> moved;
@@ -62,13 +65,17 @@ void Balancer::mark_recovered(uint16_t nic, uint64_t now_us) {
   if (lane.state != LaneState::kDown) return;
   lane.state = LaneState::kRecovering;
   ++recovering_;
-  lane.rejoin_at_us = now_us + lane.backoff_us;
+  // After a request fault the path never failed: rejoin at the next tick, and the back-off a
+  // flapping path earned stays as it was.
+  const uint64_t backoff = lane.request_fault ? 0 : lane.backoff_us;
+  lane.rejoin_at_us = now_us + backoff;
   Event e;
   e.kind = EventKind::kRecovering;
   e.nic = nic;
   e.at_us = now_us;
-  e.backoff_us = lane.backoff_us;
-  lane.backoff_us = std::min(config_.rejoin_backoff_max_us, lane.backoff_us * 2);
+  e.backoff_us = backoff;
+  if (!lane.request_fault) lane.backoff_us = std::min(config_.rejoin_backoff_max_us, lane.backoff_us * 2);
+  lane.request_fault = false;
   emit(std::move(e));
 }
 

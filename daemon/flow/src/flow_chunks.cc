@@ -158,21 +158,29 @@ void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
     info.transfer = nullptr;
     chunk_finished(t, wc_to_status(wc.status));
   }
-  // The QP is in the error state now: everything else on it moves to the other lanes.
-  lane_failed(p, nic, std::string("work request failed: ") + std::string(verbs::to_string(wc.status)));
+  // The QP is in the error state now: everything else on it moves to the other lanes. A request
+  // the peer refused says nothing about the path: the lane comes back as soon as it is rebuilt.
+  lane_failed(p, nic, std::string("work request failed: ") + std::string(verbs::to_string(wc.status)),
+              request_error(wc.status) ? balancer::Balancer::Fault::kRequest : balancer::Balancer::Fault::kPath);
 }
 
-void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason) {
+void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, balancer::Balancer::Fault fault) {
   auto& lane = p.lanes[nic];
   const bool was_dead = lane.dead;
   lane.dead = true;
   lane.posted = 0;
   lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
-  std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason);
+  std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason, fault);
   if (!was_dead) {
-    lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
-    flow_log()->warn("nic {} to peer {}: {}; {} chunks moved to other NICs", nic_names_[nic], p.name, reason,
-                     moved.size());
+    if (fault == balancer::Balancer::Fault::kPath) {
+      lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
+      flow_log()->warn("nic {} to peer {}: {}; {} chunks moved to other NICs", nic_names_[nic], p.name, reason,
+                       moved.size());
+    } else {
+      flow_log()->info("nic {} to peer {}: {} (the peer refused a request; not a path failure): rebuilding "
+                       "its queue pair, {} chunks moved to other NICs",
+                       nic_names_[nic], p.name, reason, moved.size());
+    }
     hooks_.lane_failed(p.name, nic, reason);
   }
   requeue(p, moved);

@@ -150,7 +150,8 @@ class FlowEngine {
   bool post_chunk(Peer& p, const balancer::Chunk& c);
   void on_completion(uint16_t nic, const verbs::WorkCompletion& wc);
   void chunk_finished(Transfer* t, rdmad_status status);
-  void lane_failed(Peer& p, uint16_t nic, const std::string& reason);
+  void lane_failed(Peer& p, uint16_t nic, const std::string& reason,
+                   balancer::Balancer::Fault fault = balancer::Balancer::Fault::kPath);
   void requeue(Peer& p, std::vector<balancer::Chunk>& moved);
   void progress(Flow& f);
   void finish(Flow& f, Transfer* t);

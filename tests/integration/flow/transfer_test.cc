@@ -200,6 +200,12 @@ TEST_F(FlowPair, TargetReleasedMidWriteFailsTheWriteNotTheDaemon) {
   const bool all_landed = first_difference(src.data(), dst->data(), n) == -1;
   EXPECT_TRUE(c->status != RDMAD_OK || all_landed) << "the WRITE reported success without its data";
   if (c->status == RDMAD_OK) std::fprintf(stderr, "note: the WRITE finished before the release\n");
+  // A refused request is not a path failure: node-a rebuilds the QPs it ran on without counting
+  // failovers (or backing off before the lanes rejoin).
+  for (const char* nic : {"node-a0", "node-a1"}) {
+    EXPECT_EQ(a()->metric(fmt::format("rdmad_balancer_failovers_total{{device=\"{}\"}}", nic)).value_or(-1), 0.0)
+        << a()->output();
+  }
 
   // node-b still serves, and the flow still carries a WRITE into a new buffer.
   const size_t m = 8 << 20;

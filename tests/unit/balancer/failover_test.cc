@@ -163,6 +163,37 @@ TEST(BalancerFailover, RejoinBackOffDoublesPerFailureAndResetsWhenStable) {
   EXPECT_EQ(b.stats(0).rejoins, 7u);
 }
 
+TEST(BalancerFailover, RequestFaultIsNotAFailoverAndRejoinsWithoutBackOff) {
+  Balancer b(config(), lanes(2));
+  std::vector<Event> events;
+  b.set_event_sink([&](const Event& e) { events.push_back(e); });
+  uint64_t t = 1'000'000;
+  // A path failure first, so the lane has earned a back-off of 200 ms for the next one.
+  b.mark_down(0, t, "port down");
+  b.mark_recovered(0, t + 10);
+  b.tick(t + 10 + 100'000);
+  ASSERT_EQ(b.state(0), LaneState::kUp);
+  t += 200'000;
+  // The peer refuses a request: the QP is rebuilt, the lane is back at the next tick.
+  std::vector<Chunk> chunks;
+  ASSERT_EQ(b.plan({.tag = 1, .flow_id = 1, .bytes = 8 * 4096}, t, chunks), PlanStatus::kOk);
+  const std::vector<Chunk> moved = b.mark_down(0, t, "work request failed: remote access error",
+                                               Balancer::Fault::kRequest);
+  EXPECT_EQ(moved.size(), 4u) << "the lane's chunks still move to the other lane";
+  EXPECT_EQ(b.state(0), LaneState::kDown);
+  EXPECT_EQ(b.counters().failovers, 1u) << "a refused request is not a failover";
+  EXPECT_EQ(b.stats(0).failovers, 1u);
+  b.mark_recovered(0, t + 50);
+  EXPECT_EQ(events.back().backoff_us, 0u);
+  b.tick(t + 50);
+  EXPECT_EQ(b.state(0), LaneState::kUp);
+  // The back-off the path earned is still there for its next real failure.
+  b.mark_down(0, t + 60, "port down");
+  b.mark_recovered(0, t + 70);
+  EXPECT_EQ(b.rejoin_at_us(0), t + 70 + 200'000);
+  EXPECT_EQ(b.counters().failovers, 2u);
+}
+
 TEST(BalancerFailover, RejoinedLaneIsMeasuredAfresh) {
   BalancerConfig c = config();
   c.policy = Policy::kWeighted;

@@ -50,12 +50,19 @@ class Balancer {
   /// lane's reaction point, and its current DCQCN rate (0: unknown, no cap).
   void set_congestion(uint16_t nic, double cnp_per_s, double dcqcn_rate_mbps);
 
+  /// Why a lane goes down. kPath: its port or path failed (a failover: counted, and the lane
+  /// rejoins after a back-off that grows while it flaps). kRequest: its QP went to the error
+  /// state because the peer refused one request (remote access error, ...): the path is fine, so
+  /// this is not a failover and the lane rejoins as soon as its QP is rebuilt.
+  enum class Fault : uint8_t { kPath, kRequest };
+
   /// The lane's port went down or one of its QPs failed. Its in-flight chunks are re-assigned to
   /// the other lanes and returned for re-posting (nic == kNoNic, and no longer tracked, when no
   /// lane is left: re-post them later with repost()). A lane already down: no-op, empty result.
-  std::vector<Chunk> mark_down(uint16_t nic, uint64_t now_us, std::string_view reason);
+  std::vector<Chunk> mark_down(uint16_t nic, uint64_t now_us, std::string_view reason, Fault fault = Fault::kPath);
 
-  /// The lane is healthy again: it rejoins once its back-off has passed (exponential per failure).
+  /// The lane is healthy again: it rejoins once its back-off has passed (exponential per failure),
+  /// at once when it went down for a kRequest fault.
   void mark_recovered(uint16_t nic, uint64_t now_us);
 
   /// Assigns a chunk that has no lane (see mark_down) to one and tracks it; false when none is up.
@@ -93,6 +100,7 @@ class Balancer {
     uint64_t rejoin_at_us = 0;
     uint64_t up_since_us = 0;
     bool rejoined_once = false;
+    bool request_fault = false;  // down for a kRequest fault: no back-off on recovery
   };
   struct Slot {
     Chunk chunk;
