@@ -78,7 +78,7 @@ bool Balancer::track(Chunk& chunk) {
   return true;
 }
 
-bool Balancer::complete(ChunkId id, uint64_t duration_us) {
+bool Balancer::release(ChunkId id) {
   const uint32_t slot = id & kSlotMask;
   if (slot >= slots_.size()) return false;
   Slot& s = slots_[slot];
@@ -86,6 +86,14 @@ bool Balancer::complete(ChunkId id, uint64_t duration_us) {
   s.used = false;
   free_.push_back(slot);
   --in_flight_;
+  return true;
+}
+
+bool Balancer::cancel(ChunkId id) { return release(id); }
+
+bool Balancer::complete(ChunkId id, uint64_t duration_us) {
+  if (!release(id)) return false;
+  const Slot& s = slots_[id & kSlotMask];
   Lane& lane = lanes_[s.chunk.nic];
   lane.stats.chunks_completed++;
   lane.stats.bytes_completed += s.chunk.bytes;

@@ -93,7 +93,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
   if (t->status != RDMAD_OK) {
     // The request already failed (the peer refused a chunk of it): the rest would fail the same
     // way on any lane, and each failure would take a lane down. Account for it without sending.
-    p.balancer->complete(c.id, 0);
+    p.balancer->cancel(c.id);
     chunk_finished(t, t->status);
     return true;
   }
@@ -103,7 +103,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     if (t->local.keys[i].nic_index == c.nic) lkey = t->local.keys[i].lkey;
   if (!t->remote.has_key[c.nic]) {
     // The remote memory is not registered on this lane's NIC: complete the chunk as failed.
-    p.balancer->complete(c.id, 0);
+    p.balancer->cancel(c.id);
     chunk_finished(t, RDMAD_ERR_REMOTE_ACCESS);
     return true;
   }
@@ -153,7 +153,7 @@ void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
     chunk_finished(t, RDMAD_OK);
     return;
   }
-  if (known && request_error(wc.status) && p.balancer->complete(id, 0)) {
+  if (known && request_error(wc.status) && p.balancer->cancel(id)) {
     Transfer* t = info.transfer;
     info.transfer = nullptr;
     chunk_finished(t, wc_to_status(wc.status));
@@ -191,7 +191,7 @@ void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
     // The chunk got a new id from the balancer: find its transfer by the tag.
     Transfer* t = transfers_[tag_slot(c.tag)].get();
     if (t != nullptr && t->status != RDMAD_OK) {  // its request failed: not sent again (post_chunk)
-      if (c.nic != balancer::kNoNic) p.balancer->complete(c.id, 0);
+      if (c.nic != balancer::kNoNic) p.balancer->cancel(c.id);
       chunk_finished(t, t->status);
       continue;
     }

@@ -37,6 +37,24 @@ TEST(BalancerSplit, PathWithHalfTheMeasuredThroughputCarriesAThird) {
   EXPECT_NEAR(b.stats(1).throughput_bytes_per_s / b.stats(0).throughput_bytes_per_s, 0.5, 0.06);
 }
 
+TEST(BalancerSplit, CancelledChunksFreeTheirSlotsWithoutAThroughputSample) {
+  // Chunks of a request the peer refused are cancelled, not completed: completing them with no
+  // duration would feed the lane a sample of bytes per microsecond and pull the split its way.
+  Balancer b(config(), lanes(2));
+  uint64_t now = 0;
+  run(b, {10 * kGBps, 10 * kGBps}, 20, 4 << 20, &now);  // learn: both lanes measured alike
+  const double before0 = b.stats(0).throughput_bytes_per_s, before1 = b.stats(1).throughput_bytes_per_s;
+  std::vector<Chunk> chunks;
+  ASSERT_EQ(b.plan({.tag = 99, .flow_id = 1, .bytes = 16 << 20}, now, chunks), PlanStatus::kOk);
+  const size_t in_flight = b.in_flight();
+  for (const Chunk& c : chunks) EXPECT_TRUE(b.cancel(c.id));
+  EXPECT_EQ(b.in_flight(), in_flight - chunks.size());
+  EXPECT_FALSE(b.cancel(chunks.front().id)) << "a chunk is freed once";
+  EXPECT_EQ(b.stats(0).throughput_bytes_per_s, before0);
+  EXPECT_EQ(b.stats(1).throughput_bytes_per_s, before1);
+  EXPECT_NEAR(b.weight(0), 0.5, 0.05);
+}
+
 TEST(BalancerSplit, WeightsFollowAPathThatSlowsDown) {
   Balancer b(config(), lanes(2));
   uint64_t now = 0;

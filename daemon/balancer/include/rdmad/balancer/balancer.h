@@ -46,6 +46,10 @@ class Balancer {
   /// lane's throughput average. Unknown ids (already moved or completed) are ignored: returns false.
   bool complete(ChunkId id, uint64_t duration_us);
 
+  /// A chunk that will not complete (its request failed, or it was never sent): frees it without
+  /// a throughput sample. Unknown ids are ignored: returns false.
+  bool cancel(ChunkId id);
+
   /// Congestion inputs of a lane for the congestion_aware policy: CNPs per second received by the
   /// lane's reaction point, and its current DCQCN rate (0: unknown, no cap).
   void set_congestion(uint16_t nic, double cnp_per_s, double dcqcn_rate_mbps);
@@ -116,6 +120,7 @@ class Balancer {
   void recompute_weights() const;
 
   bool track(Chunk& chunk);
+  bool release(ChunkId id);  // frees a tracked chunk's slot; false for an unknown id
   void assign(Chunk& chunk, uint16_t nic);
   void emit(Event e);
 
