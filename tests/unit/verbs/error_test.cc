@@ -1,9 +1,8 @@
 // Failure semantics as ibverbs specifies them: remote access violations, local protection and length
 // errors, RNR and transport retry exhaustion, flushes after the QP enters ERR, state-machine rules.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 
-#include "udp_peer.h"
+#include "fake_peer.h"
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
@@ -181,36 +180,54 @@ TEST_P(ErrorTest, PeerGoneRetryExceededThenFlushed) {
   expect_state(*a_.qp, QpState::kError);
 }
 
-// A lost packet with nothing else in flight: the requester resends one timeout after its last
-// progress. The peer is a bare UDP socket that never answers and records when packets arrive;
-// the resend must come at the timeout (4.096 µs · 2^14 = 67 ms), not a timeout later (the pass
-// that notices the timeout runs after the transmit step, and sleeping until the next deadline
-// there would hold the resend back until then).
-TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
-  std::string skip;
+// A soft NIC's QP connected to a FakePeer that never answers: what it sends can be read off the
+// wire, and nothing it sends is ever acknowledged.
+struct QpToSilentPeer {
   Endpoint a;
-  make_endpoint(a, open_device("soft", soft_config(), &skip));
-  UdpPeer peer;
-  ASSERT_TRUE(peer.ok());
+  FakePeer peer;
+  std::vector<uint8_t> buf;
+  std::unique_ptr<MemoryRegion> mr;
 
+  void open(const ConnectOptions& o, size_t bytes) {
+    std::string skip;
+    make_endpoint(a, open_device("soft", soft_config(), &skip));
+    ASSERT_TRUE(connect_qp(*a.qp, port_of(peer), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
+    buf.assign(bytes, 0x5a);
+    mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
+  }
+  /// Posts one WRITE of the whole buffer.
+  void post_write() {
+    SendWr w;
+    w.opcode = WrOpcode::kRdmaWrite;
+    w.sge = {reinterpret_cast<uint64_t>(buf.data()), static_cast<uint32_t>(buf.size()), mr->lkey()};
+    w.remote_addr = 0x1000;
+    w.rkey = 0x77;
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  }
+  /// The next packet on the wire, decoded (ICRC verified); false after 2 s.
+  bool next(roce::Packet* pkt) {
+    sockaddr_in from{};
+    uint8_t b[4200];
+    return peer.receive(pkt, &from, b, sizeof b, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  }
+};
+
+// A lost packet with nothing else in flight: the requester resends one timeout after its last
+// progress. The peer never answers; the resend must come at the timeout (4.096 µs · 2^14 = 67 ms),
+// not a timeout later (the pass that notices the timeout runs after the transmit step, and
+// sleeping until the next deadline there would hold the resend back until then).
+TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
+  QpToSilentPeer q;
   ConnectOptions o;
   o.timeout = 14;
   o.retry_cnt = 1;
-  o.via_port = peer.port();
-  ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
-  std::vector<uint8_t> buf(64, 0x5a);
-  auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
-  SendWr w;
-  w.opcode = WrOpcode::kRdmaWrite;
-  w.sge = {reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
-  w.remote_addr = 0x1000;
-  w.rkey = 0x77;
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
-
-  uint8_t pkt[2048];
-  ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 0) << "the first transmission never arrived";
+  ASSERT_NO_FATAL_FAILURE(q.open(o, 64));
+  ASSERT_NO_FATAL_FAILURE(q.post_write());
+  roce::Packet pkt;
+  ASSERT_TRUE(q.next(&pkt)) << "the first transmission never arrived";
   const auto first = std::chrono::steady_clock::now();
-  ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 0) << "no resend within 2 s";
+  ASSERT_TRUE(q.next(&pkt)) << "no resend within 2 s";
+  EXPECT_EQ(pkt.bth.psn, o.sq_psn) << "the resend is the same packet";
   const double gap_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
   const double timeout_ms = 4.096e-3 * (1 << 14);
   EXPECT_GE(gap_ms, 0.9 * timeout_ms) << "resent before the timeout";
@@ -219,29 +236,17 @@ TEST(RetransmitTimer, ResendLeavesAtTheTimeoutNotTwiceIt) {
 
 // ACK requests: the last packet of a message asks; the packets before it do not when nothing has
 // been waiting for an ACK (the time-based request is for packets left unacknowledged for an eighth
-// of the timeout). Read off the wire by a bare UDP peer: the AckReq bit is the top bit of BTH byte 8.
+// of the timeout).
 TEST(AckRequests, OnlyTheLastPacketOfAMessageOnAnIdleQpAsks) {
-  std::string skip;
-  Endpoint a;
-  make_endpoint(a, open_device("soft", soft_config(), &skip));
-  UdpPeer peer;
-  ASSERT_TRUE(peer.ok());
+  QpToSilentPeer q;
   ConnectOptions o;
   o.mtu = 1024;
-  o.via_port = peer.port();
-  ASSERT_TRUE(connect_qp(*a.qp, a.dev->query_port(1).value(), 0x4243, o.sq_psn, o.rq_psn, o).is_ok());
-  std::vector<uint8_t> buf(3000, 0x11);
-  auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
-  SendWr w;
-  w.opcode = WrOpcode::kRdmaWrite;
-  w.sge = {reinterpret_cast<uint64_t>(buf.data()), 3000, mr->lkey()};
-  w.remote_addr = 0x1000;
-  w.rkey = 0x77;
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_NO_FATAL_FAILURE(q.open(o, 3000));
+  ASSERT_NO_FATAL_FAILURE(q.post_write());
   for (int i = 0; i < 3; ++i) {
-    uint8_t pkt[2048];
-    ASSERT_GT(recv(peer.fd(), pkt, sizeof pkt, 0), 12) << "packet " << i << " never arrived";
-    EXPECT_EQ((pkt[8] & 0x80) != 0, i == 2) << "packet " << i << " (opcode " << int{pkt[0]} << ")";
+    roce::Packet pkt;
+    ASSERT_TRUE(q.next(&pkt)) << "packet " << i << " never arrived";
+    EXPECT_EQ(pkt.bth.ack_req, i == 2) << "packet " << i << " (opcode " << int{static_cast<uint8_t>(pkt.bth.opcode)} << ")";
   }
 }
 

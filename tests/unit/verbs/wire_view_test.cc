@@ -13,55 +13,11 @@
 #include <set>
 
 #include "rdmad/roce/packet.h"
+#include "unit/verbs/fake_peer.h"
 #include "unit/verbs/verbs_test_util.h"
 
 namespace rdmad::verbs::test {
 namespace {
-
-struct FakePeer {
-  int fd = -1;
-  uint16_t port = 0;
-  FakePeer() {
-    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    socklen_t len = sizeof sa;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    port = ntohs(sa.sin_port);
-  }
-  ~FakePeer() { close(fd); }
-
-  /// Next datagram (ICRC verified against its real source) decoded into `pkt`, or false by the
-  /// deadline. `from` receives the sender's address.
-  bool receive(roce::Packet* pkt, sockaddr_in* from, uint8_t* buf, size_t cap,
-               std::chrono::steady_clock::time_point deadline) {
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 10) <= 0) continue;
-      socklen_t len = sizeof *from;
-      ssize_t n = recvfrom(fd, buf, cap, 0, reinterpret_cast<sockaddr*>(from), &len);
-      if (n <= 0) continue;
-      roce::IpUdpInfo ip;
-      ip.src = roce::IpAddr::v4(ntohl(from->sin_addr.s_addr));
-      ip.dst = ip.src;
-      ip.src_port = ntohs(from->sin_port);
-      ip.dst_port = port;
-      EXPECT_EQ(roce::decode_datagram({buf, static_cast<size_t>(n)}, &ip, pkt), roce::DecodeError::kOk)
-          << "ICRC over the real source port";
-      return true;
-    }
-    return false;
-  }
-};
-
-PortInfo port_of(const FakePeer& peer) {
-  PortInfo p;
-  p.gid = Gid::from_ip("127.0.0.1").value();
-  p.udp_port = peer.port;
-  return p;
-}
 
 // Sends one 1-byte WRITE on each of `qps` QPs of a NIC towards the fake peer and returns, per
 // destination QPN, the UDP source port of the first packet the peer got (ICRC verified).
@@ -172,19 +128,7 @@ TEST(WireView, MaxRdAtomicBoundsReadRequestsInFlight) {
     resp.aeth.syndrome = 0x1F;  // ACK, no credit count
     resp.aeth.msn = 1;
     resp.payload = data;
-    roce::IpUdpInfo ip;
-    ip.src = roce::IpAddr::v4(0x7F000001);
-    ip.dst = ip.src;
-    ip.src_port = peer.port;
-    ip.dst_port = dev->query_port(1).value().udp_port;
-    uint8_t out[256];
-    const size_t n = roce::encode_datagram(ip, resp, out);
-    ASSERT_GT(n, 0u);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons(ip.dst_port);
-    ASSERT_EQ(sendto(peer.fd, out, n, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), static_cast<ssize_t>(n));
+    ASSERT_TRUE(peer.send(resp, dev->query_port(1).value().udp_port));
     deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     bool third = false;
     while (!third && peer.receive(&pkt, &from, buf, sizeof buf, deadline)) third = pkt.bth.psn == 102;
