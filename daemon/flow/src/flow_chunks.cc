@@ -181,7 +181,9 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
                        "its queue pair, {} chunks moved to other NICs",
                        nic_names_[nic], p.name, reason, moved.size());
     }
-    hooks_.lane_failed(p.name, nic, reason);
+    hooks_.lane_failed(p.name, nic, reason,
+                       fault == balancer::Balancer::Fault::kRequest ? peer::RebuildCause::kRequestRefused
+                                                                    : peer::RebuildCause::kPathFault);
   }
   requeue(p, moved);
 }

@@ -316,10 +316,16 @@ void FlowEngine::peer_lost(const std::string& name) {
   peers_[p->slot].reset();
 }
 
-void FlowEngine::lane_replacing(const std::string& name, uint16_t nic) {
+void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::RebuildCause cause) {
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size()) return;
-  lane_failed(*p, nic, "queue pair replaced");
+  // A lane this side failed already (it started the rebuild) keeps its own verdict.
+  if (cause == peer::RebuildCause::kRequestRefused) {
+    lane_failed(*p, nic, "queue pair replaced by the peer after a refused request",
+                balancer::Balancer::Fault::kRequest);
+  } else {
+    lane_failed(*p, nic, "queue pair replaced by the peer after a path fault");
+  }
   p->lanes[nic].qp = nullptr;
   p->lanes[nic].qp_num = 0;
 }

@@ -66,7 +66,9 @@ struct EngineCounters {
 struct ControlHooks {
   std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
   std::function<void(const std::string& peer, const peer::SendDone&)> send_done;
-  std::function<void(const std::string& peer, uint16_t nic, const std::string& reason)> lane_failed;
+  /// A lane failed: its QPs are to be rebuilt, and the peer told why (`cause`).
+  std::function<void(const std::string& peer, uint16_t nic, const std::string& reason, peer::RebuildCause cause)>
+      lane_failed;
   std::function<void()> reap_registrations;
 };
 
@@ -110,8 +112,10 @@ class FlowEngine {
   void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps);
   /// A peer was lost: its transfers fail, its flows wait for it again. Its QPs go right after.
   void peer_lost(const std::string& peer);
-  /// The QP of one lane is about to be destroyed (rebuild): stop using it.
-  void lane_replacing(const std::string& peer, uint16_t nic);
+  /// The QP of one lane is about to be destroyed (rebuild): stop using it. When the peer started
+  /// the rebuild, `cause` is its verdict: after a path fault the lane fails over here too (counted,
+  /// back-off), after a refused request it rejoins as soon as it is rebuilt.
+  void lane_replacing(const std::string& peer, uint16_t nic, peer::RebuildCause cause);
   /// The lane has a fresh QP in RTS: it rejoins after its back-off.
   void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
   /// A NIC's port went down: its lane to every peer fails over.

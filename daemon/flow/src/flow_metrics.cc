@@ -48,6 +48,12 @@ class FlowCollector final : public prometheus::Collectable {
     f.counter("rdmad_peer_frame_errors_total", "Malformed frames from established peers", {}, n(p.frame_errors));
     f.counter("rdmad_peer_sessions_total", "Queue-pair sets brought up with peers", {},
               n(session_.counters().sessions_ready));
+    const peer::SessionCounters& s = session_.counters();
+    const char* rebuilds_help = "One NIC's queue pairs to a peer rebuilt, by why (failover recovery)";
+    f.counter("rdmad_peer_rebuilds_total", rebuilds_help, {{"cause", "path_fault"}},
+              n(s.rebuilds - s.rebuilds_request_refused));
+    f.counter("rdmad_peer_rebuilds_total", rebuilds_help, {{"cause", "request_refused"}},
+              n(s.rebuilds_request_refused));
     return f.take();
   }
 

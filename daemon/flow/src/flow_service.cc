@@ -68,11 +68,12 @@ bool FlowService::start(std::string& error) {
   hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
     post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });
   };
-  hooks.lane_failed = [this, post](const std::string& peer, uint16_t nic, const std::string&) {
+  hooks.lane_failed = [this, post](const std::string& peer, uint16_t nic, const std::string&,
+                                    peer::RebuildCause cause) {
     // A fresh QP pair for that NIC, through the control channel; the balancer lets it rejoin after
     // its back-off, and a path still broken fails it again (with a longer back-off).
-    post([this, peer, nic] {
-      if (!port_down_[nic]) session_->rebuild(peer, nic);  // else when the port is back
+    post([this, peer, nic, cause] {
+      if (!port_down_[nic]) session_->rebuild(peer, nic, cause);  // else when the port is back
     });
   };
   hooks.reap_registrations = [this, post] { post([this] { registrations_.reap(); }); };
@@ -100,8 +101,8 @@ bool FlowService::start(std::string& error) {
   });
   session_->set_on_ready([this](const std::string& p, peer::QpConnector& qps) { on_peer_ready(p, qps); });
   session_->set_on_lost([this](const std::string& p) { on_peer_lost(p); });
-  session_->set_on_nic_replacing([this](const std::string& p, uint16_t nic) {
-    engine_->run_sync([&] { engine_->lane_replacing(p, nic); });
+  session_->set_on_nic_replacing([this](const std::string& p, uint16_t nic, peer::RebuildCause cause) {
+    engine_->run_sync([&] { engine_->lane_replacing(p, nic, cause); });
   });
   session_->set_on_nic_rebuilt([this](const std::string& p, uint16_t nic, peer::QpConnector& qps) {
     verbs::QueuePair* qp = qps.qp(nic, 0);

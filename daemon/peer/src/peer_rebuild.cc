@@ -26,21 +26,21 @@ std::vector<NicEndpoint> local_endpoints(const QpConnector& qps, uint16_t nic) {
 
 }  // namespace
 
-bool PeerSession::rebuild(const std::string& peer, uint16_t nic_index) {
+bool PeerSession::rebuild(const std::string& peer, uint16_t nic_index, RebuildCause cause) {
   auto it = peers_.find(peer);
   if (it == peers_.end() || it->second.state != State::kReady) return false;
   Peer& p = it->second;
   if (nic_index >= p.qps->nics().size() || p.rebuilds.count(nic_index) != 0) return false;
-  replacing(peer, nic_index);
+  replacing(peer, nic_index, cause);
   auto eps = p.qps->prepare_nic(nic_index);
   if (!eps.is_ok()) {
     counters_.rebuild_failures++;
     peer_logger()->error("peer {}: rebuild of NIC {} failed: {}", peer, nic_index, eps.status().message());
     return false;
   }
-  p.rebuilds[nic_index].offered = true;
+  p.rebuilds[nic_index] = Rebuild{.offered = true, .cause = cause, .remote = {}};
   peer_logger()->info("peer {}: rebuilding the QPs of NIC {}", peer, nic_index);
-  send_rebuild(peer, EndpointsKind::kRebuildOffer, p.session, nic_index, std::move(eps.value()));
+  send_rebuild(peer, EndpointsKind::kRebuildOffer, p.session, nic_index, cause, std::move(eps.value()));
   return true;
 }
 
@@ -73,17 +73,17 @@ void PeerSession::on_rebuild_offer(const std::string& peer, Peer& p, const Endpo
   }
   if (nic >= p.qps->nics().size() || !all_of_nic(m.endpoints, nic)) {
     rebuild_failed(peer, p, nic, "inconsistent rebuild offer");
-    return send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, {});
+    return send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, m.cause, {});
   }
-  replacing(peer, nic);
+  replacing(peer, nic, m.cause);
   auto eps = p.qps->prepare_nic(nic);
   verbs::Status st = eps.is_ok() ? p.qps->connect_nic(nic, m.endpoints) : eps.status();
   if (!st.is_ok()) {
     rebuild_failed(peer, p, nic, st.message());
-    return send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, {});
+    return send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, m.cause, {});
   }
-  p.rebuilds[nic] = Rebuild{.offered = false, .remote = m.endpoints};
-  send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, local_endpoints(*p.qps, nic));
+  p.rebuilds[nic] = Rebuild{.offered = false, .cause = m.cause, .remote = m.endpoints};
+  send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, m.cause, local_endpoints(*p.qps, nic));
 }
 
 void PeerSession::on_rebuild_answer(const std::string& peer, Peer& p, const Endpoints& m) {
@@ -97,14 +97,14 @@ void PeerSession::on_rebuild_answer(const std::string& peer, Peer& p, const Endp
   if (m.endpoints.empty()) return rebuild_failed(peer, p, nic, "the peer could not rebuild its QPs");
   if (!all_of_nic(m.endpoints, nic)) {
     rebuild_failed(peer, p, nic, "inconsistent rebuild answer");
-    return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, {});
+    return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, m.cause, {});
   }
   const verbs::Status st = p.qps->connect_nic(nic, m.endpoints);
   if (!st.is_ok()) {
     rebuild_failed(peer, p, nic, st.message());
-    return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, {});
+    return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, m.cause, {});
   }
-  send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, local_endpoints(*p.qps, nic));
+  send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, m.cause, local_endpoints(*p.qps, nic));
   rebuilt(peer, p, nic);
 }
 
@@ -135,22 +135,24 @@ void PeerSession::rebuild_failed(const std::string& peer, Peer& p, uint16_t nic,
 }
 
 void PeerSession::rebuilt(const std::string& peer, Peer& p, uint16_t nic) {
+  if (p.rebuilds[nic].cause == RebuildCause::kRequestRefused) counters_.rebuilds_request_refused++;
   p.rebuilds.erase(nic);
   counters_.rebuilds++;
   peer_logger()->info("peer {}: the QPs of NIC {} are rebuilt", peer, nic);
   if (on_nic_rebuilt_) on_nic_rebuilt_(peer, nic, *p.qps);
 }
 
-void PeerSession::replacing(const std::string& peer, uint16_t nic) {
-  if (on_nic_replacing_) on_nic_replacing_(peer, nic);
+void PeerSession::replacing(const std::string& peer, uint16_t nic, RebuildCause cause) {
+  if (on_nic_replacing_) on_nic_replacing_(peer, nic, cause);
 }
 
 void PeerSession::send_rebuild(const std::string& peer, EndpointsKind kind, uint32_t session, uint16_t nic,
-                               std::vector<NicEndpoint> eps) {
+                               RebuildCause cause, std::vector<NicEndpoint> eps) {
   Endpoints m;
   m.kind = kind;
   m.session = session;
   m.nic_index = nic;
+  m.cause = cause;
   m.endpoints = std::move(eps);
   channel_.send(peer, MessageType::kEndpoints, encode(m));
 }

@@ -79,7 +79,10 @@ std::vector<uint8_t> encode(const Endpoints& m) {
   Writer w;
   w.u8(static_cast<uint8_t>(m.kind));
   w.u32(m.session);
-  if (is_rebuild(m.kind)) w.u16(m.nic_index);
+  if (is_rebuild(m.kind)) {
+    w.u16(m.nic_index);
+    w.u8(static_cast<uint8_t>(m.cause));
+  }
   w.u8(static_cast<uint8_t>(m.endpoints.size()));
   for (const NicEndpoint& e : m.endpoints) {
     w.str8(e.nic_name);
@@ -101,7 +104,12 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
   if (kind > static_cast<uint8_t>(EndpointsKind::kRebuildAck)) return std::nullopt;
   m.kind = static_cast<EndpointsKind>(kind);
   m.session = r.u32();
-  if (is_rebuild(m.kind)) m.nic_index = r.u16();
+  if (is_rebuild(m.kind)) {
+    m.nic_index = r.u16();
+    const uint8_t cause = r.u8();
+    if (cause > static_cast<uint8_t>(RebuildCause::kRequestRefused)) return std::nullopt;
+    m.cause = static_cast<RebuildCause>(cause);
+  }
   const uint8_t n = r.u8();
   for (uint8_t i = 0; i < n && !r.failed(); ++i) {
     NicEndpoint e;

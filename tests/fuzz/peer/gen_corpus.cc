@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   ep.kind = EndpointsKind::kRebuildAnswer;
   ep.nic_index = 1;
   frame(dir, "endpoints_rebuild", MessageType::kEndpoints, ep);
+  ep.kind = EndpointsKind::kRebuildOffer;
+  ep.cause = RebuildCause::kRequestRefused;
+  frame(dir, "endpoints_rebuild_refused", MessageType::kEndpoints, ep);
   Grant g;
   g.token.fill(0x11);
   g.iova = 0x10000;

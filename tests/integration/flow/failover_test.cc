@@ -74,16 +74,6 @@ struct FabricPair {
   }
 };
 
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  do {
-    if (f()) return true;
-    usleep(10'000);
-  } while (std::chrono::steady_clock::now() < end);
-  return false;
-}
-
 // The balancer splits by measured throughput. A soft NIC pair sends runs of packets through the
 // kernel as one buffer (udp_offload), while the fabric emulator relays packet by packet in user
 // space, so the path through it is the slower one and carries the smaller share; what must hold is

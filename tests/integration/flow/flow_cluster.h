@@ -29,6 +29,17 @@ namespace rdmad::test {
 
 using namespace std::chrono_literals;
 
+// Polls `f` every 10 ms until it holds or `deadline` passes.
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  do {
+    if (f()) return true;
+    usleep(10'000);
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
 struct NicSpec {
   std::string address;  // 127.0.0.x
   int udp_port = 0;     // 0: a free one

@@ -201,10 +201,18 @@ TEST_F(FlowPair, TargetReleasedMidWriteFailsTheWriteNotTheDaemon) {
   EXPECT_TRUE(c->status != RDMAD_OK || all_landed) << "the WRITE reported success without its data";
   if (c->status == RDMAD_OK) std::fprintf(stderr, "note: the WRITE finished before the release\n");
   // A refused request is not a path failure: node-a rebuilds the QPs it ran on without counting
-  // failovers (or backing off before the lanes rejoin).
-  for (const char* nic : {"node-a0", "node-a1"}) {
-    EXPECT_EQ(a()->metric(fmt::format("rdmad_balancer_failovers_total{{device=\"{}\"}}", nic)).value_or(-1), 0.0)
-        << a()->output();
+  // failovers (or backing off before the lanes rejoin), and so does node-b, which the rebuild
+  // offer tells why (it used to count one failover per NIC here).
+  if (c->status != RDMAD_OK) {
+    const char* refused = "rdmad_peer_rebuilds_total{cause=\"request_refused\"}";
+    EXPECT_TRUE(eventually([&] { return b()->metric(refused).value_or(0) >= 1; }, 10s)) << b()->output();
+    EXPECT_GE(a()->metric(refused).value_or(0), 1.0);
+    EXPECT_EQ(b()->metric("rdmad_peer_rebuilds_total{cause=\"path_fault\"}").value_or(-1), 0.0);
+  }
+  for (const char* nic : {"node-a0", "node-a1", "node-b0", "node-b1"}) {
+    Node* node = nic[5] == 'a' ? a() : b();
+    EXPECT_EQ(node->metric(fmt::format("rdmad_balancer_failovers_total{{device=\"{}\"}}", nic)).value_or(-1), 0.0)
+        << node->output();
   }
 
   // node-b still serves, and the flow still carries a WRITE into a new buffer.

@@ -48,7 +48,7 @@ class PeerRebuildTest : public ::testing::Test {
   virtual size_t b_nic_count() const { return kNics; }
 
   void record(PeerSession& s, const std::string& side) {
-    s.set_on_nic_replacing([this, side](const std::string&, uint16_t nic) {
+    s.set_on_nic_replacing([this, side](const std::string&, uint16_t nic, RebuildCause) {
       events_.push_back(side + " replacing " + std::to_string(nic));
     });
     s.set_on_nic_rebuilt([this, side](const std::string&, uint16_t nic, QpConnector& qps) {
@@ -102,11 +102,13 @@ TEST_F(PeerRebuildTest, RebuildsOneNicAndLeavesTheOtherAlone) {
     e.state = QpState::kError;
     ASSERT_TRUE(qa().qp(1, j)->modify(e, verbs::kQpState).is_ok());
   }
-  // The answering side is told before its old QPs go.
-  sb_->set_on_nic_replacing([&](const std::string& peer, uint16_t nic) {
+  // The answering side is told before its old QPs go, and why the offerer rebuilds.
+  std::vector<RebuildCause> b_causes;
+  sb_->set_on_nic_replacing([&](const std::string& peer, uint16_t nic, RebuildCause cause) {
     EXPECT_EQ(peer, "node-a");
     EXPECT_EQ(nic, 1);
     EXPECT_EQ(qb().qp(1, 0), b1_old) << "still the old QP";
+    b_causes.push_back(cause);
     events_.push_back("b replacing " + std::to_string(nic));
   });
 
@@ -131,14 +133,19 @@ TEST_F(PeerRebuildTest, RebuildsOneNicAndLeavesTheOtherAlone) {
   write_all(3);  // every QP, both NICs, byte-exact
   EXPECT_EQ(sa_->counters().rebuilds, 1u);
   EXPECT_EQ(sb_->counters().rebuilds, 1u);
+  EXPECT_EQ(sa_->counters().rebuilds_request_refused + sb_->counters().rebuilds_request_refused, 0u);
   EXPECT_EQ(sa_->counters().rebuild_failures + sb_->counters().rebuild_failures, 0u);
   EXPECT_EQ(sa_->counters().sessions_ready, 1u) << "the session itself stayed up";
   EXPECT_EQ(sa_->ready_peers(), std::vector<std::string>{"node-b"});
   EXPECT_EQ(sb_->ready_peers(), std::vector<std::string>{"node-a"});
-  // A second rebuild of the same NIC works as well.
+  // A second rebuild of the same NIC works as well; this one after a refused request, and the
+  // answering side hears so.
   b1_old = qb().qp(1, 0);
-  ASSERT_TRUE(sa_->rebuild("node-b", 1));
+  ASSERT_TRUE(sa_->rebuild("node-b", 1, RebuildCause::kRequestRefused));
   ASSERT_TRUE(run_until(io_, [&] { return count("b rebuilt 1") == 2; }));
+  EXPECT_EQ(b_causes, (std::vector<RebuildCause>{RebuildCause::kPathFault, RebuildCause::kRequestRefused}));
+  EXPECT_EQ(sa_->counters().rebuilds_request_refused, 1u);
+  EXPECT_EQ(sb_->counters().rebuilds_request_refused, 1u);
   write_all(4);
 }
 

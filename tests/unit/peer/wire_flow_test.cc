@@ -120,24 +120,32 @@ TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
   EXPECT_STREQ(to_string(MessageType::kRecvPost), "recv post");
 }
 
-TEST(PeerWireFlow, RebuildEndpointsCarryTheNicIndex) {
+TEST(PeerWireFlow, RebuildEndpointsCarryTheNicIndexAndTheCause) {
   NicEndpoint e;
   e.nic_name = "soft1";
   e.nic_index = 1;
   e.mtu_bytes = 4096;
-  const Endpoints m{.kind = EndpointsKind::kRebuildAnswer, .session = 3, .nic_index = 1, .endpoints = {e}};
-  const auto b = encode(m);
-  const auto d = decode_endpoints(b);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->kind, EndpointsKind::kRebuildAnswer);
-  EXPECT_EQ(d->nic_index, 1);
-  EXPECT_EQ(d->endpoints, m.endpoints);
-  expect_exact(b, [](std::span<const uint8_t> p) { return decode_endpoints(p); });
+  for (EndpointsKind kind : {EndpointsKind::kRebuildOffer, EndpointsKind::kRebuildAnswer, EndpointsKind::kRebuildAck}) {
+    for (RebuildCause cause : {RebuildCause::kPathFault, RebuildCause::kRequestRefused}) {
+      const Endpoints m{.kind = kind, .session = 3, .nic_index = 1, .cause = cause, .endpoints = {e}};
+      auto b = encode(m);
+      const auto d = decode_endpoints(b);
+      ASSERT_TRUE(d.has_value());
+      EXPECT_EQ(d->kind, kind);
+      EXPECT_EQ(d->nic_index, 1);
+      EXPECT_EQ(d->cause, cause);
+      EXPECT_EQ(d->endpoints, m.endpoints);
+      expect_exact(b, [](std::span<const uint8_t> p) { return decode_endpoints(p); });
+      ASSERT_EQ(b[7], static_cast<uint8_t>(cause)) << "kind, session, NIC index, then the cause";
+      b[7] = 2;
+      EXPECT_FALSE(decode_endpoints(b).has_value()) << "unknown cause";
+    }
+  }
   const auto empty =
       encode(Endpoints{.kind = EndpointsKind::kRebuildAck, .session = 3, .nic_index = 2, .endpoints = {}});
-  EXPECT_EQ(empty.size(), 1u + 4 + 2 + 1);
+  EXPECT_EQ(empty.size(), 1u + 4 + 2 + 1 + 1);
   EXPECT_EQ(decode_endpoints(empty)->nic_index, 2);
-  EXPECT_EQ(encode(Endpoints{}).size(), 1u + 4 + 1) << "bring-up kinds carry no NIC index";
+  EXPECT_EQ(encode(Endpoints{}).size(), 1u + 4 + 1) << "bring-up kinds carry no NIC index or cause";
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ struct SessionCounters {
   uint64_t sessions_ready = 0;   // QP sets brought up
   uint64_t setup_failures = 0;   // a transition failed or the peer sent something inconsistent
   uint64_t rebuilds = 0;          // NIC QP sets rebuilt (on_nic_rebuilt called)
+  uint64_t rebuilds_request_refused = 0;  // of those, after a request the peer refused
   uint64_t rebuild_failures = 0;  // a rebuild failed here or at the peer, or a message did not fit
   uint64_t rebuild_stale = 0;     // rebuild messages ignored: another session, or none ready
 };
@@ -44,8 +45,8 @@ class PeerSession {
   void set_on_lost(std::function<void(const std::string& peer)> f) { on_lost_ = std::move(f); }
 
   /// Called synchronously right before the QPs of `nic` to `peer` are destroyed by a rebuild
-  /// (on both sides), so that the owner stops using them.
-  void set_on_nic_replacing(std::function<void(const std::string& peer, uint16_t nic)> f) {
+  /// (on both sides), so that the owner stops using them; `cause` is the one the offerer gave.
+  void set_on_nic_replacing(std::function<void(const std::string& peer, uint16_t nic, RebuildCause cause)> f) {
     on_nic_replacing_ = std::move(f);
   }
   /// Called once the fresh QPs of `nic` are in RTS and the peer's at least in RTR (offerer: after
@@ -60,10 +61,10 @@ class PeerSession {
   }
 
   /// Starts rebuilding the QPs of one NIC to a ready peer (calls on_nic_replacing, then replaces
-  /// them with fresh ones and sends the offer). False when the peer is not ready, the NIC does
-  /// not exist, a rebuild of that NIC is already running, or the fresh QPs cannot be created
-  /// (counted in rebuild_failures).
-  bool rebuild(const std::string& peer, uint16_t nic_index);
+  /// them with fresh ones and sends the offer, which tells the peer `cause`). False when the peer
+  /// is not ready, the NIC does not exist, a rebuild of that NIC is already running, or the fresh
+  /// QPs cannot be created (counted in rebuild_failures).
+  bool rebuild(const std::string& peer, uint16_t nic_index, RebuildCause cause = RebuildCause::kPathFault);
 
   /// The ready QPs to a peer, or nullptr. While a NIC is being rebuilt its QPs in qps() are
   /// not `connected` (and qp() returns nullptr for them); after a failed rebuild they stay so
@@ -78,6 +79,7 @@ class PeerSession {
   // A NIC rebuild in progress: this side offered it, or answered and waits for the ack.
   struct Rebuild {
     bool offered = false;
+    RebuildCause cause = RebuildCause::kPathFault;
     std::vector<NicEndpoint> remote;  // answerer: the offer it connected against
   };
   struct Peer {
@@ -101,8 +103,8 @@ class PeerSession {
   void on_rebuild_ack(const std::string& peer, Peer& p, const Endpoints& m);
   void rebuild_failed(const std::string& peer, Peer& p, uint16_t nic, const std::string& why);
   void rebuilt(const std::string& peer, Peer& p, uint16_t nic);
-  void replacing(const std::string& peer, uint16_t nic);
-  void send_rebuild(const std::string& peer, EndpointsKind kind, uint32_t session, uint16_t nic,
+  void replacing(const std::string& peer, uint16_t nic, RebuildCause cause);
+  void send_rebuild(const std::string& peer, EndpointsKind kind, uint32_t session, uint16_t nic, RebuildCause cause,
                     std::vector<NicEndpoint> eps);
   void become_ready(const std::string& peer, Peer& p);
   void send(const std::string& peer, EndpointsKind kind, uint32_t session, std::vector<NicEndpoint> eps);
@@ -114,7 +116,7 @@ class PeerSession {
   SessionCounters counters_;
   std::function<void(const std::string&, QpConnector&)> on_ready_;
   std::function<void(const std::string&)> on_lost_;
-  std::function<void(const std::string&, uint16_t)> on_nic_replacing_;
+  std::function<void(const std::string&, uint16_t, RebuildCause)> on_nic_replacing_;
   std::function<void(const std::string&, uint16_t, QpConnector&)> on_nic_rebuilt_;
   std::function<void(const std::string&, MessageType, std::span<const uint8_t>)> on_message_;
 };

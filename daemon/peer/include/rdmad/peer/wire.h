@@ -9,8 +9,10 @@
 //   ready     empty: I have verified you
 //   ping/pong u64 sequence
 //   endpoints u8 kind (offer, answer, ack, rebuild offer/answer/ack), u32 session, [u16 nic
-//             index: rebuild kinds only], u8 count, then per QP: u8 name length, name, u16 nic
-//             index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN, u32 MTU bytes
+//             index, u8 cause: rebuild kinds only], u8 count, then per QP: u8 name length, name,
+//             u16 nic index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN, u32 MTU
+//             bytes
+// Version 2 added the rebuild cause; a peer speaking another version is refused at hello.
 //   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
 #include <array>
 #include <cstdint>
@@ -24,7 +26,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kProofBytes = 32;
@@ -102,13 +104,23 @@ enum class EndpointsKind : uint8_t {
   kRebuildAck = 5,
 };
 
-/// True for the three rebuild kinds (their message carries nic_index).
+/// True for the three rebuild kinds (their message carries nic_index and cause).
 inline bool is_rebuild(EndpointsKind k) { return k >= EndpointsKind::kRebuildOffer; }
+
+/// Why a NIC's QPs are rebuilt, so that both sides judge the path alike: after a path fault
+/// (retries exhausted, port down) the lane fails over and rejoins after a back-off on both sides;
+/// after a request the peer refused (remote access or operation error: the QP went to ERR, the
+/// path is fine) neither side counts a failover and the lane rejoins at once.
+enum class RebuildCause : uint8_t {
+  kPathFault = 0,
+  kRequestRefused = 1,
+};
 
 struct Endpoints {
   EndpointsKind kind = EndpointsKind::kOffer;
   uint32_t session = 0;
   uint16_t nic_index = 0;  // rebuild kinds only: the NIC being rebuilt
+  RebuildCause cause = RebuildCause::kPathFault;  // rebuild kinds only
   std::vector<NicEndpoint> endpoints;
 };
 std::vector<uint8_t> encode(const Endpoints& m);
