@@ -4,7 +4,10 @@
 //      UDP ping-pong, with the client blocking in recv and with it polling its socket;
 //   3. packets per second per datapath core (packets handled / datapath thread CPU seconds).
 // Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all, default all]
+//                         [rounds, default 3]
 //   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself.
+//   Part 1 alternates soft and TCP for each size `rounds` times (this VM's speed drifts between
+//   runs seconds apart) and reports every round's ratio and their median.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -297,24 +300,36 @@ Lat udp_pingpong(int iters, bool busy_client = false) {
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const std::string part = argc > 2 ? argv[2] : "all";
-  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt")) {
-    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all]\n");
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt") || rounds < 1) {
+    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all] [rounds >= 1]\n");
     return 2;
   }
   BackendRegistry reg;
   rdmad::verbs::soft::register_backend(reg);
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
   if (part != "rtt") {
-    std::printf("%-28s %12s %12s %8s %18s %14s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s",
-                "ratio", "soft pkts/s/core", "no offload", "pkts/s/core");
+    std::printf("%-28s %12s %12s %8s %18s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s", "ratio",
+                "soft pkts/s/core");
   }
   for (size_t msg : {size_t{64} << 10, size_t{1} << 20}) {
     if (part == "rtt") break;
-    WriteResult s = soft_write_throughput(reg, msg, seconds, true);
-    double t = tcp_throughput(msg, seconds);
+    const char* name = msg == (64u << 10) ? "64 KiB" : "1 MiB";
+    std::vector<double> ratios;
+    for (int r = 0; r < rounds; ++r) {
+      WriteResult s = soft_write_throughput(reg, msg, seconds, true);
+      double t = tcp_throughput(msg, seconds);
+      ratios.push_back(s.gbps / t);
+      std::printf("WRITE %-6s round %-13d %12.2f %12.2f %8.2f %18.0f\n", name, r + 1, s.gbps, t, s.gbps / t,
+                  s.pps_per_core);
+      std::fflush(stdout);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const size_t mid = ratios.size() / 2;
+    const double median = ratios.size() % 2 == 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+    std::printf("WRITE %-6s median of %-2d rounds %26s %8.2f\n", name, rounds, "", median);
     WriteResult plain = soft_write_throughput(reg, msg, seconds, false);
-    std::printf("WRITE %-22s %12.2f %12.2f %8.2f %18.0f %14.2f %18.0f\n", msg == (64u << 10) ? "64 KiB" : "1 MiB",
-                s.gbps, t, s.gbps / t, s.pps_per_core, plain.gbps, plain.pps_per_core);
+    std::printf("WRITE %-6s no offload %30.2f Gb/s %12.0f pkts/s/core\n", name, plain.gbps, plain.pps_per_core);
   }
   if (part == "write") return 0;
   const int iters = 20000;
