@@ -3,7 +3,8 @@
 # of a daemon that has each kind of subsystem: a hardware port from a sysfs fixture (its CC
 # series), a soft NIC (port counters, DCQCN histograms), the client socket and flows ([peer]).
 # Only the names are checked, not the values: a series that appears later (a histogram with no
-# observation yet still exposes _count) must already be there.
+# observation yet still exposes _count) must already be there. Then label_contract.py checks that
+# every label an alert annotation or a dashboard legend names is on the series it reads.
 . "$(dirname "$0")/lib.sh"
 need curl curl
 
@@ -61,3 +62,8 @@ missing_names() {
 # Some series come from timers (DCQCN samples every second): give them a few seconds.
 poll 10 missing_names || fail "deploy/metrics.txt names missing from a live scrape: ${missing[*]}"
 echo "PASS: $(grep -cvE '^(#|$)' "$RDMAD_SOURCE_DIR/deploy/metrics.txt") contract names in a live scrape"
+
+# And the labels the alert annotations and dashboard legends name are on those series.
+curl -fsS "http://127.0.0.1:$port/metrics" >"$work/scrape.txt" || fail "scrape failed"
+python3 "$(dirname "$0")/label_contract.py" "$work/scrape.txt" "$RDMAD_SOURCE_DIR/deploy/prometheus/rdmad-alerts.yml" \
+  "$RDMAD_SOURCE_DIR/deploy/grafana/rdmad.json" || fail "alert or dashboard labels missing from the series"
