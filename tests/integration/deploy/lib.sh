@@ -20,20 +20,25 @@ poll() {
   done
 }
 
-# start_rdmad CONFIG_DIR [RDMAD_BINARY] [ROOT_CMD...]: starts rdmad on a config with metrics on
-# 127.0.0.1:0 in CONFIG_DIR, sets RDMAD_PID and RDMAD_PORT (from the "serving metrics at" line).
+# start_rdmad CONFIG_DIR [EXTRA_TOML] [RDMAD_BINARY]: starts rdmad on a config in CONFIG_DIR
+# (runtime directory and socket under CONFIG_DIR/run, metrics on 127.0.0.1:0, then EXTRA_TOML:
+# [[nic]] tables, [peer], ...), waits until it is ready, and sets RDMAD_PID, RDMAD_PORT (from
+# the "serving metrics at" line) and RDMAD_SOCK. More [daemon] keys: RDMAD_DAEMON_KEYS=... start_rdmad.
 start_rdmad() {
-  local dir=$1 bin=${2:-$RDMAD}
+  local dir=$1 extra=${2:-} bin=${3:-$RDMAD}
   mkdir -p "$dir/run"
   cat >"$dir/rdmad.toml" <<TOML
 [daemon]
 runtime_dir = "$dir/run"
 socket_path = "$dir/run/rdmad.sock"
+${RDMAD_DAEMON_KEYS:-}
 [metrics]
 listen = "127.0.0.1:0"
+$extra
 TOML
   "$bin" --config "$dir/rdmad.toml" >"$dir/rdmad.log" 2>&1 &
   RDMAD_PID=$!
-  poll 10 grep -q 'serving metrics at http://127.0.0.1:' "$dir/rdmad.log" || fail "rdmad did not start: $(cat "$dir/rdmad.log")"
+  RDMAD_SOCK="$dir/run/rdmad.sock"
+  poll 10 grep -q '\] ready' "$dir/rdmad.log" || fail "rdmad did not start: $(cat "$dir/rdmad.log")"
   RDMAD_PORT=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$dir/rdmad.log" | head -1)
 }

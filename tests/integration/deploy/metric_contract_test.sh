@@ -16,14 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$work/run"
-cat >"$work/rdmad.toml" <<TOML
-[daemon]
-runtime_dir = "$work/run"
-socket_path = "$work/run/rdmad.sock"
-sysfs_root = "$RDMAD_SOURCE_DIR/tests/data/sysfs/roce-vendor-ecn"
-[metrics]
-listen = "127.0.0.1:0"
+RDMAD_DAEMON_KEYS="sysfs_root = \"$RDMAD_SOURCE_DIR/tests/data/sysfs/roce-vendor-ecn\"" start_rdmad "$work" "$(cat <<TOML
 [peer]
 enabled = true
 node_id = "contract"
@@ -39,14 +32,13 @@ backend = "soft"
 address = "127.0.0.1"
 udp_port = 0
 TOML
-"$RDMAD" --config "$work/rdmad.toml" >"$work/rdmad.log" 2>&1 &
-pid=$!
-poll 10 grep -q '\] ready' "$work/rdmad.log" || fail "rdmad did not start: $(cat "$work/rdmad.log")"
-port=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$work/rdmad.log" | head -1)
+)"
+pid=$RDMAD_PID
+port=$RDMAD_PORT
 
 # One client request, so the per-request counters have a series.
 rdmactl="$(dirname "$RDMAD")/../tools/rdmactl/rdmactl"
-"$rdmactl" --socket "$work/run/rdmad.sock" status >/dev/null || fail "rdmactl status against the daemon failed"
+"$rdmactl" --socket "$RDMAD_SOCK" status >/dev/null || fail "rdmactl status against the daemon failed"
 
 missing_names() {
   local body
