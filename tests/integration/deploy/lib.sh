@@ -20,6 +20,13 @@ poll() {
   done
 }
 
+# use_work_dir: a temporary directory in $work, removed at exit, after stopping the daemon that
+# start_rdmad started (if any).
+use_work_dir() {
+  work=$(mktemp -d)
+  trap 'if [ -n "${RDMAD_PID:-}" ]; then kill "$RDMAD_PID" 2>/dev/null || true; wait "$RDMAD_PID" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+}
+
 # start_rdmad CONFIG_DIR [EXTRA_TOML] [RDMAD_BINARY]: starts rdmad on a config in CONFIG_DIR
 # (runtime directory and socket under CONFIG_DIR/run, metrics on 127.0.0.1:0, then EXTRA_TOML:
 # [[nic]] tables, [peer], ...), waits until it is ready, and sets RDMAD_PID, RDMAD_PORT (from

@@ -8,13 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need curl curl
 
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-  rm -rf "$work"
-}
-trap cleanup EXIT
+use_work_dir
 
 RDMAD_DAEMON_KEYS="sysfs_root = \"$RDMAD_SOURCE_DIR/tests/data/sysfs/roce-vendor-ecn\"" start_rdmad "$work" "$(cat <<TOML
 [peer]
@@ -33,7 +27,6 @@ address = "127.0.0.1"
 udp_port = 0
 TOML
 )"
-pid=$RDMAD_PID
 port=$RDMAD_PORT
 
 # One client request, so the per-request counters have a series.

@@ -8,13 +8,7 @@
 examples=$1
 fake_cuda=$2
 
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-  rm -rf "$work"
-}
-trap cleanup EXIT
+use_work_dir
 
 start_rdmad "$work" "$(cat <<TOML
 [[nic]]
@@ -29,7 +23,6 @@ address = "127.0.0.1"
 udp_port = 0
 TOML
 )"
-pid=$RDMAD_PID
 sock=$RDMAD_SOCK
 
 # run NAME EXPECTED_STATUS [ENV...]: runs an example, keeps its output in $out.
