@@ -135,7 +135,8 @@ void PeerSession::rebuild_failed(const std::string& peer, Peer& p, uint16_t nic,
 }
 
 void PeerSession::rebuilt(const std::string& peer, Peer& p, uint16_t nic) {
-  if (p.rebuilds[nic].cause == RebuildCause::kRequestRefused) counters_.rebuilds_request_refused++;
+  if (auto r = p.rebuilds.find(nic); r != p.rebuilds.end() && r->second.cause == RebuildCause::kRequestRefused)
+    counters_.rebuilds_request_refused++;
   p.rebuilds.erase(nic);
   counters_.rebuilds++;
   peer_logger()->info("peer {}: the QPs of NIC {} are rebuilt", peer, nic);
