@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -74,7 +75,7 @@ struct Allocation {
 
 struct State {
   std::mutex mu;
-  bool initialized = false;
+  std::atomic<bool> initialized{false};  // read without the lock by the device queries
   std::vector<Allocation> allocations;
   Context contexts[kMaxDevices] = {{0}, {1}, {2}, {3}};
   int exports = 0;
@@ -105,9 +106,7 @@ extern "C" {
 CUresult cuInit(unsigned int flags) {
   if (flags != 0) return kInvalidValue;
   if (device_count() == 0) return kNoDevice;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.initialized = true;
+  state().initialized = true;
   return kSuccess;
 }
 
