@@ -1,7 +1,12 @@
 #pragma once
-// Big-endian writer and bounds-checked reader shared by the wire codecs.
+// Big-endian writer and bounds-checked reader shared by the wire codecs. Both also offer field(x)
+// for every field type, so that one layout function, `[](auto& codec, auto& msg) { codec.field(
+// msg.a); ... }`, describes a message for encoding (Writer, const msg) and decoding (Reader) alike:
+// the two directions cannot drift apart (encode_with / decode_with).
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +34,17 @@ class Writer {
     bytes({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
   }
   std::vector<uint8_t> take() { return std::move(out_); }
+
+  void field(uint8_t v) { u8(v); }
+  void field(uint16_t v) { u16(v); }
+  void field(uint32_t v) { u32(v); }
+  void field(int32_t v) { u32(static_cast<uint32_t>(v)); }
+  void field(uint64_t v) { u64(v); }
+  void field(const std::string& s) { str8(s); }
+  template <size_t N>
+  void field(const std::array<uint8_t, N>& a) {
+    bytes(a);
+  }
 
  private:
   std::vector<uint8_t> out_;
@@ -66,6 +82,18 @@ class Reader {
   }
   bool failed() const { return failed_; }
   bool done() const { return !failed_ && pos_ == in_.size(); }
+  void fail() { failed_ = true; }  // a field read fine but is not valid: the message is rejected
+
+  void field(uint8_t& v) { v = u8(); }
+  void field(uint16_t& v) { v = u16(); }
+  void field(uint32_t& v) { v = u32(); }
+  void field(int32_t& v) { v = static_cast<int32_t>(u32()); }
+  void field(uint64_t& v) { v = u64(); }
+  void field(std::string& s) { s = str8(); }
+  template <size_t N>
+  void field(std::array<uint8_t, N>& a) {
+    bytes(a);
+  }
 
  private:
   bool ok(size_t n) {
@@ -76,5 +104,24 @@ class Reader {
   size_t pos_ = 0;
   bool failed_ = false;
 };
+
+/// The bytes of `m` laid out by `layout(writer, m)`.
+template <class M, class Layout>
+std::vector<uint8_t> encode_with(const M& m, Layout layout) {
+  Writer w;
+  layout(w, m);
+  return w.take();
+}
+
+/// `payload` read by `layout(reader, m)`; nullopt when it is short, has bytes left over or a
+/// field was rejected (Reader::fail).
+template <class M, class Layout>
+std::optional<M> decode_with(std::span<const uint8_t> payload, Layout layout) {
+  Reader r(payload);
+  M m;
+  layout(r, m);
+  if (!r.done()) return std::nullopt;
+  return m;
+}
 
 }  // namespace rdmad::peer::codec

@@ -3,8 +3,26 @@
 #include "byte_codec.h"
 
 namespace rdmad::peer {
+using codec::decode_with;
+using codec::encode_with;
 using codec::Reader;
 using codec::Writer;
+
+namespace {
+
+constexpr auto kPingLayout = [](auto& c, auto& m) { c.field(m.seq); };
+constexpr auto kNicEndpointLayout = [](auto& c, auto& e) {
+  c.field(e.nic_name);
+  c.field(e.nic_index);
+  c.field(e.qp_index);
+  c.field(e.gid.raw);
+  c.field(e.udp_port);
+  c.field(e.qpn);
+  c.field(e.psn);
+  c.field(e.mtu_bytes);
+};
+
+}  // namespace
 
 bool is_known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(MessageType::kSendDone); }
 
@@ -62,18 +80,9 @@ std::optional<Hello> decode_hello(std::span<const uint8_t> payload) {
   return m;
 }
 
-std::vector<uint8_t> encode(const Ping& m) {
-  Writer w;
-  w.u64(m.seq);
-  return w.take();
-}
+std::vector<uint8_t> encode(const Ping& m) { return encode_with(m, kPingLayout); }
 
-std::optional<Ping> decode_ping(std::span<const uint8_t> payload) {
-  Reader r(payload);
-  Ping m{r.u64()};
-  if (!r.done()) return std::nullopt;
-  return m;
-}
+std::optional<Ping> decode_ping(std::span<const uint8_t> payload) { return decode_with<Ping>(payload, kPingLayout); }
 
 std::vector<uint8_t> encode(const Endpoints& m) {
   Writer w;
@@ -84,16 +93,7 @@ std::vector<uint8_t> encode(const Endpoints& m) {
     w.u8(static_cast<uint8_t>(m.cause));
   }
   w.u8(static_cast<uint8_t>(m.endpoints.size()));
-  for (const NicEndpoint& e : m.endpoints) {
-    w.str8(e.nic_name);
-    w.u16(e.nic_index);
-    w.u16(e.qp_index);
-    w.bytes(e.gid.raw);
-    w.u16(e.udp_port);
-    w.u32(e.qpn);
-    w.u32(e.psn);
-    w.u32(e.mtu_bytes);
-  }
+  for (const NicEndpoint& e : m.endpoints) kNicEndpointLayout(w, e);
   return w.take();
 }
 
@@ -113,14 +113,7 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
   const uint8_t n = r.u8();
   for (uint8_t i = 0; i < n && !r.failed(); ++i) {
     NicEndpoint e;
-    e.nic_name = r.str8();
-    e.nic_index = r.u16();
-    e.qp_index = r.u16();
-    r.bytes(e.gid.raw);
-    e.udp_port = r.u16();
-    e.qpn = r.u32();
-    e.psn = r.u32();
-    e.mtu_bytes = r.u32();
+    kNicEndpointLayout(r, e);
     const bool mtu_ok = e.mtu_bytes >= 256 && e.mtu_bytes <= 4096 && (e.mtu_bytes & (e.mtu_bytes - 1)) == 0;
     if (!mtu_ok || e.qpn > 0xFFFFFF || e.psn > 0xFFFFFF || e.nic_name.empty()) return std::nullopt;
     m.endpoints.push_back(std::move(e));
