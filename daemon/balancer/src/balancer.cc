@@ -78,7 +78,7 @@ bool Balancer::track(Chunk& chunk) {
   return true;
 }
 
-bool Balancer::release(ChunkId id) {
+bool Balancer::cancel(ChunkId id) {
   const uint32_t slot = id & kSlotMask;
   if (slot >= slots_.size()) return false;
   Slot& s = slots_[slot];
@@ -89,10 +89,8 @@ bool Balancer::release(ChunkId id) {
   return true;
 }
 
-bool Balancer::cancel(ChunkId id) { return release(id); }
-
 bool Balancer::complete(ChunkId id, uint64_t duration_us) {
-  if (!release(id)) return false;
+  if (!cancel(id)) return false;
   const Slot& s = slots_[id & kSlotMask];
   Lane& lane = lanes_[s.chunk.nic];
   lane.stats.chunks_completed++;

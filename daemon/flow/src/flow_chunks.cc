@@ -93,8 +93,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
   if (t->status != RDMAD_OK) {
     // The request already failed (the peer refused a chunk of it): the rest would fail the same
     // way on any lane, and each failure would take a lane down. Account for it without sending.
-    p.balancer->cancel(c.id);
-    chunk_finished(t, t->status);
+    finish_unsent(p, c, t, t->status);
     return true;
   }
   const uint64_t offset = uint64_t{tag_index(c.tag)} * options_.balancer.chunk_bytes;
@@ -103,8 +102,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     if (t->local.keys[i].nic_index == c.nic) lkey = t->local.keys[i].lkey;
   if (!t->remote.has_key[c.nic]) {
     // The remote memory is not registered on this lane's NIC: complete the chunk as failed.
-    p.balancer->cancel(c.id);
-    chunk_finished(t, RDMAD_ERR_REMOTE_ACCESS);
+    finish_unsent(p, c, t, RDMAD_ERR_REMOTE_ACCESS);
     return true;
   }
   verbs::SendWr wr;
@@ -181,11 +179,14 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
                        "its queue pair, {} chunks moved to other NICs",
                        nic_names_[nic], p.name, reason, moved.size());
     }
-    hooks_.lane_failed(p.name, nic, reason,
-                       fault == balancer::Balancer::Fault::kRequest ? peer::RebuildCause::kRequestRefused
-                                                                    : peer::RebuildCause::kPathFault);
+    hooks_.lane_failed(p.name, nic, reason, rebuild_cause(fault));
   }
   requeue(p, moved);
+}
+
+void FlowEngine::finish_unsent(Peer& p, const balancer::Chunk& c, Transfer* t, rdmad_status status) {
+  if (c.nic != balancer::kNoNic) p.balancer->cancel(c.id);  // a chunk without a lane is not tracked
+  chunk_finished(t, status);
 }
 
 void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
@@ -193,8 +194,7 @@ void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
     // The chunk got a new id from the balancer: find its transfer by the tag.
     Transfer* t = transfers_[tag_slot(c.tag)].get();
     if (t != nullptr && t->status != RDMAD_OK) {  // its request failed: not sent again (post_chunk)
-      if (c.nic != balancer::kNoNic) p.balancer->cancel(c.id);
-      chunk_finished(t, t->status);
+      finish_unsent(p, c, t, t->status);
       continue;
     }
     if (c.nic == balancer::kNoNic && !p.balancer->repost(c, now_us())) {

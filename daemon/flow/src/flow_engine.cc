@@ -320,12 +320,11 @@ void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::Reb
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size()) return;
   // A lane this side failed already (it started the rebuild) keeps its own verdict.
-  if (cause == peer::RebuildCause::kRequestRefused) {
-    lane_failed(*p, nic, "queue pair replaced by the peer after a refused request",
-                balancer::Balancer::Fault::kRequest);
-  } else {
-    lane_failed(*p, nic, "queue pair replaced by the peer after a path fault");
-  }
+  lane_failed(*p, nic,
+              cause == peer::RebuildCause::kRequestRefused
+                  ? "queue pair replaced by the peer after a refused request"
+                  : "queue pair replaced by the peer after a path fault",
+              lane_fault(cause));
   p->lanes[nic].qp = nullptr;
   p->lanes[nic].qp_num = 0;
 }

@@ -62,6 +62,16 @@ struct EngineCounters {
   std::atomic<uint64_t> flow_errors{0};  // flows failed for breaking the ring protocol
 };
 
+/// The balancer's and the peer protocol's names for why a lane went down.
+inline peer::RebuildCause rebuild_cause(balancer::Balancer::Fault f) {
+  return f == balancer::Balancer::Fault::kRequest ? peer::RebuildCause::kRequestRefused
+                                                  : peer::RebuildCause::kPathFault;
+}
+inline balancer::Balancer::Fault lane_fault(peer::RebuildCause c) {
+  return c == peer::RebuildCause::kRequestRefused ? balancer::Balancer::Fault::kRequest
+                                                  : balancer::Balancer::Fault::kPath;
+}
+
 /// What the engine asks of the control thread (each call is posted there, never run inline).
 struct ControlHooks {
   std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
@@ -154,6 +164,9 @@ class FlowEngine {
   bool post_chunk(Peer& p, const balancer::Chunk& c);
   void on_completion(uint16_t nic, const verbs::WorkCompletion& wc);
   void chunk_finished(Transfer* t, rdmad_status status);
+  // A chunk that will not be sent (its request failed, or the peer has no key on its NIC): freed
+  // in the balancer without a throughput sample and accounted to its transfer as `status`.
+  void finish_unsent(Peer& p, const balancer::Chunk& c, Transfer* t, rdmad_status status);
   void lane_failed(Peer& p, uint16_t nic, const std::string& reason,
                    balancer::Balancer::Fault fault = balancer::Balancer::Fault::kPath);
   void requeue(Peer& p, std::vector<balancer::Chunk>& moved);

@@ -41,11 +41,17 @@ def known(name, contract):
     return any(name.endswith(s) and name[: -len(s)] in contract for s in HISTOGRAM_SUFFIXES)
 
 
-def dashboard_exprs(dashboard):
+def dashboard_targets(dashboard):
+    """(where, target) for every panel query (label_contract.py reads their legends too)."""
     for panel in dashboard["panels"]:
         for sub in [panel] + panel.get("panels", []):
             for target in sub.get("targets", []):
-                yield f'panel "{sub["title"]}"', target["expr"]
+                yield f'panel "{sub["title"]}" {target.get("refId", "")}'.rstrip(), target
+
+
+def dashboard_exprs(dashboard):
+    for where, target in dashboard_targets(dashboard):
+        yield where, target["expr"]
     for var in dashboard["templating"]["list"]:
         query = var.get("query")
         if var["type"] == "query":

@@ -10,11 +10,14 @@ Usage: label_contract.py SCRAPE_FILE ALERTS_YAML DASHBOARD_JSON
 import json
 import re
 import sys
+from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_metric_names import HISTOGRAM_SUFFIXES, dashboard_targets, metric_names  # noqa: E402
+
 SCRAPE_LABELS = {"instance", "job"}
-SUFFIXES = ("_bucket", "_count", "_sum")
 
 
 def scrape_labels(path):
@@ -28,7 +31,7 @@ def scrape_labels(path):
             continue
         name = m.group(1)
         names = set(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or ""))
-        for s in SUFFIXES:
+        for s in HISTOGRAM_SUFFIXES:
             if name.endswith(s):
                 labels.setdefault(name[: -len(s)], set()).update(names - {"le"})
         labels.setdefault(name, set()).update(names)
@@ -36,11 +39,11 @@ def scrape_labels(path):
 
 
 def available(expr, labels):
-    """Labels the expression's result carries, or None when no rdmad_ metric of it was scraped."""
+    """Labels the expression's result carries, or None when none of its metrics was scraped."""
     by = re.search(r"\bby\s*\(([^)]*)\)", expr)
     if by:
         return {x.strip() for x in by.group(1).split(",") if x.strip()} - {"le"}
-    sets = [labels[m] for m in re.findall(r"rdmad_[a-z0-9_]+", expr) if m in labels]
+    sets = [labels[m] for m in metric_names(expr) if m in labels]
     if not sets:
         return None
     return set.intersection(*sets)
@@ -70,22 +73,14 @@ def main():
             check(f"alert {rule['alert']}", rule["expr"], used, labels, problems, unchecked)
             checked += 1
 
-    def panels(ps):
-        for p in ps:
-            yield p
-            yield from panels(p.get("panels", []))
-
-    for p in panels(json.load(open(dashboard_path, encoding="utf-8"))["panels"]):
-        for t in p.get("targets", []):
-            if not t.get("expr"):
-                continue
-            used = re.findall(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", t.get("legendFormat", ""))
-            check(f"panel '{p.get('title')}' {t.get('refId', '')}", t["expr"], used, labels, problems, unchecked)
-            checked += 1
+    for where, t in dashboard_targets(json.load(open(dashboard_path, encoding="utf-8"))):
+        used = re.findall(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", t.get("legendFormat", ""))
+        check(where, t["expr"], used, labels, problems, unchecked)
+        checked += 1
     if problems:
         print("FAIL: labels that the series do not have:\n  " + "\n  ".join(problems))
         return 1
-    note = f" ({len(unchecked)} without a scraped rdmad_ series: {', '.join(unchecked)})" if unchecked else ""
+    note = f" ({len(unchecked)} without a scraped series: {', '.join(unchecked)})" if unchecked else ""
     print(f"PASS: the labels of {checked - len(unchecked)} alert and panel expressions exist in a live scrape{note}")
     return 0
 

@@ -197,11 +197,14 @@ bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
     p.bth.psn = r.psn;
     bool done = true;
     size_t data_bytes = 0;
-    if (r.kind == Response::Kind::kRead && !may_send_data(qp, now)) break;
-    if (r.kind == Response::Kind::kRead) {
-      const uint64_t off = static_cast<uint64_t>(psn_diff(r.psn, r.first_psn)) * qp.mtu;
-      const auto len = static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, r.length - off));
-      if (!check_remote(qp, r.va + off, len, r.rkey, kAccessRemoteRead)) {
+    if (r.kind != Response::Kind::kRead) {
+      p.bth.opcode = Opcode::kAcknowledge;
+      p.aeth = r.kind == Response::Kind::kAck ? roce::Aeth::ack(qp.msn) : roce::Aeth{r.syndrome, qp.msn};
+    } else {
+      if (!may_send_data(qp, now)) break;
+      const uint64_t offset = static_cast<uint64_t>(psn_diff(r.psn, r.first_psn)) * qp.mtu;
+      const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, r.length - offset));
+      if (!check_remote(qp, r.va + offset, bytes, r.rkey, kAccessRemoteRead)) {
         // The region was deregistered while its READ was being answered: NAK the rest instead of
         // reading memory that may be gone.
         ++counters_.resp_remote_access_errors;
@@ -211,16 +214,8 @@ bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
                            at, 0, 0, 0, 0, 0});
         continue;
       }
-    }
-    if (r.kind != Response::Kind::kRead) {
-      p.bth.opcode = Opcode::kAcknowledge;
-      p.aeth = r.kind == Response::Kind::kAck ? roce::Aeth::ack(qp.msn) : roce::Aeth{r.syndrome, qp.msn};
-    } else {
-      uint32_t seg = static_cast<uint32_t>(psn_diff(r.psn, r.first_psn));
-      uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
-      bool first = r.psn == r.first_psn;
-      bool last = r.psn == r.last_psn;
-      size_t bytes = std::min<uint64_t>(qp.mtu, r.length - offset);
+      const bool first = r.psn == r.first_psn;
+      const bool last = r.psn == r.last_psn;
       p.bth.opcode = roce::read_response_opcode(first, last);
       p.aeth = roce::Aeth::ack(qp.msn);
       p.payload = {reinterpret_cast<const uint8_t*>(r.va + offset), bytes};

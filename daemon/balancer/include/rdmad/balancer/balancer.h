@@ -120,7 +120,6 @@ class Balancer {
   void recompute_weights() const;
 
   bool track(Chunk& chunk);
-  bool release(ChunkId id);  // frees a tracked chunk's slot; false for an unknown id
   void assign(Chunk& chunk, uint16_t nic);
   void emit(Event e);
 
