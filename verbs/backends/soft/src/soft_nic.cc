@@ -211,14 +211,16 @@ void SoftNic::loop() {
     work |= rx_burst(now);
     TimeNs next_deadline = cc::kNever;
     // Round robin: each QP sends a few packets per round so one long message does not starve others.
-    for (int round = 0; round < 16; ++round) {
+    bool tx_drained = false;  // a round found nothing to send: every QP is out of work, window or tokens
+    const uint64_t seq_before_tx = doorbell_seq_.load();  // requester_tx sees every post counted here
+    for (int round = 0; round < 16 && !tx_drained; ++round) {
       bool progress = false;
       for (QpContext* qp : active_) {
         progress |= responder_tx(*qp, now, 16);
         progress |= requester_tx(*qp, now, 16);
       }
       work |= progress;
-      if (!progress) break;
+      tx_drained = !progress;
     }
     for (QpContext* qp : active_) {
       check_timers(*qp, now, &next_deadline);
@@ -230,13 +232,22 @@ void SoftNic::loop() {
       seen_seq = seq;
       work = true;
     }
+    const bool sent = counters_.tx_packets != tx_before;
     if (completions_pushed_ != completions_before) {
       spin_until = now + completion_spin_ns;
-    } else if (counters_.tx_packets != tx_before) {
+    } else if (sent) {
       spin_until = 0;  // the reply went out: leave the core to whoever receives it
     }
     if (work) {
       last_work = now;
+      // The reply went out, nothing is left to send, no post came in since requester_tx looked and
+      // the receive did not fill its batch: sleep now instead of spending a pass (a receive call) on
+      // finding the socket empty. ppoll returns at once if a packet arrived meanwhile.
+      if (spin_ns == 0 && sent && tx_drained && seq == seq_before_tx && !rx_.filled() && now >= spin_until &&
+          commands_.empty()) {
+        idle_wait(now, next_deadline, seen_seq);
+        last_work = now_ns();
+      }
     } else if (now < spin_until) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
