@@ -207,6 +207,7 @@ void SoftNic::loop() {
     loop_now_ = now;
     const uint64_t completions_before = completions_pushed_;
     const uint64_t tx_before = counters_.tx_packets;
+    const uint64_t rx_before = counters_.rx_packets;
     bool work = drain_commands();
     work |= rx_burst(now);
     TimeNs next_deadline = cc::kNever;
@@ -240,11 +241,14 @@ void SoftNic::loop() {
     }
     if (work) {
       last_work = now;
-      // The reply went out, nothing is left to send, no post came in since requester_tx looked and
-      // the receive did not fill its batch: sleep now instead of spending a pass (a receive call) on
-      // finding the socket empty. ppoll returns at once if a packet arrived meanwhile.
-      if (spin_ns == 0 && sent && tx_drained && seq == seq_before_tx && !rx_.filled() && now >= spin_until &&
-          commands_.empty()) {
+      // A request/response pass (at most one packet in, one packet out) whose reply went out, with
+      // nothing left to send and no post since requester_tx looked: sleep now instead of spending a
+      // pass (a receive call) on finding the socket empty; ppoll returns at once if a packet arrived
+      // meanwhile. Bulk passes keep going: there the next receive usually finds data, and sleeping
+      // early cost throughput when the cores are shared (BENCHMARKS.md).
+      const bool one_exchange = counters_.rx_packets - rx_before <= 1 && counters_.tx_packets - tx_before == 1;
+      if (spin_ns == 0 && one_exchange && tx_drained && seq == seq_before_tx && !rx_.filled() &&
+          now >= spin_until && commands_.empty()) {
         idle_wait(now, next_deadline, seen_seq);
         last_work = now_ns();
       }
