@@ -244,8 +244,8 @@ void SoftNic::loop() {
       // A request/response pass (at most one packet in, one packet out) whose reply went out, with
       // nothing left to send and no post since requester_tx looked: sleep now instead of spending a
       // pass (a receive call) on finding the socket empty; ppoll returns at once if a packet arrived
-      // meanwhile. Bulk passes keep going: there the next receive usually finds data, and sleeping
-      // early cost throughput when the cores are shared (BENCHMARKS.md).
+      // meanwhile. Bulk passes keep going: there the next receive usually finds data (and sleeping
+      // early may have cost throughput on shared cores; BENCHMARKS.md, "Sleeping after the reply").
       const bool one_exchange = counters_.rx_packets - rx_before <= 1 && counters_.tx_packets - tx_before == 1;
       if (spin_ns == 0 && one_exchange && tx_drained && seq == seq_before_tx && !rx_.filled() &&
           now >= spin_until && commands_.empty()) {
