@@ -67,6 +67,11 @@ class NicCollector final : public prometheus::Collectable {
               c.resp_remote_access_errors);
       counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive (malformed, unknown QP, bad state).",
               c.rx_dropped);
+      // The software datapath's own thread: its rate is the share of a core it uses (1.0 = saturated).
+      f.counter("rdmad_datapath_cpu_seconds_total", "CPU time used by the NIC's software datapath thread.", l,
+                static_cast<double>(c.datapath_cpu_ns) / 1e9);
+      counter("rdmad_datapath_sleeps_total", "Times the software datapath thread slept with nothing to do.",
+              c.datapath_sleeps);
     }
     return f.take();
   }

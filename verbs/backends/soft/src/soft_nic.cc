@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -263,6 +264,15 @@ void SoftNic::loop() {
   }
 }
 
+NicCounters SoftNic::counters_snapshot() const {
+  NicCounters c = counters_;
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    c.datapath_cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  }
+  return c;
+}
+
 void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
   sleeping_.store(true);
   TimeNs wait_ns = next_deadline == cc::kNever ? 100'000'000 : next_deadline - now;
@@ -271,7 +281,9 @@ void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
     timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
     // Posts that raced with going to sleep bumped doorbell_seq_ before reading sleeping_: the loop
     // notices them on its next pass, and the eventfd wakes us for later ones.
-    if (doorbell_seq_.load() == seen_seq && ppoll(fds, 2, &ts, nullptr) > 0 && (fds[1].revents & POLLIN) != 0) {
+    const bool sleep = doorbell_seq_.load() == seen_seq;
+    if (sleep) ++counters_.datapath_sleeps;
+    if (sleep && ppoll(fds, 2, &ts, nullptr) > 0 && (fds[1].revents & POLLIN) != 0) {
       // Only a doorbell leaves the eventfd readable: woken by a packet or the timer, skip the read.
       uint64_t v;
       [[maybe_unused]] ssize_t r = read(event_fd_, &v, sizeof v);

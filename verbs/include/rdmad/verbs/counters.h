@@ -28,6 +28,9 @@ struct NicCounters {
   uint64_t rx_bytes = 0;
   uint64_t rx_dropped = 0;  // malformed, unknown QP, or wrong state
   uint64_t retransmitted_packets = 0;
+  // datapath thread (software backends; 0 where a NIC does the work)
+  uint64_t datapath_cpu_ns = 0;  // CPU time the NIC's datapath thread has used
+  uint64_t datapath_sleeps = 0;  // times it went to sleep with nothing to do
 };
 
 }  // namespace rdmad::verbs
