@@ -13,7 +13,6 @@
 //   Part 1 alternates soft and TCP for each size `rounds` times (this VM's speed drifts between
 //   runs seconds apart) and reports every round's ratio and their median.
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
@@ -88,43 +87,6 @@ void connect(Ep& a, Ep& b, uint32_t mtu) {
   }
 }
 
-// CPU seconds used so far by threads whose name starts with "rdmad-soft".
-double datapath_cpu_seconds() {
-  double total = 0;
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return 0;
-  long hz = sysconf(_SC_CLK_TCK);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string base = std::string("/proc/self/task/") + e->d_name;
-    char name_buf[64] = {};
-    FILE* cf = std::fopen((base + "/comm").c_str(), "r");
-    if (cf == nullptr) continue;
-    size_t nl = std::fread(name_buf, 1, sizeof name_buf - 1, cf);
-    std::fclose(cf);
-    std::string name(name_buf, nl);
-    if (name.rfind("rdmad-soft", 0) != 0) continue;
-    FILE* sf = std::fopen((base + "/stat").c_str(), "r");
-    if (sf == nullptr) continue;
-    char line[1024] = {};
-    size_t got = std::fread(line, 1, sizeof line - 1, sf);
-    std::fclose(sf);
-    std::string s(line, got);
-    auto close_paren = s.rfind(')');
-    std::vector<std::string> f;
-    size_t pos = close_paren + 2;
-    while (pos < s.size()) {
-      size_t sp = s.find(' ', pos);
-      f.push_back(s.substr(pos, sp - pos));
-      if (sp == std::string::npos) break;
-      pos = sp + 1;
-    }
-    if (f.size() > 12) total += static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / hz;  // utime+stime
-  }
-  closedir(d);
-  return total;
-}
-
 // Polls `cq`; when it is empty, arms it, polls once more, and sleeps on its notification fd until
 // a completion arrives (at most 10 ms) — how a throughput application waits without spinning.
 size_t poll_or_wait(CompletionQueue& cq, std::span<WorkCompletion> out) {
@@ -162,7 +124,6 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
   const size_t inflight = std::max<size_t>(2, (4u << 20) / msg);  // ~4 MiB outstanding
   size_t outstanding = 0, done = 0;
   NicCounters c0a = a.dev->counters(), c0b = b.dev->counters();
-  double cpu0 = datapath_cpu_seconds();
   auto t0 = Clock::now();
   auto end = t0 + std::chrono::duration<double>(seconds);
   WorkCompletion wc[64];
@@ -182,8 +143,9 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
     done += n;
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  double cpu = datapath_cpu_seconds() - cpu0;
   NicCounters c1a = a.dev->counters(), c1b = b.dev->counters();
+  // CPU seconds of both NICs' datapath threads (each reads its own thread CPU clock).
+  double cpu = static_cast<double>((c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) + (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns)) / 1e9;
   double packets = static_cast<double>((c1a.tx_packets - c0a.tx_packets) + (c1a.rx_packets - c0a.rx_packets) +
                                        (c1b.tx_packets - c0b.tx_packets) + (c1b.rx_packets - c0b.rx_packets));
   if (c1a.retransmitted_packets > c0a.retransmitted_packets) {
