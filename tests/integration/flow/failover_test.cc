@@ -115,8 +115,10 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
   fill(dst.data(), n, 12);
   const rdmad_remote remote = fp.export_to_a(dst, n);
   ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  // Cut the path once it carries traffic.
-  ASSERT_TRUE(eventually([&] { return fp.nic_bytes(0) > 16e6; }, 60s));
+  // Cut the path once it carries traffic. With a busy loop holding a core the relay's share can
+  // fall to 2% (about 10 MB of the 512 MiB), and waiting for 16 MB timed out twice in 27 runs that
+  // way (2026-11-30). 4 MB is a few chunks, reached early in the transfer at that share.
+  ASSERT_TRUE(eventually([&] { return fp.nic_bytes(0) > 4e6; }, 60s));
   fp.fabric->cut();
   auto c = wait_completion(fp.fa, 240s);
   ASSERT_TRUE(c.has_value()) << fp.a()->output();
