@@ -218,7 +218,7 @@ class SoftDevice final : public Device {
   }
   NicCounters counters() const override {
     NicCounters c;
-    nic_->run([&] { c = nic_->counters_snapshot(); });
+    nic_->run([&] { c = nic_->counters(); });
     return c;
   }
   std::vector<DcqcnSample> dcqcn_samples() const override {

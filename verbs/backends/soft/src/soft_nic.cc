@@ -234,25 +234,20 @@ void SoftNic::loop() {
       seen_seq = seq;
       work = true;
     }
-    const bool sent = counters_.tx_packets != tx_before;
     if (completions_pushed_ != completions_before) {
       spin_until = now + completion_spin_ns;
-    } else if (sent) {
+    } else if (counters_.tx_packets != tx_before) {
       spin_until = 0;  // the reply went out: leave the core to whoever receives it
     }
-    if (work) {
+    // A request/response pass (at most one packet in, exactly one out) with nothing left to send
+    // and no post since requester_tx looked counts as idle: sleep now instead of spending a pass (a
+    // receive call) on finding the socket empty; ppoll returns at once if a packet arrived
+    // meanwhile. Bulk passes keep going: there the next receive usually finds data (and sleeping
+    // early may have cost throughput on shared cores; BENCHMARKS.md, "Sleeping after the reply").
+    const bool exchange_done = spin_ns == 0 && tx_drained && seq == seq_before_tx &&
+                               counters_.rx_packets - rx_before <= 1 && counters_.tx_packets - tx_before == 1;
+    if (work && !exchange_done) {
       last_work = now;
-      // A request/response pass (at most one packet in, one packet out) whose reply went out, with
-      // nothing left to send and no post since requester_tx looked: sleep now instead of spending a
-      // pass (a receive call) on finding the socket empty; ppoll returns at once if a packet arrived
-      // meanwhile. Bulk passes keep going: there the next receive usually finds data (and sleeping
-      // early may have cost throughput on shared cores; BENCHMARKS.md, "Sleeping after the reply").
-      const bool one_exchange = counters_.rx_packets - rx_before <= 1 && counters_.tx_packets - tx_before == 1;
-      if (spin_ns == 0 && one_exchange && tx_drained && seq == seq_before_tx && !rx_.filled() &&
-          now >= spin_until && commands_.empty()) {
-        idle_wait(now, next_deadline, seen_seq);
-        last_work = now_ns();
-      }
     } else if (now < spin_until) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -264,7 +259,7 @@ void SoftNic::loop() {
   }
 }
 
-NicCounters SoftNic::counters_snapshot() const {
+NicCounters SoftNic::counters() const {
   NicCounters c = counters_;
   timespec ts{};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {

@@ -77,9 +77,8 @@ class SoftNic {
   void remove_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
   QpAttr query_qp(uint32_t qpn);
-  const NicCounters& counters() const { return counters_; }
-  /// The counters with the datapath thread's CPU time filled in (must run on that thread).
-  NicCounters counters_snapshot() const;
+  /// The counters, with the datapath thread's CPU time read on the thread itself.
+  NicCounters counters() const;
   /// Appends the reaction-point state of every QP in RTS, brought up to the current loop pass.
   void dcqcn_samples(std::vector<DcqcnSample>& out);
   /// Rebuilds the reaction and notification points from new parameters; per-QP state is kept.

@@ -95,8 +95,6 @@ class UdpRxBatch {
   const sockaddr_storage& source(size_t i) const { return addrs_[segments_[i].datagram]; }
   /// Datagrams the last receive took from the socket (coalesced runs count once).
   size_t datagrams() const { return datagrams_; }
-  /// Whether the last receive filled every slot (more may be waiting in the socket).
-  bool filled() const { return datagrams_ == slots_; }
   /// Datagrams of the last receive cut short by a too-small buffer (their packets are dropped).
   size_t truncated() const { return truncated_; }
 
