@@ -41,5 +41,32 @@ TEST(Crc32, ChainsAcrossSplits) {
   }
 }
 
+TEST(Crc32, CombineGivesTheCrcOfTheConcatenation) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> data(9000);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  const std::span<const uint8_t> s(data);
+  // Every split of a short buffer, then the packet lengths the soft datapath combines (a full
+  // 256-4096 byte payload after a header) and a zero-length tail.
+  for (size_t split = 0; split <= 64; ++split) {
+    const auto a = s.first(split);
+    const auto b = s.subspan(split, 64 - split);
+    EXPECT_EQ(crc32_combine(crc32_update(0, a), crc32_update(0, b), b.size()), crc32_update(0, s.first(64)))
+        << "split " << split;
+  }
+  for (size_t len : {0u, 1u, 3u, 256u, 1024u, 4096u, 8191u}) {
+    const auto a = s.first(40);
+    const auto b = s.subspan(40, len);
+    const uint32_t whole = crc32_update(0, s.first(40 + len));
+    EXPECT_EQ(crc32_combine(crc32_update(0, a), crc32_update(0, b), len), whole) << "len " << len;
+    const Crc32Shift shift(len);
+    EXPECT_EQ(shift.length(), len);
+    EXPECT_EQ(shift.combine(crc32_update(0, a), crc32_update(0, b)), whole) << "len " << len;
+  }
+  // The shift depends on the length: one byte off gives another CRC.
+  EXPECT_NE(Crc32Shift(4095).combine(crc32_update(0, s.first(40)), crc32_update(0, s.subspan(40, 4096))),
+            crc32_update(0, s.first(40 + 4096)));
+}
+
 }  // namespace
 }  // namespace rdmad::roce

@@ -103,6 +103,19 @@ TEST_P(RoceRoundTrip, EveryOpcodeEveryPad) {
                     parts.begin() + static_cast<std::ptrdiff_t>(g.head_bytes + g.tail_bytes));
       EXPECT_EQ(joined, std::vector<uint8_t>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)));
       EXPECT_EQ(encode_datagram_gather(ip, sent, {parts.data(), g.head_bytes + g.tail_bytes - 1}).head_bytes, 0u);
+
+      // With the payload's CRC given instead of read: the same head and tail, byte for byte.
+      const Crc32Shift shift(pl.size());
+      std::vector<uint8_t> combined(64, 0xEE);
+      const GatherEncoding c = encode_datagram_gather(ip, sent, combined, crc32_update(0, pl), shift);
+      ASSERT_EQ(c.head_bytes, g.head_bytes);
+      ASSERT_EQ(c.tail_bytes, g.tail_bytes);
+      EXPECT_EQ(combined, parts);
+      // A wrong payload CRC gives a wrong ICRC; a shift for another length is refused.
+      std::vector<uint8_t> wrong(64, 0xEE);
+      encode_datagram_gather(ip, sent, wrong, crc32_update(0, pl) ^ 1, shift);
+      EXPECT_NE(wrong, parts);
+      EXPECT_EQ(encode_datagram_gather(ip, sent, wrong, crc32_update(0, pl), Crc32Shift(pl.size() + 4)).head_bytes, 0u);
     }
   }
   EXPECT_EQ(counters.decoded, expected);

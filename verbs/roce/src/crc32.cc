@@ -97,6 +97,45 @@ uint32_t update_portable(uint32_t crc, std::span<const uint8_t> data) {
 
 }  // namespace crc32_impl
 
+namespace {
+
+// a·b modulo the polynomial, in the reflected representation (bit 31 is x^0); zlib's multmodp.
+uint32_t mult_mod_p(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) {
+      product ^= b;
+      if ((a & (m - 1)) == 0) break;
+    }
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(8·n) modulo the polynomial, by squarings of x^8.
+uint32_t x8n_mod_p(uint64_t n) {
+  uint32_t power = 1u << 23;  // x^8
+  uint32_t result = 1u << 31;  // x^0
+  for (; n != 0; n >>= 1) {
+    if (n & 1) result = mult_mod_p(power, result);
+    power = mult_mod_p(power, power);
+  }
+  return result;
+}
+
+}  // namespace
+
+uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  return mult_mod_p(x8n_mod_p(len_b), crc_a) ^ crc_b;
+}
+
+Crc32Shift::Crc32Shift(uint64_t len_b) : len_(len_b) {
+  const uint32_t shift = x8n_mod_p(len_b);
+  for (uint32_t k = 0; k < 4; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) t_[k][b] = mult_mod_p(shift, b << (8 * k));
+  }
+}
+
 uint32_t crc32_bitwise_for_test(uint32_t crc, std::span<const uint8_t> data) {
   uint32_t c = ~crc;
   for (uint8_t byte : data) {

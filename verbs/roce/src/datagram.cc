@@ -153,7 +153,11 @@ size_t encode_datagram(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t
   return total;
 }
 
-GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out) {
+namespace {
+
+// encode_datagram_gather's common part: `icrc(head, pad)` computes the ICRC.
+template <class Icrc>
+GatherEncoding gather(const Packet& pkt, std::span<uint8_t> out, Icrc icrc) {
   const size_t total = datagram_bytes(pkt);
   const OpcodeInfo& info = opcode_info(pkt.bth.opcode);
   if (total == 0 || info.payload == PayloadKind::kCnpZeros) return {};
@@ -164,8 +168,24 @@ GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, st
   write_headers(info, pkt, payload, out.data());
   uint8_t* tail = out.data() + head;
   std::memset(tail, 0, pad);
-  store_icrc(compute_icrc(ip, out.first(head), {pkt.payload, {tail, pad}}), tail + pad);
+  store_icrc(icrc(out.first(head), std::span<const uint8_t>(tail, pad)), tail + pad);
   return {head, pad + kIcrcBytes};
+}
+
+}  // namespace
+
+GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out) {
+  return gather(pkt, out, [&](std::span<const uint8_t> head, std::span<const uint8_t> pad) {
+    return compute_icrc(ip, head, {pkt.payload, pad});
+  });
+}
+
+GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out,
+                                      uint32_t payload_crc, const Crc32Shift& shift) {
+  if (shift.length() != pkt.payload.size()) return {};
+  return gather(pkt, out, [&](std::span<const uint8_t> head, std::span<const uint8_t> pad) {
+    return compute_icrc(ip, head, payload_crc, shift, pad);
+  });
 }
 
 void seal_datagram(const IpUdpInfo& ip, std::span<uint8_t> datagram) {

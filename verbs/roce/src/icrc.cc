@@ -51,12 +51,8 @@ size_t write_masked_ip_udp(const IpUdpInfo& ip, size_t udp_payload_bytes, uint8_
   return n + kUdpHeaderBytes;
 }
 
-}  // namespace
-
-uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
-                      std::initializer_list<std::span<const uint8_t>> rest) {
-  size_t transport_bytes = head.size();
-  for (auto part : rest) transport_bytes += part.size();
+// The CRC of the pseudo-header and `head` for a transport of `transport_bytes` (ICRC excluded).
+uint32_t icrc_over_head(const IpUdpInfo& ip, std::span<const uint8_t> head, size_t transport_bytes) {
   // 8 ones + IPv6 + UDP + BTH fits in 68 bytes.
   uint8_t pseudo[8 + kIpv6HeaderBytes + kUdpHeaderBytes + kBthBytes];
   std::memset(pseudo, 0xFF, 8);
@@ -65,10 +61,24 @@ uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
   std::memcpy(pseudo + n, head.data(), bth);
   if (bth > 4) pseudo[n + 4] = 0xFF;  // FECN, BECN and reserved bits change in flight
   n += bth;
-  uint32_t crc = crc32_update(0, {pseudo, n});
-  crc = crc32_update(crc, head.subspan(bth));
+  return crc32_update(crc32_update(0, {pseudo, n}), head.subspan(bth));
+}
+
+}  // namespace
+
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
+                      std::initializer_list<std::span<const uint8_t>> rest) {
+  size_t transport_bytes = head.size();
+  for (auto part : rest) transport_bytes += part.size();
+  uint32_t crc = icrc_over_head(ip, head, transport_bytes);
   for (auto part : rest) crc = crc32_update(crc, part);
   return crc;
+}
+
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head, uint32_t payload_crc,
+                      const Crc32Shift& shift, std::span<const uint8_t> tail) {
+  const uint32_t crc = icrc_over_head(ip, head, head.size() + shift.length() + tail.size());
+  return crc32_update(shift.combine(crc, payload_crc), tail);
 }
 
 uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {

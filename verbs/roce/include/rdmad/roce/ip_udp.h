@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <span>
 
+#include "rdmad/roce/crc32.h"
+
 #include "rdmad/roce/headers.h"
 
 namespace rdmad::roce {
@@ -71,6 +73,10 @@ uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport);
 // The same over a transport held in pieces: `head` (at least the BTH), then `rest` in order.
 uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
                       std::initializer_list<std::span<const uint8_t>> rest);
+// The same over `head`, a payload known only by its CRC-32 (crc32_update(0, payload)) and length
+// (`shift`, built for payload bytes), then `tail`: the payload itself is not read.
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head, uint32_t payload_crc,
+                      const Crc32Shift& shift, std::span<const uint8_t> tail);
 
 // Writes / reads an ICRC in wire order (least significant byte first).
 void store_icrc(uint32_t icrc, uint8_t* out);

@@ -88,6 +88,10 @@ struct GatherEncoding {
 // Encodes `pkt` that way; the ICRC covers the payload in place. Returns {0, 0} where
 // encode_datagram returns 0, and for a CNP (its payload is not the caller's memory).
 GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out);
+// The same with the payload's CRC-32 already known (crc32_update(0, pkt.payload)) and `shift` built
+// for pkt.payload.size(): the ICRC is combined from it and the payload is not read here.
+GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, std::span<uint8_t> out,
+                                      uint32_t payload_crc, const Crc32Shift& shift);
 
 // Recomputes and stores the ICRC of an encoded datagram (e.g. after changing the BTH in place).
 void seal_datagram(const IpUdpInfo& ip, std::span<uint8_t> datagram);
