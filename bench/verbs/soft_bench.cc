@@ -6,11 +6,14 @@
 //      sockets when it does nothing else;
 //   2. 64-byte WRITE round trip (post → ACK completion, the application polling its CQ) p50/p99 vs a
 //      UDP ping-pong, with the client blocking in recv and with it polling its socket;
-//   3. packets per second per datapath core (packets handled / datapath thread CPU seconds).
+//   3. packets per second per core (packets handled / CPU seconds of both datapath threads and of
+//      the posting thread, which computes payload CRCs at post).
+// Each throughput round also runs the soft NICs with crc_at_post = false ("dp crc": the datapath
+// computes every ICRC itself), so the column soft/dp is that change's A/B in the same round.
 // Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all, default all]
 //                         [rounds, default 3]
 //   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself.
-//   Part 1 alternates soft and TCP for each size `rounds` times (this VM's speed drifts between
+//   Part 1 alternates soft, soft with dp crc, TCP and the UDP floor for each size `rounds` times (this VM's speed drifts between
 //   runs seconds apart) and reports every round's ratio and their median.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,6 +21,7 @@
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +42,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 struct Ep {
   std::unique_ptr<Device> dev;
   std::unique_ptr<ProtectionDomain> pd;
@@ -51,11 +61,13 @@ struct Ep {
   }
 };
 
-void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t completion_spin_us = 0) {
+void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t completion_spin_us = 0,
+             bool crc_at_post = true) {
   DeviceConfig c;
   c.udp_port = 0;
   c.cc_enabled = false;
   c.udp_offload = udp_offload;
+  c.crc_at_post = crc_at_post;
   c.completion_spin_us = completion_spin_us;
   e.dev = std::move(reg.open("soft", c).value());
   e.pd = std::move(e.dev->alloc_pd().value());
@@ -108,10 +120,11 @@ struct WriteResult {
   double pps_per_core;
 };
 
-WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, bool udp_offload) {
+WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, bool udp_offload,
+                                  bool crc_at_post = true) {
   Ep a, b;
-  open_ep(reg, a, udp_offload);
-  open_ep(reg, b, udp_offload);
+  open_ep(reg, a, udp_offload, 0, crc_at_post);
+  open_ep(reg, b, udp_offload, 0, crc_at_post);
   connect(a, b, 4096);
   std::vector<uint8_t> src(msg, 1), dst(msg, 0);
   auto smr = std::move(a.pd->reg_mr(src.data(), msg, 0).value());
@@ -124,6 +137,7 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
   const size_t inflight = std::max<size_t>(2, (4u << 20) / msg);  // ~4 MiB outstanding
   size_t outstanding = 0, done = 0;
   NicCounters c0a = a.dev->counters(), c0b = b.dev->counters();
+  const double poster0 = thread_cpu_seconds();
   auto t0 = Clock::now();
   auto end = t0 + std::chrono::duration<double>(seconds);
   WorkCompletion wc[64];
@@ -143,9 +157,12 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
     done += n;
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double poster_cpu = thread_cpu_seconds() - poster0;
   NicCounters c1a = a.dev->counters(), c1b = b.dev->counters();
-  // CPU seconds of both NICs' datapath threads (each reads its own thread CPU clock).
-  double cpu = static_cast<double>((c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) + (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns)) / 1e9;
+  // CPU seconds of both NICs' datapath threads (each reads its own thread CPU clock), and of this
+  // posting thread, which computes payload CRCs at post (crc_at_post).
+  double cpu = static_cast<double>((c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) + (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns)) / 1e9 +
+               poster_cpu;
   double packets = static_cast<double>((c1a.tx_packets - c0a.tx_packets) + (c1a.rx_packets - c0a.rx_packets) +
                                        (c1b.tx_packets - c0b.tx_packets) + (c1b.rx_packets - c0b.rx_packets));
   if (c1a.retransmitted_packets > c0a.retransmitted_packets) {
@@ -352,27 +369,30 @@ int main(int argc, char** argv) {
   BackendRegistry reg;
   rdmad::verbs::soft::register_backend(reg);
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
+  // "dp crc": the same soft NICs with crc_at_post = false (the datapath computes every ICRC).
   if (part != "rtt") {
-    std::printf("%-28s %10s %9s %9s %8s %8s %8s %17s\n", "throughput (1 QP, loopback)", "soft Gb/s", "tcp Gb/s",
-                "udp floor", "soft/tcp", "soft/udp", "udp/tcp", "soft pkts/s/core");
+    std::printf("%-28s %10s %9s %9s %9s %8s %8s %8s %8s %17s\n", "throughput (1 QP, loopback)", "soft Gb/s",
+                "dp crc", "tcp Gb/s", "udp floor", "soft/tcp", "soft/udp", "udp/tcp", "soft/dp", "soft pkts/s/core");
   }
   for (size_t msg : {size_t{64} << 10, size_t{1} << 20}) {
     if (part == "rtt") break;
     const char* name = msg == (64u << 10) ? "64 KiB" : "1 MiB";
-    std::vector<double> vs_tcp, vs_floor, floor_vs_tcp;
+    std::vector<double> vs_tcp, vs_floor, floor_vs_tcp, vs_dp;
     for (int r = 0; r < rounds; ++r) {
       WriteResult s = soft_write_throughput(reg, msg, seconds, true);
+      WriteResult d = soft_write_throughput(reg, msg, seconds, true, false);
       double t = tcp_throughput(msg, seconds);
       double f = udp_gso_floor(msg, seconds);
       vs_tcp.push_back(s.gbps / t);
       vs_floor.push_back(s.gbps / f);
       floor_vs_tcp.push_back(f / t);
-      std::printf("WRITE %-6s round %-10d %10.2f %9.2f %9.2f %8.2f %8.2f %8.2f %17.0f\n", name, r + 1, s.gbps, t, f,
-                  s.gbps / t, s.gbps / f, f / t, s.pps_per_core);
+      vs_dp.push_back(s.gbps / d.gbps);
+      std::printf("WRITE %-6s round %-10d %10.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %17.0f\n", name, r + 1,
+                  s.gbps, d.gbps, t, f, s.gbps / t, s.gbps / f, f / t, s.gbps / d.gbps, s.pps_per_core);
       std::fflush(stdout);
     }
-    std::printf("WRITE %-6s median of %-2d rounds %30s %8.2f %8.2f %8.2f\n", name, rounds, "", median(vs_tcp),
-                median(vs_floor), median(floor_vs_tcp));
+    std::printf("WRITE %-6s median of %-2d rounds %40s %8.2f %8.2f %8.2f %8.2f\n", name, rounds, "", median(vs_tcp),
+                median(vs_floor), median(floor_vs_tcp), median(vs_dp));
     WriteResult plain = soft_write_throughput(reg, msg, seconds, false);
     std::printf("WRITE %-6s no offload %30.2f Gb/s %12.0f pkts/s/core\n", name, plain.gbps, plain.pps_per_core);
   }

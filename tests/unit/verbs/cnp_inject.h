@@ -7,10 +7,24 @@
 #include <thread>
 
 #include "fake_peer.h"
+#include "verbs_test_util.h"
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/device.h"
 
 namespace rdmad::verbs::test {
+
+// A soft NIC whose QPs a single CNP holds at `mbps` for good: DCQCN on, the first CNP cuts to
+// that rate, and neither the timer nor the byte counter ever raises it again.
+inline DeviceConfig held_rate_config(uint32_t mbps) {
+  DeviceConfig c = soft_config();
+  c.cc_enabled = true;
+  c.line_rate_mbps = 10'000;
+  c.dcqcn = cc::mlx5_profile();
+  c.dcqcn.rate_on_first_cnp_mbps = mbps;
+  c.dcqcn.increase_timer_us = 0;
+  c.dcqcn.byte_counter_bytes = 0;
+  return c;
+}
 
 // Sends `n` CNPs for `dest_qp` to the soft NIC behind `to`.
 inline void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {

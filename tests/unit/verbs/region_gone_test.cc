@@ -119,14 +119,7 @@ TEST_F(RegionGone, ReadSourceDeregisteredMidRead) {
   // responses are paced (DCQCN: its QP held at 200 Mb/s by one CNP and no recovery, a packet
   // every 164 µs), and the READ (512 KiB, inside the requester's 1 MiB window) is asked for in
   // full at the start, so no later READ request comes to be refused first.
-  DeviceConfig slow = soft_config();
-  slow.cc_enabled = true;
-  slow.line_rate_mbps = 10'000;
-  slow.dcqcn = cc::mlx5_profile();
-  slow.dcqcn.rate_on_first_cnp_mbps = 200;
-  slow.dcqcn.increase_timer_us = 0;
-  slow.dcqcn.byte_counter_bytes = 0;
-  open(slow);
+  open(held_rate_config(200));
   send_cnps(b_.dev->query_port(1).value(), b_.qp->qp_num(), 1);
   ASSERT_TRUE(wait_cnps_handled(*b_.dev, 1));
   run(WrOpcode::kRdmaRead, Side::kResponder, WcStatus::kRemoteAccessError, 512u << 10);

@@ -12,6 +12,7 @@
 #include "rdmad/cc/pacer.h"
 #include "rdmad/cc/reaction_point.h"
 #include "rdmad/cc/time.h"
+#include "rdmad/roce/crc32.h"
 #include "rdmad/roce/ip_udp.h"
 #include "rdmad/verbs/types.h"
 #include "spsc_ring.h"
@@ -34,12 +35,38 @@ struct CqShared {
   int event_fd = -1;
 };
 
+/// Payload CRCs the posting thread computed for one send WR (DeviceConfig::crc_at_post): the
+/// CRC-32 of each of its first `count` path-MTU segments (`mtu` bytes each), at ring positions
+/// `first`... of PostCrcRing. count 0: the datapath computes every CRC itself.
+struct PostCrc {
+  uint64_t first = 0;
+  uint32_t count = 0;
+  uint32_t mtu = 0;
+};
+
+/// Where the posting thread leaves payload CRCs for the datapath. The producer fills entries
+/// before it publishes the WR that names them (the send queue's release store); the datapath frees
+/// them in order as it releases WRs.
+struct PostCrcRing {
+  static constexpr uint32_t kEntries = 4096;  // 16 MiB of payload at a 4096-byte path MTU
+  std::unique_ptr<uint32_t[]> crcs;           // allocated by the producer on first use
+  uint64_t tail = 0;                          // producer only
+  std::atomic<uint64_t> head{0};              // entries below it are free again
+  // Odd while the producer reads application memory. Deregistration clears the region's key, then
+  // waits for an odd value to change before the caller may unmap the memory (SoftNic::wait_posts).
+  std::atomic<uint64_t> reading{0};
+  uint32_t& at(uint64_t i) { return crcs[i & (kEntries - 1)]; }
+};
+
 /// What the application and the datapath share for one QP.
 struct QpShared {
-  QpShared(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth) {}
+  QpShared(uint32_t sq_depth, uint32_t rq_depth) : sq(sq_depth), rq(rq_depth), post_crc(sq.capacity()) {}
   SpscRing<SendWr> sq;
   SpscRing<RecvWr> rq;
   std::atomic<QpState> state{QpState::kReset};
+  std::atomic<uint32_t> mtu{0};   // path MTU, set on RTR before the state is published
+  std::vector<PostCrc> post_crc;  // per send-queue slot, written before the WR is published
+  PostCrcRing crc_ring;
 };
 
 /// Requester bookkeeping per send-queue slot (parallel to QpShared::sq).
@@ -75,6 +102,7 @@ struct QpContext {
   socklen_t dest_len = 0;
   int tx_fd = -1;              // the socket (hence UDP source port) our packets leave from
   roce::IpUdpInfo ip;          // IP/UDP description of our packets to dest (for the ICRC)
+  const roce::Crc32Shift* mtu_shift = nullptr;  // combines a full segment's CRC into an ICRC
 
   // ---- requester ----
   std::vector<SendSlot> slots;

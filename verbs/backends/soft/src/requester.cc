@@ -103,7 +103,7 @@ void SoftNic::complete_sends(QpContext& qp) {
                         wr.opcode == WrOpcode::kRdmaRead ? wr.sge.length : 0, 0};
       if (!push_completion(*qp.send_cq, wc)) return;  // CQ full: retry on the next pass
     }
-    sq.release();
+    release_send(*qp.shared);
   }
 }
 
@@ -112,7 +112,7 @@ void SoftNic::fail_head(QpContext& qp, WcStatus status) {
   if (!sq.empty()) {
     const SendWr& wr = sq.at(sq.head());
     push_completion(*qp.send_cq, {wr.wr_id, status, wc_opcode(wr.opcode), false, qp.qpn, 0, 0});
-    sq.release();
+    release_send(*qp.shared);
   }
   set_error(qp);
 }
@@ -145,6 +145,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     uint32_t seg = static_cast<uint32_t>(psn_diff(qp.send_psn, s.first_psn));
     uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
     roce::Packet p;
+    const uint32_t* payload_crc = nullptr;
     p.bth.dest_qp = qp.attr.dest_qp_num;
     p.bth.psn = qp.send_psn;
     size_t bytes = 0;
@@ -184,6 +185,13 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       p.imm_data = wr.imm_data;
       bytes = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
       p.payload = {reinterpret_cast<const uint8_t*>(wr.sge.addr + offset), bytes};
+      // The CRC computed at post is used on the first transmission only: a retransmission reads
+      // the memory again, so a buffer the application changed too early still gets through.
+      const PostCrc& pc = qp.shared->post_crc[sq.slot(qp.send_idx)];
+      if (seg < pc.count && pc.mtu == qp.mtu && psn_diff(qp.send_psn, qp.sent_hi) >= 0) {
+        payload_crc = &qp.shared->crc_ring.at(pc.first + seg);
+        ++counters_.crc_at_post_packets;
+      }
       qp.send_psn = psn_add(qp.send_psn, 1);
       if (last) ++qp.send_idx;
     }
@@ -194,7 +202,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     } else {
       ++counters_.retransmitted_packets;
     }
-    send_packet(qp, p, roce::kEcnEct0);
+    send_packet(qp, p, roce::kEcnEct0, payload_crc);
     on_data_sent(qp, now, bytes + kWireOverheadBytes);
     ++sent;
   }

@@ -27,7 +27,12 @@ class SoftMr final : public MemoryRegion {
   SoftMr(std::shared_ptr<SoftNic> nic, uint64_t addr, size_t len, uint32_t key, uint32_t access)
       : nic_(std::move(nic)), addr_(addr), len_(len), key_(key), access_(access) {}
   ~SoftMr() override {
-    nic_->run([&] { nic_->remove_mr(key_); });
+    std::vector<std::shared_ptr<QpShared>> qps;
+    nic_->run([&] {
+      nic_->remove_mr(key_);
+      nic_->shared_qps(qps);
+    });
+    SoftNic::wait_posts(qps);  // the caller may unmap the memory once we return
   }
   uint64_t addr() const override { return addr_; }
   size_t length() const override { return len_; }
@@ -94,7 +99,15 @@ class SoftQp final : public QueuePair {
       if (posted) *posted = 0;
       return Status::error("post_send: qp not in RTS");
     }
-    return post(shared_->sq, wrs, posted);
+    size_t n = 0;
+    auto& sq = shared_->sq;
+    // One producer per queue: a slot seen free stays free until the push below.
+    while (n < wrs.size() && sq.free_slots() > 0) {
+      nic_->crc_at_post(*shared_, wrs[n], &shared_->post_crc[sq.slot(sq.producer_tail())]);
+      sq.push(wrs[n]);
+      ++n;
+    }
+    return finish_post(n, wrs.size(), posted);
   }
   Status post_recv(std::span<const RecvWr> wrs, size_t* posted) override {
     if (shared_->state.load(std::memory_order_acquire) == QpState::kReset) {
@@ -109,9 +122,12 @@ class SoftQp final : public QueuePair {
   Status post(SpscRing<Wr>& ring, std::span<const Wr> wrs, size_t* posted) {
     size_t n = 0;
     while (n < wrs.size() && ring.push(wrs[n])) ++n;
+    return finish_post(n, wrs.size(), posted);
+  }
+  Status finish_post(size_t n, size_t wanted, size_t* posted) {
     if (posted) *posted = n;
     if (n > 0) nic_->doorbell();
-    return n == wrs.size() ? Status::ok() : Status(StatusCode::kNoResource, {});
+    return n == wanted ? Status::ok() : Status(StatusCode::kNoResource, {});
   }
 
   std::shared_ptr<SoftNic> nic_;

@@ -92,7 +92,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
       tx_(local_ip_.v6, config.udp_offload && enable_udp_gro(fd_)),
       rx_(tx_.offload()),
       qps_(kMaxQps),
-      mrs_(kMaxMrs) {
+      mrs_(std::make_unique<MrEntry[]>(kMaxMrs)) {
   sockaddr_storage sa{};
   socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0) {

@@ -4,6 +4,7 @@
 // the control side (create/modify/destroy, registration) reaches it. The hot path takes no locks.
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <future>
@@ -43,12 +44,26 @@ struct SourceSocket {
   uint16_t port = 0;
 };
 
+// Payloads of at least this many bytes get their CRCs computed by the posting thread.
+inline constexpr uint32_t kCrcAtPostMinBytes = 16384;
+
+/// A memory-region table entry. The datapath thread writes it; posting threads read it too
+/// (crc_at_post), seqlock style: the key is stored last when an entry is filled and cleared first
+/// when it is emptied, and a reader trusts the fields only if it saw the same key before and after.
 struct MrEntry {
+  std::atomic<uint32_t> key{0};  // 0: free
+  std::atomic<uint64_t> addr{0};
+  std::atomic<uint64_t> length{0};
+  std::atomic<uint32_t> access{0};
+  std::atomic<uint32_t> pd_id{0};
+};
+
+/// A consistent copy of a registered region.
+struct MrView {
   uint64_t addr = 0;
   uint64_t length = 0;
   uint32_t access = 0;
   uint32_t pd_id = 0;
-  uint32_t key = 0;  // 0: free
 };
 
 class SoftNic {
@@ -69,9 +84,20 @@ class SoftNic {
   /// Tells a sleeping datapath that new work was posted.
   void doorbell();
 
+  // ---- posting threads ----
+  /// Computes the payload CRCs of `wr`, about to be pushed to `s.sq` (the send queue has room),
+  /// into `s.crc_ring` and describes them in `*pc`; leaves `*pc` empty when the WR does not qualify
+  /// (crc_at_post off, READ, shorter than kCrcAtPostMinBytes, ring full, key or bounds wrong).
+  void crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc);
+  /// Waits until none of `qps` is still reading application memory for a post that began before
+  /// the call (after remove_mr: the region's memory may be unmapped once this returns).
+  static void wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps);
+
   // ---- datapath-thread only (reached through run()) ----
   Status add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key);
   void remove_mr(uint32_t key);
+  /// Every QP's shared state (for wait_posts).
+  void shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const;
   Result<QpContext*> add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared, std::shared_ptr<CqShared> scq,
                             std::shared_ptr<CqShared> rcq);
   void remove_qp(uint32_t qpn);
@@ -115,17 +141,20 @@ class SoftNic {
   void on_cnp(QpContext& qp, TimeNs now);
   void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
   // common (soft_nic_qp.cc)
-  const MrEntry* find_mr(uint32_t key) const;
+  bool find_mr(uint32_t key, MrView* out) const;
   bool check_local(const QpContext& qp, const Sge& sge, bool need_write) const;
   void set_error(QpContext& qp);
   void flush(QpContext& qp);
+  /// Releases the oldest send WR, and the payload CRCs computed for it at post.
+  static void release_send(QpShared& s);
   bool push_completion(CqShared& cq, const WorkCompletion& wc);
   QpContext* qp_by_num(uint32_t qpn);
   /// The socket a QP sends from: one of sources_ by a hash of both QP numbers, else the main socket.
   const SourceSocket& source_for(uint32_t qpn, uint32_t dest_qpn) const;
   void open_source_sockets();
-  /// Queues one packet for sending (flushes the batch when full).
-  void send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos);
+  /// Queues one packet for sending (flushes the batch when full). `payload_crc`, when given, is
+  /// crc32_update(0, pkt.payload) of a full path-MTU payload, computed at post.
+  void send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos, const uint32_t* payload_crc = nullptr);
   void send_cnp(const QpContext& qp);
   void flush_tx();
 
@@ -151,7 +180,9 @@ class SoftNic {
 
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qpn - kQpnBase
   std::vector<QpContext*> active_;
-  std::vector<MrEntry> mrs_;
+  std::unique_ptr<MrEntry[]> mrs_;  // kMaxMrs entries
+  // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
+  std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
   uint32_t mr_generation_ = 1;
 
   struct Command {

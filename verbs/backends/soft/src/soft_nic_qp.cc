@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
 
 #include "soft_nic.h"
@@ -29,11 +30,18 @@ bool legal_transition(QpState from, QpState to) {
 
 Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key) {
   for (uint32_t i = 1; i < kMaxMrs; ++i) {
-    if (mrs_[i].key != 0) continue;
+    MrEntry& e = mrs_[i];
+    if (e.key.load(std::memory_order_relaxed) != 0) continue;
     mr_generation_ = (mr_generation_ + 1) & 0xFF;
     if (mr_generation_ == 0) mr_generation_ = 1;
-    mrs_[i] = {reinterpret_cast<uint64_t>(addr), length, access, pd_id, (i << 8) | mr_generation_};
-    *key = mrs_[i].key;
+    // A reader that sees any of these stores also sees the key cleared by remove_mr (seqlock).
+    std::atomic_thread_fence(std::memory_order_release);
+    e.addr.store(reinterpret_cast<uint64_t>(addr), std::memory_order_relaxed);
+    e.length.store(length, std::memory_order_relaxed);
+    e.access.store(access, std::memory_order_relaxed);
+    e.pd_id.store(pd_id, std::memory_order_relaxed);
+    *key = (i << 8) | mr_generation_;
+    e.key.store(*key, std::memory_order_release);
     return Status::ok();
   }
   return Status::no_resource("soft nic: memory region table full");
@@ -41,31 +49,40 @@ Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_i
 
 void SoftNic::remove_mr(uint32_t key) {
   uint32_t i = key >> 8;
-  if (i < kMaxMrs && mrs_[i].key == key) mrs_[i] = MrEntry{};
+  // seq_cst: ordered against a posting thread's raise of PostCrcRing::reading (wait_posts).
+  if (i < kMaxMrs && mrs_[i].key.load(std::memory_order_relaxed) == key) mrs_[i].key.store(0, std::memory_order_seq_cst);
 }
 
-const MrEntry* SoftNic::find_mr(uint32_t key) const {
+void SoftNic::shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const {
+  for (const QpContext* qp : active_) out.push_back(qp->shared);
+}
+
+bool SoftNic::find_mr(uint32_t key, MrView* out) const {
   uint32_t i = key >> 8;
-  if (i == 0 || i >= kMaxMrs || mrs_[i].key != key) return nullptr;
-  return &mrs_[i];
+  if (i == 0 || i >= kMaxMrs) return false;
+  const MrEntry& e = mrs_[i];
+  // The datapath thread is the only writer: its own relaxed loads see its own stores.
+  if (e.key.load(std::memory_order_relaxed) != key) return false;
+  *out = {e.addr.load(std::memory_order_relaxed), e.length.load(std::memory_order_relaxed),
+          e.access.load(std::memory_order_relaxed), e.pd_id.load(std::memory_order_relaxed)};
+  return true;
 }
 
 bool SoftNic::check_local(const QpContext& qp, const Sge& sge, bool need_write) const {
   if (sge.length == 0) return true;
-  const MrEntry* mr = find_mr(sge.lkey);
-  if (mr == nullptr || mr->pd_id != qp.pd_id) return false;
-  if (need_write && (mr->access & kAccessLocalWrite) == 0) return false;
-  return sge.addr >= mr->addr && sge.addr + sge.length <= mr->addr + mr->length &&
-         sge.addr + sge.length >= sge.addr;
+  MrView mr;
+  if (!find_mr(sge.lkey, &mr) || mr.pd_id != qp.pd_id) return false;
+  if (need_write && (mr.access & kAccessLocalWrite) == 0) return false;
+  return sge.addr >= mr.addr && sge.addr + sge.length <= mr.addr + mr.length && sge.addr + sge.length >= sge.addr;
 }
 
 bool SoftNic::check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint32_t rkey,
                            uint32_t access) const {
   if ((qp.attr.access_flags & access) == 0) return false;
   if (len == 0) return true;
-  const MrEntry* mr = find_mr(rkey);
-  if (mr == nullptr || mr->pd_id != qp.pd_id || (mr->access & access) == 0) return false;
-  return va >= mr->addr && va + len <= mr->addr + mr->length && va + len >= va;
+  MrView mr;
+  if (!find_mr(rkey, &mr) || mr.pd_id != qp.pd_id || (mr.access & access) == 0) return false;
+  return va >= mr.addr && va + len <= mr.addr + mr.length && va + len >= va;
 }
 
 Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared,
@@ -138,7 +155,7 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
 
   if (to == QpState::kReset) {
     QpShared& s = *qp->shared;
-    while (!s.sq.empty()) s.sq.release();
+    while (!s.sq.empty()) release_send(s);
     RecvWr r;
     while (s.rq.pop(&r)) {
     }
@@ -153,6 +170,10 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     *qp = std::move(fresh);
   } else if (to == QpState::kRtr) {
     qp->mtu = q.path_mtu_bytes;
+    qp->shared->mtu.store(qp->mtu, std::memory_order_relaxed);  // published with the state below
+    auto& shift = mtu_shifts_[std::countr_zero(qp->mtu) - 8];
+    if (config_.crc_at_post && !shift) shift = std::make_unique<roce::Crc32Shift>(qp->mtu);
+    qp->mtu_shift = shift.get();
     qp->epsn = q.rq_psn;
     roce::IpAddr dst;
     if (q.dest_gid.is_ipv4_mapped()) {
@@ -227,7 +248,7 @@ void SoftNic::flush(QpContext& qp) {
     const SendWr& wr = s.sq.at(s.sq.head());
     WorkCompletion wc{wr.wr_id, WcStatus::kWrFlushed, WcOpcode::kSend, false, qp.qpn, 0, 0};
     if (!push_completion(*qp.send_cq, wc)) break;  // CQ full: the next pass continues
-    s.sq.release();
+    release_send(s);
   }
   qp.accepted = qp.send_idx = s.sq.head();
   while (!s.rq.empty()) {
@@ -239,13 +260,22 @@ void SoftNic::flush(QpContext& qp) {
   qp.recv_active = false;
 }
 
-void SoftNic::send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos) {
+void SoftNic::release_send(QpShared& s) {
+  const PostCrc& pc = s.post_crc[s.sq.slot(s.sq.head())];
+  if (pc.count != 0) s.crc_ring.head.store(pc.first + pc.count, std::memory_order_release);
+  s.sq.release();
+}
+
+void SoftNic::send_packet(const QpContext& qp, const roce::Packet& pkt, uint8_t tos, const uint32_t* payload_crc) {
   if (tx_.full()) flush_tx();
   size_t n;
   if (pkt.payload.size() >= kGatherMinPayloadBytes) {
     // The payload leaves from the memory region itself: the kernel's copy into the socket buffer
     // is the only one on this side. The region stays valid until flush_tx (same pass).
-    const roce::GatherEncoding e = roce::encode_datagram_gather(qp.ip, pkt, tx_.next_buffer());
+    const roce::GatherEncoding e =
+        payload_crc != nullptr && qp.mtu_shift != nullptr
+            ? roce::encode_datagram_gather(qp.ip, pkt, tx_.next_buffer(), *payload_crc, *qp.mtu_shift)
+            : roce::encode_datagram_gather(qp.ip, pkt, tx_.next_buffer());
     if (e.head_bytes == 0) return;
     n = e.head_bytes + pkt.payload.size() + e.tail_bytes;
     tx_.commit_gather(qp.tx_fd, e.head_bytes, pkt.payload, e.tail_bytes, qp.dest_sa, qp.dest_len, tos);

@@ -28,6 +28,8 @@ class SpscRing {
     tail_.store(t + 1, std::memory_order_release);
     return true;
   }
+  /// Absolute index the next push takes.
+  uint64_t producer_tail() const { return tail_.load(std::memory_order_relaxed); }
   /// Free slots as seen by the producer.
   size_t free_slots() const {
     return capacity_ - (tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire));

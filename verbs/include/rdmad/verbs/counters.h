@@ -31,6 +31,7 @@ struct NicCounters {
   // datapath thread (software backends; 0 where a NIC does the work)
   uint64_t datapath_cpu_ns = 0;  // CPU time the NIC's datapath thread has used
   uint64_t datapath_sleeps = 0;  // times it went to sleep with nothing to do
+  uint64_t crc_at_post_packets = 0;  // packets sent with a payload CRC the posting thread computed
 };
 
 }  // namespace rdmad::verbs

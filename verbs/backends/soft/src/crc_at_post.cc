@@ -1,0 +1,61 @@
+// Payload CRCs computed by the posting thread (DeviceConfig::crc_at_post). At 1 MiB the requester's
+// datapath thread spends about a tenth of its cycles on ICRCs; the thread that posts a large SEND
+// or WRITE does that part instead, and the datapath combines each segment's CRC with its headers'
+// (roce::Crc32Shift) on the first transmission.
+//
+// The posting thread reads application memory outside the datapath, so it must never read a
+// region being deregistered. It raises PostCrcRing::reading (odd) before it checks the key and
+// drops it after the last read; remove_mr clears the key; SoftMr's destructor then calls
+// wait_posts, which waits out every odd `reading` it sees before the caller may unmap. Both sides
+// are sequentially consistent, so either the poster sees the cleared key or the deregistering
+// thread sees the poster's odd count (Dekker).
+#include <sched.h>
+
+#include "soft_nic.h"
+
+namespace rdmad::verbs::soft {
+
+void SoftNic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
+  *pc = PostCrc{};
+  if (!config_.crc_at_post || wr.sge.length < kCrcAtPostMinBytes) return;
+  if (wr.opcode == WrOpcode::kRdmaRead) return;
+  const uint32_t mtu = s.mtu.load(std::memory_order_relaxed);  // read after the state (acquire)
+  if (mtu == 0) return;
+  PostCrcRing& r = s.crc_ring;
+  const uint64_t free = PostCrcRing::kEntries - (r.tail - r.head.load(std::memory_order_acquire));
+  const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(wr.sge.length / mtu, free));
+  if (count == 0) return;
+  if (!r.crcs) r.crcs = std::make_unique<uint32_t[]>(PostCrcRing::kEntries);
+
+  r.reading.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t i = wr.sge.lkey >> 8;
+  bool valid = false;
+  if (i != 0 && i < kMaxMrs) {
+    const MrEntry& e = mrs_[i];
+    if (e.key.load(std::memory_order_seq_cst) == wr.sge.lkey) {
+      const uint64_t addr = e.addr.load(std::memory_order_relaxed);
+      const uint64_t length = e.length.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      valid = e.key.load(std::memory_order_relaxed) == wr.sge.lkey && wr.sge.addr >= addr &&
+              wr.sge.addr + wr.sge.length <= addr + length && wr.sge.addr + wr.sge.length >= wr.sge.addr;
+    }
+  }
+  if (valid) {
+    const auto* p = reinterpret_cast<const uint8_t*>(wr.sge.addr);
+    for (uint32_t k = 0; k < count; ++k) r.at(r.tail + k) = roce::crc32_update(0, {p + uint64_t{k} * mtu, mtu});
+    *pc = {r.tail, count, mtu};
+    r.tail += count;
+  }
+  r.reading.fetch_add(1, std::memory_order_release);
+}
+
+void SoftNic::wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps) {
+  for (const auto& q : qps) {
+    const uint64_t seen = q->crc_ring.reading.load(std::memory_order_seq_cst);
+    if ((seen & 1) == 0) continue;
+    // One post's CRCs: microseconds. Yield rather than spin: the poster may share this core.
+    while (q->crc_ring.reading.load(std::memory_order_acquire) == seen) sched_yield();
+  }
+}
+
+}  // namespace rdmad::verbs::soft
