@@ -13,6 +13,10 @@
 // Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all, default all]
 //                         [rounds, default 3]
 //   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself.
+//   RDMAD_BENCH_SPAN=N makes the soft WRITEs cycle through N message-sized slices of a larger
+//   source region (payload from memory instead of cache; TCP and the floor still reuse one buffer).
+//   RDMAD_BENCH_CPU=1 also prints, for every soft throughput run, the share of a core the
+//   requester's and the responder's datapath threads and the posting thread used.
 //   Part 1 alternates soft, soft with dp crc, TCP and the UDP floor for each size `rounds` times (this VM's speed drifts between
 //   runs seconds apart) and reports every round's ratio and their median.
 #include <arpa/inet.h>
@@ -126,8 +130,13 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
   open_ep(reg, a, udp_offload, 0, crc_at_post);
   open_ep(reg, b, udp_offload, 0, crc_at_post);
   connect(a, b, 4096);
-  std::vector<uint8_t> src(msg, 1), dst(msg, 0);
-  auto smr = std::move(a.pd->reg_mr(src.data(), msg, 0).value());
+  // RDMAD_BENCH_SPAN=N: successive WRs read N different message-sized slices of the source, so
+  // that with N · msg well above the caches the payload comes from memory, as in a large transfer.
+  const char* span_env = std::getenv("RDMAD_BENCH_SPAN");
+  const size_t span = msg * static_cast<size_t>(std::max(1, span_env != nullptr ? std::atoi(span_env) : 1));
+  std::vector<uint8_t> src(span, 1), dst(msg, 0);
+  auto smr = std::move(a.pd->reg_mr(src.data(), span, 0).value());
+  size_t next_off = 0;
   auto dmr = std::move(b.pd->reg_mr(dst.data(), msg, kAccessLocalWrite | kAccessRemoteWrite).value());
   SendWr w;
   w.opcode = WrOpcode::kRdmaWrite;
@@ -143,6 +152,8 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
   WorkCompletion wc[64];
   while (Clock::now() < end || outstanding > 0) {
     while (Clock::now() < end && outstanding < inflight) {
+      w.sge.addr = reinterpret_cast<uint64_t>(src.data()) + next_off;
+      next_off = (next_off + msg) % span;
       a.qp->post_send({&w, 1});
       ++outstanding;
     }
@@ -165,6 +176,11 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
                poster_cpu;
   double packets = static_cast<double>((c1a.tx_packets - c0a.tx_packets) + (c1a.rx_packets - c0a.rx_packets) +
                                        (c1b.tx_packets - c0b.tx_packets) + (c1b.rx_packets - c0b.rx_packets));
+  if (std::getenv("RDMAD_BENCH_CPU")) {
+    std::fprintf(stderr, "  %s cpu share: requester %.2f responder %.2f poster %.2f\n", crc_at_post ? "soft" : "dp crc",
+                 (c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) / 1e9 / secs, (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns) / 1e9 / secs,
+                 poster_cpu / secs);
+  }
   if (c1a.retransmitted_packets > c0a.retransmitted_packets) {
     std::fprintf(stderr, "  (%llu retransmitted packets)\n",
                  static_cast<unsigned long long>(c1a.retransmitted_packets - c0a.retransmitted_packets));
