@@ -1,6 +1,6 @@
 #pragma once
 // Datapath state of one RC queue pair. Owned by the NIC's datapath thread; the application side
-// only touches the SPSC rings in QpShared.
+// only touches QpShared (the SPSC rings, and the payload CRCs it computes at post).
 #include <sys/socket.h>
 
 #include <atomic>

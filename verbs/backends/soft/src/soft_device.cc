@@ -1,6 +1,6 @@
 // The application-facing objects of the soft backend. They hold the NIC alive (shared_ptr) and reach
-// its datapath thread through SoftNic::run for control operations; posting and polling touch only
-// the SPSC rings.
+// its datapath thread through SoftNic::run for control operations; polling touches only the SPSC
+// rings, posting also computes payload CRCs (SoftNic::crc_at_post) after checking the region.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -103,7 +103,12 @@ class SoftQp final : public QueuePair {
     auto& sq = shared_->sq;
     // One producer per queue: a slot seen free stays free until the push below.
     while (n < wrs.size() && sq.free_slots() > 0) {
-      nic_->crc_at_post(*shared_, wrs[n], &shared_->post_crc[sq.slot(sq.producer_tail())]);
+      PostCrc& pc = shared_->post_crc[sq.slot(sq.producer_tail())];
+      if (s == QpState::kRts) {
+        nic_->crc_at_post(*shared_, wrs[n], &pc);
+      } else {
+        pc = PostCrc{};  // in ERR the WR is only flushed
+      }
       sq.push(wrs[n]);
       ++n;
     }
