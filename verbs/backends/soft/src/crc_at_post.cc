@@ -11,6 +11,9 @@
 // thread sees the poster's odd count (Dekker).
 #include <sched.h>
 
+#include <chrono>
+#include <thread>
+
 #include "soft_nic.h"
 
 namespace rdmad::verbs::soft {
@@ -53,8 +56,15 @@ void SoftNic::wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps) {
   for (const auto& q : qps) {
     const uint64_t seen = q->crc_ring.reading.load(std::memory_order_seq_cst);
     if ((seen & 1) == 0) continue;
-    // One post's CRCs: microseconds. Yield rather than spin: the poster may share this core.
-    while (q->crc_ring.reading.load(std::memory_order_acquire) == seen) sched_yield();
+    // One post's CRCs take microseconds to a millisecond. Yield at first; then sleep between
+    // looks, so that a poster of lower priority on this core is not starved by a yielding waiter.
+    for (int looks = 0; q->crc_ring.reading.load(std::memory_order_acquire) == seen; ++looks) {
+      if (looks < 64) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
   }
 }
 
