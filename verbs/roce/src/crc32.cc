@@ -125,10 +125,6 @@ uint32_t x8n_mod_p(uint64_t n) {
 
 }  // namespace
 
-uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
-  return mult_mod_p(x8n_mod_p(len_b), crc_a) ^ crc_b;
-}
-
 Crc32Shift::Crc32Shift(uint64_t len_b) : len_(len_b) {
   const uint32_t shift = x8n_mod_p(len_b);
   for (uint32_t k = 0; k < 4; ++k) {

@@ -31,18 +31,8 @@ void SoftNic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
   if (!r.crcs) r.crcs = std::make_unique<uint32_t[]>(PostCrcRing::kEntries);
 
   r.reading.fetch_add(1, std::memory_order_seq_cst);
-  const uint32_t i = wr.sge.lkey >> 8;
-  bool valid = false;
-  if (i != 0 && i < kMaxMrs) {
-    const MrEntry& e = mrs_[i];
-    if (e.key.load(std::memory_order_seq_cst) == wr.sge.lkey) {
-      const uint64_t addr = e.addr.load(std::memory_order_relaxed);
-      const uint64_t length = e.length.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      valid = e.key.load(std::memory_order_relaxed) == wr.sge.lkey && wr.sge.addr >= addr &&
-              wr.sge.addr + wr.sge.length <= addr + length && wr.sge.addr + wr.sge.length >= wr.sge.addr;
-    }
-  }
+  MrView mr;
+  const bool valid = find_mr_shared(wr.sge.lkey, &mr) && covers(mr, wr.sge.addr, wr.sge.length);
   if (valid) {
     const auto* p = reinterpret_cast<const uint8_t*>(wr.sge.addr);
     for (uint32_t k = 0; k < count; ++k) r.at(r.tail + k) = roce::crc32_update(0, {p + uint64_t{k} * mtu, mtu});

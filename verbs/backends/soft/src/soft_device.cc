@@ -119,16 +119,12 @@ class SoftQp final : public QueuePair {
       if (posted) *posted = 0;
       return Status::error("post_recv: qp in RESET");
     }
-    return post(shared_->rq, wrs, posted);
+    size_t n = 0;
+    while (n < wrs.size() && shared_->rq.push(wrs[n])) ++n;
+    return finish_post(n, wrs.size(), posted);
   }
 
  private:
-  template <class Wr>
-  Status post(SpscRing<Wr>& ring, std::span<const Wr> wrs, size_t* posted) {
-    size_t n = 0;
-    while (n < wrs.size() && ring.push(wrs[n])) ++n;
-    return finish_post(n, wrs.size(), posted);
-  }
   Status finish_post(size_t n, size_t wanted, size_t* posted) {
     if (posted) *posted = n;
     if (n > 0) nic_->doorbell();

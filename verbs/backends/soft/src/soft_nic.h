@@ -66,6 +66,11 @@ struct MrView {
   uint32_t pd_id = 0;
 };
 
+/// Whether [va, va + len) lies inside the region and does not wrap.
+inline bool covers(const MrView& mr, uint64_t va, uint64_t len) {
+  return va >= mr.addr && va + len <= mr.addr + mr.length && va + len >= va;
+}
+
 class SoftNic {
  public:
   /// Binds the socket and starts the datapath thread; throws on setup failure (startup only).
@@ -142,6 +147,8 @@ class SoftNic {
   void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
   // common (soft_nic_qp.cc)
   bool find_mr(uint32_t key, MrView* out) const;
+  /// find_mr for any thread (seqlock read of the entry); posting threads use it.
+  bool find_mr_shared(uint32_t key, MrView* out) const;
   bool check_local(const QpContext& qp, const Sge& sge, bool need_write) const;
   void set_error(QpContext& qp);
   void flush(QpContext& qp);

@@ -68,12 +68,24 @@ bool SoftNic::find_mr(uint32_t key, MrView* out) const {
   return true;
 }
 
+bool SoftNic::find_mr_shared(uint32_t key, MrView* out) const {
+  uint32_t i = key >> 8;
+  if (i == 0 || i >= kMaxMrs) return false;
+  const MrEntry& e = mrs_[i];
+  // seq_cst: ordered against remove_mr's clear (crc_at_post.cc explains the pairing).
+  if (e.key.load(std::memory_order_seq_cst) != key) return false;
+  *out = {e.addr.load(std::memory_order_relaxed), e.length.load(std::memory_order_relaxed),
+          e.access.load(std::memory_order_relaxed), e.pd_id.load(std::memory_order_relaxed)};
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return e.key.load(std::memory_order_relaxed) == key;  // not refilled while we read
+}
+
 bool SoftNic::check_local(const QpContext& qp, const Sge& sge, bool need_write) const {
   if (sge.length == 0) return true;
   MrView mr;
   if (!find_mr(sge.lkey, &mr) || mr.pd_id != qp.pd_id) return false;
   if (need_write && (mr.access & kAccessLocalWrite) == 0) return false;
-  return sge.addr >= mr.addr && sge.addr + sge.length <= mr.addr + mr.length && sge.addr + sge.length >= sge.addr;
+  return covers(mr, sge.addr, sge.length);
 }
 
 bool SoftNic::check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint32_t rkey,
@@ -82,7 +94,7 @@ bool SoftNic::check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint3
   if (len == 0) return true;
   MrView mr;
   if (!find_mr(rkey, &mr) || mr.pd_id != qp.pd_id || (mr.access & access) == 0) return false;
-  return va >= mr.addr && va + len <= mr.addr + mr.length && va + len >= va;
+  return covers(mr, va, len);
 }
 
 Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared,

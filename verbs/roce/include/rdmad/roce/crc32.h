@@ -13,13 +13,9 @@ namespace rdmad::roce {
 // crc32_update(crc32_update(0, a), b) == crc32_update(0, a ++ b).
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data);
 
-// The CRC-32 of A ++ B from crc(A), crc(B) and the length of B (zlib's crc32_combine): crc(A)
-// multiplied by x^(8·|B|) modulo the polynomial, added to crc(B). About 50 GF(2) multiply steps
-// per set bit of |B|: for a length used per packet, build a Crc32Shift once.
-uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
-
-// crc32_combine for one fixed |B|. The shift is linear in crc(A), so four 256-entry tables (4 KiB)
-// make it four lookups.
+// The CRC-32 of A ++ B from crc(A), crc(B) and the length of B, for one fixed |B| (zlib's
+// crc32_combine): crc(A) times x^(8·|B|) modulo the polynomial, plus crc(B). The product is
+// linear in crc(A), so four 256-entry tables (4 KiB, built once) make it four lookups.
 class Crc32Shift {
  public:
   explicit Crc32Shift(uint64_t len_b);
