@@ -32,7 +32,7 @@ void SoftNic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
 
   r.reading.fetch_add(1, std::memory_order_seq_cst);
   MrView mr;
-  const bool valid = find_mr_shared(wr.sge.lkey, &mr) && covers(mr, wr.sge.addr, wr.sge.length);
+  const bool valid = find_mr(wr.sge.lkey, &mr) && covers(mr, wr.sge.addr, wr.sge.length);
   if (valid) {
     const auto* p = reinterpret_cast<const uint8_t*>(wr.sge.addr);
     for (uint32_t k = 0; k < count; ++k) r.at(r.tail + k) = roce::crc32_update(0, {p + uint64_t{k} * mtu, mtu});

@@ -146,9 +146,8 @@ class SoftNic {
   void on_cnp(QpContext& qp, TimeNs now);
   void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
   // common (soft_nic_qp.cc)
+  /// A copy of the region with this key, if registered. Any thread may call it (seqlock read).
   bool find_mr(uint32_t key, MrView* out) const;
-  /// find_mr for any thread (seqlock read of the entry); posting threads use it.
-  bool find_mr_shared(uint32_t key, MrView* out) const;
   bool check_local(const QpContext& qp, const Sge& sge, bool need_write) const;
   void set_error(QpContext& qp);
   void flush(QpContext& qp);
