@@ -202,6 +202,14 @@ void map_resident_pages(void* base, uint64_t bytes, bool writable) {
   }
 }
 
+// A client registration carries local access only: what a peer may reach is decided per export
+// and per posted receive, by MRs over exactly that range in that peer's own protection domain
+// (daemon/flow). An rkey of a registration is refused by every NIC, whoever learns it.
+uint32_t local_access_for(uint32_t access) {
+  constexpr uint32_t kWrites = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_ATOMIC;
+  return (access & kWrites) != 0 ? RDMAD_ACCESS_LOCAL_WRITE : 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_region(int fd, const Request& req,
@@ -212,6 +220,10 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
   region->key = key;
   region->kind = req.kind;
   region->pinned_bytes = pinned;
+  region->length = req.length;
+  region->file_offset = req.offset;
+  region->access = req.access;
+  const uint32_t mr_access = local_access_for(req.access);
   Result<MemoryRegion> mr = Error{};
   if (req.kind == RDMAD_MEM_HOST) {
     int prot = PROT_READ;
@@ -227,14 +239,18 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
     auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
     region->iova = reinterpret_cast<uintptr_t>(addr);
     std::lock_guard registrar_lock(registrar_mu_);
-    mr = registrar_.register_host(addr, req.length, req.access, req.nic_mask);
+    mr = registrar_.register_host(addr, req.length, mr_access, req.nic_mask);
   } else {
     region->iova = req.iova;
+    // Kept so that exports and flows can register exactly their range again in a peer's domain.
+    region->dmabuf_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (region->dmabuf_fd < 0) return sys_error("dup of the dma-buf fd", errno);
     std::lock_guard registrar_lock(registrar_mu_);
-    mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, req.access, req.nic_mask);
+    mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, mr_access, req.nic_mask);
   }
   if (!mr.ok()) {
     if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
+    if (region->dmabuf_fd >= 0) ::close(region->dmabuf_fd);
     return mr.error();
   }
   region->mr_id = mr.value().mr_id;
@@ -379,12 +395,15 @@ std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t aft
 
 void RegistrationService::release_regions(Released& regions) {
   if (regions.empty()) return;
+  for (const auto& r : regions) r->attachments.clear();  // their MRs go before the memory
   {
     std::lock_guard lock(registrar_mu_);
     for (const auto& r : regions) registrar_.deregister(r->mr_id);
   }
-  for (const auto& r : regions)
+  for (const auto& r : regions) {
     if (r->map_base != nullptr) munmap(r->map_base, r->map_bytes);
+    if (r->dmabuf_fd >= 0) ::close(r->dmabuf_fd);
+  }
   regions.clear();
 }
 
@@ -421,6 +440,8 @@ Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, 
   p.kind = r->kind;
   p.nic_count = static_cast<uint32_t>(std::min<size_t>(r->keys.size(), p.keys.size()));
   for (uint32_t i = 0; i < p.nic_count; ++i) p.keys[i] = r->keys[i];
+  p.dmabuf_fd = r->dmabuf_fd;
+  p.dmabuf_offset = r->file_offset + offset;
   ++r->pins;
   p.pin = r;
   p.numa_node = r->numa_node;
@@ -453,6 +474,63 @@ void RegistrationService::reap() {
     }
   }
   release_regions(done);
+}
+
+Result<RegionAttachment*> RegistrationService::attachment(const void* pin, uint64_t domain,
+                                                           const MakeAttachment& make) {
+  auto* r = static_cast<Region*>(const_cast<void*>(pin));
+  RegionView view;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [d, a] : r->attachments)
+      if (d == domain) return a.get();
+    view.kind = r->kind;
+    view.addr = r->kind == RDMAD_MEM_HOST ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova)) : nullptr;
+    view.iova = r->iova;
+    view.length = r->length;
+    view.dmabuf_fd = r->dmabuf_fd;
+    view.dmabuf_offset = r->file_offset;
+    view.access = r->access;
+    for (const NicKeys& k : r->keys) view.nics.push_back(k.nic_index);
+  }
+  // Registering takes a while on hardware (pages are pinned): not under the table lock. The pin
+  // keeps the region, and the caller is the only one making attachments for this domain.
+  auto made = make(view);
+  if (!made.ok()) return made.error();
+  std::lock_guard lock(mu_);
+  r->attachments.emplace_back(domain, std::move(made.value()));
+  return r->attachments.back().second.get();
+}
+
+void RegistrationService::drop_domain(uint64_t domain) {
+  std::vector<std::unique_ptr<RegionAttachment>> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto take = [&](Region& r) {
+      for (auto it = r.attachments.begin(); it != r.attachments.end();) {
+        if (it->first == domain) {
+          gone.push_back(std::move(it->second));
+          it = r.attachments.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    };
+    for (auto& [key, r] : regions_) take(*r);
+    for (auto& r : zombies_) take(*r);
+  }
+  gone.clear();  // deregistered without the table lock
+}
+
+size_t RegistrationService::attachment_count_for_test(uint64_t domain) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  auto count = [&](const Region& r) {
+    for (const auto& [d, a] : r.attachments) n += d == domain;
+  };
+  for (const auto& [key, r] : regions_) count(*r);
+  for (const auto& r : zombies_) count(*r);
+  return n;
 }
 
 size_t RegistrationService::zombie_count() const {

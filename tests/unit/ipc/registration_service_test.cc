@@ -233,3 +233,128 @@ TEST_F(RegistrationServiceTest, DmabufChecksTheFdAndSoftRefusesWithReason) {
 
 }  // namespace
 }  // namespace rdmad::ipc
+
+namespace rdmad::ipc {
+namespace {
+
+// Records the access every registration asks the NICs for.
+class RecordingRegistrar final : public MemoryRegistrar {
+ public:
+  Result<MemoryRegion> register_host(void*, uint64_t, uint32_t access, uint32_t) override {
+    accesses.push_back(access);
+    return MemoryRegion{next_++, {{0, 0x10, 0x11}}};
+  }
+  Result<MemoryRegion> register_dmabuf(int, uint64_t, uint64_t, uint64_t, uint32_t access, uint32_t) override {
+    accesses.push_back(access);
+    return MemoryRegion{next_++, {{0, 0x20, 0x21}}};
+  }
+  void deregister(uint64_t) override {}
+  DmabufSupport probe_dmabuf(uint32_t) override { return {}; }
+  std::string backend_name() const override { return "recording"; }
+  std::vector<uint32_t> accesses;
+
+ private:
+  uint64_t next_ = 1;
+};
+
+// A client registration is for local use only: whatever remote rights the client names (what it
+// may export), the NICs get local access, so its keys are worthless to a peer.
+TEST(RegistrationAccess, RegistrationsCarryLocalAccessOnly) {
+  IpcConfig config;
+  RecordingRegistrar registrar;
+  StaticNicInventory inventory{test::soft_nics()};
+  RegistrationService svc(config, registrar, inventory, nullptr);
+  const Peer p{1, 1000, 1000, 11};
+  int fd = sealed_memfd(4 * 4096);
+  const uint32_t asks[] = {kRw, RDMAD_ACCESS_REMOTE_READ, RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE,
+                           RDMAD_ACCESS_LOCAL_WRITE, 0};
+  for (uint32_t i = 0; i < std::size(asks); ++i) {
+    auto r = svc.register_host(p, fd, proto::RegisterHostRequest{i * 100, 100, asks[i], 0});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  ASSERT_EQ(registrar.accesses.size(), std::size(asks));
+  for (uint32_t i = 0; i < std::size(asks); ++i) {
+    EXPECT_EQ(registrar.accesses[i] & (RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ | RDMAD_ACCESS_REMOTE_ATOMIC), 0u)
+        << "registration " << i << " was given remote access";
+    const bool writes = (asks[i] & (RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE)) != 0;
+    EXPECT_EQ(registrar.accesses[i], writes ? uint32_t{RDMAD_ACCESS_LOCAL_WRITE} : 0u) << i;
+  }
+  // The rights the client asked for still decide what it may use the registration for.
+  auto r = svc.register_host(p, fd, proto::RegisterHostRequest{8192, 100, RDMAD_ACCESS_REMOTE_READ, 0});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(svc.pin(p.conn_id, r.value().handle, 0, 100, RDMAD_ACCESS_REMOTE_WRITE).ok());
+  auto pinned = svc.pin(p.conn_id, r.value().handle, 0, 100, RDMAD_ACCESS_REMOTE_READ);
+  ASSERT_TRUE(pinned.ok());
+  svc.unpin(pinned.value().pin);
+  close(fd);
+}
+
+// What a peer domain keeps with a registration: made once per domain, handed the registration's
+// own range and rights, gone with the domain, and gone before the memory is unmapped.
+struct Probe final : RegionAttachment {
+  Probe(int* a, const void* at, bool* m) : alive(a), addr(at), mapped_at_death(m) { ++*alive; }
+  ~Probe() override {
+    --*alive;
+    // Still mapped? mincore fails with ENOMEM on an unmapped range.
+    unsigned char vec = 0;
+    *mapped_at_death = mincore(const_cast<void*>(reinterpret_cast<const void*>(
+                                   reinterpret_cast<uintptr_t>(addr) & ~uintptr_t{4095})),
+                               4096, &vec) == 0;
+  }
+  int* alive;
+  const void* addr;
+  bool* mapped_at_death;
+};
+
+TEST_F(RegistrationServiceTest, AttachmentsAreMadeOncePerDomainAndGoWithTheDomainOrBeforeTheUnmap) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(4 * 4096);
+  auto r = svc.register_host(a_, fd, proto::RegisterHostRequest{4096 + 8, 5000, kRw, 0});
+  ASSERT_TRUE(r.ok());
+  int alive = 0;
+  bool mapped = false;
+  int made = 0;
+  RegionView seen;
+  auto make = [&](const RegionView& v) -> Result<std::unique_ptr<RegionAttachment>> {
+    ++made;
+    seen = v;
+    return std::unique_ptr<RegionAttachment>(std::make_unique<Probe>(&alive, v.addr, &mapped));
+  };
+  auto pin = svc.pin(a_.conn_id, r.value().handle, 100, 200, 0);
+  ASSERT_TRUE(pin.ok());
+  auto first = svc.attachment(pin.value().pin, 7, make);
+  auto again = svc.attachment(pin.value().pin, 7, make);
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(first.value(), again.value());
+  EXPECT_EQ(made, 1);
+  // The whole registration, not the pinned slice; the rights the client asked for.
+  EXPECT_EQ(seen.length, 5000u);
+  EXPECT_EQ(seen.iova, r.value().iova);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(seen.addr), r.value().iova);
+  EXPECT_EQ(seen.access, kRw);
+  EXPECT_EQ(seen.nics, (std::vector<uint32_t>{0, 1}));
+  ASSERT_TRUE(svc.attachment(pin.value().pin, 8, make).ok());
+  EXPECT_EQ(alive, 2);
+  svc.drop_domain(7);
+  EXPECT_EQ(alive, 1);
+  EXPECT_EQ(svc.attachment_count_for_test(7), 0u);
+  EXPECT_EQ(svc.attachment_count_for_test(8), 1u);
+  // A failed make leaves nothing behind and says why.
+  auto failed = svc.attachment(pin.value().pin, 9, [](const RegionView&) -> Result<std::unique_ptr<RegionAttachment>> {
+    return Error{RDMAD_ERR_NO_RESOURCE, "table full"};
+  });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().status, RDMAD_ERR_NO_RESOURCE);
+  EXPECT_EQ(svc.attachment_count_for_test(9), 0u);
+  // Deregistered while pinned: the attachment lives on with the pin, then goes before the unmap.
+  ASSERT_TRUE(svc.deregister(a_, r.value().handle).ok());
+  EXPECT_EQ(alive, 1);
+  svc.unpin(pin.value().pin);
+  svc.reap();
+  EXPECT_EQ(alive, 0);
+  EXPECT_TRUE(mapped) << "the attachment outlived the mapping";
+  close(fd);
+}
+
+}  // namespace
+}  // namespace rdmad::ipc

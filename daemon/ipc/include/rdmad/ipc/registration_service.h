@@ -44,6 +44,27 @@ struct Registered {
   std::vector<NicKeys> keys;
 };
 
+// What a registration is, for whoever registers it again in another protection domain (the
+// flows' per-peer domains): host memory by the daemon's mapping, device memory by the dma-buf.
+struct RegionView {
+  rdmad_mem_kind kind = RDMAD_MEM_HOST;
+  void* addr = nullptr;      // host: the daemon's address of the first registered byte
+  uint64_t iova = 0;         // the address the registration's keys answer to for that byte
+  uint64_t length = 0;
+  int dmabuf_fd = -1;        // device memory: the dma-buf (the region keeps it open)
+  uint64_t dmabuf_offset = 0;  // device memory: offset of the first byte in the dma-buf
+  uint32_t access = 0;       // RDMAD_ACCESS_* the client asked for (what exports may grant)
+  std::vector<uint32_t> nics;  // NIC indexes the registration is on
+};
+
+// Something a user of the table keeps with a registration (the flows' MRs of it in a peer's
+// protection domain). It is destroyed with the region, before the memory is unmapped, or when
+// its domain goes (drop_domain).
+class RegionAttachment {
+ public:
+  virtual ~RegionAttachment() = default;
+};
+
 // A registered range resolved for the flow engine, kept mapped and registered until unpin().
 struct PinnedRange {
   void* addr = nullptr;  // the daemon's address of the first byte (host memory), else nullptr
@@ -53,6 +74,8 @@ struct PinnedRange {
   rdmad_mem_kind kind = RDMAD_MEM_HOST;
   uint32_t nic_count = 0;
   std::array<NicKeys, proto::kMaxNics> keys{};
+  int dmabuf_fd = -1;         // device memory: the dma-buf, valid while pinned
+  uint64_t dmabuf_offset = 0;  // device memory: offset of the first byte in the dma-buf
   const void* pin = nullptr;  // for unpin()
   int32_t numa_node = -1;     // host memory: the node of its first page when the kernel tells
   std::array<uint8_t, proto::kMaxNics> locality{};  // ipc::Locality of the memory to each NIC
@@ -93,6 +116,15 @@ class RegistrationService {
   Result<PinnedRange> pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
                           uint32_t need_access);
   void unpin(const void* pin);
+  // The attachment for `domain` (a nonzero id the caller chose) of the pinned region, made by
+  // `make` the first time (without the table lock; null from make fails with `error`). Calls for
+  // one domain come from one thread at a time.
+  using MakeAttachment =
+      std::function<Result<std::unique_ptr<RegionAttachment>>(const RegionView& region)>;
+  Result<RegionAttachment*> attachment(const void* pin, uint64_t domain, const MakeAttachment& make);
+  // Destroys every region's attachment for `domain` (its protection domains are about to go).
+  void drop_domain(uint64_t domain);
+  size_t attachment_count_for_test(uint64_t domain) const;
   // Called (from any thread) when a released region's last pin goes: the owner then calls reap()
   // on the control thread. Without one, reap() runs on the next release.
   void set_reaper(std::function<void()> reaper) { reaper_ = std::move(reaper); }
@@ -119,6 +151,11 @@ class RegistrationService {
     std::vector<uint8_t> locality;  // to each NIC (ipc::Locality)
     uint64_t map_bytes = 0;
     uint64_t iova = 0;
+    uint64_t length = 0;        // bytes registered
+    uint64_t file_offset = 0;   // offset of the first registered byte in the memfd or dma-buf
+    uint32_t access = 0;        // RDMAD_ACCESS_* of the request (the MRs carry local access only)
+    int dmabuf_fd = -1;         // device memory: our dup of the dma-buf, for registrations in peer domains
+    std::vector<std::pair<uint64_t, std::unique_ptr<RegionAttachment>>> attachments;  // by domain
     uint64_t pinned_bytes = 0;
     uint32_t refs = 0;
     uint32_t pins = 0;     // flow engine uses (guarded by mu_)
@@ -126,7 +163,8 @@ class RegistrationService {
     std::vector<NicKeys> keys;
   };
   using Released = std::vector<std::unique_ptr<Region>>;
-  // Without mu_: unregisters and unmaps regions no handle or pin uses any more.
+  // Without mu_: drops their attachments, unregisters and unmaps regions no handle or pin uses any
+  // more.
   void release_regions(Released& regions);
   struct Handle {
     uint64_t conn_id;
