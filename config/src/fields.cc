@@ -153,6 +153,18 @@ void add_flow_fields(std::vector<Field>& f) {
                "Flows one client connection may have open at once; further opens are refused.",
                "an integer in [1, 4096]", false, v::int_range(1, 4096),
                [](Config& c, size_t, const Value& x) { c.flow.max_flows_per_client = as<int64_t>(x); }});
+  f.push_back({"flow", "max_grants_per_peer", FieldType::kInt, int64_t{4096},
+               "Memory grants (exports of the peer's clients to this node) one peer daemon may hold here at once; "
+               "further grants are refused (the exporting client gets an error) and counted in "
+               "rdmad_peer_messages_refused_total.",
+               "an integer in [1, 1048576]", false, v::int_range(1, 1048576),
+               [](Config& c, size_t, const Value& x) { c.flow.max_grants_per_peer = as<int64_t>(x); }});
+  f.push_back({"flow", "max_receives_per_peer", FieldType::kInt, int64_t{4096},
+               "Receive buffers posted on flows to one peer and not yet filled; further receives complete at once "
+               "with RDMAD_ERR_NO_RESOURCE. A peer that advertises more receives than this to us is refused the "
+               "same way; use the same value on every node.",
+               "an integer in [1, 1048576]", false, v::int_range(1, 1048576),
+               [](Config& c, size_t, const Value& x) { c.flow.max_receives_per_peer = as<int64_t>(x); }});
   f.push_back({"flow", "min_lane_fraction", FieldType::kDouble, 0.25,
                "Lanes slower than this fraction of the fastest are left out of striping (an occasional probe chunk "
                "measures them again); 0 keeps every lane, 1 only the fastest.",

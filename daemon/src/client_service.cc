@@ -5,27 +5,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rdmad/flow/verbs_mapping.h"
+
 namespace rdmad::daemon {
 
-uint32_t to_verbs_access(uint32_t a) {
-  uint32_t v = 0;
-  if (a & RDMAD_ACCESS_LOCAL_WRITE) v |= verbs::kAccessLocalWrite;
-  if (a & RDMAD_ACCESS_REMOTE_WRITE) v |= verbs::kAccessRemoteWrite;
-  if (a & RDMAD_ACCESS_REMOTE_READ) v |= verbs::kAccessRemoteRead;
-  return v;
-}
-
-namespace {
-
-rdmad_status to_status(verbs::StatusCode c) {
-  switch (c) {
-    case verbs::StatusCode::kNotSupported: return RDMAD_ERR_NOT_SUPPORTED;
-    case verbs::StatusCode::kNoResource: return RDMAD_ERR_NO_RESOURCE;
-    default: return RDMAD_ERR_SYSTEM;
-  }
-}
-
-}  // namespace
+using flow::to_client_status;
+using flow::to_verbs_access;
 
 VerbsRegistrar::VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends)
     : nics_(nics), backends_(backends) {}
@@ -51,7 +36,7 @@ ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, co
     auto mr = fn(*pds_[i]);
     if (!mr.is_ok()) {
       // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
-      return ipc::Error{to_status(mr.status().code()),
+      return ipc::Error{to_client_status(mr.status().code()),
                         fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
                                     nics_.nics()[i].config.backend, mr.status().message())};
     }

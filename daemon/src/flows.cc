@@ -44,6 +44,8 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   o.sq_depth = static_cast<uint32_t>(f.sq_depth);
   o.cq_depth = static_cast<uint32_t>(f.cq_depth);
   o.max_flows_per_client = static_cast<uint32_t>(f.max_flows_per_client);
+  o.max_grants_per_peer = static_cast<uint32_t>(f.max_grants_per_peer);
+  o.max_receives_per_peer = static_cast<uint32_t>(f.max_receives_per_peer);
   return o;
 }
 
@@ -59,7 +61,6 @@ bool Daemon::start_flows() {
     fn.name = n.config.name;
     fn.device = n.device->info().name;
     fn.device_ptr = n.device.get();
-    fn.pd = registrar_->pd(i);
     fn.port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
     if (!n.config.advertise_address.empty()) {
       auto gid = verbs::Gid::from_ip(n.config.advertise_address);
@@ -77,7 +78,7 @@ bool Daemon::start_flows() {
     }
   }
   flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), std::move(nics), ipc_->registrations(),
-                                               *registrar_, exporter_->registry());
+                                               exporter_->registry());
   std::string error;
   if (!flows_->start(error)) {
     log::get("flow")->error("flows: {}", error);

@@ -68,6 +68,9 @@ typedef struct rdmad_nic_info {
   int32_t numa_node; /* -1 when unknown */
 } rdmad_nic_info;
 
+/* A registration's keys on one NIC. They carry local access only: no peer can use them, whatever
+ * the registration's access flags say (those are what it may be exported with). Peers reach
+ * memory only through rdmad_export, which makes keys of its own for exactly the exported range. */
 typedef struct rdmad_nic_key {
   uint32_t nic_index;
   uint32_t lkey;
@@ -167,7 +170,7 @@ rdmad_status rdmad_deregister(rdmad_client* client, rdmad_mr* mr);
 
 /* Daemon-wide handle of a registration (also the one rdmad_list_registrations reports). */
 uint64_t rdmad_mr_handle(const rdmad_mr* mr);
-/* Address remote peers use with the rkeys of this registration. */
+/* Address of the registration's first byte in the daemon's keys (exports are addressed from it). */
 uint64_t rdmad_mr_iova(const rdmad_mr* mr);
 uint64_t rdmad_mr_length(const rdmad_mr* mr);
 /* Number of NICs the registration is valid on, and their keys. */

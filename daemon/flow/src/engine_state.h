@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "flow_engine.h"
+#include "peer_domain.h"
 
 namespace rdmad::flow {
 
@@ -18,6 +19,10 @@ struct FlowEngine::Transfer {
   ring::Sqe sqe{};
   ring::Op op = ring::Op::kWrite;
   ipc::PinnedRange local{};
+  std::array<uint32_t, proto::kMaxNics> lkeys{};  // of `local` in the peer's domain, by NIC
+  std::unique_ptr<ExactRegion> recv_mrs;  // kRecv: exactly the buffer, in the peer's domain
+  uint8_t recv_peer_slot = 0;  // kRecv: whose advertised-receive count it is in
+  uint32_t recv_peer_gen = 0;
   std::array<balancer::PciDistance, proto::kMaxNics> distance{};  // local buffer to each NIC
   RemoteRange remote{};       // kWrite/kRead: the import; kSend: the receive credit
   uint64_t recv_id = 0;       // kSend: the peer's receive; kRecv: ours
@@ -62,6 +67,9 @@ struct FlowEngine::Peer {
   std::string name;
   uint8_t slot = 0;
   uint32_t gen = 0;
+  const PeerDomain* domain = nullptr;
+  uint32_t receives_out = 0;  // our receives advertised to it, not yet filled
+  uint32_t credits_held = 0;  // its receives advertised to us, not yet used
   std::unique_ptr<balancer::Balancer> balancer;
   std::vector<Lane> lanes;
   std::vector<ChunkInfo> chunks;  // by balancer slot (id & mask)

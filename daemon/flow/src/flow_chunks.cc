@@ -97,9 +97,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     return true;
   }
   const uint64_t offset = uint64_t{tag_index(c.tag)} * options_.balancer.chunk_bytes;
-  uint32_t lkey = 0;
-  for (uint32_t i = 0; i < t->local.nic_count; ++i)
-    if (t->local.keys[i].nic_index == c.nic) lkey = t->local.keys[i].lkey;
+  const uint32_t lkey = t->lkeys[c.nic];  // 0 where the registration is not on this NIC: refused locally
   if (!t->remote.has_key[c.nic]) {
     // The remote memory is not registered on this lane's NIC: complete the chunk as failed.
     finish_unsent(p, c, t, RDMAD_ERR_REMOTE_ACCESS);
@@ -320,6 +318,12 @@ FlowEngine::Transfer* FlowEngine::alloc_transfer() {
 }
 
 void FlowEngine::free_transfer(Transfer* t) {
+  if (t->recv_mrs) {
+    t->recv_mrs.reset();  // the peer can write into the buffer no more
+    const uint8_t s = t->recv_peer_slot;
+    if (s < peers_.size() && peers_[s] && peers_[s]->gen == t->recv_peer_gen && peers_[s]->receives_out > 0)
+      --peers_[s]->receives_out;
+  }
   registrations_.unpin(t->local.pin);
   t->local.pin = nullptr;
   t->flow = nullptr;

@@ -265,7 +265,12 @@ void FlowEngine::drop_token(const Token& token) {
   for (auto& [id, f] : flows_) std::erase_if(f->imports, [&](const auto& kv) { return kv.second.token == token; });
 }
 
-void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePair*> qps) {
+void FlowEngine::forget_imports(const std::string& name) {
+  for (auto& [id, f] : flows_)
+    if (f->setup.peer == name) f->imports.clear();
+}
+
+void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain) {
   if (find_peer(name) != nullptr) peer_lost(name);
   size_t slot = 0;
   while (slot < peers_.size() && peers_[slot]) ++slot;
@@ -278,6 +283,7 @@ void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePai
   p->name = name;
   p->slot = static_cast<uint8_t>(slot);
   p->gen = next_peer_gen_++;
+  p->domain = domain;
   std::vector<balancer::NicSpec> specs;
   for (const auto& n : nic_names_) specs.push_back({n});
   balancer::BalancerConfig bc = options_.balancer;

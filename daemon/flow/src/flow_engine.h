@@ -60,6 +60,7 @@ struct EngineCounters {
   std::atomic<uint64_t> transfers_completed{0};
   std::atomic<uint64_t> transfers_failed{0};
   std::atomic<uint64_t> flow_errors{0};  // flows failed for breaking the ring protocol
+  std::atomic<uint64_t> credits_refused{0};  // receive credits beyond max_receives_per_peer
 };
 
 /// The balancer's and the peer protocol's names for why a lane went down.
@@ -85,7 +86,12 @@ struct ControlHooks {
 struct EngineOptions {
   balancer::BalancerConfig balancer;
   uint32_t lane_window_chunks = 8;
+  // Receives advertised to one peer and not yet filled, and receive credits one peer may hold
+  // here: the same bound on both sides, so only a misbehaving peer ever goes beyond it.
+  uint32_t max_receives_per_peer = 4096;
 };
+
+class PeerDomain;
 
 /// A flow as the engine sees it. The ring memory and fds belong to FlowService.
 struct FlowSetup {
@@ -118,8 +124,12 @@ class FlowEngine {
   void remove_flow(uint64_t flow_id);
   void add_import(uint64_t flow_id, uint64_t remote_handle, const RemoteRange& range);
   void drop_token(const Token& token);
-  /// A peer's QPs are up: one QP per local NIC (nullptr: that NIC has none).
-  void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps);
+  /// A peer's QPs are up: one QP per local NIC (nullptr: that NIC has none), in `domain`'s
+  /// protection domains, where the engine registers what the peer's flows use (valid until
+  /// peer_lost).
+  void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain);
+  /// The peer's connection is gone: the flows' imports of its grants go with it.
+  void forget_imports(const std::string& peer);
   /// A peer was lost: its transfers fail, its flows wait for it again. Its QPs go right after.
   void peer_lost(const std::string& peer);
   /// The QP of one lane is about to be destroyed (rebuild): stop using it. When the peer started

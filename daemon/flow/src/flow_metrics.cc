@@ -12,9 +12,9 @@ namespace {
 
 class FlowCollector final : public prometheus::Collectable {
  public:
-  FlowCollector(const FlowEngine& engine, const peer::PeerChannel& channel, const peer::PeerSession& session,
-                std::vector<std::string> devices)
-      : engine_(engine), channel_(channel), session_(session), devices_(std::move(devices)) {}
+  FlowCollector(const FlowEngine& engine, const FlowService::Counters& service, const peer::PeerChannel& channel,
+                const peer::PeerSession& session, std::vector<std::string> devices)
+      : engine_(engine), service_(service), channel_(channel), session_(session), devices_(std::move(devices)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
@@ -26,6 +26,12 @@ class FlowCollector final : public prometheus::Collectable {
     f.counter("rdmad_transfers_total", "Flow requests completed", {{"result", "error"}}, load(c.transfers_failed));
     f.counter("rdmad_flow_errors_total", "Flows failed because the client broke the ring protocol", {},
               load(c.flow_errors));
+    f.gauge("rdmad_peer_grants_held", "Memory grants from peer daemons held by this node", {},
+            load(service_.grants_held));
+    const char* refused_help = "Flow messages from peers refused: over a per-peer limit, or naming another peer's grant";
+    f.counter("rdmad_peer_messages_refused_total", refused_help, {{"kind", "grant"}}, load(service_.grants_refused));
+    f.counter("rdmad_peer_messages_refused_total", refused_help, {{"kind", "receive_credit"}},
+              load(c.credits_refused));
     for (size_t i = 0; i < engine_.nic_count(); ++i) {
       const LaneCounters& l = engine_.lane(i);
       const metrics::LabelList dl = {{"device", devices_[i]}};
@@ -59,6 +65,7 @@ class FlowCollector final : public prometheus::Collectable {
 
  private:
   const FlowEngine& engine_;
+  const FlowService::Counters& service_;
   const peer::PeerChannel& channel_;
   const peer::PeerSession& session_;
   std::vector<std::string> devices_;
@@ -69,7 +76,7 @@ class FlowCollector final : public prometheus::Collectable {
 std::shared_ptr<prometheus::Collectable> FlowService::make_collector() {
   std::vector<std::string> devices;
   for (const FlowNic& n : nics_) devices.push_back(n.device);
-  return std::make_shared<FlowCollector>(*engine_, *channel_, *session_, std::move(devices));
+  return std::make_shared<FlowCollector>(*engine_, counters_, *channel_, *session_, std::move(devices));
 }
 
 }  // namespace rdmad::flow

@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 
 #include "engine_state.h"
+#include "peer_domain.h"
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/peer_session.h"
 #include "service_state.h"
@@ -19,14 +20,8 @@
 namespace rdmad::flow {
 
 FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-                         ipc::RegistrationService& registrations, ipc::MemoryRegistrar& registrar,
-                         prometheus::Registry& registry)
-    : io_(io),
-      options_(std::move(options)),
-      nics_(std::move(nics)),
-      registrations_(registrations),
-      registrar_(registrar),
-      registry_(registry) {}
+                         ipc::RegistrationService& registrations, prometheus::Registry& registry)
+    : io_(io), options_(std::move(options)), nics_(std::move(nics)), registrations_(registrations), registry_(registry) {}
 
 FlowService::~FlowService() { stop(); }
 
@@ -81,13 +76,13 @@ bool FlowService::start(std::string& error) {
   EngineOptions eo;
   eo.balancer = options_.balancer;
   eo.lane_window_chunks = options_.lane_window_chunks;
+  eo.max_receives_per_peer = options_.max_receives_per_peer;
   engine_ = std::make_unique<FlowEngine>(eo, names, cqs, registrations_, hooks, duration_);
 
   for (size_t i = 0; i < nics_.size(); ++i) {
     peer::LocalNic l;
     l.name = nics_[i].name;
     l.device = nics_[i].device_ptr;
-    l.pd = nics_[i].pd;
     l.send_cq = cqs[i];
     l.recv_cq = cqs[i];
     l.port = nics_[i].port;
@@ -96,11 +91,19 @@ bool FlowService::start(std::string& error) {
     local.push_back(l);
   }
   channel_ = std::make_unique<peer::PeerChannel>(io_, options_.peer);
-  session_ = std::make_unique<peer::PeerSession>(*channel_, [local, qp = options_.qp](const std::string&) {
-    return std::make_unique<peer::QpConnector>(local, qp);
-  });
+  // A peer's QPs live in its own protection domains (peer_domain.h).
+  session_ = std::make_unique<peer::PeerSession>(
+      *channel_, [this, local, qp = options_.qp](const std::string& p) -> std::unique_ptr<peer::QpConnector> {
+        std::string why;  // logged by domain_for
+        PeerDomain* domain = domain_for(p, &why);
+        if (domain == nullptr) return nullptr;
+        auto nics = local;
+        for (size_t i = 0; i < nics.size(); ++i) nics[i].pd = domain->pd(i);
+        return std::make_unique<peer::QpConnector>(std::move(nics), qp);
+      });
   session_->set_on_ready([this](const std::string& p, peer::QpConnector& qps) { on_peer_ready(p, qps); });
   session_->set_on_lost([this](const std::string& p) { on_peer_lost(p); });
+  session_->set_on_closed([this](const std::string& p) { on_peer_closed(p); });
   session_->set_on_nic_replacing([this](const std::string& p, uint16_t nic, peer::RebuildCause cause) {
     engine_->run_sync([&] { engine_->lane_replacing(p, nic, cause); });
   });
@@ -137,6 +140,8 @@ void FlowService::stop() {
   while (!flows_.empty()) destroy_flow(flows_.begin()->second);
   while (!exports_.empty()) drop_export(exports_.begin(), false);
   engine_->stop();
+  // The registrations' MRs in the peers' domains go now; the domains with the sessions' QPs.
+  for (const auto& [peer, d] : domains_) registrations_.drop_domain(d->id());
   // The objects stay until destruction (sessions and their QPs first, then the CQs): a scrape
   // may still read their counters.
   registrations_.set_reaper({});
@@ -183,24 +188,56 @@ void FlowService::sample_congestion() {
 
 uint16_t FlowService::peer_port() const { return channel_ ? channel_->listen_port() : 0; }
 
+PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error) {
+  if (auto it = domains_.find(peer); it != domains_.end()) return it->second.get();
+  std::vector<verbs::Device*> devices;
+  for (const FlowNic& n : nics_) devices.push_back(n.device_ptr);
+  auto d = PeerDomain::open(next_domain_id_++, devices);
+  if (!d.is_ok()) {
+    *error = d.status().message();
+    flow_log()->error("peer {}: {}", peer, *error);
+    return nullptr;
+  }
+  return domains_.emplace(peer, std::move(d.value())).first->second.get();
+}
+
 void FlowService::on_peer_ready(const std::string& peer, peer::QpConnector& qps) {
   std::vector<verbs::QueuePair*> lanes(nics_.size(), nullptr);
   for (uint16_t i = 0; i < lanes.size(); ++i) lanes[i] = qps.qp(i, 0);
-  engine_->run_sync([&] { engine_->peer_ready(peer, lanes); });
-  // Grants do not outlive a session (the peer may have restarted): send ours again.
-  for (auto& [token, e] : exports_)
-    if (e.peer == peer) send_grant(e);
+  std::string error;
+  const PeerDomain* domain = domain_for(peer, &error);  // the one the connector's QPs are in
+  engine_->run_sync([&] { engine_->peer_ready(peer, lanes, domain); });
+  // Grants do not outlive a session (the peer may have restarted): send ours again, registered
+  // in this session's domain.
+  for (auto it = exports_.begin(); it != exports_.end();) {
+    auto next = std::next(it);
+    if (it->second.peer == peer) grant(it);
+    it = next;
+  }
 }
 
 void FlowService::on_peer_lost(const std::string& peer) {
   engine_->run_sync([&] { engine_->peer_lost(peer); });
+}
+
+void FlowService::on_peer_closed(const std::string& peer) {
+  // Its grants die with the connection, whether or not its QPs ever came up.
   std::erase_if(grants_, [&](const auto& kv) { return kv.second->from == peer; });
   std::erase_if(imports_, [&](const auto& kv) { return grants_.count(kv.second) == 0; });
+  grants_by_peer_.erase(peer);
+  set_grants_held();
+  engine_->run_sync([&] { engine_->forget_imports(peer); });
   for (auto& [token, e] : exports_) {
-    if (e.peer != peer || e.done == nullptr) continue;
+    if (e.peer != peer) continue;
+    e.mrs.reset();  // its domain goes: registered again in the next session's
+    if (e.done == nullptr) continue;
     auto done = std::move(e.done);
     e.done = nullptr;
     done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " was lost before it acknowledged the export"});
+  }
+  if (auto it = domains_.find(peer); it != domains_.end()) {
+    registrations_.drop_domain(it->second->id());
+    domains_.erase(it);
   }
 }
 

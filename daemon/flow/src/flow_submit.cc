@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine_state.h"
+#include "rdmad/base/log_limiter.h"
 
 namespace rdmad::flow {
 namespace {
@@ -13,6 +14,8 @@ constexpr uint32_t kBatch = 32;
 uint32_t remote_right(ring::Op op) {
   return op == ring::Op::kRead ? RDMAD_ACCESS_REMOTE_READ : RDMAD_ACCESS_REMOTE_WRITE;
 }
+
+base::LogLimiter g_credit_log;
 
 }  // namespace
 
@@ -71,6 +74,11 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
     complete_now(f, sqe, RDMAD_ERR_INVALID_ARGUMENT, 0);
     return;
   }
+  if (op == ring::Op::kRecv && sqe.length == 0) {
+    // A receive must be a buffer the peer can write into (and peers refuse an empty one).
+    complete_now(f, sqe, RDMAD_ERR_INVALID_ARGUMENT, 0);
+    return;
+  }
   if (f.peer == nullptr) {
     complete_now(f, sqe, RDMAD_ERR_PEER, 0);
     return;
@@ -103,11 +111,39 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
     complete_now(f, sqe, pinned.error().status, 0);
     return;
   }
+  // The keys this peer's QPs take: a receive buffer gets MRs over exactly itself (the only memory
+  // of ours the peer may write); what we read from or write into locally, the registration's MRs
+  // in the peer's domain (local access only).
+  const ipc::PinnedRange& local = pinned.value();
+  std::array<uint32_t, proto::kMaxNics> lkeys{};
+  std::unique_ptr<ExactRegion> recv_mrs;
+  rdmad_status refused = RDMAD_OK;
+  if (p.domain == nullptr) {
+    refused = RDMAD_ERR_PEER;
+  } else if (op == ring::Op::kRecv) {
+    if (p.receives_out >= options_.max_receives_per_peer) {
+      refused = RDMAD_ERR_NO_RESOURCE;
+    } else if (auto r = p.domain->register_exact(local, RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE); r.ok()) {
+      recv_mrs = std::make_unique<ExactRegion>(std::move(r.value()));
+    } else {
+      refused = r.error().status;
+    }
+  } else if (auto k = p.domain->local_keys(registrations_, local); k.ok()) {
+    lkeys = k.value();
+  } else {
+    refused = k.error().status;
+  }
+  if (refused != RDMAD_OK) {
+    registrations_.unpin(local.pin);
+    complete_now(f, sqe, refused, 0);
+    return;
+  }
   Transfer* t = alloc_transfer();
   t->flow = &f;
   t->sqe = sqe;
   t->op = op;
-  t->local = pinned.value();
+  t->local = local;
+  t->lkeys = lkeys;
   // The registration's locality to each NIC (PCI tree for GPU memory, NUMA node for host memory)
   // as the balancer's distance classes (same numbering).
   for (size_t i = 0; i < t->distance.size(); ++i) t->distance[i] = static_cast<balancer::PciDistance>(t->local.locality[i]);
@@ -126,8 +162,12 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       post.recv_id = t->recv_id;
       post.iova = t->local.iova;
       post.length = sqe.length;
-      for (uint32_t i = 0; i < t->local.nic_count; ++i)
-        post.keys.push_back({static_cast<uint16_t>(t->local.keys[i].nic_index), t->local.keys[i].rkey});
+      t->recv_mrs = std::move(recv_mrs);
+      t->recv_peer_slot = p.slot;
+      t->recv_peer_gen = p.gen;
+      ++p.receives_out;
+      for (const ipc::NicKeys& k : t->recv_mrs->keys)
+        post.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
       hooks_.recv_posted(p.name, post);
       return;
     }
@@ -155,6 +195,7 @@ void FlowEngine::start_send(Peer& p, Transfer* t) {
   }
   t->remote = credits.front();
   credits.pop_front();
+  --p.credits_held;
   t->recv_id = t->remote.recv_id;
   if (t->sqe.length > t->remote.length) {
     // Too big for the receive the peer posted: both sides see the error.
@@ -173,6 +214,14 @@ void FlowEngine::start_send(Peer& p, Transfer* t) {
 void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post) {
   Peer* p = find_peer(name);
   if (p == nullptr) return;
+  if (p->credits_held >= options_.max_receives_per_peer) {
+    // It advertised more receives than we ever would: a misbehaving peer; nothing of ours grows.
+    counters_.credits_refused.fetch_add(1, std::memory_order_relaxed);
+    base::log_limited(*flow_log(), g_credit_log, spdlog::level::warn,
+                      "peer {}: receive credit refused: it holds max_receives_per_peer here", name);
+    return;
+  }
+  ++p->credits_held;
   RemoteRange r;
   r.iova = post.iova;
   r.length = post.length;

@@ -1,11 +1,15 @@
 // Exports, grants and imports: who may touch which remote memory.
 //
-// An export registers its own MR over exactly the exported range with exactly the granted rights
-// (host memory), so the NIC itself refuses an access outside it even from a misbehaving peer; the
-// grant is sent to the one peer named, which acknowledges it before the client gets its token.
-// The importing daemon checks rights and bounds again before it posts anything.
+// An export registers its own MR over exactly the exported range with exactly the granted rights,
+// in the protection domain of the one peer it is for (peer_domain.h), so the NIC itself refuses
+// an access outside it, one with other rights, or one from any other peer's QPs — even from a
+// misbehaving peer daemon. The grant is sent to that peer, which acknowledges it before the
+// client gets its token. The importing daemon checks rights and bounds again before it posts.
 #include <sys/random.h>
 
+#include "engine_state.h"
+#include "peer_domain.h"
+#include "rdmad/base/log_limiter.h"
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/peer_session.h"
 #include "service_state.h"
@@ -29,12 +33,16 @@ FlowService::Token to_token(const uint8_t (&bytes)[16]) {
   return t;
 }
 
-uint32_t local_access_for(uint32_t rights) {
-  uint32_t a = RDMAD_ACCESS_LOCAL_WRITE;
-  if (rights & RDMAD_ACCESS_REMOTE_WRITE) a |= RDMAD_ACCESS_REMOTE_WRITE;
+// The access of an export's MR: exactly the rights granted (a remote write needs local write).
+uint32_t export_access(uint32_t rights) {
+  uint32_t a = 0;
+  if (rights & RDMAD_ACCESS_REMOTE_WRITE) a |= RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE;
   if (rights & RDMAD_ACCESS_REMOTE_READ) a |= RDMAD_ACCESS_REMOTE_READ;
   return a;
 }
+
+// Log lines a peer's flow messages can cause.
+base::LogLimiter g_refusal_log;
 
 }  // namespace
 
@@ -56,22 +64,31 @@ void FlowService::export_memory(const ipc::Peer& client, const proto::ExportRequ
   e.peer = peer;
   e.range = pinned.value();
   e.rights = req.rights;
-  if (e.range.kind == RDMAD_MEM_HOST) {
-    auto mr = registrar_.register_host(e.range.addr, e.range.length, local_access_for(req.rights), 0);
-    if (!mr.ok()) {
-      registrations_.unpin(e.range.pin);
-      done(mr.error());
-      return;
-    }
-    e.mr_id = mr.value().mr_id;
-    e.keys = mr.value().keys;
-  } else {
-    // Device memory cannot be registered again without its dma-buf: the registration's keys.
-    for (uint32_t i = 0; i < e.range.nic_count; ++i) e.keys.push_back(e.range.keys[i]);
-  }
   e.done = std::move(done);
   auto [it, fresh] = exports_.emplace(e.token, std::move(e));
-  send_grant(it->second);
+  grant(it);
+}
+
+bool FlowService::grant(std::map<Token, Export>::iterator it) {
+  Export& e = it->second;
+  if (!e.mrs) {
+    std::string error;
+    PeerDomain* domain = domain_for(e.peer, &error);
+    auto made = domain != nullptr ? domain->register_exact(e.range, export_access(e.rights))
+                                  : ipc::Result<ExactRegion>(ipc::Error{RDMAD_ERR_SYSTEM, error});
+    if (!made.ok()) {
+      auto done = std::move(e.done);
+      e.done = nullptr;
+      base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "export to peer {}: {}", e.peer,
+                        made.error().message);
+      drop_export(it, false);
+      if (done) done(made.error());
+      return false;
+    }
+    e.mrs = std::make_unique<ExactRegion>(std::move(made.value()));
+  }
+  send_grant(e);
+  return true;
 }
 
 void FlowService::send_grant(const Export& e) {
@@ -80,7 +97,7 @@ void FlowService::send_grant(const Export& e) {
   g.iova = e.range.iova;
   g.length = e.range.length;
   g.rights = e.rights;
-  for (const auto& k : e.keys) g.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
+  for (const auto& k : e.mrs->keys) g.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
   channel_->send(e.peer, peer::MessageType::kGrant, peer::encode(g));
 }
 
@@ -89,7 +106,8 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   if (tell_peer && channel_ && channel_->connected(e.peer))
     channel_->send(e.peer, peer::MessageType::kRevoke, peer::encode(peer::Revoke{e.token}));
   if (e.done) e.done(ipc::Error{RDMAD_ERR_CONNECTION, "export withdrawn before the peer acknowledged it"});
-  if (e.mr_id != 0) registrar_.deregister(e.mr_id);
+  // Deregistered before we return: no packet with its keys touches the memory after a revoke.
+  e.mrs.reset();
   registrations_.unpin(e.range.pin);
   exports_.erase(it);
 }
@@ -127,6 +145,24 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
     case peer::MessageType::kGrant: {
       auto g = peer::decode_grant(payload);
       if (!g) break;
+      uint32_t& held = grants_by_peer_[peer];
+      auto existing = grants_.find(g->token);
+      const bool again = existing != grants_.end() && existing->second->from == peer;
+      const char* refused = nullptr;
+      if (existing != grants_.end() && !again) {
+        refused = "its token is another peer's";  // a peer must not replace another's grant
+      } else if (!again && held >= options_.max_grants_per_peer) {
+        refused = "the peer holds max_grants_per_peer grants here";
+      }
+      if (refused != nullptr) {
+        counters_.grants_refused.fetch_add(1, std::memory_order_relaxed);
+        base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "grant from peer {} refused: {}", peer,
+                          refused);
+        channel_->send(peer, peer::MessageType::kGrantAck,
+                       peer::encode(peer::GrantAck{g->token, static_cast<uint32_t>(RDMAD_ERR_NO_RESOURCE)}));
+        return;
+      }
+      if (!again) ++held;
       auto grant = std::make_unique<Grant>();
       grant->from = peer;
       grant->range.iova = g->iova;
@@ -139,6 +175,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
         grant->range.has_key[k.nic_index] = true;
       }
       grants_[g->token] = std::move(grant);
+      set_grants_held();
       channel_->send(peer, peer::MessageType::kGrantAck, peer::encode(peer::GrantAck{g->token, 0}));
       return;
     }
@@ -165,6 +202,8 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       auto it = grants_.find(r->token);
       if (it == grants_.end() || it->second->from != peer) return;
       grants_.erase(it);
+      set_grants_held();
+      if (auto h = grants_by_peer_.find(peer); h != grants_by_peer_.end() && h->second > 0) --h->second;
       std::erase_if(imports_, [&](const auto& kv) { return kv.second == r->token; });
       engine_->run_sync([&] { engine_->drop_token(r->token); });
       return;

@@ -31,6 +31,7 @@ void PeerSession::on_up(const std::string& peer, bool initiator) {
   if (!initiator) return;  // the dialling side offers
   Peer& p = peers_[peer];
   p.qps = factory_(peer);
+  if (!p.qps) return fail(peer, "no queue pairs can be made for this peer");
   auto eps = p.qps->prepare();
   if (!eps.is_ok()) return fail(peer, eps.status().message());
   p.session = next_session_++;
@@ -39,11 +40,12 @@ void PeerSession::on_up(const std::string& peer, bool initiator) {
 }
 
 void PeerSession::on_down(const std::string& peer) {
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return;
-  const bool was_ready = it->second.state == State::kReady;
-  if (was_ready && on_lost_) on_lost_(peer);
-  peers_.erase(it);  // QPs destroyed
+  if (auto it = peers_.find(peer); it != peers_.end()) {
+    const bool was_ready = it->second.state == State::kReady;
+    if (was_ready && on_lost_) on_lost_(peer);
+    peers_.erase(it);  // QPs destroyed
+  }
+  if (on_closed_) on_closed_(peer);
 }
 
 void PeerSession::on_message(const std::string& peer, MessageType type, std::span<const uint8_t> payload) {
@@ -66,6 +68,7 @@ void PeerSession::on_offer(const std::string& peer, const Endpoints& m) {
   Peer& p = peers_[peer];
   p = Peer{};
   p.qps = factory_(peer);
+  if (!p.qps) return fail(peer, "no queue pairs can be made for this peer");
   p.session = m.session;
   auto eps = p.qps->prepare();
   if (!eps.is_ok()) return fail(peer, eps.status().message());

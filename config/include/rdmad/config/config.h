@@ -100,6 +100,8 @@ struct FlowSection {  // striping of flows across NICs and peers
   int64_t sq_depth = 256;          // power of two
   int64_t cq_depth = 512;          // power of two
   int64_t max_flows_per_client = 64;
+  int64_t max_grants_per_peer = 4096;
+  int64_t max_receives_per_peer = 4096;
   double min_lane_fraction = 0.25;
   bool honour_pci_distance = true;
   double cnp_half_weight_per_s = 1000;

@@ -13,7 +13,8 @@
 
 namespace rdmad::daemon {
 
-// ipc::MemoryRegistrar over verbs devices: one protection domain per NIC, one verbs MR per NIC per
+// ipc::MemoryRegistrar over verbs devices: one protection domain per NIC for client registrations
+// (no QP lives in it: flows use a domain per peer, daemon/flow), one verbs MR per NIC per
 // registration. Called by one thread at a time (the client service serialises its calls), from the
 // control thread or a client-service worker.
 class VerbsRegistrar final : public ipc::MemoryRegistrar {
@@ -31,8 +32,6 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   std::string backend_name() const override;
   // False when every NIC is a soft one (a user-space NIC pins nothing).
   bool faults_in_pages() const override;
-  // The protection domain of NIC i (the one client registrations live in; flows' QPs use it too).
-  verbs::ProtectionDomain* pd(size_t i) const { return i < pds_.size() ? pds_[i].get() : nullptr; }
 
  private:
   template <class RegisterFn>
@@ -58,8 +57,5 @@ class ClientNicList final : public ipc::NicInventory {
   const daemon::NicInventory& inventory_;
   const HardwareNics& hardware_;
 };
-
-// Maps RDMAD_ACCESS_* onto verbs::Access (atomics and relaxed ordering have no verbs flag yet).
-uint32_t to_verbs_access(uint32_t rdmad_access);
 
 }  // namespace rdmad::daemon

@@ -4,6 +4,7 @@
 // The datapath half is the FlowEngine thread it owns. Everything here runs on the control
 // io_context; the engine is changed only through its run_sync().
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,8 @@ struct Grant;
 namespace rdmad::flow {
 
 class FlowEngine;
+class PeerDomain;
+struct ExactRegion;
 struct RemoteRange;
 
 struct FlowServiceOptions {
@@ -51,6 +54,10 @@ struct FlowServiceOptions {
   uint32_t sq_depth = 256;  // defaults for flows that ask for 0
   uint32_t cq_depth = 512;
   uint32_t max_flows_per_client = 64;
+  // What one peer may hold here: memory exported to this node (grants), and receive buffers it
+  // advertised for our sends. A peer beyond a limit misbehaves: its message is refused and counted.
+  uint32_t max_grants_per_peer = 4096;
+  uint32_t max_receives_per_peer = 4096;
 };
 
 /// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
@@ -58,7 +65,6 @@ struct FlowNic {
   std::string name;    // [[nic]] name
   std::string device;  // the device's name (the `device` metric label)
   verbs::Device* device_ptr = nullptr;
-  verbs::ProtectionDomain* pd = nullptr;  // the one client registrations use
   uint8_t port = 1;
   std::optional<verbs::Gid> advertise_gid;
   uint16_t advertise_udp_port = 0;
@@ -67,8 +73,7 @@ struct FlowNic {
 class FlowService final : public ipc::FlowHandler {
  public:
   FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-              ipc::RegistrationService& registrations, ipc::MemoryRegistrar& registrar,
-              prometheus::Registry& registry);
+              ipc::RegistrationService& registrations, prometheus::Registry& registry);
   ~FlowService() override;
   FlowService(const FlowService&) = delete;
   FlowService& operator=(const FlowService&) = delete;
@@ -101,6 +106,12 @@ class FlowService final : public ipc::FlowHandler {
 
   using Token = std::array<uint8_t, 16>;
 
+  /// Read at scrape time from another thread.
+  struct Counters {
+    std::atomic<uint64_t> grants_held{0};      // grants from peers stored here
+    std::atomic<uint64_t> grants_refused{0};   // beyond max_grants_per_peer, or another peer's token
+  };
+
  private:
   struct FlowRecord {
     uint64_t id = 0;
@@ -122,8 +133,8 @@ class FlowService final : public ipc::FlowHandler {
     uint64_t conn_id = 0;
     std::string peer;
     ipc::PinnedRange range{};
-    uint64_t mr_id = 0;  // the export's own MR (host memory), 0 when it reuses the registration's
-    std::vector<ipc::NicKeys> keys;
+    // MRs over exactly the range with exactly the rights, in the peer's domain (while it has one).
+    std::unique_ptr<ExactRegion> mrs;
     uint32_t rights = 0;
     bool acked = false;
     std::function<void(ipc::Result<proto::ExportReply>)> done;  // until the peer acknowledged
@@ -133,6 +144,14 @@ class FlowService final : public ipc::FlowHandler {
   void on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload);
   void on_peer_ready(const std::string& peer, peer::QpConnector& qps);
   void on_peer_lost(const std::string& peer);
+  // The peer's connection is gone (ready or not) and its QPs with it: its grants, and its domain
+  // with every MR in it, go too.
+  void on_peer_closed(const std::string& peer);
+  // The peer's domain, opened on first use; nullptr (and *error) when a NIC refuses a PD.
+  PeerDomain* domain_for(const std::string& peer, std::string* error);
+  // Registers the export in its peer's domain (if not yet) and sends the grant; false when it
+  // could not be registered (the export is then failed and dropped).
+  bool grant(std::map<Token, Export>::iterator it);
   void send_grant(const Export& e);
   void drop_export(std::map<Token, Export>::iterator it, bool tell_peer);
   void destroy_flow(FlowRecord& f);
@@ -142,11 +161,13 @@ class FlowService final : public ipc::FlowHandler {
   FlowServiceOptions options_;
   std::vector<FlowNic> nics_;
   ipc::RegistrationService& registrations_;
-  ipc::MemoryRegistrar& registrar_;
   prometheus::Registry& registry_;
   prometheus::Histogram* duration_ = nullptr;
   std::shared_ptr<prometheus::Collectable> collector_;
   std::vector<std::unique_ptr<verbs::CompletionQueue>> cqs_;
+  // Before the engine, channel and sessions: destroyed after them (receive MRs, QPs).
+  std::map<std::string, std::unique_ptr<PeerDomain>> domains_;
+  uint64_t next_domain_id_ = 1;
   std::unique_ptr<FlowEngine> engine_;
   std::unique_ptr<peer::PeerChannel> channel_;
   std::unique_ptr<peer::PeerSession> session_;
@@ -154,6 +175,9 @@ class FlowService final : public ipc::FlowHandler {
   std::map<Token, Export> exports_;
   std::map<Token, std::unique_ptr<Grant>> grants_;
   std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
+  std::map<std::string, uint32_t> grants_by_peer_;
+  Counters counters_;
+  void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }
   uint64_t next_flow_id_ = 1;
   uint64_t next_remote_handle_ = 1;
   bool started_ = false;

@@ -33,7 +33,8 @@ struct SessionCounters {
 
 class PeerSession {
  public:
-  /// Makes the connector (local NICs, PDs, CQs) for a peer.
+  /// Makes the connector (local NICs, PDs, CQs) for a peer; nullptr when it cannot (the bring-up
+  /// then fails and the connection is closed).
   using ConnectorFactory = std::function<std::unique_ptr<QpConnector>(const std::string& peer)>;
 
   /// Installs itself as the channel's handlers.
@@ -43,6 +44,9 @@ class PeerSession {
   void set_on_ready(std::function<void(const std::string& peer, QpConnector& qps)> f) { on_ready_ = std::move(f); }
   /// Called when a ready peer is lost (its QPs are destroyed right after).
   void set_on_lost(std::function<void(const std::string& peer)> f) { on_lost_ = std::move(f); }
+  /// Called whenever an established connection to a peer is gone, ready or not, after its QPs
+  /// were destroyed (so what they used — protection domains, MRs — may go too).
+  void set_on_closed(std::function<void(const std::string& peer)> f) { on_closed_ = std::move(f); }
 
   /// Called synchronously right before the QPs of `nic` to `peer` are destroyed by a rebuild
   /// (on both sides), so that the owner stops using them; `cause` is the one the offerer gave.
@@ -116,6 +120,7 @@ class PeerSession {
   SessionCounters counters_;
   std::function<void(const std::string&, QpConnector&)> on_ready_;
   std::function<void(const std::string&)> on_lost_;
+  std::function<void(const std::string&)> on_closed_;
   std::function<void(const std::string&, uint16_t, RebuildCause)> on_nic_replacing_;
   std::function<void(const std::string&, uint16_t, QpConnector&)> on_nic_rebuilt_;
   std::function<void(const std::string&, MessageType, std::span<const uint8_t>)> on_message_;

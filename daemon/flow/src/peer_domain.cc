@@ -1,0 +1,93 @@
+#include "peer_domain.h"
+
+#include <string>
+
+#include "rdmad/flow/verbs_mapping.h"
+
+namespace rdmad::flow {
+namespace {
+
+// The registration's local-access MRs in one domain.
+struct LocalMrs final : ipc::RegionAttachment {
+  std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
+  std::array<uint32_t, proto::kMaxNics> lkeys{};
+};
+
+// Registers `length` bytes at `addr` (host) or `dmabuf_offset` of `dmabuf_fd` (device memory) in pd.
+verbs::Result<std::unique_ptr<verbs::MemoryRegion>> register_in(verbs::ProtectionDomain& pd, rdmad_mem_kind kind,
+                                                                void* addr, uint64_t iova, uint64_t length,
+                                                                int dmabuf_fd, uint64_t dmabuf_offset,
+                                                                uint32_t access) {
+  if (kind == RDMAD_MEM_HOST) return pd.reg_mr(addr, length, access);
+  return pd.reg_dmabuf_mr(dmabuf_fd, dmabuf_offset, length, iova, access);
+}
+
+}  // namespace
+
+uint32_t to_verbs_access(uint32_t a) {
+  uint32_t v = 0;
+  if (a & RDMAD_ACCESS_LOCAL_WRITE) v |= verbs::kAccessLocalWrite;
+  if (a & RDMAD_ACCESS_REMOTE_WRITE) v |= verbs::kAccessRemoteWrite;
+  if (a & RDMAD_ACCESS_REMOTE_READ) v |= verbs::kAccessRemoteRead;
+  return v;
+}
+
+rdmad_status to_client_status(verbs::StatusCode c) {
+  switch (c) {
+    case verbs::StatusCode::kNotSupported: return RDMAD_ERR_NOT_SUPPORTED;
+    case verbs::StatusCode::kNoResource: return RDMAD_ERR_NO_RESOURCE;
+    default: return RDMAD_ERR_SYSTEM;
+  }
+}
+
+verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const std::vector<verbs::Device*>& devices) {
+  std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds;
+  for (verbs::Device* d : devices) {
+    auto pd = d->alloc_pd();
+    if (!pd.is_ok())
+      return verbs::Status(pd.status().code(), "nic " + d->info().name + ": protection domain: " + pd.status().message());
+    pds.push_back(std::move(pd.value()));
+  }
+  return std::unique_ptr<PeerDomain>(new PeerDomain(id, std::move(pds)));
+}
+
+ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const {
+  ExactRegion out;
+  const uint32_t access = to_verbs_access(rdmad_access);
+  for (uint32_t i = 0; i < range.nic_count; ++i) {
+    const uint32_t nic = range.keys[i].nic_index;
+    if (nic >= pds_.size()) continue;
+    auto mr = register_in(*pds_[nic], range.kind, range.addr, range.iova, range.length, range.dmabuf_fd,
+                          range.dmabuf_offset, access);
+    if (!mr.is_ok())
+      return ipc::Error{to_client_status(mr.status().code()),
+                        "registering the range on nic " + std::to_string(nic) + ": " + mr.status().message()};
+    out.keys.push_back({nic, mr.value()->lkey(), mr.value()->rkey()});
+    out.mrs.push_back(std::move(mr.value()));
+  }
+  if (out.mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "the registration is on no NIC of the flows"};
+  return out;
+}
+
+ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::RegistrationService& registrations,
+                                                                          const ipc::PinnedRange& range) const {
+  auto made = registrations.attachment(range.pin, id_, [this](const ipc::RegionView& r)
+                                                           -> ipc::Result<std::unique_ptr<ipc::RegionAttachment>> {
+    auto mrs = std::make_unique<LocalMrs>();
+    const uint32_t access = to_verbs_access(r.access & RDMAD_ACCESS_LOCAL_WRITE);
+    for (uint32_t nic : r.nics) {
+      if (nic >= pds_.size() || nic >= mrs->lkeys.size()) continue;
+      auto mr = register_in(*pds_[nic], r.kind, r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
+      if (!mr.is_ok())
+        return ipc::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +
+                                                             ": " + mr.status().message()};
+      mrs->lkeys[nic] = mr.value()->lkey();
+      mrs->mrs.push_back(std::move(mr.value()));
+    }
+    return std::unique_ptr<ipc::RegionAttachment>(std::move(mrs));
+  });
+  if (!made.ok()) return made.error();
+  return static_cast<const LocalMrs*>(made.value())->lkeys;
+}
+
+}  // namespace rdmad::flow

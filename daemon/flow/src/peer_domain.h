@@ -1,0 +1,54 @@
+// One peer's protection domains, one per local NIC. Only that peer's QPs live in them, and only
+// what this node gave that peer is registered with remote access in them: an MR over exactly each
+// range exported to it and over exactly each receive buffer advertised to it. The registrations a
+// flow to it reads from or writes into get a local-access MR here too (made on first use and kept
+// with the registration). So a key a peer learns — its own grants, guessed ones, another peer's —
+// reaches nothing else: the NIC checks every remote access against the QP's protection domain.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "rdmad/ipc/registration_service.h"
+#include "rdmad/protocol.h"
+#include "rdmad/verbs/device.h"
+
+namespace rdmad::flow {
+
+/// MRs over exactly one range with exactly some access, one per NIC the registration is on.
+struct ExactRegion {
+  std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
+  std::vector<ipc::NicKeys> keys;  // nic_index, lkey, rkey
+};
+
+class PeerDomain {
+ public:
+  /// Allocates a protection domain on each device; `id` is unique for the daemon's lifetime (the
+  /// registration table files its local-access MRs under it).
+  static verbs::Result<std::unique_ptr<PeerDomain>> open(uint64_t id, const std::vector<verbs::Device*>& devices);
+
+  uint64_t id() const { return id_; }
+  size_t nic_count() const { return pds_.size(); }
+  verbs::ProtectionDomain* pd(size_t nic) const { return nic < pds_.size() ? pds_[nic].get() : nullptr; }
+
+  /// Registers [range.iova, range.iova + range.length) of a pinned registration on every NIC it is
+  /// on, with `rdmad_access` (RDMAD_ACCESS_*): an export or a posted receive.
+  ipc::Result<ExactRegion> register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const;
+
+  /// The lkeys, by NIC index, of the registration behind `range` in this domain (0 where it is not
+  /// registered); the MRs are made on first use and kept by the registration table until the
+  /// registration or this domain goes.
+  ipc::Result<std::array<uint32_t, proto::kMaxNics>> local_keys(ipc::RegistrationService& registrations,
+                                                                const ipc::PinnedRange& range) const;
+
+ private:
+  PeerDomain(uint64_t id, std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds)
+      : id_(id), pds_(std::move(pds)) {}
+
+  uint64_t id_;
+  std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds_;
+};
+
+}  // namespace rdmad::flow
