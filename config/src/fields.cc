@@ -268,6 +268,34 @@ std::vector<Field> make_fields() {
                "Registrations one uid may hold at once, unless a [[quota]] says otherwise.",
                "an integer in [0, 4294967295]", false, v::int_range(0, 4294967295LL),
                [](Config& c, size_t, const Value& x) { c.ipc.quota_registrations = as<int64_t>(x); }});
+  f.push_back({"ipc", "quota_connections", FieldType::kInt, int64_t{1024},
+               "Client connections one uid may have open at once, unless a [[quota]] says otherwise; further ones "
+               "are refused with an error (each connection costs the daemon a file descriptor).",
+               "an integer in [1, 1000000]", false, v::int_range(1, 1000000),
+               [](Config& c, size_t, const Value& x) { c.ipc.quota_connections = as<int64_t>(x); }});
+  f.push_back({"ipc", "quota_flows", FieldType::kInt, int64_t{1024},
+               "Flows one uid's connections may have open at once (each also within [flow] max_flows_per_client), "
+               "unless a [[quota]] says otherwise.",
+               "an integer in [0, 1000000]", false, v::int_range(0, 1000000),
+               [](Config& c, size_t, const Value& x) { c.ipc.quota_flows = as<int64_t>(x); }});
+  f.push_back({"ipc", "quota_exports", FieldType::kInt, int64_t{4096},
+               "Exports one uid's connections may hold at once, unless a [[quota]] says otherwise.",
+               "an integer in [0, 1000000]", false, v::int_range(0, 1000000),
+               [](Config& c, size_t, const Value& x) { c.ipc.quota_exports = as<int64_t>(x); }});
+  f.push_back({"ipc", "nic_table_share_percent", FieldType::kInt, int64_t{25},
+               "Share of a NIC's memory-region table one uid's registrations may fill, whatever its registration "
+               "quota: no user can take a NIC's table from the others (the soft backend's table is finite too).",
+               "an integer in [1, 100]", false, v::int_range(1, 100),
+               [](Config& c, size_t, const Value& x) { c.ipc.nic_table_share_percent = as<int64_t>(x); }});
+  f.push_back({"ipc", "hello_timeout_ms", FieldType::kInt, int64_t{5000},
+               "A client connection that has not said hello within this many milliseconds is closed.",
+               "an integer in [10, 3600000]", false, v::int_range(10, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.ipc.hello_timeout_ms = as<int64_t>(x); }});
+  f.push_back({"ipc", "idle_timeout_ms", FieldType::kInt, int64_t{300000},
+               "A client connection that holds nothing (no registration, no flow) and has sent nothing for this "
+               "many milliseconds is closed (the library reconnects on its next call); 0 never closes one.",
+               "an integer in [0, 86400000]", false, v::int_range(0, 86400000),
+               [](Config& c, size_t, const Value& x) { c.ipc.idle_timeout_ms = as<int64_t>(x); }});
   // [[quota]]
   auto quota = [](Config& c, size_t i) -> QuotaSection& {
     if (c.quotas.size() <= i) c.quotas.resize(i + 1);
@@ -283,6 +311,15 @@ std::vector<Field> make_fields() {
   f.push_back({"quota", "registrations", FieldType::kInt, int64_t{4096}, "Registrations this uid may hold at once.",
                "an integer in [0, 4294967295]", false, v::int_range(0, 4294967295LL),
                [quota](Config& c, size_t i, const Value& x) { quota(c, i).registrations = as<int64_t>(x); }});
+  f.push_back({"quota", "connections", FieldType::kInt, int64_t{1024}, "Client connections this uid may have open at once.",
+               "an integer in [1, 1000000]", false, v::int_range(1, 1000000),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).connections = as<int64_t>(x); }});
+  f.push_back({"quota", "flows", FieldType::kInt, int64_t{1024}, "Flows this uid may have open at once.",
+               "an integer in [0, 1000000]", false, v::int_range(0, 1000000),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).flows = as<int64_t>(x); }});
+  f.push_back({"quota", "exports", FieldType::kInt, int64_t{4096}, "Exports this uid may hold at once.",
+               "an integer in [0, 1000000]", false, v::int_range(0, 1000000),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).exports = as<int64_t>(x); }});
   // [[nic]]
   auto nic = [](Config& c, size_t i) -> NicSection& {
     if (c.nics.size() <= i) c.nics.resize(i + 1);

@@ -80,6 +80,16 @@ std::string VerbsRegistrar::backend_name() const {
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
 }
 
+uint64_t VerbsRegistrar::mr_capacity() const {
+  uint64_t least = 0;
+  for (const Nic& n : nics_.nics()) {
+    const verbs::BackendInfo* b = backends_.find(n.config.backend);
+    if (b == nullptr || b->caps.max_mr == 0) continue;
+    least = least == 0 ? b->caps.max_mr : std::min<uint64_t>(least, b->caps.max_mr);
+  }
+  return least;
+}
+
 bool VerbsRegistrar::faults_in_pages() const {
   for (const Nic& n : nics_.nics())
     if (n.config.backend != "soft") return true;

@@ -88,10 +88,16 @@ ipc::IpcConfig ipc_config(const config::Config& c) {
   for (int64_t g : c.ipc.allowed_gids) ic.allowed_gids.push_back(static_cast<gid_t>(g));
   ic.max_clients = static_cast<uint32_t>(c.ipc.max_clients);
   ic.workers = static_cast<uint32_t>(c.ipc.workers);
-  ic.default_quota = {static_cast<uint64_t>(c.ipc.quota_pinned_bytes), static_cast<uint32_t>(c.ipc.quota_registrations)};
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  ic.default_quota = {static_cast<uint64_t>(c.ipc.quota_pinned_bytes), u32(c.ipc.quota_registrations),
+                      u32(c.ipc.quota_connections), u32(c.ipc.quota_flows), u32(c.ipc.quota_exports)};
   for (const auto& q : c.quotas) {
-    ic.quotas[static_cast<uid_t>(q.uid)] = {static_cast<uint64_t>(q.pinned_bytes), static_cast<uint32_t>(q.registrations)};
+    ic.quotas[static_cast<uid_t>(q.uid)] = {static_cast<uint64_t>(q.pinned_bytes), u32(q.registrations),
+                                            u32(q.connections), u32(q.flows), u32(q.exports)};
   }
+  ic.nic_table_share_percent = u32(c.ipc.nic_table_share_percent);
+  ic.hello_timeout_ms = u32(c.ipc.hello_timeout_ms);
+  ic.idle_timeout_ms = u32(c.ipc.idle_timeout_ms);
   ic.diagnose_root = c.daemon.sysfs_root;
   return ic;
 }
@@ -240,6 +246,12 @@ void Daemon::apply_live(const config::Config& next) {
                             next.ipc.allowed_gids != config_.ipc.allowed_gids ||
                             next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||
                             next.ipc.quota_registrations != config_.ipc.quota_registrations ||
+                            next.ipc.quota_connections != config_.ipc.quota_connections ||
+                            next.ipc.quota_flows != config_.ipc.quota_flows ||
+                            next.ipc.quota_exports != config_.ipc.quota_exports ||
+                            next.ipc.nic_table_share_percent != config_.ipc.nic_table_share_percent ||
+                            next.ipc.hello_timeout_ms != config_.ipc.hello_timeout_ms ||
+                            next.ipc.idle_timeout_ms != config_.ipc.idle_timeout_ms ||
                             next.ipc.workers != config_.ipc.workers ||
                             next.quotas != config_.quotas);
   // Live keys are taken; restart-only keys keep their running values until the restart.

@@ -85,6 +85,7 @@ bool Daemon::start_flows() {
     flows_.reset();
     return false;
   }
+  flows_->set_fd_budget(&ipc_->fd_budget());
   ipc_->set_flow_handler(flows_.get());
   exporter_->add_collectable(flows_->collector());
   if (device_events_) device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });

@@ -247,11 +247,17 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   if (mine >= options_.max_flows_per_client)
     return ipc::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
                                                  " flows (max_flows_per_client)"};
+  const uint32_t quota = registrations_.quota_for(client.uid).max_flows;
+  if (flows_by_uid_[client.uid] >= quota)
+    return ipc::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " has " + std::to_string(quota) +
+                                           " flows open (its flow quota)"};
   const std::string peer(req.peer);
   if (peer == options_.peer.node_id) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
   const uint32_t sq = req.sq_depth != 0 ? req.sq_depth : options_.sq_depth;
   const uint32_t cq = req.cq_depth != 0 ? req.cq_depth : options_.cq_depth;
   if (cq < sq) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "cq_depth must be at least sq_depth"};
+  if (fds_ != nullptr && !fds_->take(ipc::kFdsPerFlow))
+    return ipc::Error{RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for flows"};
   FlowRecord f;
   f.id = next_flow_id_++;
   f.conn_id = client.conn_id;
@@ -264,11 +270,15 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   const ring::Layout l = ring::layout_for(sq, cq);
   f.ring_bytes = l.total_bytes;
   f.memfd = ::memfd_create("rdmad-flow", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (f.memfd < 0) return ipc::sys_error("memfd_create", errno);
+  if (f.memfd < 0) {
+    if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
+    return ipc::sys_error("memfd_create", errno);
+  }
   if (::ftruncate(f.memfd, static_cast<off_t>(l.total_bytes)) != 0 ||
       ::fcntl(f.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     auto e = ipc::sys_error("sizing the flow's memfd", errno);
     ::close(f.memfd);
+    if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
     return e;
   }
   f.ring = ::mmap(nullptr, l.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.memfd, 0);
@@ -277,6 +287,7 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   if (f.ring == MAP_FAILED || f.doorbell_fd < 0 || f.completion_fd < 0) {
     auto e = ipc::sys_error("setting up the flow's ring", errno);
     if (f.ring == MAP_FAILED) f.ring = nullptr;
+    ++flows_by_uid_[f.owner_uid];  // destroy_flow gives back what the flow took
     destroy_flow(f);
     return e;
   }
@@ -290,6 +301,7 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   out.reply.cq_depth = cq;
   out.reply.state = static_cast<const ring::Header*>(f.ring)->flow_state.load();
   out.fds = {f.memfd, f.doorbell_fd, f.completion_fd};
+  ++flows_by_uid_[f.owner_uid];
   flows_.emplace(f.id, f);
   return out;
 }
@@ -330,6 +342,8 @@ void FlowService::destroy_flow(FlowRecord& f) {
   if (f.ring != nullptr) ::munmap(f.ring, f.ring_bytes);
   for (int fd : {f.memfd, f.doorbell_fd, f.completion_fd})
     if (fd >= 0) ::close(fd);
+  if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
+  if (auto u = flows_by_uid_.find(f.owner_uid); u != flows_by_uid_.end() && --u->second == 0) flows_by_uid_.erase(u);
   flows_.erase(id);
 }
 

@@ -53,6 +53,12 @@ void FlowService::export_memory(const ipc::Peer& client, const proto::ExportRequ
     done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
     return;
   }
+  const uint32_t quota = registrations_.quota_for(client.uid).max_exports;
+  if (exports_by_uid_[client.uid] >= quota) {
+    done(ipc::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " holds " + std::to_string(quota) +
+                                         " exports (its export quota)"});
+    return;
+  }
   auto pinned = registrations_.pin(client.conn_id, req.handle, req.offset, req.length, req.rights);
   if (!pinned.ok()) {
     done(pinned.error());
@@ -61,6 +67,8 @@ void FlowService::export_memory(const ipc::Peer& client, const proto::ExportRequ
   Export e;
   e.token = random_token();
   e.conn_id = client.conn_id;
+  e.owner_uid = client.uid;
+  ++exports_by_uid_[client.uid];
   e.peer = peer;
   e.range = pinned.value();
   e.rights = req.rights;
@@ -109,6 +117,8 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   // Deregistered before we return: no packet with its keys touches the memory after a revoke.
   e.mrs.reset();
   registrations_.unpin(e.range.pin);
+  if (auto u = exports_by_uid_.find(e.owner_uid); u != exports_by_uid_.end() && --u->second == 0)
+    exports_by_uid_.erase(u);
   exports_.erase(it);
 }
 

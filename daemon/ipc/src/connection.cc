@@ -63,9 +63,41 @@ void close_all(std::vector<int>& fds) {
 }  // namespace
 
 Connection::Connection(SeqPacket::socket socket, Peer peer, size_t worker, UnixServer::Core& core)
-    : socket_(std::move(socket)), peer_(peer), worker_(worker), core_(core) {}
+    : socket_(std::move(socket)), peer_(peer), worker_(worker), core_(core), timer_(socket_.get_executor()) {}
 
-void Connection::start() { wait_readable(); }
+void Connection::start() {
+  arm_timer(std::chrono::milliseconds(core_.config_.hello_timeout_ms));
+  wait_readable();
+}
+
+void Connection::arm_timer(std::chrono::milliseconds after) {
+  timer_.expires_after(after);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && !self->closed_) self->on_timer();
+  });
+}
+
+void Connection::on_timer() {
+  // A connection costs a descriptor and a table entry: one that never says hello, or that holds
+  // nothing and says nothing, gives them back.
+  if (version_ == 0) {
+    ipc_log()->debug("client pid {} sent no hello within {} ms; closing", peer_.pid, core_.config_.hello_timeout_ms);
+    close();
+    return;
+  }
+  const uint32_t idle_ms = core_.config_.idle_timeout_ms;
+  if (idle_ms == 0) return;
+  const auto idle = std::chrono::milliseconds(idle_ms);
+  const auto since = std::chrono::steady_clock::now() - last_rx_;
+  if (since < idle || awaiting_control_ || flows_open.load(std::memory_order_relaxed) > 0 ||
+      core_.service_.holds_registrations(peer_.conn_id)) {
+    arm_timer(since < idle ? std::chrono::duration_cast<std::chrono::milliseconds>(idle - since) : idle);
+    return;
+  }
+  ipc_log()->debug("client pid {} idle for {} ms and holding nothing; closing", peer_.pid, idle_ms);
+  close();
+}
 
 void Connection::refuse(std::span<const std::byte> frame) {
   int fd = socket_.native_handle();
@@ -83,6 +115,7 @@ void Connection::close() {
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ec;
+  timer_.cancel();
   socket_.close(ec);
   for (auto& p : out_) close_all(p.fds);
   out_.clear();
@@ -123,6 +156,7 @@ bool Connection::read_one() {
   if (n < 0 && errno == EAGAIN) return false;
   msghdr& msg = rx.msg;
   ReceivedFds fds(msg);
+  last_rx_ = std::chrono::steady_clock::now();
   if (n <= 0 || (msg.msg_flags & MSG_TRUNC) != 0) {  // EOF, error, or a frame longer than any valid one
     if (n > 0) ipc_log()->debug("client pid {} sent an oversized frame; closing", peer_.pid);
     close();

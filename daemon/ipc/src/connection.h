@@ -3,6 +3,9 @@
 // request being served on the control thread, pauses reading (replies stay in request order).
 #pragma once
 
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -33,18 +36,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint16_t version() const { return version_; }
   size_t worker() const { return worker_; }
   void set_version(uint16_t v) { version_ = v; }
+  // Flows this connection has open (the control thread counts them): it is not idle then.
+  std::atomic<uint32_t> flows_open{0};
 
  private:
   void wait_readable();
   void read_frames();
   bool read_one();  // false: stop reading (nothing left, paused, or closed)
   void wait_writable();
+  // The hello deadline, then the idle check (IpcConfig::hello_timeout_ms, idle_timeout_ms).
+  void arm_timer(std::chrono::milliseconds after);
+  void on_timer();
 
   SeqPacket::socket socket_;
   Peer peer_;
   size_t worker_;
   UnixServer::Core& core_;
   uint16_t version_ = 0;
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point last_rx_ = std::chrono::steady_clock::now();
   bool closed_ = false;
   bool read_waiting_ = false;
   bool write_waiting_ = false;

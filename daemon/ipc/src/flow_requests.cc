@@ -21,13 +21,16 @@ std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, Dec
     case MsgType::kFlowOpen: {
       auto r = flows_->open_flow(conn.peer(), std::get<proto::FlowOpenRequest>(req.body));
       if (!r.ok()) return fail(r.error());
+      conn.flows_open.fetch_add(1, std::memory_order_relaxed);
       for (int fd : r.value().fds) reply_fds.fds[reply_fds.count++] = fd;
       w.append(r.value().reply);
       return w.finish();
     }
     case MsgType::kFlowClose: {
       auto r = flows_->close_flow(conn.peer(), std::get<proto::FlowCloseRequest>(req.body).flow_id);
-      return r.ok() ? w.finish() : fail(r.error());
+      if (!r.ok()) return fail(r.error());
+      conn.flows_open.fetch_sub(1, std::memory_order_relaxed);
+      return w.finish();
     }
     case MsgType::kExport: {
       // Answered when the peer daemon has stored the grant (or refused it).

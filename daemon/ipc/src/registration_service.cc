@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "log.h"
+#include "rdmad/base/log_limiter.h"
 #include "rdmad/ipc/dmabuf.h"
 #include "rdmad/ipc/request_decoder.h"
 
@@ -24,6 +26,9 @@ uint64_t page_bytes() {
   static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return page;
 }
+
+// A NIC whose table is full refuses every user's registrations: said, but not once per request.
+base::LogLimiter g_table_log;
 
 std::string range_text(uint64_t offset, uint64_t length) {
   return "[" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
@@ -55,7 +60,8 @@ RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistra
       registrar_(registrar),
       inventory_(inventory),
       metrics_(metrics),
-      locality_nics_(inventory.nics()) {}
+      locality_nics_(inventory.nics()),
+      table_share_(registrar.mr_capacity() * config.nic_table_share_percent / 100) {}
 
 RegistrationService::~RegistrationService() {
   Released released;
@@ -124,6 +130,10 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
   if (use.registrations + 1 > quota.max_registrations)
     return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) +
                                       " exceeded (" + std::to_string(quota.max_registrations) + " handles)"};
+  if (table_share_ != 0 && use.registrations + 1 > table_share_)
+    return Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(peer.uid) + " holds " + std::to_string(table_share_) +
+                                      " registrations, its share (nic_table_share_percent) of the NICs' " +
+                                      "memory-region tables"};
   Registered out;
   if (auto it = regions_.find(key); it != regions_.end()) {
     out = add_handle(peer, it->second.get(), req, true);
@@ -139,6 +149,9 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
     use.pinned_bytes += pinned;
     lock.unlock();
     auto made = make_region(fd, req, key, aligned, pinned);
+    if (!made.ok() && made.error().status == RDMAD_ERR_NO_RESOURCE)
+      base::log_limited(*ipc_log(), g_table_log, spdlog::level::warn, "registration for uid {} refused: {}", peer.uid,
+                        made.error().message);
     lock.lock();
     Usage& again = usage_[peer.uid];
     --again.registrations;
@@ -330,6 +343,11 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
   }
   if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
   update_quota_ratio();
+}
+
+bool RegistrationService::holds_registrations(uint64_t conn_id) const {
+  std::lock_guard lock(mu_);
+  return by_conn_.count(conn_id) != 0;
 }
 
 void RegistrationService::release_connection(uint64_t conn_id) {

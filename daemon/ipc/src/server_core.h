@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "frame_writer.h"
+#include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/ipc_metrics.h"
 #include "rdmad/ipc/registration_service.h"
 #include "rdmad/ipc/request_decoder.h"
@@ -99,6 +100,12 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   std::vector<std::unique_ptr<ServiceWorker>> workers_;
   FrameBuffer control_tx_{};  // replies built on the control thread
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections_;
+  std::unordered_map<uid_t, uint32_t> connections_by_uid_;
+  FdBudget fds_;  // what clients may make the daemon hold (fd_budget.h)
+  // Closed to make room when accept runs out of descriptors, so that the client waiting in the
+  // backlog gets an answer (refused) instead of a connection that hangs.
+  int spare_fd_ = -1;
+  std::chrono::milliseconds accept_backoff_{0};
 
  private:
   Result<Ok> bind_socket();
@@ -108,6 +115,8 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   void on_closed(uint64_t conn_id);
   void accept_next();
   void on_accept(SeqPacket::socket accepted);
+  // accept() failed for want of descriptors: refuse one waiting client, pause with a growing delay.
+  void accept_out_of_fds();
   std::span<const std::byte> dispatch(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
                                       ReplyFds& reply_fds, rdmad_status* status);
   std::span<const std::byte> dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,

@@ -1,5 +1,6 @@
 #include "rdmad/ipc/unix_server.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 
 #include "connection.h"
 #include "log.h"
+#include "rdmad/base/log_limiter.h"
 
 namespace rdmad::ipc {
 namespace {
@@ -61,6 +63,9 @@ Result<Ok> clear_stale_socket(const std::string& path) {
   if (unlink(path.c_str()) != 0) return sys_error("unlink stale " + path, errno);
   return Ok{};
 }
+
+// Log lines a flood of local connections can cause.
+base::LogLimiter g_accept_log;
 
 }  // namespace
 
@@ -120,6 +125,17 @@ Result<Ok> UnixServer::Core::bind_socket() {
 }
 
 Result<Ok> UnixServer::Core::start() {
+  // Every connection costs a descriptor: raise the limit as far as we may, and never accept more
+  // clients than it allows next to what the daemon keeps for itself.
+  const uint64_t limit = FdBudget::raise_fd_limit();
+  fds_.set(limit, kFdReserve);
+  if (config_.max_clients > fds_.total()) {
+    ipc_log()->warn("max_clients {} lowered to {}: the file-descriptor limit is {} and {} are kept for the daemon "
+                    "(raise LimitNOFILE=)",
+                    config_.max_clients, fds_.total(), limit, kFdReserve);
+    config_.max_clients = static_cast<uint32_t>(fds_.total());
+  }
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   activated_ = config_.systemd_activation && adopt_systemd_socket();
   if (!activated_) {
     auto bound = bind_socket();
@@ -158,16 +174,32 @@ void UnixServer::Core::accept_next() {
   acceptor_.async_accept([this](boost::system::error_code ec, SeqPacket::socket socket) {
     if (ec == boost::asio::error::operation_aborted || stopped_) return;
     if (ec) {
-      // Out of fds: back off instead of spinning on a listener that stays readable.
-      ipc_log()->warn("accept: {}", ec.message());
-      accept_retry_.expires_after(std::chrono::milliseconds(100));
-      accept_retry_.async_wait([this](boost::system::error_code tec) {
-        if (!tec && !stopped_) accept_next();
-      });
+      accept_out_of_fds();
       return;
     }
+    accept_backoff_ = std::chrono::milliseconds(0);
     on_accept(std::move(socket));
     accept_next();
+  });
+}
+
+void UnixServer::Core::accept_out_of_fds() {
+  // Out of descriptors (EMFILE/ENFILE) or another accept error: the listener stays readable, so
+  // accepting again at once would spin. Use the spare descriptor to take one waiting client and
+  // close it (it learns at once instead of hanging in the backlog), then pause, longer each time.
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+    int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn,
+                    "accept: {}; refusing new clients for {} ms", std::strerror(errno), accept_backoff_.count());
+  accept_retry_.expires_after(accept_backoff_);
+  accept_retry_.async_wait([this](boost::system::error_code tec) {
+    if (!tec && !stopped_) accept_next();
   });
 }
 
@@ -190,22 +222,30 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
   Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
   auto conn = std::make_shared<Connection>(std::move(socket), peer, worker, *this);
   FrameBuffer buf;
-  if (!peer_allowed(config_, cred, peer_groups(conn->native_handle()))) {
-    ipc_log()->warn("refused client uid {} gid {} pid {}: not in allowed_uids or allowed_gids", cred.uid,
-                    cred.gid, cred.pid);
-    metrics_.request(0, RDMAD_ERR_PERMISSION);
-    conn->refuse(write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_PERMISSION,
-                             "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad"));
-    return;
+  auto refuse = [&](rdmad_status status, const std::string& why) {
+    base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn, "refused client uid {} pid {}: {}", cred.uid,
+                      cred.pid, why);
+    metrics_.request(0, status);
+    conn->refuse(write_error(buf, proto::kVersionMin, 0, status, why));
+  };
+  if (!peer_allowed(config_, cred, peer_groups(conn->native_handle())))
+    return refuse(RDMAD_ERR_PERMISSION,
+                  "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad (allowed_uids, allowed_gids)");
+  if (connections_.size() >= config_.max_clients)
+    return refuse(RDMAD_ERR_NO_RESOURCE, "too many clients connected (max_clients " +
+                                             std::to_string(config_.max_clients) + ")");
+  uint32_t& mine = connections_by_uid_[cred.uid];
+  const uint32_t allowed = service_.quota_for(cred.uid).max_connections;
+  if (mine >= allowed) {
+    if (mine == 0) connections_by_uid_.erase(cred.uid);
+    return refuse(RDMAD_ERR_QUOTA, "uid " + std::to_string(cred.uid) + " has " + std::to_string(allowed) +
+                                       " connections open (its connection quota)");
   }
-  if (connections_.size() >= config_.max_clients) {
-    ipc_log()->warn("refused client pid {}: {} clients connected (max_clients)", cred.pid,
-                    connections_.size());
-    metrics_.request(0, RDMAD_ERR_NO_RESOURCE);
-    conn->refuse(
-        write_error(buf, proto::kVersionMin, 0, RDMAD_ERR_NO_RESOURCE, "too many clients connected"));
-    return;
+  if (!fds_.take(1)) {
+    if (mine == 0) connections_by_uid_.erase(cred.uid);
+    return refuse(RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for clients");
   }
+  ++mine;
   connections_.emplace(peer.conn_id, conn);
   metrics_.client_connected();
   boost::asio::post(workers_[worker]->io, [conn] { conn->start(); });
@@ -223,6 +263,10 @@ void UnixServer::Core::on_closed(uint64_t conn_id) {
   if (flows_ != nullptr) flows_->connection_closed(conn_id);
   service_.release_connection(conn_id);
   metrics_.client_disconnected();
+  const uid_t uid = it->second->peer().uid;
+  if (auto u = connections_by_uid_.find(uid); u != connections_by_uid_.end() && --u->second == 0)
+    connections_by_uid_.erase(u);
+  fds_.give(1);
   connections_.erase(it);
 }
 
@@ -234,6 +278,8 @@ void UnixServer::Core::stop() {
   if (created_path_) unlink(config_.socket_path.c_str());
   created_path_ = false;
   stop_workers();
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+  spare_fd_ = -1;
 }
 
 void UnixServer::Core::stop_workers() {
@@ -270,5 +316,6 @@ void UnixServer::set_flow_handler(FlowHandler* handler) { core_->flows_ = handle
 void UnixServer::set_diagnose_extra(std::function<std::string()> extra) { core_->diagnose_extra_ = std::move(extra); }
 void UnixServer::set_admin_handler(AdminHandler* handler) { core_->admin_ = handler; }
 const IpcConfig& UnixServer::config() const { return core_->config_; }
+FdBudget& UnixServer::fd_budget() { return core_->fds_; }
 
 }  // namespace rdmad::ipc

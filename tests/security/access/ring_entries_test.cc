@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "integration/flow/flow_cluster.h"
+#include "security/local_users.h"
 
 namespace rdmad::security {
 namespace {
@@ -17,22 +18,9 @@ using namespace std::chrono_literals;
 using test::Buffer;
 
 constexpr size_t kBytes = 32 << 20;
-constexpr uid_t kNobody = 65534;
-
-test::NodeSpec node(const std::string& id, int octet) {
-  // Another user may connect: the socket is 0666 and its directories are opened below.
-  return test::NodeSpec{id, {test::NicSpec{fmt::format("127.0.0.{}", octet), 0, ""}},
-                        "[ipc]\nsocket_mode = \"0666\"\n", "", 14, {}, "127.0.0.1"};
-}
-
-void open_to_others(const std::string& socket_path) {
-  namespace fs = std::filesystem;
-  for (fs::path d = fs::path(socket_path).parent_path(); d.has_relative_path() && d != "/tmp"; d = d.parent_path())
-    chmod(d.c_str(), 0755);
-}
 
 TEST(RingEntries, BadRequestsOfOneUserFailAloneAndAnotherUsersTransferCompletes) {
-  test::Pair pair(node("node-a", 31), node("node-b", 33));
+  test::Pair pair(open_node("node-a", 31), open_node("node-b", 33));
   ASSERT_TRUE(pair.start());
   open_to_others(pair.a->socket_path());
   Buffer src(pair.a->client(), kBytes, test::kAllAccess);

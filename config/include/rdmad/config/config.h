@@ -57,12 +57,21 @@ struct IpcSection {
   int64_t workers = 0;                 // client-service threads; 0: min(4, hardware threads)
   int64_t quota_pinned_bytes = 0;      // default per-uid quota
   int64_t quota_registrations = 0;
+  int64_t quota_connections = 0;
+  int64_t quota_flows = 0;
+  int64_t quota_exports = 0;
+  int64_t nic_table_share_percent = 25;  // of a NIC's memory-region table one uid may fill
+  int64_t hello_timeout_ms = 5000;
+  int64_t idle_timeout_ms = 300000;
 };
 
 struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
   int64_t uid = -1;
   int64_t pinned_bytes = 0;
   int64_t registrations = 0;
+  int64_t connections = 0;
+  int64_t flows = 0;
+  int64_t exports = 0;
 
   bool operator==(const QuotaSection&) const = default;
 };

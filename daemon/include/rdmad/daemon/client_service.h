@@ -32,6 +32,7 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   std::string backend_name() const override;
   // False when every NIC is a soft one (a user-space NIC pins nothing).
   bool faults_in_pages() const override;
+  uint64_t mr_capacity() const override;
 
  private:
   template <class RegisterFn>

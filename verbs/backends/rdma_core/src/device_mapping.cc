@@ -79,6 +79,7 @@ Capabilities to_capabilities(const DeviceCaps& caps, uint32_t port_max_msg_bytes
   c.software_cc = false;  // DCQCN runs in the NIC; rdmad/nic_cc configures it
   c.ipv6 = true;
   c.max_mr_size = caps.max_mr_size >= kMaxMrSliceBytes ? kMaxSlices * kMaxMrSliceBytes : caps.max_mr_size;
+  c.max_mr = caps.max_mr;
   c.max_qp = caps.max_qp;
   c.max_qp_wr = caps.max_qp_wr;
   c.max_cq_depth = caps.max_cqe;

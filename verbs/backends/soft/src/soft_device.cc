@@ -269,6 +269,7 @@ BackendInfo backend_info() {
   b.caps.software_cc = true;
   b.caps.ipv6 = true;
   b.caps.max_mr_size = uint64_t{1} << 40;
+  b.caps.max_mr = kMaxMrs - 1;  // entry 0 is never used
   b.caps.max_qp = kMaxQps;
   b.caps.max_qp_wr = kMaxWr;
   b.caps.max_cq_depth = kMaxCqDepth;

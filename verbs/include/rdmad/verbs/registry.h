@@ -18,6 +18,7 @@ struct Capabilities {
   bool software_cc = false;      // DCQCN runs in the backend (otherwise in NIC firmware)
   bool ipv6 = false;             // GIDs may be IPv6
   uint64_t max_mr_size = 0;      // bytes
+  uint32_t max_mr = 0;           // memory regions per device (0: unknown)
   uint32_t max_qp = 0;
   uint32_t max_qp_wr = 0;
   uint32_t max_cq_depth = 0;

@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
+#include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/memory_registrar.h"
 #include "rdmad/ipc/registration_service.h"
@@ -85,6 +86,8 @@ class FlowService final : public ipc::FlowHandler {
   void stop();
 
   uint16_t peer_port() const;
+  /// Flows take their descriptors (ring memfd, two eventfds) from `budget` (the client service's).
+  void set_fd_budget(ipc::FdBudget* budget) { fds_ = budget; }
   /// A NIC's port went down (its lanes to every peer fail over, and are not rebuilt while it is
   /// down) or came back (its lanes are rebuilt and rejoin after their back-off).
   void port_changed(size_t nic, bool up);
@@ -131,6 +134,7 @@ class FlowService final : public ipc::FlowHandler {
   struct Export {
     Token token{};
     uint64_t conn_id = 0;
+    uid_t owner_uid = 0;
     std::string peer;
     ipc::PinnedRange range{};
     // MRs over exactly the range with exactly the rights, in the peer's domain (while it has one).
@@ -177,6 +181,9 @@ class FlowService final : public ipc::FlowHandler {
   std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
   std::map<std::string, uint32_t> grants_by_peer_;
   Counters counters_;
+  ipc::FdBudget* fds_ = nullptr;
+  std::map<uid_t, uint32_t> flows_by_uid_;
+  std::map<uid_t, uint32_t> exports_by_uid_;
   void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }
   uint64_t next_flow_id_ = 1;
   uint64_t next_remote_handle_ = 1;

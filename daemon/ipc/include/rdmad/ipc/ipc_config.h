@@ -14,6 +14,9 @@ namespace rdmad::ipc {
 struct Quota {
   uint64_t max_pinned_bytes = uint64_t{16} << 30;  // page-rounded bytes mapped for the uid
   uint32_t max_registrations = 4096;               // handles held by the uid's connections
+  uint32_t max_connections = 1024;                 // connections open at once
+  uint32_t max_flows = 1024;                       // flows open by the uid's connections
+  uint32_t max_exports = 4096;                     // exports of the uid's connections
 };
 
 struct IpcConfig {
@@ -28,7 +31,14 @@ struct IpcConfig {
   Quota default_quota;
   bool systemd_activation = true;   // adopt a socket passed by systemd for socket_path
   std::string diagnose_root = "/";  // prefix for /proc and /sys in diagnose (tests use a fake tree)
-  uint32_t max_clients = 16384;
+  uint32_t max_clients = 16384;  // lowered at start to what the file-descriptor limit allows
+  // A connection that has not said hello by then is closed; so is one that holds nothing (no
+  // registration, no flow) and has sent nothing for idle_timeout_ms (0: never).
+  uint32_t hello_timeout_ms = 5000;
+  uint32_t idle_timeout_ms = 300000;
+  // Share of a NIC's memory-region table one uid's registrations may fill (MemoryRegistrar::
+  // mr_capacity), whatever its max_registrations.
+  uint32_t nic_table_share_percent = 25;
   // Threads serving the client connections (assigned round-robin); 0: min(4, hardware threads).
   uint32_t workers = 0;
 };

@@ -43,6 +43,9 @@ class MemoryRegistrar {
   // Whether register_host() faults the pages in (hardware pins them). Then the service neither
   // maps them itself nor skips asking for their NUMA node (a syscall; soft NICs have none).
   virtual bool faults_in_pages() const { return true; }
+  // Memory regions the smallest NIC's table holds (0: unknown, no limit from it). Every user's
+  // registrations, exports and flows share it, so one uid may fill only a share of it.
+  virtual uint64_t mr_capacity() const { return 0; }
   // Whether NIC `nic_index` can register dma-buf memory.
   virtual DmabufSupport probe_dmabuf(uint32_t nic_index) = 0;
   virtual std::string backend_name() const = 0;

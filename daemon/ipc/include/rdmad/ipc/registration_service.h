@@ -107,6 +107,8 @@ class RegistrationService {
                                      bool* more) const;
   // Every connection's handles above `after`, ascending, with their owners (operators' view).
   std::vector<proto::RegistrationEntry> list_all(uint64_t after, uint32_t max_entries, bool* more) const;
+  // Whether connection conn_id holds a registration.
+  bool holds_registrations(uint64_t conn_id) const;
   // Releases every handle of a connection (disconnect, crash).
   void release_connection(uint64_t conn_id);
 
@@ -133,6 +135,8 @@ class RegistrationService {
   size_t zombie_count() const;
 
   Usage usage(uid_t uid) const;
+  // The quota of a uid: its [[quota]], else the default.
+  const Quota& quota_for(uid_t uid) const;
   size_t region_count() const;
   size_t handle_count() const;
   // The registrar's id of the region behind `handle` (0 if none).
@@ -182,7 +186,6 @@ class RegistrationService {
     std::string gpu_pci_address;
   };
 
-  const Quota& quota_for(uid_t uid) const;
   Result<Registered> register_common(const Peer& peer, int fd, const Request& req);
   // Without mu_: maps the range (host memory) and registers it with the registrar.
   Result<std::unique_ptr<Region>> make_region(int fd, const Request& req, RegionKey key, uint64_t aligned,
@@ -201,6 +204,9 @@ class RegistrationService {
   // The NICs' NUMA nodes and PCI addresses for locality, read once: they do not change while the
   // daemon runs, and listing the NICs queries every port.
   const std::vector<NicDescriptor> locality_nics_;
+  // Registrations one uid may hold so that it fills at most its share of the smallest NIC's
+  // memory-region table (0: no such limit).
+  const uint64_t table_share_;
   uint64_t next_handle_ = 1;
   std::map<RegionKey, std::unique_ptr<Region>> regions_;
   std::unordered_map<uint64_t, Handle> handles_;

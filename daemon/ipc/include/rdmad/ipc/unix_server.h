@@ -13,6 +13,7 @@
 #include <string>
 
 #include "rdmad/ipc/admin_handler.h"
+#include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/ipc_config.h"
 #include "rdmad/ipc/memory_registrar.h"
@@ -52,6 +53,8 @@ class UnixServer {
   // not supported (the node-wide registration list needs none). Same lifetime rule as above.
   void set_admin_handler(AdminHandler* handler);
   const IpcConfig& config() const;
+  // The descriptors clients may make the daemon hold (flows take theirs from it too).
+  FdBudget& fd_budget();
 
   class Core;
 
