@@ -65,7 +65,7 @@ class Rdmactl : public ::testing::Test {
     return fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"{1}\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[ipc]\nsocket_mode = \"0666\"\n"
-        "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\n"
+        "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\ninsecure = true\n"
         "[cc]\nrpg_ai_rate = 7\n"
         "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"
         "[[nic]]\nname = \"rail1\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n",
