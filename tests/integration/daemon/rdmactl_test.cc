@@ -100,6 +100,22 @@ class Rdmactl : public ::testing::Test {
   rdmad_client* client_ = nullptr;
 };
 
+TEST_F(Rdmactl, StatusShowsAnInsecurePeerChannel) {
+  Ctl text = ctl({"status"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_NE(text.output.find("peer:     INSECURE (plaintext, unauthenticated: [peer] insecure = true)"),
+            std::string::npos)
+      << text.output;
+  Ctl json = ctl({"--json", "status"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_NE(json.output.find("\"peer_channel\":\"insecure\",\"peer_channel_insecure\":true"), std::string::npos)
+      << json.output;
+  // The daemon said so at start-up too, at warning.
+  EXPECT_NE(daemon_->output().find("warning [peer] peer channel of node nodeA listening on 127.0.0.1:"), std::string::npos)
+      << daemon_->output();
+  EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_peer_channel_insecure 1", 5s));
+}
+
 TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
   Ctl empty = ctl({"--json", "flows"});
   ASSERT_EQ(empty.exit, 0) << empty.output;
