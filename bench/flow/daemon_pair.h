@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,8 +96,11 @@ class Daemon {
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
         "listen = \"127.0.0.1:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
-        "keepalive_interval_ms = 200\n",
+        "keepalive_interval_ms = 200\nkey_file = \"{0}/peer.key\"\n",
         dir_, id_, peer_port_, qp_timeout_);
+    // Both daemons of a pair hold the same bench key (TLS 1.3 with a pre-shared key, as deployed).
+    std::ofstream(dir_ + "/peer.key") << "rdmad flow benchmark pair key\n";
+    ::chmod((dir_ + "/peer.key").c_str(), 0600);
     for (const auto& [id, port] : dial)
       t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < nics_.size(); ++i)

@@ -30,8 +30,9 @@ std::vector<Section> make_sections() {
       {"nic", "One table per NIC the daemon drives. With no [[nic]] table, the daemon discovers rdma-core "
               "devices.",
        true},
-      {"peer", "The peer channel: a TCP control connection to the rdmad of other nodes, over which flows between "
-               "nodes are set up. Off unless enabled; all its keys take effect at the next restart.",
+      {"peer", "The peer channel: a TLS 1.3 control connection to the rdmad of other nodes, over which flows "
+               "between nodes are set up (docs/security-peer.md). Off unless enabled; enabled needs credentials "
+               "(certificates or a pre-shared key) or insecure = true; all its keys take effect at the next restart.",
        false},
       {"peers", "One table per remote daemon this node dials. A pair of nodes needs an entry on at least one side "
                 "(the other accepts); listing each other on both sides is fine. Needs [peer] enabled = true.",
@@ -45,30 +46,86 @@ std::vector<Section> make_sections() {
 
 // A time in milliseconds, bounded above so that conversions to nanoseconds cannot overflow.
 constexpr int64_t kMaxMs = 3600000;
+// The peer channel's TCP port when [peer] listen is empty.
+constexpr int64_t kDefaultPeerPort = 18515;
 
 void add_peer_fields(std::vector<Field>& f) {
   f.push_back({"peer", "enabled", FieldType::kBool, false,
-               "Turn on the peer channel and with it flows between nodes; when false the daemon neither accepts peers "
-               "on listen nor dials [[peers]], and clients cannot open flows.",
+               "Turn on the peer channel and with it flows between nodes (it then needs tls_ca_file, tls_cert_file and "
+               "tls_key_file, or key_file, or insecure = true); when false the daemon neither accepts peers on listen "
+               "nor dials [[peers]], and clients cannot open flows.",
                "true or false", false, nullptr, [](Config& c, size_t, const Value& x) { c.peer.enabled = as<bool>(x); }});
   f.push_back({"peer", "node_id", FieldType::kString, std::string(""),
                "This node's id in the cluster: it presents it when connecting and other nodes list it as their "
                "[[peers]] node_id. Must be unique in the cluster; empty uses the host name.",
                "a name of 1-64 letters, digits, '_', '.' or '-', or empty (the host name)", false,
                v::identifier(true), [](Config& c, size_t, const Value& x) { c.peer.node_id = as<std::string>(x); }});
-  f.push_back({"peer", "listen", FieldType::kString, std::string("0.0.0.0:18515"),
-               "IP address and TCP port the peer channel accepts connections on: 0.0.0.0 or [::] accepts on every "
-               "address, a management or NIC address restricts it to that network; port 0 picks a free port (tests).",
-               "an IP address and port", false, v::listen_address(), [](Config& c, size_t, const Value& x) {
+  f.push_back({"peer", "listen", FieldType::kString, std::string(""),
+               "IP address and TCP port the peer channel accepts connections on; empty takes the address of the "
+               "first [[nic]] that has one, port 18515 (without such a NIC, set it). A wildcard (0.0.0.0 or [::]) "
+               "accepts on every address and is logged at warning: prefer a management or NIC address; port 0 "
+               "picks a free port (tests).",
+               "an IP address and port, or empty", false, v::listen_address(true), [](Config& c, size_t, const Value& x) {
                  c.peer.listen = as<std::string>(x);
-                 v::split_host_port(c.peer.listen, c.peer.listen_host, c.peer.listen_port);
+                 c.peer.listen_host.clear();
+                 c.peer.listen_port = kDefaultPeerPort;
+                 if (!c.peer.listen.empty()) v::split_host_port(c.peer.listen, c.peer.listen_host, c.peer.listen_port);
                }});
+  f.push_back({"peer", "tls_ca_file", FieldType::kString, std::string(""),
+               "PEM file of the CA (or CAs) that signs every node's peer certificate (mutual TLS 1.3, with "
+               "tls_cert_file and tls_key_file): a peer is accepted only with a certificate from it whose DNS SAN "
+               "(or URI SAN, see tls_san_uri_prefix) is the node id it claims. Use a CA that signs rdmad's "
+               "certificates only.",
+               "an absolute path, or empty", false, v::absolute_path(true),
+               [](Config& c, size_t, const Value& x) { c.peer.tls_ca_file = as<std::string>(x); }});
+  f.push_back({"peer", "tls_cert_file", FieldType::kString, std::string(""),
+               "PEM file of this node's certificate (and any intermediates), with this node's id as a DNS SAN; it "
+               "serves both as TLS server and client certificate. Re-read when it changes (certificate rotation).",
+               "an absolute path, or empty", false, v::absolute_path(true),
+               [](Config& c, size_t, const Value& x) { c.peer.tls_cert_file = as<std::string>(x); }});
+  f.push_back({"peer", "tls_key_file", FieldType::kString, std::string(""),
+               "PEM file of the private key of tls_cert_file; must be readable by the daemon only (mode 0600 or "
+               "0400, owned by root or the daemon's user).",
+               "an absolute path, or empty", false, v::absolute_path(true),
+               [](Config& c, size_t, const Value& x) { c.peer.tls_key_file = as<std::string>(x); }});
+  f.push_back({"peer", "tls_san_uri_prefix", FieldType::kString, std::string(""),
+               "With certificates: a URI SAN equal to this prefix followed by the node id also proves that id (e.g. "
+               "spiffe://cluster.local/rdmad/ for SPIFFE-style ids); empty accepts DNS SANs only.",
+               "a URI prefix such as spiffe://cluster.local/rdmad/, or empty", false, v::uri_prefix(),
+               [](Config& c, size_t, const Value& x) { c.peer.tls_san_uri_prefix = as<std::string>(x); }});
   f.push_back({"peer", "key_file", FieldType::kString, std::string(""),
-               "File holding the cluster's shared secret (at least 16 bytes; a trailing newline is ignored) with "
-               "which peers authenticate each other (HMAC); every node needs the same secret, and the file should be "
-               "readable by the daemon only. Empty turns authentication off: use that only on a trusted network.",
+               "Instead of certificates: a file holding the cluster's pre-shared key (at least 16 bytes; trailing "
+               "whitespace is ignored), used as a TLS 1.3 external PSK with the node id as identity. Every node "
+               "holds the same key, so any holder can claim any node id: prefer certificates. Must be readable by "
+               "the daemon only.",
                "an absolute path, or empty", false, v::absolute_path(true),
                [](Config& c, size_t, const Value& x) { c.peer.key_file = as<std::string>(x); }});
+  f.push_back({"peer", "insecure", FieldType::kBool, false,
+               "Run the peer channel without credentials: plaintext TCP, no authentication, so anyone who reaches "
+               "the port can claim a node id and receive its grants. Only for trusted test networks; logged at "
+               "warning on every start and shown by rdmactl status.",
+               "true or false", false, nullptr, [](Config& c, size_t, const Value& x) { c.peer.insecure = as<bool>(x); }});
+  f.push_back({"peer", "handshake_timeout_ms", FieldType::kInt, int64_t{5000},
+               "Milliseconds a new peer connection (TCP connect, TLS handshake and hello) may take before it is "
+               "closed and counted.",
+               "an integer in [100, 600000]", false, v::int_range(100, 600000),
+               [](Config& c, size_t, const Value& x) { c.peer.handshake_timeout_ms = as<int64_t>(x); }});
+  f.push_back({"peer", "max_handshakes", FieldType::kInt, int64_t{64},
+               "Accepted peer connections that have not finished their handshake, in all; more are closed at once "
+               "and counted (rdmad_peer_connections_refused_total), so half-open connections cannot exhaust file "
+               "descriptors.",
+               "an integer in [1, 65536]", false, v::int_range(1, 65536),
+               [](Config& c, size_t, const Value& x) { c.peer.max_handshakes = as<int64_t>(x); }});
+  f.push_back({"peer", "max_handshakes_per_source", FieldType::kInt, int64_t{8},
+               "The same from one source IP address (at most max_handshakes), so one host cannot take every slot.",
+               "an integer in [1, 65536], at most max_handshakes", false, v::int_range(1, 65536),
+               [](Config& c, size_t, const Value& x) { c.peer.max_handshakes_per_source = as<int64_t>(x); }});
+  f.push_back({"peer", "send_queue_bytes", FieldType::kInt, int64_t{4 << 20},
+               "Bytes queued to one peer that it has not read yet: above half of it the daemon stops reading from "
+               "that peer (back-pressure), beyond it the session is dropped and counted "
+               "(rdmad_peer_send_queue_overflows_total) instead of growing memory.",
+               "an integer in [262144, 1073741824]", false, v::int_range(262144, 1073741824),
+               [](Config& c, size_t, const Value& x) { c.peer.send_queue_bytes = as<int64_t>(x); }});
   f.push_back({"peer", "keepalive_interval_ms", FieldType::kInt, int64_t{1000},
                "Milliseconds between keepalive pings on a peer connection; lower detects a dead peer sooner at the "
                "cost of more control traffic.",

@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "rdmad/config/field.h"
+#include "peer_rules.h"
 #include "validators.h"
 
 namespace rdmad::config {
@@ -57,10 +58,14 @@ const char* node_type_name(const toml::node& n) {
 
 class Parser {
  public:
-  Parser(std::string file, LoadResult& out) : file_(std::move(file)), out_(out) {}
+  Parser(std::string file, LoadResult& out, LoadOptions options)
+      : file_(std::move(file)), out_(out), options_(options) {}
 
   void error(const toml::source_region& where, std::string key, std::string message) {
     out_.errors.push_back(Error{file_, where.begin.line, where.begin.column, std::move(key), std::move(message)});
+  }
+  void warning(const toml::source_region& where, std::string key, std::string message) {
+    out_.warnings.push_back(Error{file_, where.begin.line, where.begin.column, std::move(key), std::move(message)});
   }
 
   // Converts a TOML node to a field value; returns monostate (and records an error) on a type mismatch.
@@ -267,6 +272,15 @@ class Parser {
         error(where({key}, "peer"), key, fmt::format("duplicate peer node_id '{}' (also peers[{}])", id, it->second));
       }
     }
+    check_peer_security(out_.config, options_.check_files,
+                        [this](const std::string& key, const std::string& message, bool is_warning) {
+                          const auto at = where({key}, "peer");
+                          if (is_warning) {
+                            warning(at, key, message);
+                          } else {
+                            error(at, key, message);
+                          }
+                        });
   }
 
   void finish_cc() {
@@ -297,23 +311,24 @@ class Parser {
  private:
   std::string file_;
   LoadResult& out_;
+  LoadOptions options_;
   std::map<std::string, std::vector<toml::source_region>> array_tables_;  // per array section
   std::map<std::string, toml::source_region> regions_;  // key path or table ("peer", "peers[1]") -> where it is
 };
 
 }  // namespace
 
-LoadResult load_string(std::string_view text, const std::string& name) {
+LoadResult load_string(std::string_view text, const std::string& name, LoadOptions options) {
   LoadResult r;
-  Parser(name, r).run(text);
+  Parser(name, r, options).run(text);
   // Report in file order (TOML tables iterate in key order, not source order).
-  std::stable_sort(r.errors.begin(), r.errors.end(), [](const Error& a, const Error& b) {
-    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-  });
+  auto by_position = [](const Error& a, const Error& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); };
+  std::stable_sort(r.errors.begin(), r.errors.end(), by_position);
+  std::stable_sort(r.warnings.begin(), r.warnings.end(), by_position);
   return r;
 }
 
-LoadResult load_file(const std::string& path) {
+LoadResult load_file(const std::string& path, LoadOptions options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     LoadResult r;
@@ -322,7 +337,7 @@ LoadResult load_file(const std::string& path) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  return load_string(ss.str(), path, options);
 }
 
 Config default_config() {

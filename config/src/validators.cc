@@ -85,13 +85,24 @@ bool split_host_port(const std::string& s, std::string& host, int64_t& port) {
   return port <= 65535;
 }
 
-Validator listen_address() {
-  return [](const Value& v) -> std::string {
+Validator listen_address(bool allow_empty) {
+  return [allow_empty](const Value& v) -> std::string {
     std::string host;
     int64_t port = 0;
     const auto& s = std::get<std::string>(v);
-    if (split_host_port(s, host, port) && is_ip_address(host)) return "";
-    return "an IP address and port, like 127.0.0.1:9842 or [::1]:9842 (port 0 picks a free port)";
+    if ((allow_empty && s.empty()) || (split_host_port(s, host, port) && is_ip_address(host))) return "";
+    return fmt::format("an IP address and port, like 127.0.0.1:9842 or [::1]:9842 (port 0 picks a free port){}",
+                       allow_empty ? ", or empty" : "");
+  };
+}
+
+Validator uri_prefix() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    const auto scheme = s.find("://");
+    const bool printable = std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
+    if (s.empty() || (scheme != std::string::npos && scheme > 0 && printable && s.size() <= 200)) return "";
+    return "a URI prefix such as spiffe://cluster.local/rdmad/ (no spaces, at most 200 characters), or empty";
   };
 }
 

@@ -79,6 +79,25 @@ bool Daemon::start() {
 
 namespace {
 
+// The diagnose line about the peer channel's security; rdmactl status reads its first word after
+// "peer channel: " (off, insecure, psk, certificates) and shows it (docs/protocol.md, Diagnose).
+std::string peer_diagnosis(const config::Config& c) {
+  const config::PeerSection& p = c.peer;
+  if (!p.enabled) return "info peer channel: off ([peer] enabled = false)\n";
+  const bool wildcard = p.listen_host == "0.0.0.0" || p.listen_host == "::";
+  const std::string where = wildcard ? "; it listens on every address" : "";
+  const std::string mode = p.security();
+  if (mode == "insecure") {
+    return fmt::format(
+        "warn peer channel: insecure: plaintext and unauthenticated ([peer] insecure = true), anyone who reaches {} "
+        "can claim a node id and receive its grants{}\n",
+        p.listen_host, where);
+  }
+  const char* what = mode == "psk" ? "TLS 1.3 with the cluster's pre-shared key (any holder can claim any node id)"
+                                   : "TLS 1.3 with mutual certificates, node ids bound to their SANs";
+  return fmt::format("{} peer channel: {}: {}{}\n", wildcard ? "warn" : "ok", mode, what, where);
+}
+
 ipc::IpcConfig ipc_config(const config::Config& c) {
   ipc::IpcConfig ic;
   ic.socket_path = c.daemon.socket_path;
@@ -117,7 +136,7 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
-  ipc_->set_diagnose_extra([this] { return hardware_->cc_diagnosis(); });
+  ipc_->set_diagnose_extra([this] { return hardware_->cc_diagnosis() + peer_diagnosis(config_); });
   if (!start_flows()) return false;
   admin_ =
       std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });

@@ -23,7 +23,16 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   p.node_id = c.peer.node_id.empty() ? host_name() : c.peer.node_id;
   p.listen_host = c.peer.listen_host;
   p.listen_port = static_cast<uint16_t>(c.peer.listen_port);
+  p.tls_ca_file = c.peer.tls_ca_file;
+  p.tls_cert_file = c.peer.tls_cert_file;
+  p.tls_key_file = c.peer.tls_key_file;
+  p.tls_san_uri_prefix = c.peer.tls_san_uri_prefix;
   p.key_file = c.peer.key_file;
+  p.insecure = c.peer.insecure;
+  p.handshake_timeout = std::chrono::milliseconds(c.peer.handshake_timeout_ms);
+  p.max_handshakes = static_cast<uint32_t>(c.peer.max_handshakes);
+  p.max_handshakes_per_source = static_cast<uint32_t>(c.peer.max_handshakes_per_source);
+  p.send_queue_bytes = static_cast<uint64_t>(c.peer.send_queue_bytes);
   p.keepalive_interval = std::chrono::milliseconds(c.peer.keepalive_interval_ms);
   p.keepalive_misses = static_cast<uint32_t>(c.peer.keepalive_misses);
   p.reconnect_min = std::chrono::milliseconds(c.peer.reconnect_min_ms);
@@ -89,9 +98,9 @@ bool Daemon::start_flows() {
   ipc_->set_flow_handler(flows_.get());
   exporter_->add_collectable(flows_->collector());
   if (device_events_) device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
-  log::get("flow")->info("node {}: peer channel on {}:{}, {} peer(s) to dial, {} NIC(s), policy {}", node,
-                         config_.peer.listen_host, flows_->peer_port(), config_.peers.size(), config_.nics.size(),
-                         config_.flow.policy);
+  log::get("flow")->info("node {}: peer channel on {}:{} ({}), {} peer(s) to dial, {} NIC(s), policy {}", node,
+                         config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
+                         config_.nics.size(), config_.flow.policy);
   return true;
 }
 

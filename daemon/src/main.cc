@@ -12,14 +12,17 @@
 
 namespace {
 
+std::string fmt_warnings(size_t n) { return " (" + std::to_string(n) + " warning" + (n == 1 ? ")" : "s)"); }
+
 int check_config(const std::string& path) {
   const rdmad::config::LoadResult r = rdmad::config::load_file(path);
+  for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.to_string().c_str());
   for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
   if (!r.ok()) {
     std::fprintf(stderr, "%s: %zu error(s)\n", path.c_str(), r.errors.size());
     return 1;
   }
-  std::printf("%s: ok\n", path.c_str());
+  std::printf("%s: ok%s\n", path.c_str(), r.warnings.empty() ? "" : fmt_warnings(r.warnings.size()).c_str());
   return 0;
 }
 

@@ -52,6 +52,18 @@ class FlowCollector final : public prometheus::Collectable {
               n(p.keepalive_timeouts));
     f.counter("rdmad_peer_reconnects_total", "Redials of lost or unreachable peers", {}, n(p.reconnects));
     f.counter("rdmad_peer_frame_errors_total", "Malformed frames from established peers", {}, n(p.frame_errors));
+    f.counter("rdmad_peer_connections_refused_total", "Peer connections closed at accept: too many in their handshake",
+              {}, n(p.connections_refused));
+    f.counter("rdmad_peer_duplicate_connections_total", "Second connections for a connected peer id (closed)", {},
+              n(p.duplicate_connections));
+    f.counter("rdmad_peer_accept_errors_total", "Peer accepts that failed (EMFILE, ...); accepting paused", {},
+              n(p.accept_errors));
+    f.counter("rdmad_peer_send_queue_overflows_total", "Peer connections dropped: the peer did not read its queue", {},
+              n(p.send_queue_overflows));
+    f.counter("rdmad_peer_credential_reloads_total", "Peer TLS credentials reloaded after they changed on disk", {},
+              n(p.credential_reloads));
+    f.gauge("rdmad_peer_channel_insecure", "1 when the peer channel runs without TLS ([peer] insecure = true)", {},
+            std::string(channel_.security()) == "insecure" ? 1 : 0);
     f.counter("rdmad_peer_sessions_total", "Queue-pair sets brought up with peers", {},
               n(session_.counters().sessions_ready));
     const peer::SessionCounters& s = session_.counters();

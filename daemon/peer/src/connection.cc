@@ -1,29 +1,42 @@
+// Connection: transport (plain TCP or TLS), framing, the bounded send queue with back-pressure,
+// keepalive and closing. The handshake is in connection_handshake.cc.
 #include "connection.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
+#include "rdmad/base/log_limiter.h"
 #include "rdmad/peer/peer_channel.h"
 
 namespace rdmad::peer {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
-Connection::Connection(PeerChannel& channel, asio::ip::tcp::socket socket, Role role, std::string expected_peer)
+Connection::Connection(PeerChannel& channel, asio::ip::tcp::socket socket, Role role, std::string expected_peer,
+                       std::shared_ptr<TlsContext> tls)
     : channel_(&channel),
       socket_(std::move(socket)),
+      tls_context_(std::move(tls)),
       timer_(socket_.get_executor()),
       role_(role),
-      expected_(std::move(expected_peer)),
-      my_nonce_(random_nonce()) {}
+      expected_(std::move(expected_peer)) {}
 
 std::string Connection::describe() const {
   const std::string& id = peer_id_.empty() ? expected_ : peer_id_;
   if (id.empty()) return remote_;
   return id + " (" + remote_ + ")";
+}
+
+template <typename Buffer, typename Handler>
+void Connection::read_exact(const Buffer& buffer, Handler&& handler) {
+  reading_ = true;
+  if (tls_) {
+    asio::async_read(*tls_, buffer, std::forward<Handler>(handler));
+  } else {
+    asio::async_read(socket_, buffer, std::forward<Handler>(handler));
+  }
 }
 
 void Connection::connect(const asio::ip::tcp::endpoint& to) {
@@ -41,26 +54,28 @@ void Connection::connect(const asio::ip::tcp::endpoint& to) {
   });
 }
 
-void Connection::start() {
-  boost::system::error_code ec;
-  const auto ep = socket_.remote_endpoint(ec);
-  if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  connected_ = true;
-  started_ = last_rx_ = Clock::now();
-  if (role_ == Role::kAcceptor) arm_timer();
-  Hello h;
-  h.node_id = channel_->config_.node_id;
-  h.has_key = !channel_->key_.empty();
-  h.nonce = my_nonce_;
-  send(MessageType::kHello, encode(h));
-  read_header();
-}
-
-void Connection::send(MessageType type, std::span<const uint8_t> payload) {
-  if (closed_) return;
-  out_.push_back(encode_frame(type, payload));
+bool Connection::send(MessageType type, std::span<const uint8_t> payload) {
+  if (closed_ || overflowed_) return false;
+  std::vector<uint8_t> frame = encode_frame(type, payload);
+  const uint64_t limit = channel_->config_.send_queue_bytes;
+  if (queued_bytes_ + frame.size() > limit) {
+    // The peer has not read half a queue's worth for a while although we stopped reading from it:
+    // drop it rather than grow without bound (it reconnects with a fresh session). The close is
+    // posted: the caller may be in the middle of sending to many peers, and the loss handlers
+    // must not run inside its loop.
+    overflowed_ = true;
+    channel_->counters_.send_queue_overflows++;
+    asio::post(socket_.get_executor(), [self = shared_from_this(), queued = queued_bytes_] {
+      if (self->closed_) return;
+      self->refuse("send queue full: " + std::to_string(queued) + " bytes queued, the peer does not read", nullptr);
+    });
+    return false;
+  }
+  queued_bytes_ += frame.size();
+  out_.push_back(std::move(frame));
+  if (queued_bytes_ > limit / 2) read_paused_ = true;
   if (!writing_) write_next();
+  return true;
 }
 
 void Connection::write_next() {
@@ -69,23 +84,34 @@ void Connection::write_next() {
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(out_.front()),
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                      if (self->closed_) return;
-                      if (ec) {
-                        self->close("write failed: " + ec.message());
-                        return;
-                      }
-                      self->out_.pop_front();
-                      self->write_next();
-                    });
+  auto done = [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+    if (self->closed_) return;
+    if (ec) {
+      self->close("write failed: " + ec.message());
+      return;
+    }
+    self->queued_bytes_ -= self->out_.front().size();
+    self->out_.pop_front();
+    if (self->read_paused_ && self->queued_bytes_ <= self->channel_->config_.send_queue_bytes / 4) {
+      self->read_paused_ = false;
+      if (!self->reading_) self->read_header();
+    }
+    self->write_next();
+  };
+  if (tls_) {
+    asio::async_write(*tls_, asio::buffer(out_.front()), std::move(done));
+  } else {
+    asio::async_write(socket_, asio::buffer(out_.front()), std::move(done));
+  }
 }
 
 void Connection::read_header() {
-  asio::async_read(socket_, asio::buffer(header_), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+  read_exact(asio::buffer(header_), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+    self->reading_ = false;
     if (self->closed_) return;
     if (ec) {
-      self->close(ec == asio::error::eof ? "connection closed by the peer" : "read failed: " + ec.message());
+      const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+      self->close(eof ? "connection closed by the peer" : "read failed: " + ec.message());
       return;
     }
     std::string error;
@@ -105,127 +131,23 @@ void Connection::read_header() {
 
 void Connection::read_body(uint16_t type, uint32_t length) {
   body_.resize(length);
-  asio::async_read(socket_, asio::buffer(body_),
-                   [self = shared_from_this(), type](const boost::system::error_code& ec, size_t) {
-                     if (self->closed_) return;
-                     if (ec) {
-                       self->close(ec == asio::error::eof ? "connection closed by the peer"
-                                                          : "read failed: " + ec.message());
-                       return;
-                     }
-                     self->last_rx_ = Clock::now();
-                     self->handle(static_cast<MessageType>(type), self->body_);
-                     if (!self->closed_) self->read_header();
-                   });
-}
-
-void Connection::handle(MessageType type, std::span<const uint8_t> payload) {
-  auto& c = channel_->counters_;
-  const bool handshake_frame = type == MessageType::kHello || type == MessageType::kAuth || type == MessageType::kReady;
-  if (established_ == handshake_frame) {
-    refuse("protocol error: frame type " + std::to_string(static_cast<int>(type)) +
-               (established_ ? " after" : " before") + " the handshake",
-           established_ ? &c.frame_errors : &c.handshake_failures);
-    return;
-  }
-  switch (type) {
-    case MessageType::kHello: on_hello(payload); return;
-    case MessageType::kAuth: on_auth(payload); return;
-    case MessageType::kReady: on_ready(); return;
-    case MessageType::kPing: {
-      const auto p = decode_ping(payload);
-      if (!p) {
-        refuse("broken frame: malformed ping", &c.frame_errors);
-        return;
-      }
-      send(MessageType::kPong, encode(*p));
+  read_exact(asio::buffer(body_), [self = shared_from_this(), type](const boost::system::error_code& ec, size_t) {
+    self->reading_ = false;
+    if (self->closed_) return;
+    if (ec) {
+      const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+      self->close(eof ? "connection closed by the peer" : "read failed: " + ec.message());
       return;
     }
-    case MessageType::kPong:
-      if (!decode_ping(payload)) refuse("broken frame: malformed pong", &c.frame_errors);
-      return;  // any frame proves liveness (last_rx_)
-    default:
-      if (!flow_payload_valid(type, payload)) {
-        refuse(std::string("broken frame: malformed ") + to_string(type), &c.frame_errors);
-        return;
-      }
-      channel_->on_frame(*this, type, payload);
-      return;
-  }
+    self->last_rx_ = Clock::now();
+    self->handle(static_cast<MessageType>(type), self->body_);
+    self->after_frame();
+  });
 }
 
-void Connection::on_hello(std::span<const uint8_t> payload) {
-  auto& c = channel_->counters_;
-  const PeerConfig& cfg = channel_->config_;
-  const auto h = decode_hello(payload);
-  if (!h) return refuse("refused: malformed hello", &c.handshake_failures);
-  if (h->magic != kMagic) return refuse("refused: not an rdmad peer (bad magic)", &c.handshake_failures);
-  if (h->version != kVersion) {
-    return refuse("refused: peer speaks protocol version " + std::to_string(h->version) + ", this daemon " +
-                      std::to_string(kVersion),
-                  &c.handshake_failures);
-  }
-  if (hello_received_) return refuse("protocol error: second hello", &c.handshake_failures);
-  hello_received_ = true;
-  peer_id_ = h->node_id;
-  peer_nonce_ = h->nonce;
-  if (peer_id_ == cfg.node_id) return refuse("refused: peer presents this daemon's own node id", &c.handshake_failures);
-  if (role_ == Role::kInitiator && peer_id_ != expected_) {
-    return refuse("refused: dialled " + expected_ + " but it says it is " + peer_id_, &c.handshake_failures);
-  }
-  const bool have_key = !channel_->key_.empty();
-  if (have_key && !h->has_key) {
-    return refuse("refused: authentication failed: the peer has no key and this daemon requires one",
-                  &c.auth_failures);
-  }
-  if (!have_key && h->has_key) {
-    return refuse("refused: authentication failed: the peer requires a key and no key_file is configured here",
-                  &c.auth_failures);
-  }
-  if (have_key) {
-    const bool init = role_ == Role::kInitiator;
-    const std::string& initiator = init ? cfg.node_id : peer_id_;
-    const std::string& acceptor = init ? peer_id_ : cfg.node_id;
-    const Proof p = compute_proof(channel_->key_, peer_nonce_, initiator, acceptor,
-                                  init ? Direction::kInitiator : Direction::kAcceptor);
-    send(MessageType::kAuth, p);
-  } else {
-    peer_verified_ = true;
-    send(MessageType::kReady, {});
-  }
-}
-
-void Connection::on_auth(std::span<const uint8_t> payload) {
-  auto& c = channel_->counters_;
-  if (!hello_received_ || peer_verified_ || channel_->key_.empty()) {
-    return refuse("protocol error: unexpected auth", &c.handshake_failures);
-  }
-  const bool init = role_ == Role::kInitiator;
-  const std::string& own = channel_->config_.node_id;
-  // The peer proves itself in the other direction, over the nonce this side chose.
-  if (!verify_proof(channel_->key_, my_nonce_, init ? own : peer_id_, init ? peer_id_ : own,
-                    init ? Direction::kAcceptor : Direction::kInitiator, payload)) {
-    return refuse("refused: authentication failed: wrong proof (the keys differ)", &c.auth_failures);
-  }
-  peer_verified_ = true;
-  send(MessageType::kReady, {});
-  maybe_established();
-}
-
-void Connection::on_ready() {
-  if (!hello_received_ || peer_ready_) {
-    return refuse("protocol error: unexpected ready", &channel_->counters_.handshake_failures);
-  }
-  peer_ready_ = true;
-  maybe_established();
-}
-
-void Connection::maybe_established() {
-  if (!peer_verified_ || !peer_ready_ || established_) return;
-  established_ = true;
-  channel_->counters_.handshakes_completed++;
-  last_rx_ = Clock::now();
-  channel_->on_established(shared_from_this());
+void Connection::after_frame() {
+  // Back-pressure: while the peer leaves our frames unread, its next requests wait in TCP.
+  if (!closed_ && !read_paused_) read_header();
 }
 
 void Connection::arm_timer() {
@@ -252,14 +174,18 @@ void Connection::on_timer() {
                   &channel_->counters_.keepalive_timeouts);
   } else {
     send(MessageType::kPing, encode(Ping{++ping_seq_}));
+    if (closed_) return;
   }
   arm_timer();
 }
 
 void Connection::refuse(const std::string& reason, uint64_t* counter) {
   if (counter != nullptr) (*counter)++;
-  // An established connection's loss is logged once, by the channel, with this reason.
-  if (!established_) channel_->log_->warn("peer {}: {}", describe(), reason);
+  // An established connection's loss is logged once, by the channel, with this reason. Anything
+  // before that a stranger can cause at will: rate-limited.
+  if (!established_) {
+    base::log_limited(*channel_->log_, channel_->stranger_log_, spdlog::level::warn, "peer {}: {}", describe(), reason);
+  }
   close(reason);
 }
 
@@ -267,9 +193,12 @@ void Connection::close(const std::string& reason) {
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ignored;
+  // No TLS close_notify: the peer learns from the TCP close, and a peer that stopped reading
+  // cannot make us wait for one.
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   timer_.cancel();
+  // out_ stays until the connection goes: a write in flight may still refer to its front.
   PeerChannel* ch = channel_;
   channel_ = nullptr;
   if (ch != nullptr) ch->on_closed(shared_from_this(), reason, established_);

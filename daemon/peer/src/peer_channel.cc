@@ -5,14 +5,40 @@
 
 #include "connection.h"
 #include "peer_log.h"
+#include "rdmad/peer/auth.h"
+#include "tls_context.h"
 
 namespace rdmad::peer {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Accepting pauses this long after the first failure, doubling up to the maximum.
+constexpr milliseconds kAcceptDelayMin{10};
+constexpr milliseconds kAcceptDelayMax{1000};
+
+bool is_wildcard(const asio::ip::address& a) { return a.is_unspecified(); }
+
+const char* describe_security(const TlsContext* tls) {
+  if (tls == nullptr) return "INSECURE: plaintext, peers not authenticated";
+  return tls->security() == Security::kPsk ? "TLS 1.3, pre-shared key" : "TLS 1.3, mutual certificates";
+}
+
+}  // namespace
 
 PeerChannel::PeerChannel(asio::io_context& io, PeerConfig config)
-    : io_(io), config_(std::move(config)), log_(peer_logger()), acceptor_(io) {}
+    : io_(io),
+      config_(std::move(config)),
+      log_(peer_logger()),
+      stranger_log_(std::chrono::seconds(10), 5),
+      accept_log_(std::chrono::seconds(10), 5),
+      peer_log_(std::chrono::seconds(10), 64),
+      acceptor_(io),
+      accept_pause_(io),
+      credentials_timer_(io) {}
 
 PeerChannel::~PeerChannel() { stop(); }
 
@@ -21,12 +47,11 @@ bool PeerChannel::start(std::string& error) {
     error = "peer: node id must be 1.." + std::to_string(kMaxNodeIdBytes) + " bytes";
     return false;
   }
-  if (!config_.key_file.empty()) {
-    std::string warning;
-    auto key = load_key_file(config_.key_file, &error, &warning);
-    if (!key) return false;
-    if (!warning.empty()) log_->warn("{}", warning);
-    key_ = std::move(*key);
+  const auto security = security_of(config_, &error);
+  if (!security) return false;
+  if (*security != Security::kInsecure) {
+    tls_ = TlsContext::load(config_, &error);
+    if (!tls_) return false;
   }
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(config_.listen_host, ec);
@@ -47,9 +72,14 @@ bool PeerChannel::start(std::string& error) {
   }
   listen_port_ = acceptor_.local_endpoint().port();
   running_ = true;
-  log_->info("peer channel of node {} listening on {}:{} ({})", config_.node_id, config_.listen_host, listen_port_,
-             key_.empty() ? "no authentication" : "HMAC-SHA256 authentication");
+  log_->log(tls_ ? spdlog::level::info : spdlog::level::warn, "peer channel of node {} listening on {}:{} ({})",
+            config_.node_id, config_.listen_host, listen_port_, describe_security(tls_.get()));
+  if (is_wildcard(address)) {
+    log_->warn("peer channel accepts connections on every address ({}): prefer this node's management or NIC address",
+               config_.listen_host);
+  }
   accept();
+  check_credentials();
   const uint64_t seed = std::hash<std::string>{}(config_.node_id) ^ random_nonce()[0];
   for (const PeerAddress& a : config_.peers) {
     auto d = std::make_unique<Dialer>();
@@ -68,6 +98,8 @@ void PeerChannel::stop() {
   running_ = false;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_pause_.cancel();
+  credentials_timer_.cancel();
   std::vector<std::shared_ptr<Connection>> all = accepted_;
   for (auto& [id, c] : established_) all.push_back(c);
   for (auto& d : dialers_) {
@@ -75,25 +107,108 @@ void PeerChannel::stop() {
     if (d->connection) all.push_back(d->connection);
   }
   accepted_.clear();
+  accepted_per_source_.clear();
   established_.clear();
   dialers_.clear();
   for (auto& c : all) c->detach();
   counters_.peers_connected = 0;
 }
 
+const char* PeerChannel::security() const {
+  if (tls_) return to_string(tls_->security());
+  return config_.insecure ? "insecure" : "none";
+}
+
+uint64_t PeerChannel::queued_bytes(const std::string& peer) const {
+  auto it = established_.find(peer);
+  return it == established_.end() ? 0 : it->second->queued_bytes();
+}
+
 void PeerChannel::accept() {
   acceptor_.async_accept([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec,
                                                                     tcp::socket socket) {
     if (alive.expired() || ec == asio::error::operation_aborted || !running_) return;
-    if (!ec) {
-      counters_.connections_accepted++;
-      auto c = std::make_shared<Connection>(*this, std::move(socket), Connection::Role::kAcceptor, "");
-      accepted_.push_back(c);
-      c->start();
-    } else {
-      log_->warn("peer: accept failed: {}", ec.message());
+    if (ec) {
+      on_accept_error(ec);
+      return;
     }
+    accept_delay_ = milliseconds(0);
+    admit(std::move(socket));
     accept();
+  });
+}
+
+void PeerChannel::on_accept_error(const boost::system::error_code& ec) {
+  counters_.accept_errors++;
+  if (ec == asio::error::connection_aborted) {  // that client gave up; the next one may be fine
+    accept();
+    return;
+  }
+  // Out of descriptors (EMFILE, ENFILE) or kernel memory: the connection stays in the backlog and
+  // accepting again at once fails again at once (that loop once wrote 2.45 M log lines in 10 s).
+  // Pause with a growing delay; the backlog holds the waiting peers meanwhile.
+  accept_delay_ = std::clamp(accept_delay_ * 2, kAcceptDelayMin, kAcceptDelayMax);
+  base::log_limited(*log_, accept_log_, spdlog::level::warn, "peer: accept failed: {}; accepting again in {} ms",
+                    ec.message(), accept_delay_.count());
+  accept_pause_.expires_after(accept_delay_);
+  accept_pause_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& e) {
+    if (alive.expired() || e == asio::error::operation_aborted || !running_) return;
+    accept();
+  });
+}
+
+void PeerChannel::admit(tcp::socket socket) {
+  counters_.connections_accepted++;
+  boost::system::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  const std::string source = ec ? std::string("?") : ep.address().to_string();
+  auto it = accepted_per_source_.find(source);
+  const uint32_t from_source = it == accepted_per_source_.end() ? 0 : it->second;
+  if (accepted_.size() >= config_.max_handshakes || from_source >= config_.max_handshakes_per_source) {
+    counters_.connections_refused++;
+    base::log_limited(*log_, accept_log_, spdlog::level::warn,
+                      "peer: refused a connection from {}: {} connections in their handshake, {} from that address "
+                      "(limits {} and {})",
+                      source, accepted_.size(), from_source, config_.max_handshakes, config_.max_handshakes_per_source);
+    // A reset, not a FIN: no TIME_WAIT or half-closed state kept for a flood.
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    socket.close(ec);
+    return;
+  }
+  accepted_per_source_[source] = from_source + 1;
+  auto c = std::make_shared<Connection>(*this, std::move(socket), Connection::Role::kAcceptor, "", tls_);
+  c->set_source(source);
+  accepted_.push_back(c);
+  c->start();
+}
+
+void PeerChannel::forget_accepted(const std::shared_ptr<Connection>& c) {
+  auto it = std::find(accepted_.begin(), accepted_.end(), c);
+  if (it == accepted_.end()) return;
+  accepted_.erase(it);
+  auto s = accepted_per_source_.find(c->source());
+  if (s != accepted_per_source_.end() && --s->second == 0) accepted_per_source_.erase(s);
+}
+
+void PeerChannel::check_credentials() {
+  if (!tls_ || config_.credentials_check_interval.count() <= 0) return;
+  credentials_timer_.expires_after(config_.credentials_check_interval);
+  credentials_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+    if (alive.expired() || ec == asio::error::operation_aborted || !running_) return;
+    if (tls_->files_changed()) {
+      // A rotated certificate (cert-manager renews before expiry): new connections use it, the
+      // ones up keep their session. A half-written rotation fails to load and is tried again.
+      std::string error;
+      if (auto next = TlsContext::load(config_, &error)) {
+        tls_ = std::move(next);
+        counters_.credential_reloads++;
+        log_->info("peer credentials changed on disk and were reloaded ({})", describe_security(tls_.get()));
+      } else {
+        base::log_limited(*log_, peer_log_, spdlog::level::err,
+                          "peer credentials changed on disk but do not load; keeping the previous ones: {}", error);
+      }
+    }
+    check_credentials();
   });
 }
 
@@ -104,7 +219,8 @@ void PeerChannel::dial(Dialer& d) {
     log_->error("peer {}: '{}' is not an IP address; not dialling it", d.address.node_id, d.address.host);
     return;
   }
-  d.connection = std::make_shared<Connection>(*this, tcp::socket(io_), Connection::Role::kInitiator, d.address.node_id);
+  d.connection =
+      std::make_shared<Connection>(*this, tcp::socket(io_), Connection::Role::kInitiator, d.address.node_id, tls_);
   d.connection->connect(tcp::endpoint(address, d.address.port));
 }
 
@@ -124,16 +240,29 @@ void PeerChannel::schedule_redial(Dialer& d) {
 
 void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   const std::string& peer = c->peer_id();
-  std::erase(accepted_, c);
+  forget_accepted(c);
   auto it = established_.find(peer);
   if (it != established_.end()) {
-    // Both daemons dialled each other: both keep the connection the smaller node id opened.
+    counters_.duplicate_connections++;
+    const Connection& old = *it->second;
+    // Both daemons dialled each other at once: two connections of opposite directions come up
+    // within a handshake of each other. Anything else is one more connection claiming an id that
+    // is connected (an impostor, or a restarted peer whose old connection is not dead yet): the
+    // established one stays; a dead one goes by keepalive and the redial gets in then.
+    const bool cross_dial =
+        old.role() != c->role() && Connection::Clock::now() - old.established_at() < config_.handshake_timeout;
+    if (!cross_dial) {
+      base::log_limited(*log_, peer_log_, spdlog::level::warn,
+                        "peer {}: refused: {} is already connected on another connection", c->describe(), peer);
+      c->close("duplicate connection: already connected");
+      return;
+    }
+    // Both keep the connection the smaller node id opened.
     const std::string& winner = std::min(config_.node_id, peer);
     auto initiator_of = [&](const Connection& x) {
       return x.role() == Connection::Role::kInitiator ? config_.node_id : peer;
     };
-    counters_.duplicate_connections++;
-    if (initiator_of(*it->second) == winner) {
+    if (initiator_of(old) == winner) {
       c->close("duplicate connection");
       return;
     }
@@ -144,20 +273,20 @@ void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   for (auto& d : dialers_) {
     if (d->address.node_id == peer) d->backoff->reset();
   }
-  log_->info("peer {}: connected ({}, {})", c->describe(), c->role() == Connection::Role::kInitiator ? "dialled" : "accepted",
-             key_.empty() ? "unauthenticated" : "authenticated both ways");
+  base::log_limited(*log_, peer_log_, spdlog::level::info, "peer {}: connected ({}, {})", c->describe(),
+                    c->role() == Connection::Role::kInitiator ? "dialled" : "accepted", describe_security(tls_.get()));
   if (handlers_.on_up) handlers_.on_up(peer, c->role() == Connection::Role::kInitiator);
 }
 
 void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::string& reason, bool was_established) {
-  std::erase(accepted_, c);
+  forget_accepted(c);
   const std::string peer = c->peer_id();
   if (was_established) {
     auto it = established_.find(peer);
     if (it != established_.end() && it->second == c) {
       established_.erase(it);
       counters_.peers_connected = established_.size();
-      log_->warn("peer {}: lost: {}", c->describe(), reason);
+      base::log_limited(*log_, peer_log_, spdlog::level::warn, "peer {}: lost: {}", c->describe(), reason);
       if (handlers_.on_down) handlers_.on_down(peer, reason);
     }
   }
@@ -165,7 +294,8 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
     if (d->connection == c) {
       d->connection.reset();
       if (!was_established && !d->failed_before) {
-        log_->info("peer {}: cannot connect yet: {}", d->address.node_id, reason);
+        base::log_limited(*log_, peer_log_, spdlog::level::info, "peer {}: cannot connect yet: {}", d->address.node_id,
+                          reason);
       }
       d->failed_before = !was_established;
     }
@@ -177,13 +307,15 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
 bool PeerChannel::send(const std::string& peer, MessageType type, std::span<const uint8_t> payload) {
   auto it = established_.find(peer);
   if (it == established_.end()) return false;
-  it->second->send(type, payload);
-  return true;
+  return it->second->send(type, payload);
 }
 
 void PeerChannel::disconnect(const std::string& peer, const std::string& reason) {
   auto it = established_.find(peer);
-  if (it != established_.end()) it->second->close(reason);
+  if (it != established_.end()) {
+    const std::shared_ptr<Connection> c = it->second;
+    c->close(reason);
+  }
 }
 
 void PeerChannel::on_frame(Connection& c, MessageType type, std::span<const uint8_t> payload) {

@@ -48,8 +48,8 @@ void PeerSession::on_rebuild(const std::string& peer, const Endpoints& m) {
   auto it = peers_.find(peer);
   if (it == peers_.end() || it->second.state != State::kReady || it->second.session != m.session) {
     counters_.rebuild_stale++;
-    peer_logger()->warn("peer {}: ignoring a rebuild message of session {} (not the ready session)", peer,
-                        m.session);
+    log_peer_message(spdlog::level::warn, "peer {}: ignoring a rebuild message of session {} (not the ready session)",
+                     peer, m.session);
     return;
   }
   Peer& p = it->second;
@@ -91,7 +91,7 @@ void PeerSession::on_rebuild_answer(const std::string& peer, Peer& p, const Endp
   auto r = p.rebuilds.find(nic);
   if (r == p.rebuilds.end() || !r->second.offered) {
     counters_.rebuild_failures++;
-    peer_logger()->error("peer {}: rebuild answer for NIC {} without an outstanding offer", peer, nic);
+    log_peer_message(spdlog::level::err, "peer {}: rebuild answer for NIC {} without an outstanding offer", peer, nic);
     return;
   }
   if (m.endpoints.empty()) return rebuild_failed(peer, p, nic, "the peer could not rebuild its QPs");
@@ -113,8 +113,8 @@ void PeerSession::on_rebuild_ack(const std::string& peer, Peer& p, const Endpoin
   auto r = p.rebuilds.find(nic);
   if (r == p.rebuilds.end() || r->second.offered) {
     counters_.rebuild_failures++;
-    peer_logger()->error("peer {}: rebuild acknowledgement for NIC {} without an outstanding answer", peer,
-                         nic);
+    log_peer_message(spdlog::level::err, "peer {}: rebuild acknowledgement for NIC {} without an outstanding answer",
+                     peer, nic);
     return;
   }
   if (m.endpoints.empty()) return rebuild_failed(peer, p, nic, "the peer could not connect its QPs");
@@ -131,7 +131,7 @@ void PeerSession::on_rebuild_ack(const std::string& peer, Peer& p, const Endpoin
 void PeerSession::rebuild_failed(const std::string& peer, Peer& p, uint16_t nic, const std::string& why) {
   counters_.rebuild_failures++;
   p.rebuilds.erase(nic);
-  peer_logger()->error("peer {}: rebuild of NIC {} failed: {}", peer, nic, why);
+  log_peer_message(spdlog::level::err, "peer {}: rebuild of NIC {} failed: {}", peer, nic, why);
 }
 
 void PeerSession::rebuilt(const std::string& peer, Peer& p, uint16_t nic) {

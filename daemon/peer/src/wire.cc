@@ -24,7 +24,7 @@ constexpr auto kNicEndpointLayout = [](auto& c, auto& e) {
 
 }  // namespace
 
-bool is_known(uint16_t type) { return type >= 1 && type <= static_cast<uint16_t>(MessageType::kSendDone); }
+bool is_known(uint16_t type) { return type >= 1 && type != 2 && type <= static_cast<uint16_t>(MessageType::kSendDone); }
 
 std::optional<FrameHeader> decode_header(std::span<const uint8_t, kHeaderBytes> bytes, uint32_t max_payload,
                                          std::string* error) {
@@ -58,9 +58,8 @@ std::vector<uint8_t> encode(const Hello& m) {
   Writer w;
   w.u32(m.magic);
   w.u16(m.version);
-  w.u8(m.has_key ? 1 : 0);
+  w.u8(0);  // flags
   w.str8(m.node_id);
-  w.bytes(m.nonce);
   return w.take();
 }
 
@@ -73,10 +72,8 @@ std::optional<Hello> decode_hello(std::span<const uint8_t> payload) {
   // A stranger or another version: return what was read so the caller can say which.
   if (m.magic != kMagic || m.version != kVersion) return m;
   const uint8_t flags = r.u8();
-  m.has_key = flags & 1;
   m.node_id = r.str8();
-  r.bytes(m.nonce);
-  if (!r.done() || (flags & ~1u) != 0 || m.node_id.empty() || m.node_id.size() > kMaxNodeIdBytes) return std::nullopt;
+  if (!r.done() || flags != 0 || m.node_id.empty() || m.node_id.size() > kMaxNodeIdBytes) return std::nullopt;
   return m;
 }
 

@@ -124,8 +124,6 @@ const char* to_string(MessageType type) {
   switch (type) {
     case MessageType::kHello:
       return "hello";
-    case MessageType::kAuth:
-      return "auth";
     case MessageType::kReady:
       return "ready";
     case MessageType::kPing:

@@ -21,14 +21,14 @@ void frame(const std::string& dir, const std::string& name, MessageType type, co
 int main(int argc, char** argv) {
   const std::string dir = rdmad::fuzz::corpus_dir_from_args(argc, argv);
   Hello hello;
-  hello.has_key = true;
   hello.node_id = "node-a.example";
-  for (size_t i = 0; i < hello.nonce.size(); ++i) hello.nonce[i] = static_cast<uint8_t>(i * 7);
   frame(dir, "hello", MessageType::kHello, hello);
   Hello stranger = hello;
   stranger.magic = 0x48545450;  // "HTTP"
   frame(dir, "hello_stranger", MessageType::kHello, stranger);
-  write_seed(dir, "auth", encode_frame(MessageType::kAuth, std::vector<uint8_t>(kProofBytes, 0xA5)));
+  Hello old = hello;
+  old.version = 2;  // a version-2 peer (HMAC handshake): refused at hello
+  frame(dir, "hello_version2", MessageType::kHello, old);
   write_seed(dir, "ready", encode_frame(MessageType::kReady, {}));
   frame(dir, "ping", MessageType::kPing, Ping{42});
   Endpoints ep;
@@ -69,9 +69,12 @@ int main(int argc, char** argv) {
   rp.keys = {{0, 0x99}};
   frame(dir, "recv_post", MessageType::kRecvPost, rp);
   frame(dir, "send_done", MessageType::kSendDone, SendDone{3, 9, 4096, 0});
-  // Malformed: reserved header bits, unknown type, a payload cut short.
+  // Malformed: reserved header bits, unknown type, the retired HMAC proof (type 2), a payload cut short.
   write_seed(dir, "bad_reserved", {0, 0, 0, 0, 0, 4, 0, 1});
   write_seed(dir, "bad_type", {0, 0, 0, 0, 0, 99, 0, 0});
+  std::vector<uint8_t> auth = encode_frame(MessageType::kReady, std::vector<uint8_t>(32, 0xA5));
+  auth[5] = 2;
+  write_seed(dir, "bad_retired_auth", auth);
   std::vector<uint8_t> cut = encode_frame(MessageType::kGrant, encode(g));
   cut.resize(cut.size() - 5);
   write_seed(dir, "bad_short_grant", cut);

@@ -65,7 +65,7 @@ class Rdmactl : public ::testing::Test {
     return fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"{1}\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[ipc]\nsocket_mode = \"0666\"\n"
-        "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\n"
+        "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\ninsecure = true\n"
         "[cc]\nrpg_ai_rate = 7\n"
         "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n"
         "[[nic]]\nname = \"rail1\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n",
@@ -99,6 +99,22 @@ class Rdmactl : public ::testing::Test {
   std::unique_ptr<Subprocess> daemon_;
   rdmad_client* client_ = nullptr;
 };
+
+TEST_F(Rdmactl, StatusShowsAnInsecurePeerChannel) {
+  Ctl text = ctl({"status"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_NE(text.output.find("peer:     INSECURE (plaintext, unauthenticated: [peer] insecure = true)"),
+            std::string::npos)
+      << text.output;
+  Ctl json = ctl({"--json", "status"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_NE(json.output.find("\"peer_channel\":\"insecure\",\"peer_channel_insecure\":true"), std::string::npos)
+      << json.output;
+  // The daemon said so at start-up too, at warning.
+  EXPECT_NE(daemon_->output().find("warning [peer] peer channel of node nodeA listening on 127.0.0.1:"), std::string::npos)
+      << daemon_->output();
+  EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_peer_channel_insecure 1", 5s));
+}
 
 TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
   Ctl empty = ctl({"--json", "flows"});

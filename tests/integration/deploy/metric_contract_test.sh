@@ -10,11 +10,16 @@ need curl curl
 
 use_work_dir
 
+# The peer channel needs credentials: a pre-shared key of this test's own.
+head -c 32 /dev/urandom | base64 >"$work/peer.key"
+chmod 600 "$work/peer.key"
+
 RDMAD_DAEMON_KEYS="sysfs_root = \"$RDMAD_SOURCE_DIR/tests/data/sysfs/roce-vendor-ecn\"" start_rdmad "$work" "$(cat <<TOML
 [peer]
 enabled = true
 node_id = "contract"
 listen = "127.0.0.1:0"
+key_file = "$work/peer.key"
 [[nic]]
 name = "rail0"
 backend = "rdma_core"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,7 +55,14 @@ struct NodeSpec {
   int qp_timeout = 14;
   std::vector<std::string> wrapper = {};  // argv prefix, e.g. {"ip", "netns", "exec", "ns"}
   std::string peer_host = "127.0.0.1";    // where this node's peer channel listens  // local ACK timeout 4.096 µs · 2^n (67 ms: scheduling gaps on a loaded machine are not losses)
+  // More [peer] keys (limits, or credentials of the test's own: tls_* files, insecure = true). Unless
+  // they name credentials or key_file is set, the node uses kTestClusterKey, written into its temp dir.
+  std::string peer_keys = "";
 };
+
+// The pre-shared key of the test cluster: every node that brings no credentials of its own has it,
+// so test daemons peer over TLS 1.3 like production ones (the key is no secret; the dir is private).
+inline constexpr const char* kTestClusterKey = "rdmad integration test cluster key\n";
 
 class Node {
  public:
@@ -74,7 +82,15 @@ class Node {
         "listen = \"{4}:{2}\"\nreconnect_min_ms = 50\nreconnect_max_ms = 500\nqp_timeout = {3}\n"
         "keepalive_interval_ms = 1000\n",
         dir_.path(), spec_.id, peer_port_, spec_.qp_timeout, spec_.peer_host);
-    if (!spec_.key_file.empty()) t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
+    if (!spec_.key_file.empty()) {
+      t += fmt::format("key_file = \"{}\"\n", spec_.key_file);
+    } else if (spec_.peer_keys.find("tls_cert_file") == std::string::npos &&
+               spec_.peer_keys.find("insecure") == std::string::npos) {
+      const std::string key = dir_.write("peer.key", kTestClusterKey);
+      ::chmod(key.c_str(), 0600);
+      t += fmt::format("key_file = \"{}\"\n", key);
+    }
+    t += spec_.peer_keys;
     for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"{}:{}\"\n", id, dial_host, port);
     for (size_t i = 0; i < spec_.nics.size(); ++i) {
       const auto& n = spec_.nics[i];

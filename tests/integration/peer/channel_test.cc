@@ -1,5 +1,7 @@
-// The peer channel between two daemons' channel objects over loopback TCP: handshake, mutual
-// authentication, refusals (strangers, wrong keys, broken frames), keepalive, reconnect.
+// The peer channel between two daemons' channel objects over loopback TCP: handshake, TLS with a
+// pre-shared key, refusals (strangers, wrong keys, broken frames), keepalive, reconnect. Tests that
+// speak the protocol through raw sockets run the channel insecure (plain TCP); the TLS-specific
+// ones are in tls_channel_test.cc and tests/security/peer.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -15,21 +17,6 @@ namespace {
 
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
-
-struct Recorder {
-  int ups = 0;
-  int downs = 0;
-  std::vector<std::vector<uint8_t>> messages;
-  std::vector<MessageType> types;
-  void attach(PeerChannel& c) {
-    c.set_handlers({.on_up = [this](const std::string&, bool) { ups++; },
-                    .on_down = [this](const std::string&, const std::string&) { downs++; },
-                    .on_message = [this](const std::string&, MessageType t, std::span<const uint8_t> p) {
-                      messages.emplace_back(p.begin(), p.end());
-                      types.push_back(t);
-                    }});
-  }
-};
 
 class PeerChannelTest : public ::testing::Test {
  protected:
@@ -114,12 +101,16 @@ TEST_F(PeerChannelTest, WrongKeyIsRefusedCountedAndRetried) {
 }
 
 TEST_F(PeerChannelTest, KeyOnOneSideOnlyIsRefused) {
+  // b speaks TLS, a (insecure) plaintext: b's TLS refuses a's hello and closes; a keeps redialling.
   auto b = start(config("node-b", key("b.key", "0123456789abcdef0123456789abcdef")));
   PeerConfig ca = config("node-a");
   ca.peers.push_back(address_of("node-b", b->listen_port()));
   auto a = start(ca);
-  ASSERT_TRUE(run_until(io_, [&] { return b->counters().auth_failures >= 1 && a->counters().auth_failures >= 1; }));
+  ASSERT_TRUE(run_until(io_, [&] {
+    return b->counters().auth_failures >= 2 && a->counters().reconnects >= 1;
+  }));
   EXPECT_FALSE(b->connected("node-a"));
+  EXPECT_FALSE(a->connected("node-b"));
 }
 
 TEST_F(PeerChannelTest, StrangersAreRefusedAndTheChannelKeepsServing) {
@@ -290,6 +281,66 @@ TEST_F(PeerChannelTest, DaemonsDiallingEachOtherKeepOneConnection) {
   EXPECT_TRUE(b->connected("node-a"));
   EXPECT_EQ(a->counters().peers_connected, 1u);
   EXPECT_EQ(b->counters().peers_connected, 1u);
+}
+
+TEST_F(PeerChannelTest, HandshakeLimitsCloseTheExtraConnectionsAtOnce) {
+  PeerConfig cb = config("node-b");
+  cb.max_handshakes = 3;
+  cb.max_handshakes_per_source = 2;
+  cb.handshake_timeout = milliseconds(10000);  // the silent ones stay until the test closes them
+  auto b = start(cb);
+  // A connection from `from` that never says anything.
+  auto silent = [&](const char* from) {
+    asio::ip::tcp::socket s(io_);
+    s.open(asio::ip::tcp::v4());
+    s.bind({asio::ip::make_address(from), 0});
+    s.connect({asio::ip::make_address("127.0.0.1"), b->listen_port()});
+    return s;
+  };
+  std::vector<asio::ip::tcp::socket> held;
+  held.push_back(silent("127.0.0.1"));
+  held.push_back(silent("127.0.0.1"));
+  ASSERT_TRUE(run_until(io_, [&] { return b->handshaking() == 2; }));
+  auto third = silent("127.0.0.1");  // over the per-source limit
+  ASSERT_TRUE(run_until(io_, [&] { return b->counters().connections_refused == 1; }));
+  held.push_back(silent("127.0.0.2"));
+  ASSERT_TRUE(run_until(io_, [&] { return b->handshaking() == 3; }));
+  auto fifth = silent("127.0.0.3");  // over the total
+  ASSERT_TRUE(run_until(io_, [&] { return b->counters().connections_refused == 2; }));
+  EXPECT_EQ(b->handshaking(), 3u);
+  // The refused ones were reset at once, not left to the handshake deadline.
+  std::array<uint8_t, 64> buf{};
+  boost::system::error_code ec;
+  third.read_some(asio::buffer(buf), ec);
+  EXPECT_TRUE(ec) << "refused connection still open";
+  held.clear();  // the slots come back when the strangers leave
+  ASSERT_TRUE(run_until(io_, [&] { return b->handshaking() == 0; }));
+  auto a = dial_b(*b);
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-a"); }));
+}
+
+TEST_F(PeerChannelTest, PeerThatDoesNotReadIsDroppedAtTheSendQueueBound) {
+  Recorder rb;
+  PeerConfig cb = config("node-b");
+  cb.send_queue_bytes = 256 * 1024;
+  auto b = start(cb, &rb);
+  auto s = raw_peer(*b, "node-x");  // never reads
+  s.set_option(asio::socket_base::receive_buffer_size(4096));
+  ASSERT_TRUE(run_until(io_, [&] { return b->connected("node-x"); }));
+  const std::vector<uint8_t> big(60000, 0xEE);
+  size_t sent = 0;
+  while (sent < 2000 && b->send("node-x", MessageType::kEndpoints, big)) {
+    ++sent;
+    EXPECT_LE(b->queued_bytes("node-x"), cb.send_queue_bytes);
+    io_.poll();  // let the kernel take what it will
+  }
+  EXPECT_LT(sent, 2000u) << "120 MB queued to a peer that reads nothing";
+  EXPECT_EQ(b->counters().send_queue_overflows, 1u);
+  EXPECT_FALSE(b->send("node-x", MessageType::kEndpoints, big)) << "sends after the overflow are refused";
+  EXPECT_EQ(rb.downs, 0) << "the loss is reported from the io_context, not inside send()";
+  ASSERT_TRUE(run_until(io_, [&] { return !b->connected("node-x"); }));
+  EXPECT_EQ(rb.downs, 1);
+  EXPECT_EQ(b->counters().send_queue_overflows, 1u);
 }
 
 }  // namespace

@@ -38,14 +38,16 @@ TEST(PeerWire, FrameHeaderRoundTripAndValidation) {
 TEST(PeerWire, HelloRoundTrip) {
   Hello h;
   h.node_id = "node-a";
-  h.has_key = true;
-  for (size_t i = 0; i < h.nonce.size(); ++i) h.nonce[i] = static_cast<uint8_t>(i * 7);
   auto b = encode(h);
+  // magic, version 3, flags 0, id length, id.
+  const std::vector<uint8_t> want = {'R', 'D', 'M', 'P', 0, 3, 0, 6, 'n', 'o', 'd', 'e', '-', 'a'};
+  EXPECT_EQ(b, want);
   auto d = decode_hello(b);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->node_id, "node-a");
-  EXPECT_TRUE(d->has_key);
-  EXPECT_EQ(d->nonce, h.nonce);
+  std::vector<uint8_t> flagged = b;
+  flagged[6] = 1;  // version 2's "I have a key" bit: reserved now
+  EXPECT_FALSE(decode_hello(flagged).has_value());
   for (size_t n = 0; n < b.size(); ++n) {
     auto t = decode_hello(std::span(b).first(n));
     EXPECT_TRUE(!t.has_value() || t->magic != kMagic) << "truncated to " << n;

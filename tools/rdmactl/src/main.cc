@@ -17,15 +17,60 @@ namespace {
 
 using namespace rdmactl;
 
+// The peer channel's mode and the detail of the daemon's "peer channel" diagnose line
+// ("<level> peer channel: <mode>: <detail>", docs/protocol.md): off, insecure, psk or
+// certificates; "unknown" from a daemon that does not say.
+struct PeerChannelState {
+  std::string mode = "unknown";
+  std::string level;
+  std::string detail;
+};
+
+PeerChannelState peer_channel_state(rdmad_client* c) {
+  PeerChannelState out;
+  std::string buf(16384, '\0');
+  if (rdmad_diagnose(c, buf.data(), buf.size()) != RDMAD_OK) return out;
+  buf.resize(buf.find('\0'));
+  const std::string key = " peer channel: ";
+  for (size_t start = 0; start < buf.size();) {
+    size_t end = buf.find('\n', start);
+    if (end == std::string::npos) end = buf.size();
+    const std::string line = buf.substr(start, end - start);
+    start = end + 1;
+    const size_t at = line.find(key);
+    if (at == std::string::npos || line.find(' ') != at) continue;
+    out.level = line.substr(0, at);
+    std::string rest = line.substr(at + key.size());
+    const size_t colon = rest.find_first_of(": (");
+    out.mode = rest.substr(0, colon);
+    out.detail = colon == std::string::npos ? "" : rest.substr(rest.find_first_not_of(": ", colon));
+    break;
+  }
+  return out;
+}
+
+std::string peer_summary(const PeerChannelState& p) {
+  if (p.mode == "insecure") return "INSECURE (plaintext, unauthenticated: [peer] insecure = true)";
+  if (p.mode == "psk") return "TLS 1.3, pre-shared key";
+  if (p.mode == "certificates") return "TLS 1.3, mutual certificates";
+  if (p.mode == "off") return "off";
+  return "unknown (the daemon does not report it)";
+}
+
 int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
   size_t count = 0;
   if (const auto st = rdmad_query_nics(c, nullptr, 0, &count); st != RDMAD_OK) return fail(c, "query nics", st);
+  const PeerChannelState peer = peer_channel_state(c);
+  const bool listening_everywhere = peer.detail.find("listens on every address") != std::string::npos;
   if (json) {
-    std::printf("{\"socket\":\"%s\",\"protocol_version\":%u,\"nics\":%zu}\n", json_escape(socket).c_str(),
-                rdmad_protocol_version(c), count);
+    std::printf("{\"socket\":\"%s\",\"protocol_version\":%u,\"nics\":%zu,\"peer_channel\":\"%s\","
+                "\"peer_channel_insecure\":%s,\"peer_listens_on_every_address\":%s}\n",
+                json_escape(socket).c_str(), rdmad_protocol_version(c), count, json_escape(peer.mode).c_str(),
+                peer.mode == "insecure" ? "true" : "false", listening_everywhere ? "true" : "false");
   } else {
-    std::printf("daemon:   reachable at %s (protocol %u)\nnics:     %zu\n", socket.c_str(), rdmad_protocol_version(c),
-                count);
+    std::printf("daemon:   reachable at %s (protocol %u)\nnics:     %zu\npeer:     %s%s\n", socket.c_str(),
+                rdmad_protocol_version(c), count, peer_summary(peer).c_str(),
+                listening_everywhere ? "; listening on every address" : "");
   }
   return 0;
 }
@@ -96,7 +141,8 @@ int main(int argc, char** argv) {
   app.add_option("-s,--socket", socket, "Daemon socket (default $RDMAD_SOCKET or /run/rdmad/rdmad.sock)");
   app.add_flag("--json", json, "Machine-readable output");
   app.require_subcommand(1);
-  auto* status = app.add_subcommand("status", "Is the daemon reachable; protocol version; NIC count");
+  auto* status = app.add_subcommand(
+      "status", "Is the daemon reachable; protocol version; NIC count; peer channel security (insecure, TLS)");
   auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node; as root also GID, MTU, counters, DCQCN rates and CC parameters");
   auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, and the NICs' congestion-control checks, one line per check");
   auto* flows =

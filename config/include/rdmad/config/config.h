@@ -79,10 +79,20 @@ struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
 struct PeerSection {  // the TCP control channel between daemons, and with it flows
   bool enabled = false;
   std::string node_id;      // this daemon's id; "" = the host name (filled by the daemon, not the loader)
-  std::string listen = "0.0.0.0:18515";  // raw "host:port" / "[v6]:port"
-  std::string listen_host = "0.0.0.0";   // IP literal, without brackets
+  std::string listen;       // raw "host:port" / "[v6]:port"; "" = the first [[nic]] address, port 18515
+  std::string listen_host;  // IP literal, without brackets (filled by the loader when listen is "")
   int64_t listen_port = 18515;  // 0: an ephemeral port
-  std::string key_file;     // shared secret for HMAC authentication; "" = no authentication
+  // Credentials: mutual TLS (all three tls_* files) or a pre-shared key (key_file), never both.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_san_uri_prefix;  // URI SANs prefix + node id bind a node id too ("" = DNS SANs only)
+  std::string key_file;            // TLS 1.3 external PSK, identity = node id
+  bool insecure = false;           // no credentials: plaintext, unauthenticated (trusted test networks)
+  int64_t handshake_timeout_ms = 5000;
+  int64_t max_handshakes = 64;            // accepted connections not yet authenticated, in all
+  int64_t max_handshakes_per_source = 8;  // ... and from one source address
+  int64_t send_queue_bytes = 4 << 20;     // queued to one peer before its session is dropped
   int64_t keepalive_interval_ms = 1000;
   int64_t keepalive_misses = 3;
   int64_t reconnect_min_ms = 100;
@@ -91,6 +101,13 @@ struct PeerSection {  // the TCP control channel between daemons, and with it fl
   int64_t qp_retry_cnt = 7;
 
   bool operator==(const PeerSection&) const = default;
+  /// Which credentials are set: "certificates", "psk", "insecure", or "none" (a config error).
+  std::string security() const {
+    if (insecure) return "insecure";
+    if (!tls_cert_file.empty()) return "certificates";
+    if (!key_file.empty()) return "psk";
+    return "none";
+  }
 };
 
 struct PeerNodeSection {  // one [[peers]] entry: a daemon this one dials

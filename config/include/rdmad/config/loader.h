@@ -23,13 +23,22 @@ struct Error {
 struct LoadResult {
   Config config;
   std::vector<Error> errors;
+  // Valid but risky settings (an insecure peer channel, a wildcard listen address): `--check-config`
+  // prints them, the daemon logs them at warning on every start.
+  std::vector<Error> warnings;
   bool ok() const { return errors.empty(); }
 };
 
+struct LoadOptions {
+  // Open the credential files the config names and check them (credential_file.h). Off only for
+  // tests of example files whose paths exist on an operator's host, not here.
+  bool check_files = true;
+};
+
 // Parses TOML text; `name` is the file name used in errors.
-LoadResult load_string(std::string_view text, const std::string& name);
+LoadResult load_string(std::string_view text, const std::string& name, LoadOptions options = {});
 // Reads and parses a file.
-LoadResult load_file(const std::string& path);
+LoadResult load_file(const std::string& path, LoadOptions options = {});
 // The embedded default configuration (always valid; a test checks it).
 Config default_config();
 // Applies environment overrides (RDMAD_LOG_LEVEL). Returns an error text for an invalid value.

@@ -1,9 +1,16 @@
 #pragma once
-// The peer control channel: TCP between daemons on the control plane's io_context (no thread per
-// connection). It accepts peers on the configured address and dials the configured ones,
-// authenticates both directions when a key is configured, keeps each connection alive with
+// The peer control channel: TLS 1.3 over TCP between daemons on the control plane's io_context
+// (no thread per connection). It accepts peers on the configured address and dials the configured
+// ones, authenticates both directions with certificates or a pre-shared key (or, with insecure,
+// not at all), binds each peer's node id to its credential, keeps each connection alive with
 // ping/pong, and redials lost or unreachable peers with exponential back-off and jitter.
-// All calls from the io_context's thread.
+//
+// What strangers can make it spend is bounded: connections still in their handshake (in all and
+// per source address; beyond, closed at accept), the handshake's duration, the bytes queued to a
+// peer, and the log lines they cause (rdmad::base::log_limited). An accept that fails for want of
+// descriptors pauses accepting with a growing delay instead of spinning. An established peer is
+// never displaced by a later connection claiming its id (only a simultaneous cross-dial is
+// resolved, by node id order). All calls from the io_context's thread.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,6 +23,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "rdmad/base/log_limiter.h"
 #include "rdmad/peer/backoff.h"
 #include "rdmad/peer/peer_config.h"
 #include "rdmad/peer/wire.h"
@@ -27,6 +35,7 @@ class logger;
 namespace rdmad::peer {
 
 class Connection;
+class TlsContext;
 
 class PeerChannel {
  public:
@@ -46,8 +55,9 @@ class PeerChannel {
 
   void set_handlers(Handlers h) { handlers_ = std::move(h); }
 
-  /// Loads the key, binds the listening socket and starts dialling the configured peers. A
-  /// start-up error (unreadable key, address in use) returns false with `error` naming the cause.
+  /// Loads the credentials, binds the listening socket and starts dialling the configured peers.
+  /// A start-up error (no or bad credentials, address in use) returns false with `error` naming
+  /// the cause.
   bool start(std::string& error);
   /// Closes every connection and stops listening and dialling.
   void stop();
@@ -57,6 +67,13 @@ class PeerChannel {
   /// Closes the connection to a peer (it is redialled if configured).
   void disconnect(const std::string& peer, const std::string& reason);
   bool connected(const std::string& peer) const { return established_.count(peer) != 0; }
+  /// Bytes queued to an established peer and not yet written (0 when not connected); above half
+  /// of send_queue_bytes a producer should hold back.
+  uint64_t queued_bytes(const std::string& peer) const;
+  /// "certificates", "psk" or "insecure" (known after start()).
+  const char* security() const;
+  /// Connections accepted and still in their handshake.
+  size_t handshaking() const { return accepted_.size(); }
   /// The port bound (useful with listen_port 0).
   uint16_t listen_port() const { return listen_port_; }
   const PeerCounters& counters() const { return counters_; }
@@ -73,6 +90,10 @@ class PeerChannel {
   };
 
   void accept();
+  void on_accept_error(const boost::system::error_code& ec);
+  void admit(boost::asio::ip::tcp::socket socket);
+  void check_credentials();
+  void forget_accepted(const std::shared_ptr<Connection>& c);
   void dial(Dialer& d);
   void schedule_redial(Dialer& d);
   // Connection callbacks.
@@ -83,12 +104,21 @@ class PeerChannel {
   boost::asio::io_context& io_;
   PeerConfig config_;
   std::shared_ptr<spdlog::logger> log_;
-  std::vector<uint8_t> key_;  // empty: no authentication
+  std::shared_ptr<TlsContext> tls_;  // null: insecure
+  // Log lines strangers, accept failures and established peers cause, each bounded on its own so
+  // that a flood of one kind does not hide the others.
+  base::LogLimiter stranger_log_;
+  base::LogLimiter accept_log_;
+  base::LogLimiter peer_log_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_pause_;
+  std::chrono::milliseconds accept_delay_{0};  // grows while accept keeps failing
+  boost::asio::steady_timer credentials_timer_;
   uint16_t listen_port_ = 0;
   bool running_ = false;
   std::vector<std::unique_ptr<Dialer>> dialers_;
   std::vector<std::shared_ptr<Connection>> accepted_;  // until established or closed
+  std::map<std::string, uint32_t> accepted_per_source_;  // of those, per source address
   std::map<std::string, std::shared_ptr<Connection>> established_;
   PeerCounters counters_;
   Handlers handlers_;

@@ -1,6 +1,6 @@
 #pragma once
-// Configuration of the peer control channel (TCP between daemons). A plain struct: the daemon
-// fills it from its [peer] configuration section.
+// Configuration of the peer control channel (TCP between daemons, TLS 1.3 unless insecure). A
+// plain struct: the daemon fills it from its [peer] configuration section.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -10,21 +10,40 @@ namespace rdmad::peer {
 
 /// A daemon to dial.
 struct PeerAddress {
-  std::string node_id;  // the id it must present in its hello
+  std::string node_id;  // the id it must present in its hello (and, with certificates, as a SAN)
   std::string host;     // IP literal
   uint16_t port = 0;
 };
 
 struct PeerConfig {
-  std::string listen_host = "0.0.0.0";  // IP literal to accept peers on
-  uint16_t listen_port = 18515;         // 0: an ephemeral port (tests)
-  std::string node_id;                  // this daemon's id (1..64 bytes), unique in the cluster
-  // Shared-secret file (at least 16 bytes; trailing newline ignored). Empty: no authentication,
-  // and peers that demand it are refused.
+  std::string listen_host;      // IP literal to accept peers on (no default: a wildcard must be chosen)
+  uint16_t listen_port = 18515;  // 0: an ephemeral port (tests)
+  std::string node_id;          // this daemon's id (1..64 bytes), unique in the cluster
+  // Credentials, exactly one kind (start() refuses none, and two):
+  //  - mutual TLS: a CA bundle, this node's certificate chain and its private key (PEM). A peer's
+  //    hello id must be a DNS SAN of its certificate (or tls_san_uri_prefix + id as a URI SAN);
+  //  - a pre-shared key (key_file, at least 16 bytes, trailing whitespace ignored) as a TLS 1.3
+  //    external PSK whose identity is the dialler's node id;
+  //  - insecure = true: plaintext and unauthenticated (trusted test networks only).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_san_uri_prefix;
   std::string key_file;
+  bool insecure = false;
+  // Credential files are checked for changes this often and reloaded (certificate rotation);
+  // connections already up keep their session. 0: never.
+  std::chrono::milliseconds credentials_check_interval{30000};
   std::chrono::milliseconds keepalive_interval{1000};  // a ping this often
   uint32_t keepalive_misses = 3;                       // no frame for interval × misses: the peer is dead
-  std::chrono::milliseconds handshake_timeout{5000};
+  std::chrono::milliseconds handshake_timeout{5000};   // TCP connect + TLS + hello
+  // Accepted connections still in their handshake, in all and per source address: beyond either,
+  // a new connection is closed at once (counted in connections_refused).
+  uint32_t max_handshakes = 64;
+  uint32_t max_handshakes_per_source = 8;
+  // Bytes queued to one peer: above half, reading from it pauses until the queue is below a
+  // quarter (back-pressure); a frame that would exceed it drops the connection.
+  uint64_t send_queue_bytes = 4 << 20;
   std::chrono::milliseconds reconnect_min{100};    // first reconnect delay
   std::chrono::milliseconds reconnect_max{30000};  // the delay doubles up to this
   double reconnect_jitter = 0.5;                   // a delay is drawn from [d·(1−jitter), d]
@@ -38,12 +57,20 @@ struct PeerCounters {
   uint64_t connections_accepted = 0;  // TCP connections accepted
   uint64_t connections_dialed = 0;    // TCP connections opened to peers
   uint64_t handshakes_completed = 0;
-  uint64_t auth_failures = 0;       // wrong key, or one side without a key
+  // TLS refused the peer (no or another credential, not TLS, a replay) or its credential does
+  // not bind the node id it claims.
+  uint64_t auth_failures = 0;
   uint64_t handshake_failures = 0;  // strangers: bad magic or version, wrong node id, timeouts
   uint64_t frame_errors = 0;        // malformed frames on an established connection
   uint64_t keepalive_timeouts = 0;  // peers declared dead
   uint64_t reconnects = 0;          // dials after a failure or a loss
-  uint64_t duplicate_connections = 0;  // both sides dialled each other: one connection closed
+  // A second connection for an established peer: both sides dialled each other (one is closed),
+  // or one more claims an id that is already connected (the newcomer is refused).
+  uint64_t duplicate_connections = 0;
+  uint64_t connections_refused = 0;   // closed at accept: over max_handshakes(_per_source)
+  uint64_t accept_errors = 0;         // accept failed (EMFILE, ENFILE, ...); accepting paused
+  uint64_t send_queue_overflows = 0;  // connections dropped because the peer did not read
+  uint64_t credential_reloads = 0;    // credential files changed and were loaded again
 };
 
 }  // namespace rdmad::peer

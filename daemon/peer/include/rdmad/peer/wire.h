@@ -1,18 +1,19 @@
 #pragma once
-// The peer protocol on the wire. Every frame is an 8-byte header (big-endian: u32 payload length,
-// u16 type, u16 reserved = 0) and a payload. A frame with a bad header or payload is a protocol
-// error: the connection it came on is closed, the others are untouched.
+// The peer protocol on the wire, inside TLS 1.3 (or plain TCP with insecure = true). Every frame
+// is an 8-byte header (big-endian: u32 payload length, u16 type, u16 reserved = 0) and a payload.
+// A frame with a bad header or payload is a protocol error: the connection it came on is closed,
+// the others are untouched.
 //
-//   hello     u32 magic "RDMP", u16 version, u8 flags (bit 0: I have a key), u8 id length, id,
-//             32-byte nonce
-//   auth      32-byte HMAC-SHA256 proof answering the other side's nonce (see auth.h)
-//   ready     empty: I have verified you
+//   hello     u32 magic "RDMP", u16 version, u8 flags (0), u8 id length, id
+//   ready     empty: I have checked your hello (and that your credential names that id)
 //   ping/pong u64 sequence
 //   endpoints u8 kind (offer, answer, ack, rebuild offer/answer/ack), u32 session, [u16 nic
 //             index, u8 cause: rebuild kinds only], u8 count, then per QP: u8 name length, name,
 //             u16 nic index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN, u32 MTU
 //             bytes
-// Version 2 added the rebuild cause; a peer speaking another version is refused at hello.
+// Version 2 added the rebuild cause; version 3 moved authentication into TLS (type 2, the HMAC
+// proof, and the hello's key flag and nonce are gone). A peer speaking another version is refused
+// at hello.
 //   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
 #include <array>
 #include <cstdint>
@@ -26,15 +27,13 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 2;
+inline constexpr uint16_t kVersion = 3;
 inline constexpr size_t kHeaderBytes = 8;
-inline constexpr size_t kNonceBytes = 32;
-inline constexpr size_t kProofBytes = 32;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
 enum class MessageType : uint16_t {
   kHello = 1,
-  kAuth = 2,
+  // 2 was the HMAC proof (version 2); unknown since version 3.
   kReady = 3,
   kPing = 4,
   kPong = 5,
@@ -46,7 +45,7 @@ enum class MessageType : uint16_t {
   kSendDone = 11,
 };
 
-/// True for the types above.
+/// True for the types above (not 2).
 bool is_known(uint16_t type);
 
 struct FrameHeader {
@@ -65,9 +64,7 @@ std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> pay
 struct Hello {
   uint32_t magic = kMagic;
   uint16_t version = kVersion;
-  bool has_key = false;
   std::string node_id;
-  std::array<uint8_t, kNonceBytes> nonce{};
 };
 std::vector<uint8_t> encode(const Hello& m);
 /// nullopt when the payload is malformed (magic and version are checked by the caller, so a
