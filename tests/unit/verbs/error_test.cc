@@ -56,7 +56,7 @@ class ErrorTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
   SendWr wrs[3] = {write(1, 100), write(2, 100), write(3, 100)};
-  wrs[1].rkey ^= 0x100;  // another table slot: no such region
+  wrs[1].rkey ^= 0x100;  // a key no region has (soft: another table entry)
   std::fill(local_.begin(), local_.end(), 0x33);
   wrs[0].remote_addr += 4096;  // the good write lands in the upper half
   ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());

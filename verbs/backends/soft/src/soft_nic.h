@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "ids.h"
 #include "qp_context.h"
 #include "rdmad/cc/notification_point.h"
 #include "rdmad/cc/pacer.h"
@@ -26,9 +27,6 @@
 
 namespace rdmad::verbs::soft {
 
-inline constexpr uint32_t kQpnBase = 0x100;
-inline constexpr uint32_t kMaxQps = 1024;
-inline constexpr uint32_t kMaxMrs = 4096;
 // Requester bytes in flight per QP (as packets of the path MTU, at least 64): enough for loopback
 // bandwidth, small enough that a go-back-N re-send does not flood a switch buffer.
 inline constexpr uint32_t kWindowBytes = 1u << 20;
@@ -56,6 +54,7 @@ struct MrEntry {
   std::atomic<uint64_t> length{0};
   std::atomic<uint32_t> access{0};
   std::atomic<uint32_t> pd_id{0};
+  uint32_t last_key = 0;  // datapath only: the entry's previous key, which its next one must differ from
 };
 
 /// A consistent copy of a registered region.
@@ -184,12 +183,12 @@ class SoftNic {
   UdpTxBatch tx_;
   UdpRxBatch rx_;
 
-  std::vector<std::unique_ptr<QpContext>> qps_;  // index qpn - kQpnBase
+  std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
+  std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from
   std::vector<QpContext*> active_;
   std::unique_ptr<MrEntry[]> mrs_;  // kMaxMrs entries
   // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
   std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
-  uint32_t mr_generation_ = 1;
 
   struct Command {
     const std::function<void()>* fn;
