@@ -89,9 +89,13 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     dc.name = n.backend == "rdma_core" ? n.device : n.name;
     dc.address = n.address;
     dc.udp_port = static_cast<uint16_t>(n.udp_port);
-    // Peers reach an advertised NIC through a relay (a fabric emulator port) that sends from its
-    // own address; the ICRC covers the IP addresses, so it cannot be verified on arrival.
-    dc.verify_icrc = n.advertise_address.empty();
+    // Peers reach an advertised NIC through a relay (an rdmad-fabric port) that forwards from the
+    // advertised address and port: the one source its QPs accept besides their peers. The relay
+    // re-seals the ICRC, so the NIC verifies every packet like any other.
+    if (!n.advertise_address.empty()) {
+      dc.relay_address = n.advertise_address;
+      dc.relay_udp_port = static_cast<uint16_t>(n.advertise_udp_port != 0 ? n.advertise_udp_port : n.udp_port);
+    }
     dc.udp_offload = n.udp_offload;
     dc.source_ports = static_cast<uint32_t>(n.source_ports);
     dc.dcqcn = config.cc.params;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <span>
+#include <vector>
 
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/device.h"
@@ -18,12 +20,30 @@ namespace rdmad::verbs::test {
 struct FakePeer {
   int fd = -1;
   uint16_t port = 0;
-  FakePeer() {
+  /// Bound to 127.0.0.1:`bind_port` (0: an ephemeral port). With kRoceSourcePorts, a free port in
+  /// 49152-65535, the range a soft NIC's QP accepts from its peer's address besides the peer's own
+  /// UDP port: such a socket passes for the peer of any QP connected to 127.0.0.1. With
+  /// kOutsideRoceSourcePorts, a free port in 20000-40000 (below the range and the kernel's
+  /// ephemeral ports): from there only a QP connected to this very port takes its packets.
+  static constexpr int kRoceSourcePorts = -1;
+  static constexpr int kOutsideRoceSourcePorts = -2;
+  explicit FakePeer(int bind_port = 0) {
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    int rc = -1;
+    const bool ranged = bind_port == kRoceSourcePorts || bind_port == kOutsideRoceSourcePorts;
+    const int lo = bind_port == kRoceSourcePorts ? 49152 : 20000, span = bind_port == kRoceSourcePorts ? 16384 : 20000;
+    for (int k = 0; ranged && rc != 0 && k < span; k += 97) {
+      sa.sin_port = htons(static_cast<uint16_t>(lo + (getpid() + k) % span));
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    }
+    if (!ranged) {
+      sa.sin_port = htons(static_cast<uint16_t>(bind_port));
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    }
+    EXPECT_EQ(rc, 0);
     socklen_t len = sizeof sa;
     getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
     port = ntohs(sa.sin_port);
@@ -54,21 +74,33 @@ struct FakePeer {
     return false;
   }
 
-  /// Sends `pkt` to the loopback UDP port `to_port`; false if it cannot be encoded or sent.
-  bool send(const roce::Packet& pkt, uint16_t to_port) const {
+  /// `pkt` as a datagram to the loopback UDP port `to_port`, sealed for this socket's address;
+  /// empty if it cannot be encoded.
+  std::vector<uint8_t> encode(const roce::Packet& pkt, uint16_t to_port) const {
     roce::IpUdpInfo ip;
     ip.src = roce::IpAddr::v4(0x7F000001);
     ip.dst = ip.src;
     ip.src_port = port;
     ip.dst_port = to_port;
-    uint8_t out[4200];
-    const size_t n = roce::encode_datagram(ip, pkt, out);
-    if (n == 0) return false;
+    std::vector<uint8_t> out(roce::datagram_bytes(pkt));
+    if (out.empty() || roce::encode_datagram(ip, pkt, out) != out.size()) return {};
+    return out;
+  }
+
+  /// Sends `pkt` to the loopback UDP port `to_port`; false if it cannot be encoded or sent.
+  bool send(const roce::Packet& pkt, uint16_t to_port) const {
+    const std::vector<uint8_t> d = encode(pkt, to_port);
+    return !d.empty() && send_raw(d, to_port);
+  }
+
+  /// Sends the bytes as they are (a test's malformed datagram).
+  bool send_raw(std::span<const uint8_t> datagram, uint16_t to_port) const {
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     to.sin_port = htons(to_port);
-    return sendto(fd, out, n, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(n);
+    return sendto(fd, datagram.data(), datagram.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
+           static_cast<ssize_t>(datagram.size());
   }
 };
 

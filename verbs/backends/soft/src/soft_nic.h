@@ -27,6 +27,8 @@
 
 namespace rdmad::verbs::soft {
 
+// RoCEv2 source ports (the RoCEv2 annex reserves 49152-65535 for the entropy of ECMP hashing).
+inline constexpr uint16_t kSourcePortMin = 49152;
 // Requester bytes in flight per QP (as packets of the path MTU, at least 64): enough for loopback
 // bandwidth, small enough that a go-back-N re-send does not flood a switch buffer.
 inline constexpr uint32_t kWindowBytes = 1u << 20;
@@ -121,7 +123,14 @@ class SoftNic {
 
   // receive side (soft_nic_rx.cc)
   bool rx_burst(TimeNs now);
-  void on_packet(const roce::Packet& pkt, uint8_t tos, TimeNs now);
+  void on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, TimeNs now);
+  /// Whether a packet with these IP/UDP headers comes from the QP's peer or this NIC's relay.
+  bool from_peer(const QpContext& qp, const roce::IpUdpInfo& ip) const {
+    // A peer sends from RoCEv2 source ports, or from its listening port (source_ports = 0).
+    if (ip.src == qp.ip.dst && (ip.src_port >= kSourcePortMin || ip.src_port == qp.ip.dst_port)) return true;
+    return relay_port_ != 0 && ip.src_port == relay_port_ && ip.src == relay_ip_;
+  }
+  void drop(RxDropReason reason, uint64_t n = 1) { counters_.rx_dropped_by_reason[static_cast<size_t>(reason)] += n; }
   // requester (requester.cc)
   void accept_new_wrs(QpContext& qp);
   bool requester_tx(QpContext& qp, TimeNs now, int budget);
@@ -183,6 +192,8 @@ class SoftNic {
   UdpTxBatch tx_;
   UdpRxBatch rx_;
 
+  roce::IpAddr relay_ip_;     // DeviceConfig::relay_address
+  uint16_t relay_port_ = 0;   // 0: no relay
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
   std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from
   std::vector<QpContext*> active_;
