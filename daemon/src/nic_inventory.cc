@@ -65,8 +65,9 @@ class NicCollector final : public prometheus::Collectable {
       counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
       counter("rdmad_remote_access_errors_total", "Remote access errors detected as responder.",
               c.resp_remote_access_errors);
-      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive (malformed, unknown QP, bad state).",
-              c.rx_dropped);
+      // The sum of rdmad_rx_dropped_packets_total over its reasons.
+      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive, for any reason.", c.rx_dropped);
+      add_rx_drops(f, l, c.rx_dropped_by_reason);
       // The software datapath's own thread: its rate is the share of a core it uses (1.0 = saturated).
       f.counter("rdmad_datapath_cpu_seconds_total", "CPU time used by the NIC's software datapath thread.", l,
                 static_cast<double>(c.datapath_cpu_ns) / 1e9);
