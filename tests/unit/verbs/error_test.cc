@@ -189,9 +189,7 @@ struct QpToSilentPeer {
   std::unique_ptr<MemoryRegion> mr;
 
   void open(const ConnectOptions& o, size_t bytes) {
-    std::string skip;
-    make_endpoint(a, open_device("soft", soft_config(), &skip));
-    ASSERT_TRUE(connect_qp(*a.qp, port_of(peer), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
+    ASSERT_NO_FATAL_FAILURE(open_connected(a, peer, o));
     buf.assign(bytes, 0x5a);
     mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
   }

@@ -14,6 +14,7 @@
 
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/device.h"
+#include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
 
@@ -93,6 +94,29 @@ struct FakePeer {
     return !d.empty() && send_raw(d, to_port);
   }
 
+  /// Sends the packets in one sendmmsg call, so that they reach the NIC's socket together (and
+  /// most likely its datapath in one receive batch).
+  bool send_burst(const std::vector<roce::Packet>& pkts, uint16_t to_port) const {
+    std::vector<std::vector<uint8_t>> d;
+    std::vector<iovec> iov(pkts.size());
+    std::vector<mmsghdr> msgs(pkts.size());
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(to_port);
+    for (const roce::Packet& p : pkts) d.push_back(encode(p, to_port));
+    for (size_t i = 0; i < pkts.size(); ++i) {
+      if (d[i].empty()) return false;
+      iov[i] = {d[i].data(), d[i].size()};
+      msgs[i] = {};
+      msgs[i].msg_hdr.msg_name = &to;
+      msgs[i].msg_hdr.msg_namelen = sizeof to;
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    return sendmmsg(fd, msgs.data(), static_cast<unsigned>(msgs.size()), 0) == static_cast<int>(msgs.size());
+  }
+
   /// Sends the bytes as they are (a test's malformed datagram).
   bool send_raw(std::span<const uint8_t> datagram, uint16_t to_port) const {
     sockaddr_in to{};
@@ -110,6 +134,14 @@ inline PortInfo port_of(const FakePeer& peer) {
   p.gid = Gid::from_ip("127.0.0.1").value();
   p.udp_port = peer.port;
   return p;
+}
+
+/// Opens a soft endpoint whose QP is connected (RTS) to `peer`, which plays QP `peer_qpn`.
+inline void open_connected(Endpoint& e, const FakePeer& peer, const ConnectOptions& o, uint32_t peer_qpn = 0x4242) {
+  std::string skip;
+  make_endpoint(e, open_device("soft", soft_config(), &skip));
+  ASSERT_TRUE(e.dev) << skip;
+  ASSERT_TRUE(connect_qp(*e.qp, port_of(peer), peer_qpn, o.sq_psn, o.rq_psn, o).is_ok());
 }
 
 }  // namespace rdmad::verbs::test

@@ -141,6 +141,13 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     if (s.error != WcStatus::kSuccess) break;
     if (wr.opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, qp.send_psn) > 0) {
       qp.send_psn = s.read_next_psn;  // re-request only what has not arrived
+      if (psn_diff(qp.send_psn, end_psn(s)) >= 0) {
+        // Every response arrived after a rewind into this READ: nothing to re-request. (Sending on
+        // would issue a zero-length READ at the next WR's first PSN, which the responder takes in
+        // sequence; the next WRITE then arrives without its first packet and fails.)
+        ++qp.send_idx;
+        continue;
+      }
     }
     uint32_t seg = static_cast<uint32_t>(psn_diff(qp.send_psn, s.first_psn));
     uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
