@@ -426,14 +426,15 @@ std::vector<Field> make_fields() {
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
   f.push_back({"nic", "advertise_address", FieldType::kString, std::string(""),
                "soft: IP address that peers send this NIC's traffic to instead of address, for a NIC behind a NAT or "
-               "a fabric emulator port in front of it; empty advertises address. Such a relay sends from its own address, "
-               "which the ICRC covers, so a NIC with advertise_address does not verify the ICRC of what it receives. "
+               "a fabric emulator port in front of it; empty advertises address. Such a relay forwards from this "
+               "address and advertise_udp_port, so the NIC's QPs accept packets from exactly that source besides their "
+               "peers'; rdmad-fabric re-seals the ICRC of what it forwards, and the NIC verifies every packet. "
                "Ignored by other backends.",
                "an IPv4 or IPv6 address, or empty", false, v::ip_address(true),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_address = as<std::string>(x); }});
   f.push_back({"nic", "advertise_udp_port", FieldType::kInt, int64_t{0},
                "soft: UDP port that peers send this NIC's traffic to, with advertise_address; 0 advertises udp_port. "
-               "Ignored by other backends.",
+               "With advertise_address, also the relay's source port the NIC accepts. Ignored by other backends.",
                "an integer in [0, 65535] (0: udp_port)", false, v::int_range(0, 65535),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_udp_port = as<int64_t>(x); }});
   f.push_back({"nic", "source_ports", FieldType::kInt, int64_t{8},

@@ -65,8 +65,9 @@ class NicCollector final : public prometheus::Collectable {
       counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
       counter("rdmad_remote_access_errors_total", "Remote access errors detected as responder.",
               c.resp_remote_access_errors);
-      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive (malformed, unknown QP, bad state).",
-              c.rx_dropped);
+      // The sum of rdmad_rx_dropped_packets_total over its reasons.
+      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive, for any reason.", c.rx_dropped);
+      add_rx_drops(f, l, c.rx_dropped_by_reason);
       // The software datapath's own thread: its rate is the share of a core it uses (1.0 = saturated).
       f.counter("rdmad_datapath_cpu_seconds_total", "CPU time used by the NIC's software datapath thread.", l,
                 static_cast<double>(c.datapath_cpu_ns) / 1e9);
@@ -89,9 +90,13 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     dc.name = n.backend == "rdma_core" ? n.device : n.name;
     dc.address = n.address;
     dc.udp_port = static_cast<uint16_t>(n.udp_port);
-    // Peers reach an advertised NIC through a relay (a fabric emulator port) that sends from its
-    // own address; the ICRC covers the IP addresses, so it cannot be verified on arrival.
-    dc.verify_icrc = n.advertise_address.empty();
+    // Peers reach an advertised NIC through a relay (an rdmad-fabric port) that forwards from the
+    // advertised address and port: the one source its QPs accept besides their peers. The relay
+    // re-seals the ICRC, so the NIC verifies every packet like any other.
+    if (!n.advertise_address.empty()) {
+      dc.relay_address = n.advertise_address;
+      dc.relay_udp_port = static_cast<uint16_t>(n.advertise_udp_port != 0 ? n.advertise_udp_port : n.udp_port);
+    }
     dc.udp_offload = n.udp_offload;
     dc.source_ports = static_cast<uint32_t>(n.source_ports);
     dc.dcqcn = config.cc.params;

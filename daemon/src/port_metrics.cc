@@ -24,11 +24,23 @@ void add_port_counters(metrics::FamilySet& f, const metrics::LabelList& l, const
   c("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.", v.np_ecn_marked);
   c("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", v.rp_cnp_handled);
   c("rdmad_rp_cnp_ignored_packets_received_total",
-    "CNPs received but not applied (congestion control off or unknown QP).", v.rp_cnp_ignored);
+    "CNPs received from a QP's peer but not applied (congestion control off).", v.rp_cnp_ignored);
   c("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
     v.out_of_sequence);
   c("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", v.packet_seq_err);
   c("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", v.local_ack_timeout_err);
+}
+
+void add_rx_drops(metrics::FamilySet& f, const metrics::LabelList& labels,
+                  const std::array<uint64_t, verbs::kRxDropReasons>& by_reason) {
+  metrics::LabelList l = labels;
+  l.emplace_back("reason", "");
+  for (size_t r = 0; r < verbs::kRxDropReasons; ++r) {
+    l.back().second = verbs::kRxDropReasonNames[r];
+    f.counter("rdmad_rx_dropped_packets_total",
+              "Packets the software datapath dropped on receive, by reason (docs/verbs.md, \"Drop reasons\").", l,
+              static_cast<double>(by_reason[r]));
+  }
 }
 
 }  // namespace rdmad::daemon

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "rdmad/metrics/family_set.h"
+#include "rdmad/verbs/counters.h"
 
 namespace rdmad::daemon {
 
@@ -30,5 +31,10 @@ struct PortCounterValues {
 void add_port_info(metrics::FamilySet& f, const PortInfoValues& v);
 // The data, packet, DCQCN and reliability counters.
 void add_port_counters(metrics::FamilySet& f, const metrics::LabelList& labels, const PortCounterValues& v);
+
+// rdmad_rx_dropped_packets_total{reason}: one series per verbs::RxDropReason, zeros included, so an
+// alert has a series to watch before the first drop (software NICs; hardware keeps its own).
+void add_rx_drops(metrics::FamilySet& f, const metrics::LabelList& labels,
+                  const std::array<uint64_t, verbs::kRxDropReasons>& by_reason);
 
 }  // namespace rdmad::daemon

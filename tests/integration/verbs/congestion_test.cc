@@ -9,6 +9,7 @@
 
 #include "unit/verbs/verbs_test_util.h"
 #include "rdmad/fabric/fabric.h"
+#include "support/free_port.h"
 
 namespace rdmad::verbs::test {
 namespace {
@@ -39,7 +40,10 @@ double jain(const std::vector<double>& x) {
 TEST(Congestion, FourSendersIntoOneBottleneck) {
   std::string skip;
   DeviceConfig rc = soft_config();
-  rc.verify_icrc = false;  // packets arrive from the fabric's socket (see fabric_test.cc)
+  // Data arrives from the fabric port's socket (re-sealed; see fabric_test.cc): the receiver's relay.
+  const int bottleneck = rdmad::test::free_port(SOCK_DGRAM);
+  rc.relay_address = "127.0.0.1";
+  rc.relay_udp_port = static_cast<uint16_t>(bottleneck);
   rc.cc_enabled = true;
   rc.dcqcn = scaled_profile();
   Endpoint send[kSenders];
@@ -50,7 +54,7 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   fabric::FabricConfig fc;
   fc.stats_interval_ms = 0;
   fabric::PortConfig p;
-  p.listen = fabric::Endpoint::parse("127.0.0.1:0");
+  p.listen = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(bottleneck));
   p.forward = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(rport.udp_port));
   p.rate_bps = kBottleneckBps;
   p.buffer_bytes = 4u << 20;  // 4 senders × a 1 MiB window: a lossless incast, as DCQCN assumes (PFC)

@@ -3,14 +3,16 @@
 // receiver behind a 1 Gb/s port converge to the fair share.
 //
 // The emulator is a UDP proxy, not an L3 switch: packets leave it from its own socket, so the
-// IP/UDP headers the sender's ICRC covered are not the ones the receiver sees. NICs behind it run
-// with verify_icrc = false.
+// IP/UDP headers the sender's ICRC covered are not the ones the receiver sees. It re-seals them
+// (recomputes the ICRC for the headers it sends), and the NICs behind it verify every packet as
+// always; each names its fabric port as its relay, the one source its QPs accept besides the peer.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "unit/verbs/verbs_test_util.h"
 #include "rdmad/fabric/fabric.h"
+#include "support/free_port.h"
 
 namespace rdmad::verbs::test {
 namespace {
@@ -19,9 +21,11 @@ fabric::Endpoint endpoint_of(const Device& dev) {
   return fabric::Endpoint::parse("127.0.0.1:" + std::to_string(dev.query_port(1).value().udp_port));
 }
 
-DeviceConfig behind_fabric(bool cc, uint32_t line_rate_mbps = 100000) {
+// A NIC reached through the fabric port listening on 127.0.0.1:relay_port.
+DeviceConfig behind_fabric(bool cc, int relay_port, uint32_t line_rate_mbps = 100000) {
   DeviceConfig c = soft_config();
-  c.verify_icrc = false;
+  c.relay_address = "127.0.0.1";
+  c.relay_udp_port = static_cast<uint16_t>(relay_port);
   c.cc_enabled = cc;
   c.line_rate_mbps = line_rate_mbps;
   return c;
@@ -30,13 +34,14 @@ DeviceConfig behind_fabric(bool cc, uint32_t line_rate_mbps = 100000) {
 TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   std::string skip;
   Endpoint a, b;
-  make_endpoint(a, open_device("soft", behind_fabric(false), &skip), 64);
-  make_endpoint(b, open_device("soft", behind_fabric(false), &skip), 64);
+  const int to_b = rdmad::test::free_port(SOCK_DGRAM), to_a = rdmad::test::free_port(SOCK_DGRAM);
+  make_endpoint(a, open_device("soft", behind_fabric(false, to_a), &skip), 64);
+  make_endpoint(b, open_device("soft", behind_fabric(false, to_b), &skip), 64);
   fabric::FabricConfig fc;
   fc.stats_interval_ms = 0;
   for (Device* to : {b.dev.get(), a.dev.get()}) {
     fabric::PortConfig p;
-    p.listen = fabric::Endpoint::parse("127.0.0.1:0");
+    p.listen = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(to == b.dev.get() ? to_b : to_a));
     p.forward = endpoint_of(*to);
     p.buffer_bytes = 16u << 20;
     p.ecn = false;
@@ -125,6 +130,14 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   NicCounters ca = a.dev->counters(), cb = b.dev->counters();
   EXPECT_GT(ca.retransmitted_packets, 0u);
   EXPECT_GT(cb.duplicate_request + cb.out_of_sequence, 0u);
+  // Every forwarded packet was re-sealed and verified: nothing dropped for its ICRC or its source.
+  EXPECT_EQ(st0.not_resealed + st1.not_resealed, 0u);
+  EXPECT_GT(st0.resealed, 0u);
+  EXPECT_GT(st1.resealed, 0u);
+  for (const NicCounters* c : {&ca, &cb}) {
+    EXPECT_EQ(c->rx_dropped_by_reason[static_cast<size_t>(RxDropReason::kBadIcrc)], 0u);
+    EXPECT_EQ(c->rx_dropped_by_reason[static_cast<size_t>(RxDropReason::kWrongSource)], 0u);
+  }
 }
 
 }  // namespace

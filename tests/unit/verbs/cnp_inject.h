@@ -1,6 +1,7 @@
 #pragma once
 // CNPs sent to a soft NIC from a UDP socket of the test's own, to drive a QP's DCQCN reaction
-// point without congestion: the NIC verifies and handles them as it would a peer's.
+// point without congestion: the NIC verifies and handles them as it would a peer's (the socket
+// passes for the peer: its address and a RoCEv2 source port).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,9 +27,11 @@ inline DeviceConfig held_rate_config(uint32_t mbps) {
   return c;
 }
 
-// Sends `n` CNPs for `dest_qp` to the soft NIC behind `to`.
+// Sends `n` CNPs for `dest_qp` to the soft NIC behind `to`, from 127.0.0.1 and a RoCEv2 source
+// port: the NIC takes CNPs only from the peer of the QP they name, and the tests' peers are soft
+// NICs on 127.0.0.1, which send from that range.
 inline void send_cnps(const PortInfo& to, uint32_t dest_qp, int n) {
-  FakePeer self;
+  FakePeer self(FakePeer::kRoceSourcePorts);
   for (int i = 0; i < n; ++i) ASSERT_TRUE(self.send(roce::make_cnp(dest_qp), to.udp_port));
 }
 

@@ -56,7 +56,7 @@ class ErrorTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
   SendWr wrs[3] = {write(1, 100), write(2, 100), write(3, 100)};
-  wrs[1].rkey ^= 0x100;  // another table slot: no such region
+  wrs[1].rkey ^= 0x100;  // a key no region has (soft: another table entry)
   std::fill(local_.begin(), local_.end(), 0x33);
   wrs[0].remote_addr += 4096;  // the good write lands in the upper half
   ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
@@ -189,9 +189,7 @@ struct QpToSilentPeer {
   std::unique_ptr<MemoryRegion> mr;
 
   void open(const ConnectOptions& o, size_t bytes) {
-    std::string skip;
-    make_endpoint(a, open_device("soft", soft_config(), &skip));
-    ASSERT_TRUE(connect_qp(*a.qp, port_of(peer), 0x4242, o.sq_psn, o.rq_psn, o).is_ok());
+    ASSERT_NO_FATAL_FAILURE(open_connected(a, peer, o));
     buf.assign(bytes, 0x5a);
     mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
   }

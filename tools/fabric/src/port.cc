@@ -35,6 +35,7 @@ Port::Port(const PortConfig& config)
       socket_(config.listen, config.name.c_str()),
       ring_(config.buffer_bytes + 2 * kMaxDatagramBytes, max_packets(config.buffer_bytes)),
       tx_(config.forward),
+      resealer_(socket_.local_endpoint(), config.forward),
       red_(config.red, config.seed * 4 + 0),
       loss_rng_(config.seed * 4 + 1),
       dup_rng_(config.seed * 4 + 2),
@@ -91,7 +92,7 @@ void Port::receive(int64_t now_ns) {
   for (size_t b = 0; b < kMaxRxBatchesPerLoop; ++b) {
     const size_t n = rx_.receive(socket_);
     for (size_t i = 0; i < n; ++i) {
-      const ReceivedDatagram d = rx_.get(i);
+      ReceivedDatagram d = rx_.get(i);
       ++local_.rx_packets;
       local_.rx_bytes += d.data.size();
       if (d.truncated) {
@@ -99,6 +100,12 @@ void Port::receive(int64_t now_ns) {
         continue;
       }
       if ((d.tos & roce::kEcnMask) == roce::kEcnCe) ++local_.ce_received;
+      // Before any impairment, so a duplicate is a copy of the re-sealed datagram.
+      if (resealer_.reseal(d.data, d.from, d.to)) {
+        ++local_.resealed;
+      } else {
+        ++local_.not_resealed;
+      }
       // Draw every stream for every datagram so each decision depends only on the arrival index.
       const bool lose = loss_rng_() < config_.loss;
       const bool dup = dup_rng_() < config_.duplicate;

@@ -1,7 +1,8 @@
 #pragma once
 // One fabric port: a UDP socket bound to the listen address, a byte-limited FIFO, and a thread that
-// receives, drops/duplicates (seeded), drains at the port rate with RED/ECN marking at dequeue,
-// reorders (seeded) and forwards with the packet's TOS (CE when marked) in a per-packet cmsg.
+// receives, re-seals RoCEv2 ICRCs for the forwarded headers, drops/duplicates (seeded), drains at
+// the port rate with RED/ECN marking at dequeue, reorders (seeded) and forwards with the packet's
+// TOS (CE when marked) in a per-packet cmsg.
 #include <sys/socket.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "rdmad/cc/red_marker.h"
 #include "rdmad/fabric/config.h"
 #include "rdmad/fabric/port_stats.h"
+#include "reseal.h"
 #include "udp_batch.h"
 
 namespace rdmad::fabric {
@@ -47,6 +49,7 @@ class Port {
   PacketRing ring_;
   RecvBatch rx_;
   SendBatch tx_;
+  Resealer resealer_;
   cc::RedMarker red_;
   cc::SplitMixUniform loss_rng_;
   cc::SplitMixUniform dup_rng_;

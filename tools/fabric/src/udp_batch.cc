@@ -32,8 +32,11 @@ UdpSocket::UdpSocket(const Endpoint& bind_to, const char* what) : family_(bind_t
   set_int(fd_, SOL_SOCKET, SO_SNDBUF, kSocketBufferBytes, what, "setsockopt(SO_SNDBUF)");
   if (family_ == AF_INET6) {
     set_int(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, what, "setsockopt(IPV6_RECVTCLASS)");
+    set_int(fd_, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, what, "setsockopt(IPV6_RECVPKTINFO)");
   } else {
     set_int(fd_, IPPROTO_IP, IP_RECVTOS, 1, what, "setsockopt(IP_RECVTOS)");
+    set_int(fd_, IPPROTO_IP, IP_PKTINFO, 1, what, "setsockopt(IP_PKTINFO)");
+    set_int(fd_, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO, what, "setsockopt(IP_MTU_DISCOVER)");
   }
   if (bind(fd_, bind_to.sa(), bind_to.length()) != 0) {
     const int err = errno;
@@ -65,6 +68,8 @@ size_t RecvBatch::receive(const UdpSocket& socket) {
   for (size_t i = 0; i < kIoBatch; ++i) {
     msghdr& h = msgs_[i].msg_hdr;
     h = msghdr{};
+    h.msg_name = &from_[i];
+    h.msg_namelen = sizeof from_[i];
     h.msg_iov = &iov_[i];
     h.msg_iovlen = 1;
     h.msg_control = ctrl_[i].data();
@@ -74,12 +79,13 @@ size_t RecvBatch::receive(const UdpSocket& socket) {
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
-ReceivedDatagram RecvBatch::get(size_t i) const {
-  const msghdr& h = msgs_[i].msg_hdr;
+ReceivedDatagram RecvBatch::get(size_t i) {
+  msghdr& h = msgs_[i].msg_hdr;
   ReceivedDatagram d;
   d.truncated = (h.msg_flags & MSG_TRUNC) != 0;
   d.data = {data_.data() + i * kMaxDatagramBytes, std::min<size_t>(msgs_[i].msg_len, kMaxDatagramBytes)};
-  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
+  d.from = reinterpret_cast<const sockaddr*>(&from_[i]);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
     // IPv4 delivers the TOS as one byte, IPv6 the traffic class as an int.
     if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
       d.tos = *CMSG_DATA(c);
@@ -87,6 +93,18 @@ ReceivedDatagram RecvBatch::get(size_t i) const {
       int v;
       std::memcpy(&v, CMSG_DATA(c), sizeof v);
       d.tos = static_cast<uint8_t>(v);
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+      in_pktinfo pi;
+      std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+      auto* to = reinterpret_cast<sockaddr_in*>(&d.to);
+      to->sin_family = AF_INET;
+      to->sin_addr = pi.ipi_addr;  // the header's destination, not the interface's address
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+      in6_pktinfo pi;
+      std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+      auto* to = reinterpret_cast<sockaddr_in6*>(&d.to);
+      to->sin6_family = AF_INET6;
+      to->sin6_addr = pi.ipi6_addr;
     }
   }
   return d;

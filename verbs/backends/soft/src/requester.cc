@@ -141,6 +141,13 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     if (s.error != WcStatus::kSuccess) break;
     if (wr.opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, qp.send_psn) > 0) {
       qp.send_psn = s.read_next_psn;  // re-request only what has not arrived
+      if (psn_diff(qp.send_psn, end_psn(s)) >= 0) {
+        // Every response arrived after a rewind into this READ: nothing to re-request. (Sending on
+        // would issue a zero-length READ at the next WR's first PSN, which the responder takes in
+        // sequence; the next WRITE then arrives without its first packet and fails.)
+        ++qp.send_idx;
+        continue;
+      }
     }
     uint32_t seg = static_cast<uint32_t>(psn_diff(qp.send_psn, s.first_psn));
     uint64_t offset = static_cast<uint64_t>(seg) * qp.mtu;
@@ -253,16 +260,22 @@ void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
   complete_sends(qp);
 }
 
+// ACKs, NAKs and READ responses are believed only for PSNs outstanding, [una, sent_hi): one for a
+// PSN never sent must not complete a WR, one for a PSN already acknowledged must not rewind or fail
+// anything. (An ACK names the last PSN it covers, so una - 1 is a repeat of the last ACK, which a
+// responder sends for duplicates.) What lands inside the window is believed: RoCE has no integrity
+// check an on-path attacker cannot redo (docs/verbs.md, "What the datapath cannot protect").
 void SoftNic::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
-  if (qp.state != QpState::kRts) return;
+  if (qp.state != QpState::kRts) return drop(RxDropReason::kBadState);
   uint32_t psn = pkt.bth.psn;
   const roce::Aeth& a = pkt.aeth;
+  if (psn_diff(psn, qp.sent_hi) >= 0) return drop(RxDropReason::kOutOfWindow);
   if (a.type() == roce::AckType::kAck) {
-    uint32_t next = psn_add(psn, 1);
-    if (psn_diff(next, qp.sent_hi) <= 0) advance_una(qp, next, now);
+    if (psn_diff(psn, qp.una_psn) < -1) return drop(RxDropReason::kOutOfWindow);
+    advance_una(qp, psn_add(psn, 1), now);
     return;
   }
-  if (psn_diff(psn, qp.una_psn) < 0 || psn_diff(psn, qp.sent_hi) >= 0) return;  // stale
+  if (psn_diff(psn, qp.una_psn) < 0) return drop(RxDropReason::kOutOfWindow);
   advance_una(qp, psn, now);
   if (qp.state != QpState::kRts) return;
   if (a.type() == roce::AckType::kRnrNak) {
@@ -300,14 +313,16 @@ void SoftNic::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
 }
 
 void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
-  if (qp.state != QpState::kRts) return;
+  if (qp.state != QpState::kRts) return drop(RxDropReason::kBadState);
   uint32_t psn = pkt.bth.psn;
+  if (psn_diff(psn, qp.una_psn) < 0 || psn_diff(psn, qp.sent_hi) >= 0) return drop(RxDropReason::kOutOfWindow);
   auto& sq = qp.shared->sq;
   for (uint64_t i = sq.head(); i < qp.send_idx || i < qp.accepted; ++i) {
     const SendWr& wr = sq.at(i);
     SendSlot& s = qp.slots[sq.slot(i)];
     if (psn_diff(psn, end_psn(s)) >= 0) continue;
-    if (wr.opcode != WrOpcode::kRdmaRead || psn_diff(psn, s.first_psn) < 0) return;
+    // A PSN of a SEND or WRITE (or of a failed WR, which has none) is no READ response of ours.
+    if (wr.opcode != WrOpcode::kRdmaRead || psn_diff(psn, s.first_psn) < 0) return drop(RxDropReason::kOutOfWindow);
     int32_t d = psn_diff(psn, s.read_next_psn);
     if (d < 0) return;  // duplicate response
     if (d > 0) {        // a response went missing: re-request from the gap
@@ -317,10 +332,7 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
     }
     uint64_t offset = static_cast<uint64_t>(psn_diff(psn, s.first_psn)) * qp.mtu;
     uint64_t expect = std::min<uint64_t>(qp.mtu, wr.sge.length - offset);
-    if (pkt.payload.size() != expect) {
-      ++counters_.rx_dropped;
-      return;
-    }
+    if (pkt.payload.size() != expect) return drop(RxDropReason::kMalformed);
     if (!check_local(qp, wr.sge, true)) {  // deregistered while the READ was answered
       s.error = WcStatus::kLocalProtectionError;
       return;
@@ -330,6 +342,7 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
     advance_una(qp, s.read_next_psn, now);
     return;
   }
+  drop(RxDropReason::kOutOfWindow);
 }
 
 void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {

@@ -47,17 +47,18 @@ void SoftNic::ack_coalesced(QpContext& qp, uint32_t psn) {
 
 void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   (void)now;
-  if (qp.state != QpState::kRtr && qp.state != QpState::kRts) {
-    ++counters_.rx_dropped;
-    return;
-  }
   const Opcode op = pkt.bth.opcode;
   const roce::OpcodeInfo& info = roce::opcode_info(op);
   const uint32_t psn = pkt.bth.psn;
   int32_t d = psn_diff(psn, qp.epsn);
+  // Requests outside the expected PSN get only the duplicate and sequence handling of IB 9.7.5.1,
+  // which never moves the QP to ERR: only the request at epsn can fail it.
   if (d < 0) {
     ++counters_.duplicate_request;
     if (op == Opcode::kReadRequest) {  // responses were lost: serve the re-request again
+      // A re-request lies inside a READ answered before, so its responses end before epsn; one
+      // reaching further would answer with PSNs of requests not received yet.
+      if (packets_for(pkt.reth.dma_length, qp.mtu) > static_cast<uint32_t>(-d)) return drop(RxDropReason::kOutOfWindow);
       if (!check_remote(qp, pkt.reth.va, pkt.reth.dma_length, pkt.reth.rkey, kAccessRemoteRead)) return;
       // The requester ignores every response after its gap and re-requests the later READs too, so
       // a READ still being answered restarts at the requested PSN and everything queued after it
@@ -179,8 +180,7 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
       rq.release();
     }
   } else {
-    ++counters_.rx_dropped;
-    return;
+    return drop(RxDropReason::kMalformed);  // no request this responder serves (atomics)
   }
   if (info.last) qp.msn = (qp.msn + 1) & roce::kPsnMask;
   qp.epsn = psn_add(psn, 1);

@@ -71,8 +71,6 @@ int open_udp_socket(bool v6, uint32_t send_buffer_bytes, uint32_t receive_buffer
   return fd;
 }
 
-// RoCEv2 source ports (the RoCEv2 annex reserves 49152-65535 for the entropy of ECMP hashing).
-constexpr uint16_t kSourcePortMin = 49152;
 constexpr uint32_t kSourcePortCount = 65536 - kSourcePortMin;
 constexpr int kBindAttempts = 32;
 
@@ -106,6 +104,16 @@ SoftNic::SoftNic(const DeviceConfig& config)
   roce::IpAddr bound;
   from_sockaddr(sa, &bound, &local_port_);
   main_source_ = {fd_, local_port_};
+  if (!config.relay_address.empty()) {
+    const auto relay = Gid::from_ip(config.relay_address);
+    if (relay) relay_ip_ = to_ip_addr(*relay);
+    if (!relay || relay_ip_.v6 != local_ip_.v6 || config.relay_udp_port == 0) {
+      close(fd_);
+      throw std::runtime_error("soft nic: relay " + config.relay_address + ":" + std::to_string(config.relay_udp_port) +
+                               " is not an address of the nic's family with a port");
+    }
+    relay_port_ = config.relay_udp_port;
+  }
   open_source_sockets();
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
@@ -261,6 +269,8 @@ void SoftNic::loop() {
 
 NicCounters SoftNic::counters() const {
   NicCounters c = counters_;
+  c.rx_dropped = 0;
+  for (uint64_t n : c.rx_dropped_by_reason) c.rx_dropped += n;
   timespec ts{};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
     c.datapath_cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "ids.h"
 #include "qp_context.h"
 #include "rdmad/cc/notification_point.h"
 #include "rdmad/cc/pacer.h"
@@ -26,9 +27,8 @@
 
 namespace rdmad::verbs::soft {
 
-inline constexpr uint32_t kQpnBase = 0x100;
-inline constexpr uint32_t kMaxQps = 1024;
-inline constexpr uint32_t kMaxMrs = 4096;
+// RoCEv2 source ports (the RoCEv2 annex reserves 49152-65535 for the entropy of ECMP hashing).
+inline constexpr uint16_t kSourcePortMin = 49152;
 // Requester bytes in flight per QP (as packets of the path MTU, at least 64): enough for loopback
 // bandwidth, small enough that a go-back-N re-send does not flood a switch buffer.
 inline constexpr uint32_t kWindowBytes = 1u << 20;
@@ -56,6 +56,7 @@ struct MrEntry {
   std::atomic<uint64_t> length{0};
   std::atomic<uint32_t> access{0};
   std::atomic<uint32_t> pd_id{0};
+  uint32_t last_key = 0;  // datapath only: the entry's previous key, which its next one must differ from
 };
 
 /// A consistent copy of a registered region.
@@ -122,7 +123,14 @@ class SoftNic {
 
   // receive side (soft_nic_rx.cc)
   bool rx_burst(TimeNs now);
-  void on_packet(const roce::Packet& pkt, uint8_t tos, TimeNs now);
+  void on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, TimeNs now);
+  /// Whether a packet with these IP/UDP headers comes from the QP's peer or this NIC's relay.
+  bool from_peer(const QpContext& qp, const roce::IpUdpInfo& ip) const {
+    // A peer sends from RoCEv2 source ports, or from its listening port (source_ports = 0).
+    if (ip.src == qp.ip.dst && (ip.src_port >= kSourcePortMin || ip.src_port == qp.ip.dst_port)) return true;
+    return relay_port_ != 0 && ip.src_port == relay_port_ && ip.src == relay_ip_;
+  }
+  void drop(RxDropReason reason, uint64_t n = 1) { counters_.rx_dropped_by_reason[static_cast<size_t>(reason)] += n; }
   // requester (requester.cc)
   void accept_new_wrs(QpContext& qp);
   bool requester_tx(QpContext& qp, TimeNs now, int budget);
@@ -184,12 +192,14 @@ class SoftNic {
   UdpTxBatch tx_;
   UdpRxBatch rx_;
 
-  std::vector<std::unique_ptr<QpContext>> qps_;  // index qpn - kQpnBase
+  roce::IpAddr relay_ip_;     // DeviceConfig::relay_address
+  uint16_t relay_port_ = 0;   // 0: no relay
+  std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
+  std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from
   std::vector<QpContext*> active_;
   std::unique_ptr<MrEntry[]> mrs_;  // kMaxMrs entries
   // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
   std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
-  uint32_t mr_generation_ = 1;
 
   struct Command {
     const std::function<void()>* fn;

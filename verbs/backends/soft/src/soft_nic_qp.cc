@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cerrno>
 #include <cstring>
 
 #include "soft_nic.h"
@@ -29,28 +30,34 @@ bool legal_transition(QpState from, QpState to) {
 }  // namespace
 
 Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key) {
-  for (uint32_t i = 1; i < kMaxMrs; ++i) {
+  uint32_t r[2];
+  if (!random_bytes(r, sizeof r)) return Status::error(std::string("soft nic: getrandom: ") + std::strerror(errno));
+  // The search starts at a random entry: the index is part of the key, and a table filled from the
+  // front would give those bits away.
+  for (uint32_t n = 0; n < kMaxMrs; ++n) {
+    const uint32_t i = mr_index(r[0] + n);
     MrEntry& e = mrs_[i];
-    if (e.key.load(std::memory_order_relaxed) != 0) continue;
-    mr_generation_ = (mr_generation_ + 1) & 0xFF;
-    if (mr_generation_ == 0) mr_generation_ = 1;
+    if (i == 0 || e.key.load(std::memory_order_relaxed) != 0) continue;  // entry 0 is never used
+    uint32_t k = mr_key(i, r[1]);
+    if (k == e.last_key) k = mr_key(i, r[1] + kMaxMrs);  // a late packet for the old key must miss
     // A reader that sees any of these stores also sees the key cleared by remove_mr (seqlock).
     std::atomic_thread_fence(std::memory_order_release);
     e.addr.store(reinterpret_cast<uint64_t>(addr), std::memory_order_relaxed);
     e.length.store(length, std::memory_order_relaxed);
     e.access.store(access, std::memory_order_relaxed);
     e.pd_id.store(pd_id, std::memory_order_relaxed);
-    *key = (i << 8) | mr_generation_;
-    e.key.store(*key, std::memory_order_release);
+    e.last_key = k;
+    *key = k;
+    e.key.store(k, std::memory_order_release);
     return Status::ok();
   }
   return Status::no_resource("soft nic: memory region table full");
 }
 
 void SoftNic::remove_mr(uint32_t key) {
-  uint32_t i = key >> 8;
+  const uint32_t i = mr_index(key);
   // seq_cst: ordered against a posting thread's raise of PostCrcRing::reading (wait_posts).
-  if (i < kMaxMrs && mrs_[i].key.load(std::memory_order_relaxed) == key) mrs_[i].key.store(0, std::memory_order_seq_cst);
+  if (i != 0 && mrs_[i].key.load(std::memory_order_relaxed) == key) mrs_[i].key.store(0, std::memory_order_seq_cst);
 }
 
 void SoftNic::shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const {
@@ -58,8 +65,8 @@ void SoftNic::shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const {
 }
 
 bool SoftNic::find_mr(uint32_t key, MrView* out) const {
-  uint32_t i = key >> 8;
-  if (i == 0 || i >= kMaxMrs) return false;
+  const uint32_t i = mr_index(key);
+  if (i == 0) return false;
   const MrEntry& e = mrs_[i];
   // A seqlock read, so that posting threads may call it too. seq_cst: ordered against
   // remove_mr's clear (crc_at_post.cc explains the pairing). On x86 this costs the datapath
@@ -90,10 +97,17 @@ bool SoftNic::check_remote(const QpContext& qp, uint64_t va, uint32_t len, uint3
 
 Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared,
                                    std::shared_ptr<CqShared> scq, std::shared_ptr<CqShared> rcq) {
-  for (uint32_t i = 0; i < kMaxQps; ++i) {
+  uint32_t r[2];
+  if (!random_bytes(r, sizeof r)) return Status::error(std::string("soft nic: getrandom: ") + std::strerror(errno));
+  for (uint32_t n = 0; n < kMaxQps; ++n) {
+    const uint32_t i = qp_index(r[0] + n);  // a random entry first, as for memory regions
     if (qps_[i]) continue;
+    uint32_t qpn = make_qpn(i, r[1]);
+    // Never a special QPN, nor the entry's previous one (late packets for that QP must miss).
+    for (uint32_t bump = 1; !usable_qpn(qpn) || qpn == last_qpn_[i]; ++bump) qpn = make_qpn(i, r[1] + bump * kMaxQps);
+    last_qpn_[i] = qpn;
     auto qp = std::make_unique<QpContext>();
-    qp->qpn = kQpnBase + i;
+    qp->qpn = qpn;
     qp->pd_id = pd_id;
     qp->slots.resize(shared->sq.capacity());
     qp->responses.resize(kResponseDepth);
@@ -112,12 +126,13 @@ void SoftNic::remove_qp(uint32_t qpn) {
   QpContext* qp = qp_by_num(qpn);
   if (qp == nullptr) return;
   std::erase(active_, qp);
-  qps_[qpn - kQpnBase].reset();
+  qps_[qp_index(qpn)].reset();
 }
 
 QpContext* SoftNic::qp_by_num(uint32_t qpn) {
-  if (qpn < kQpnBase || qpn >= kQpnBase + kMaxQps) return nullptr;
-  return qps_[qpn - kQpnBase].get();
+  // O(1): the low bits pick the entry, the whole number must match.
+  QpContext* qp = qps_[qp_index(qpn)].get();
+  return qp != nullptr && qp->qpn == qpn ? qp : nullptr;
 }
 
 Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {

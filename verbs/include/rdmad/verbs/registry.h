@@ -40,7 +40,12 @@ struct DeviceConfig {
   // by a hash of its and its peer's QP numbers (as hardware derives the source port from the flow
   // label), so ECMP can spread QPs over paths. 0 sends everything from udp_port.
   uint32_t source_ports = 8;
-  bool verify_icrc = true;          // soft: drop packets whose ICRC does not match their IP/UDP headers
+  // soft: the relay in front of this NIC when peers reach it through one (an rdmad-fabric port;
+  // [[nic]] advertise_address/advertise_udp_port). A relay forwards from its own address and port,
+  // so QPs accept exactly that source besides their peer's. Empty: no relay. Every packet's ICRC is
+  // verified either way (a relay re-seals what it forwards).
+  std::string relay_address;
+  uint16_t relay_udp_port = 0;
   // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
   // round trips when the datapath has a core of its own and lengthens them when cores are shared.
   uint32_t busy_poll_us = 0;

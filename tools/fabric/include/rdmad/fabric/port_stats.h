@@ -19,6 +19,9 @@ struct PortStats {
   uint64_t ce_received = 0;       // arrived already carrying CE
   uint64_t duplicated = 0;        // extra copies enqueued
   uint64_t reordered = 0;         // datagrams held back and sent after their successor
+  uint64_t resealed = 0;          // RoCEv2 datagrams whose ICRC held and was recomputed for the
+                                  // forwarded IP/UDP headers
+  uint64_t not_resealed = 0;      // forwarded unchanged: not RoCEv2, or its ICRC did not hold
   uint64_t late_departures = 0;   // sent over 1 ms after their scheduled time: the port thread
                                   // lacked CPU, so the drain rate fell below the configured one
   uint64_t queue_bytes = 0;       // now
