@@ -1,4 +1,4 @@
-// Flows when paths misbehave: a fabric emulator (rdmad-fabric) in front of node-b's first NIC
+// Flows when paths misbehave: a fabric emulator (rdmad-fabric) between the first NICs of the nodes
 // congests or cuts that path; the peer daemon is killed and restarted; a stranger without the key
 // is refused. Every transfer is checked byte-exact.
 #include <signal.h>
@@ -9,24 +9,34 @@
 namespace rdmad::test {
 namespace {
 
-// A fabric port listen -> forward (rate "0" = unlimited), restartable on the same port.
+// A fabric port listen -> forward (rate "0" = unlimited) and its reverse port (unlimited: it carries
+// the ACKs), one rdmad-fabric process restartable on the same ports. Both directions cross it: a
+// soft QP accepts packets only from its peer's address or its own NIC's relay, so the NICs at both
+// ends advertise their port (a one-way relay leaves the far end's replies from an address its peer
+// QP was not connected to).
 class Fabric {
  public:
-  Fabric(int listen_port, std::string forward, std::string rate, std::string buffer = "1MB")
-      : listen_port_(listen_port), forward_(std::move(forward)), rate_(std::move(rate)), buffer_(std::move(buffer)) {}
+  Fabric(int listen_port, std::string forward, int reverse_port, std::string reverse_forward, std::string rate,
+         std::string buffer = "1MB")
+      : listen_port_(listen_port), forward_(std::move(forward)), reverse_port_(reverse_port),
+        reverse_forward_(std::move(reverse_forward)), rate_(std::move(rate)), buffer_(std::move(buffer)) {}
   bool start() {
     proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
         binary("tools/fabric/rdmad-fabric"), "--stats-interval-ms", "0", "--port",
         fmt::format("name=p0,listen=127.0.0.1:{},forward={},rate={},buffer={}", listen_port_, forward_, rate_,
-                    buffer_)});
-    return proc_->wait_for_output("127.0.0.1:" + std::to_string(listen_port_), 10s);
+                    buffer_),
+        "--port", fmt::format("name=p1,listen=127.0.0.1:{},forward={},rate=0", reverse_port_, reverse_forward_)});
+    return proc_->wait_for_output("127.0.0.1:" + std::to_string(reverse_port_), 10s);
   }
-  void cut() { proc_.reset(); }  // SIGKILL: datagrams to the port vanish
+  void cut() { proc_.reset(); }  // SIGKILL: datagrams to the ports vanish
   std::string address() const { return fmt::format("127.0.0.1:{}", listen_port_); }
+  std::string reverse_address() const { return fmt::format("127.0.0.1:{}", reverse_port_); }
 
  private:
   int listen_port_;
   std::string forward_;
+  int reverse_port_;
+  std::string reverse_forward_;
   std::string rate_;
   std::string buffer_;
   std::unique_ptr<Subprocess> proc_;
@@ -35,7 +45,7 @@ class Fabric {
 const std::string kFastRecovery =
     "[flow]\nrejoin_backoff_min_ms = 50\nrejoin_backoff_max_ms = 400\nchunk_bytes = 262144\nlane_window_chunks = 4\n";
 
-// node-a (two NICs) -> node-b (two NICs), b's NIC 0 reached through a fabric port.
+// node-a (two NICs) -> node-b (two NICs), the path between the NICs 0 through a fabric port each way.
 struct FabricPair {
   std::unique_ptr<Fabric> fabric;
   std::unique_ptr<Pair> pair;
@@ -46,11 +56,14 @@ struct FabricPair {
     NodeSpec b = two_nic_node("node-b", 21, kFastRecovery + extra);
     b.qp_timeout = qp_timeout;
     b.nics[0].udp_port = free_port(SOCK_DGRAM);
-    fabric = std::make_unique<Fabric>(free_port(SOCK_DGRAM), fmt::format("127.0.0.21:{}", b.nics[0].udp_port), rate,
-                                      buffer);
-    b.nics[0].advertise = fabric->address();
     NodeSpec a = two_nic_node("node-a", 11, kFastRecovery + extra);
     a.qp_timeout = qp_timeout;
+    a.nics[0].udp_port = free_port(SOCK_DGRAM);
+    fabric = std::make_unique<Fabric>(free_port(SOCK_DGRAM), fmt::format("127.0.0.21:{}", b.nics[0].udp_port),
+                                      free_port(SOCK_DGRAM), fmt::format("127.0.0.11:{}", a.nics[0].udp_port), rate,
+                                      buffer);
+    b.nics[0].advertise = fabric->address();
+    a.nics[0].advertise = fabric->reverse_address();
     pair = std::make_unique<Pair>(std::move(a), std::move(b));
   }
   ~FabricPair() { rdmad_flow_close(fa); }
