@@ -10,10 +10,10 @@
 namespace rdmad::verbs::soft {
 
 inline constexpr uint32_t kMaxQps = 1024;
-inline constexpr uint32_t kMaxMrs = 4096;
+inline constexpr uint32_t kMaxMrs = 1u << 16;  // client registrations, and per peer: exports, receives, flows' MRs
 static_assert((kMaxQps & (kMaxQps - 1)) == 0 && (kMaxMrs & (kMaxMrs - 1)) == 0, "table index = low bits");
 
-// Key: low 12 bits the MR table index (never 0, so key 0 is never valid), high 20 bits random.
+// Key: low 16 bits the MR table index (never 0, so key 0 is never valid), high 16 bits random.
 inline constexpr uint32_t mr_index(uint32_t key) { return key & (kMaxMrs - 1); }
 inline constexpr uint32_t mr_key(uint32_t index, uint32_t random) { return (random & ~(kMaxMrs - 1)) | index; }
 
