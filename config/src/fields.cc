@@ -31,7 +31,7 @@ std::vector<Section> make_sections() {
               "devices.",
        true},
       {"peer", "The peer channel: a TLS 1.3 control connection to the rdmad of other nodes, over which flows "
-               "between nodes are set up (docs/security-peer.md). Off unless enabled; enabled needs credentials "
+               "between nodes are set up (docs/security.md). Off unless enabled; enabled needs credentials "
                "(certificates or a pre-shared key) or insecure = true; all its keys take effect at the next restart.",
        false},
       {"peers", "One table per remote daemon this node dials. A pair of nodes needs an entry on at least one side "

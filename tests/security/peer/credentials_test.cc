@@ -148,7 +148,7 @@ TEST_F(PeerCredentialAttacks, ReplayedHandshakeIsRefused) {
 }
 
 TEST_F(PeerCredentialAttacks, ImpostorWithTheClusterKeyDoesNotDisplaceTheConnectedPeer) {
-  // With a pre-shared key every holder can claim any id (docs/security-peer.md): what the channel
+  // With a pre-shared key every holder can claim any id (docs/security.md): what the channel
   // still guarantees is that a second "node-b" does not replace the node-b that is connected.
   const std::string key = write_file(dir_, "peer.key", "the cluster key, thirty-two bytes", 0600);
   a_ = start(config("node-a", key), &wa_);
