@@ -1,49 +1,86 @@
 #include "channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 namespace rdmad::client {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 bool connection_errno(int err) {
   return err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ECONNREFUSED || err == ENOENT;
 }
 
+// Waits until fd reports `events` (or a hang-up or error, which the caller's next call reports) or
+// the deadline passes; false at the deadline. No deadline: waits as long as it takes.
+bool wait_for(int fd, short events, const std::optional<Clock::time_point>& deadline) {
+  for (;;) {
+    int ms = -1;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      ms = static_cast<int>(left);
+    }
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, ms);
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return true;  // let the send or receive report it
+  }
+}
+
 }  // namespace
 
-rdmad_status Channel::open(const std::string& path, std::string* error) {
+rdmad_status Channel::open(const std::string& path, std::string* error, uint32_t timeout_ms) {
   close();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) {
     *error = "socket path too long: " + path;
     return RDMAD_ERR_INVALID_ARGUMENT;
   }
-  fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd_ < 0) {
     *error = std::string("socket: ") + std::strerror(errno);
     return RDMAD_ERR_SYSTEM;
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size());
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    *error = "connect " + path + ": " + std::strerror(errno);
+  for (;;) {
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) break;
+    const int err = errno;
+    if (err == EINTR) continue;
+    // A full backlog (EAGAIN on a non-blocking AF_UNIX connect): the listener is not accepting, as
+    // when a stopped daemon's socket is still held open (socket activation) or the daemon is hung.
+    // A blocking connect would wait for it forever; look again until the deadline.
+    if (err == EAGAIN && Clock::now() < deadline) {
+      ::poll(nullptr, 0, 10);
+      continue;
+    }
+    *error = err == EAGAIN ? "connect " + path + ": nobody accepted the connection within " +
+                                 std::to_string(timeout_ms) + " ms (is rdmad stopped or hung?)"
+                           : "connect " + path + ": " + std::strerror(err);
     close();
     return RDMAD_ERR_CONNECTION;
   }
   version_ = proto::kVersionMin;
   proto::HelloRequest hello{proto::kVersionMin, proto::kVersionMax, 0};
-  Reply r = transact(proto::MsgType::kHello, as_bytes_of(hello), -1);
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  Reply r = transact(proto::MsgType::kHello, as_bytes_of(hello), -1, static_cast<int>(std::max<long>(left, 1)));
   if (r.status == RDMAD_OK && r.body.size() != sizeof(proto::HelloReply)) {
     r.status = RDMAD_ERR_PROTOCOL;
     r.error = "hello reply has the wrong size";
   }
   if (r.status != RDMAD_OK) {
-    *error = r.error;
+    *error = r.status == RDMAD_ERR_CONNECTION ? "hello on " + path + ": " + r.error : r.error;
     close();
     return r.status;
   }
@@ -65,9 +102,18 @@ void Channel::close() {
   fd_ = -1;
 }
 
-Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, int fd) {
+Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, int fd, int timeout_ms) {
   Reply r;
   if (fd_ < 0) return Reply{RDMAD_ERR_CONNECTION, "not connected", {}, {}};
+  std::optional<Clock::time_point> deadline;
+  if (timeout_ms >= 0) deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto lost = [&](std::string why) {
+    close();
+    Reply l{RDMAD_ERR_CONNECTION, std::move(why), {}, {}};
+    l.sent = r.sent;
+    l.unread = r.unread;
+    return l;
+  };
   uint64_t id = next_request_id_++;
   proto::Header h =
       proto::make_header(version_, static_cast<uint16_t>(type), static_cast<uint32_t>(body.size()), id);
@@ -86,17 +132,32 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
     std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   }
   ssize_t n;
-  do n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
+  for (;;) {
+    n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0 || errno == EINTR) {
+      if (n >= 0) break;
+      continue;
+    }
+    if (errno != EAGAIN) break;
+    if (!wait_for(fd_, POLLOUT, deadline))
+      return lost("the daemon took no request within " + std::to_string(timeout_ms) + " ms");
+  }
   // A refused peer gets an error frame and a close: read it even when the send failed.
   bool send_failed = n < 0;
   int send_errno = errno;
+  r.sent = !send_failed;
   proto::FrameReceiver rx;
   for (;;) {
-    n = rx.receive(fd_, rx_.data(), rx_.size(), send_failed ? MSG_DONTWAIT : 0);
+    n = rx.receive(fd_, rx_.data(), rx_.size(), MSG_DONTWAIT);
+    if (n < 0 && errno == EAGAIN && !send_failed) {
+      if (!wait_for(fd_, POLLIN, deadline))
+        return lost("no reply from the daemon within " + std::to_string(timeout_ms) + " ms");
+      continue;
+    }
     // A peer that closed with our request unread leaves ECONNRESET pending, reported before the
     // frames it sent first (its refusal): look once more for such a frame.
     if (n < 0 && errno == ECONNRESET) {
+      r.unread = r.sent;
       send_failed = true;
       send_errno = ECONNRESET;
       n = rx.receive(fd_, rx_.data(), rx_.size(), MSG_DONTWAIT);
@@ -110,10 +171,9 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
     if (n <= 0) {
       int err = n < 0 ? errno : ECONNRESET;
       if (send_failed) err = send_errno;
-      close();
       if (n == 0 || connection_errno(err) || err == EAGAIN)
-        return Reply{
-            RDMAD_ERR_CONNECTION, std::string("connection to the daemon lost: ") + std::strerror(err), {}, {}};
+        return lost(std::string("connection to the daemon lost: ") + std::strerror(err));
+      close();
       return Reply{RDMAD_ERR_SYSTEM, std::string("recvmsg: ") + std::strerror(err), {}, {}};
     }
     proto::Header rh;
@@ -132,8 +192,8 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
       proto::ErrorReply e;
       std::memcpy(&e, rbody.data(), sizeof(e));
       e.message[sizeof(e.message) - 1] = '\0';
-      r.status = e.status > 0 && e.status <= RDMAD_ERR_REMOTE_ACCESS ? static_cast<rdmad_status>(e.status)
-                                                            : RDMAD_ERR_PROTOCOL;
+      r.status = e.status > 0 && e.status <= RDMAD_ERR_DAEMON_GONE ? static_cast<rdmad_status>(e.status)
+                                                                   : RDMAD_ERR_PROTOCOL;
       r.error = e.message;
       drop_fds();
       if (send_failed) close();

@@ -1,4 +1,5 @@
 // Connection management and the query operations of the C API.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,13 +20,45 @@ void mark_all_lost(rdmad_client* client) {
 }
 
 bool reconnect(rdmad_client* client) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client->reconnect_timeout_ms);
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::milliseconds(client->reconnect_timeout_ms);
   std::string error;
   for (;;) {
-    if (client->channel.open(client->path, &error) == RDMAD_OK) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // Each attempt is bounded too: a listener that never answers must not outlast the deadline.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto attempt = static_cast<uint32_t>(std::clamp<long>(left, 1, client->connect_timeout_ms));
+    if (client->channel.open(client->path, &error, attempt) == RDMAD_OK) return true;
+    if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the daemon is restarting
   }
+}
+
+constexpr uint32_t kInFlightProbeMs = 500;
+
+// The connection dropped with a request in flight. One attempt to reach the daemon again tells
+// which case it is: nobody there (stopped or dead), another instance (restarted: it never heard of
+// this connection's state), or the same one, which closed only this connection; only when that
+// one closed with the request unread is sending it again safe.
+Reply in_flight_lost(rdmad_client* client, Reply lost, proto::MsgType type, std::span<const std::byte> body,
+                     int fd) {
+  const uint64_t instance = client->channel.instance_id();
+  std::string error;
+  Reply gone{RDMAD_ERR_DAEMON_GONE,
+             "the daemon closed the connection before answering (it stopped or died): " + lost.error,
+             {},
+             {}};
+  // A live daemon answers hello in milliseconds; a listener that does not (systemd holding the
+  // socket of a daemon that is restarting) must not hold the caller for the whole connect timeout.
+  const uint32_t probe_ms = std::min<uint32_t>(client->connect_timeout_ms, kInFlightProbeMs);
+  if (client->channel.open(client->path, &error, probe_ms) != RDMAD_OK) return gone;
+  mark_all_lost(client);  // the daemon released everything of the old connection
+  if (client->channel.instance_id() != instance) {
+    gone.error = "the daemon restarted with this request in flight";
+    return gone;
+  }
+  if (!lost.unread)  // it read the request and closed: it may have acted on it, so it is not repeated
+    return Reply{RDMAD_ERR_CONNECTION, "the daemon closed this connection before answering", {}, {}};
+  return client->channel.transact(type, body, fd);
 }
 
 rdmad_status nic_list(rdmad_client* client, const Reply& r, rdmad_nic_info* out, size_t capacity,
@@ -61,8 +94,11 @@ rdmad_status fail(rdmad_client* client, rdmad_status status, std::string message
 }
 
 Reply call(rdmad_client* client, proto::MsgType type, std::span<const std::byte> body, int fd) {
+  const uint64_t instance = client->channel.instance_id();
   Reply r = client->channel.transact(type, body, fd);
-  if (r.status != RDMAD_ERR_CONNECTION || client->reconnect_timeout_ms == 0) return r;
+  if (r.status != RDMAD_ERR_CONNECTION) return r;
+  if (r.sent && instance != 0) return in_flight_lost(client, std::move(r), type, body, fd);
+  if (client->reconnect_timeout_ms == 0) return r;
   if (!reconnect(client)) return r;
   mark_all_lost(client);
   return client->channel.transact(type, body, fd);
@@ -111,18 +147,25 @@ const char* rdmad_strerror(rdmad_status status) {
       return "peer node not connected or lost";
     case RDMAD_ERR_REMOTE_ACCESS:
       return "remote access refused";
+    case RDMAD_ERR_DAEMON_GONE:
+      return "the daemon stopped or died with the request in flight";
   }
   return "unknown status";
 }
 
 rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out) {
+  return rdmad_connect_timeout(socket_path, RDMAD_DEFAULT_CONNECT_TIMEOUT_MS, out);
+}
+
+rdmad_status rdmad_connect_timeout(const char* socket_path, uint32_t timeout_ms, rdmad_client** out) {
   if (out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   auto* client = new rdmad_client;
   const char* env = std::getenv("RDMAD_SOCKET");
   client->path = socket_path != nullptr ? socket_path : (env != nullptr ? env : "/run/rdmad/rdmad.sock");
+  client->connect_timeout_ms = std::max<uint32_t>(timeout_ms, 1);
   std::string error;
-  rdmad_status s = client->channel.open(client->path, &error);
+  rdmad_status s = client->channel.open(client->path, &error, client->connect_timeout_ms);
   if (s != RDMAD_OK) {
     t_connect_error = error;
     delete client;

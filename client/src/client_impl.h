@@ -36,13 +36,16 @@ struct rdmad_client {
   rdmad_lost_fn lost_fn = nullptr;
   void* lost_user = nullptr;
   uint32_t reconnect_timeout_ms = 5000;
+  uint32_t connect_timeout_ms = RDMAD_DEFAULT_CONNECT_TIMEOUT_MS;  // each connection attempt
   std::map<MrCacheKey, rdmad_mr*> cache;  // live registrations, by identity
 };
 
 namespace rdmad::client {
 
-// Sends a request; when the connection dropped, reconnects (within the client's timeout), reports
-// every live registration as lost and retries once. Caller holds client->mu.
+// Sends a request. When the connection was found gone before the request left, reconnects
+// (within the client's reconnect timeout), reports every live registration as lost and retries
+// once. When it dropped with the request in flight, RDMAD_ERR_DAEMON_GONE (see
+// rdmad_set_reconnect_timeout_ms for the one case it is sent again). Caller holds client->mu.
 Reply call(rdmad_client* client, proto::MsgType type, std::span<const std::byte> body, int fd);
 
 // Records the failure message for rdmad_last_error() and returns status.

@@ -1,15 +1,24 @@
 // Flows: opening (the daemon hands over the ring memfd and two eventfds), exports and imports
 // through the socket, and requests and completions through the shared-memory rings.
+//
+// A daemon that stops or dies writes nothing more into the rings, so each flow also holds its own
+// descriptor of the connection it was opened on (a dup of the socket): the kernel reports a
+// hang-up on it when the daemon closes the connection or its process ends (SIGTERM, a crash,
+// SIGKILL alike). From then on the library completes the flow's outstanding requests itself.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "client_impl.h"
+#include "outstanding.h"
 #include "rdmad/flow_ring.h"
 
 using rdmad::client::as_bytes_of;
@@ -26,19 +35,65 @@ struct rdmad_flow {
   int memfd = -1;
   int doorbell_fd = -1;
   int completion_fd = -1;
+  int control_fd = -1;        // our own descriptor of the connection the flow was opened on
+  ino_t control_ino = 0;      // its socket's identity, to tell whether the client still uses it
   ring::Header* header = nullptr;
   ring::Producer<ring::Sqe> sq;
   ring::Consumer<ring::Cqe> cq;
+  rdmad::client::Outstanding outstanding;
+  // Set once the connection hung up. Completions the daemon published before (up to gone_cq_tail)
+  // are still taken; the rest of `outstanding` is completed by the library.
+  mutable bool gone = false;
+  mutable uint32_t gone_cq_tail = 0;
+  std::chrono::steady_clock::time_point next_check{};  // rdmad_flow_poll's look at the connection
 };
 
 namespace {
 
 void release(rdmad_flow* f) {
   if (f->base != nullptr) ::munmap(f->base, f->bytes);
-  for (int fd : {f->memfd, f->doorbell_fd, f->completion_fd})
+  for (int fd : {f->memfd, f->doorbell_fd, f->completion_fd, f->control_fd})
     if (fd >= 0) ::close(fd);
   delete f;
 }
+
+constexpr short kHangup = POLLHUP | POLLERR | POLLRDHUP | POLLNVAL;
+
+// Records that the daemon is gone (its connection hung up), once.
+void mark_gone(const rdmad_flow* f) {
+  if (f->gone) return;
+  f->gone = true;
+  f->gone_cq_tail = f->header->cq_tail.load(std::memory_order_acquire);
+}
+
+// Looks at the flow's connection without waiting; true when the daemon is gone.
+bool daemon_gone(const rdmad_flow* f) {
+  if (f->gone) return true;
+  pollfd p{f->control_fd, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & kHangup) != 0) mark_gone(f);
+  return f->gone;
+}
+
+// Completions the daemon published that the client has not taken (none past the hang-up).
+uint32_t daemon_completions(rdmad_flow* f) {
+  const uint32_t n = f->cq.available();
+  if (n == UINT32_MAX) return 0;  // a broken index: the daemon fails the flow
+  if (!f->gone) return n;
+  return std::min(n, f->gone_cq_tail - f->cq.head());
+}
+
+// Whether rdmad_flow_poll has something to return.
+bool ready(rdmad_flow* f) { return daemon_completions(f) != 0 || (f->gone && f->outstanding.size() != 0); }
+
+// rdmad_last_error of a flow's client, under its lock (another thread may be in a call).
+rdmad_status flow_fail(rdmad_flow* f, rdmad_status status, std::string message) {
+  std::lock_guard lock(f->client->mu);
+  return fail(f->client, status, std::move(message));
+}
+
+constexpr const char* kGoneMessage =
+    "the daemon of this flow stopped or died (its connection closed); its requests completed with "
+    "RDMAD_ERR_DAEMON_GONE: close the flow and open a new one when rdmad is back";
 
 template <size_t N>
 bool copy_node_id(char (&dst)[N], const char* src) {
@@ -49,7 +104,10 @@ bool copy_node_id(char (&dst)[N], const char* src) {
 
 rdmad_status post(rdmad_flow* flow, const ring::Sqe& e) {
   if (flow == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
-  if (!flow->sq.push(e)) return RDMAD_ERR_NO_RESOURCE;
+  // No system call here: a busy flow learns of a dead daemon in rdmad_flow_poll / _wait.
+  if (flow->gone) return RDMAD_ERR_DAEMON_GONE;
+  if (flow->outstanding.full() || !flow->sq.push(e)) return RDMAD_ERR_NO_RESOURCE;
+  flow->outstanding.add(e.op, e.wr_id);
   // Only a sleeping daemon needs the doorbell: a busy one finds the entry on its next pass.
   if (ring::needs_doorbell(flow->header->daemon_idle)) {
     uint64_t one = 1;
@@ -117,27 +175,45 @@ rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const 
     return fail(client, RDMAD_ERR_PROTOCOL, "the flow ring's header is not one this library understands");
   }
   f->header = static_cast<ring::Header*>(f->base);
+  struct stat st {};
+  f->control_fd = ::fcntl(client->channel.fd(), F_DUPFD_CLOEXEC, 0);
+  if (f->control_fd < 0 || ::fstat(f->control_fd, &st) != 0) {
+    const int err = errno;
+    // Without it the flow could not notice a dead daemon: refuse it rather than risk a hang.
+    rdmad::proto::FlowCloseRequest close_req{f->id};
+    (void)client->channel.transact(MsgType::kFlowClose, as_bytes_of(close_req), -1);
+    release(f);
+    return fail(client, RDMAD_ERR_SYSTEM, std::string("dup of the daemon connection: ") + std::strerror(err));
+  }
+  f->control_ino = st.st_ino;
   const ring::Layout l = ring::layout_for(f->header->sq_depth, f->header->cq_depth);
   f->sq = ring::Producer<ring::Sqe>(ring::sq_slots(f->base, l), f->header->sq_depth, &f->header->sq_tail,
                                     &f->header->sq_head);
   f->cq = ring::Consumer<ring::Cqe>(ring::cq_slots(f->base, l), f->header->cq_depth, &f->header->cq_tail,
                                     &f->header->cq_head);
+  f->outstanding.reset(f->header->sq_depth + f->header->cq_depth, static_cast<uint8_t>(ring::Op::kRecv));
   *out = f;
   return RDMAD_OK;
 }
 
 void rdmad_flow_close(rdmad_flow* flow) {
   if (flow == nullptr) return;
-  {
+  if (!daemon_gone(flow)) {
     std::lock_guard lock(flow->client->mu);
-    rdmad::proto::FlowCloseRequest req{flow->id};
-    (void)flow->client->channel.transact(MsgType::kFlowClose, as_bytes_of(req), -1);
+    // Only on the connection the flow belongs to: after a reconnect the flow id means nothing to
+    // the daemon there (the old connection ends when its last flow drops its descriptor).
+    struct stat st {};
+    rdmad::client::Channel& ch = flow->client->channel;
+    if (ch.is_open() && ::fstat(ch.fd(), &st) == 0 && st.st_ino == flow->control_ino) {
+      rdmad::proto::FlowCloseRequest req{flow->id};
+      (void)ch.transact(MsgType::kFlowClose, as_bytes_of(req), -1);
+    }
   }
   release(flow);
 }
 
 rdmad_flow_state rdmad_flow_get_state(const rdmad_flow* flow) {
-  if (flow == nullptr) return RDMAD_FLOW_FAILED;
+  if (flow == nullptr || daemon_gone(flow)) return RDMAD_FLOW_FAILED;
   return static_cast<rdmad_flow_state>(flow->header->flow_state.load(std::memory_order_acquire));
 }
 
@@ -147,15 +223,17 @@ rdmad_status rdmad_flow_wait_connected(rdmad_flow* flow, int timeout_ms) {
   for (;;) {
     const rdmad_flow_state s = rdmad_flow_get_state(flow);
     if (s == RDMAD_FLOW_CONNECTED) return RDMAD_OK;
+    if (flow->gone) return flow_fail(flow, RDMAD_ERR_DAEMON_GONE, kGoneMessage);
     if (s == RDMAD_FLOW_FAILED || (timeout_ms >= 0 && std::chrono::steady_clock::now() >= deadline)) {
-      std::lock_guard lock(flow->client->mu);
-      return fail(flow->client, RDMAD_ERR_PEER,
-                  s == RDMAD_FLOW_FAILED ? "the flow failed (it broke the ring protocol); close it"
-                                         : "the peer node is not connected: is its rdmad running, listed in "
-                                           "[[peers]] on one side, and sharing the same key_file?");
+      return flow_fail(flow, RDMAD_ERR_PEER,
+                       s == RDMAD_FLOW_FAILED ? "the flow failed (it broke the ring protocol); close it"
+                                              : "the peer node is not connected: is its rdmad running, listed in "
+                                                "[[peers]] on one side, and sharing the same key_file?");
     }
-    // The state is a word in shared memory with no event of its own; connecting takes milliseconds.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The state is a word in shared memory with no event of its own; connecting takes
+    // milliseconds. Waiting on the connection instead of sleeping notices a dead daemon at once.
+    pollfd p{flow->control_fd, POLLRDHUP, 0};
+    if (::poll(&p, 1, 1) > 0 && (p.revents & kHangup) != 0) mark_gone(flow);
   }
 }
 
@@ -187,6 +265,7 @@ rdmad_status rdmad_revoke(rdmad_client* client, const rdmad_token* token) {
 
 rdmad_status rdmad_flow_import(rdmad_flow* flow, const rdmad_token* token, rdmad_remote* out) {
   if (flow == nullptr || token == nullptr || out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
+  if (daemon_gone(flow)) return flow_fail(flow, RDMAD_ERR_DAEMON_GONE, kGoneMessage);
   rdmad_client* client = flow->client;
   std::lock_guard lock(client->mu);
   rdmad::proto::ImportRequest req{};
@@ -251,10 +330,26 @@ size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max) {
   if (flow == nullptr || out == nullptr) return 0;
   size_t n = 0;
   ring::Cqe c;
-  while (n < max && flow->cq.pop(c)) {
+  uint32_t published = daemon_completions(flow);
+  if (published == 0 && !flow->gone && flow->outstanding.size() != 0) {
+    // Requests outstanding and nothing completing: is the daemon still there? A clock read per
+    // empty poll, a system call at most once a millisecond, so busy pollers stay cheap.
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= flow->next_check) {
+      flow->next_check = now + std::chrono::milliseconds(1);
+      if (daemon_gone(flow)) published = daemon_completions(flow);
+    }
+  }
+  while (n < max && published > 0 && flow->cq.pop(c)) {
+    --published;
     out[n++] = rdmad_completion{c.wr_id, c.length, static_cast<rdmad_status>(c.status), static_cast<rdmad_op>(c.op)};
+    flow->outstanding.complete(c.op, c.wr_id);
   }
   if (n > 0) flow->cq.release();
+  // The daemon is gone and has published everything it ever will: the rest fails here.
+  rdmad::client::Outstanding::Entry e;
+  while (flow->gone && published == 0 && n < max && flow->outstanding.pop_oldest(&e))
+    out[n++] = rdmad_completion{e.wr_id, 0, RDMAD_ERR_DAEMON_GONE, static_cast<rdmad_op>(e.op)};
   return n;
 }
 
@@ -262,6 +357,8 @@ int rdmad_flow_fd(const rdmad_flow* flow) { return flow != nullptr ? flow->compl
 
 int rdmad_flow_arm(rdmad_flow* flow) {
   if (flow == nullptr) return 1;
+  // Called before sleeping, so one look at the connection costs nothing that matters.
+  if ((flow->outstanding.size() != 0 && daemon_gone(flow)) || ready(flow)) return 1;
   return ring::prepare_sleep(flow->header->client_armed, flow->header->cq_tail, flow->cq.head()) ? 1 : 0;
 }
 
@@ -269,19 +366,26 @@ rdmad_status rdmad_flow_wait(rdmad_flow* flow, int timeout_ms) {
   if (flow == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    if (flow->cq.available() != 0) return RDMAD_OK;
-    if (rdmad_flow_get_state(flow) == RDMAD_FLOW_FAILED) return RDMAD_ERR_PEER;
-    if (rdmad_flow_arm(flow) != 0) return RDMAD_OK;
+    if (ready(flow)) return RDMAD_OK;
+    if (flow->gone) return flow_fail(flow, RDMAD_ERR_DAEMON_GONE, kGoneMessage);
+    if (flow->header->flow_state.load(std::memory_order_acquire) == static_cast<uint32_t>(ring::FlowState::kFailed))
+      return RDMAD_ERR_PEER;
+    if (ring::prepare_sleep(flow->header->client_armed, flow->header->cq_tail, flow->cq.head())) return RDMAD_OK;
     int wait_ms = -1;
     if (timeout_ms >= 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return RDMAD_ERR_NO_RESOURCE;
       wait_ms = static_cast<int>(left.count());
     }
-    pollfd p{flow->completion_fd, POLLIN, 0};
-    if (::poll(&p, 1, wait_ms) > 0) {
-      uint64_t v;
-      (void)!::read(flow->completion_fd, &v, sizeof(v));
+    // The completion fd only ever fires for the daemon's completions; the connection tells when
+    // there will be none (POLLHUP, whatever the daemon's end: exit, crash or SIGKILL).
+    pollfd p[2] = {{flow->completion_fd, POLLIN, 0}, {flow->control_fd, POLLRDHUP, 0}};
+    if (::poll(p, 2, wait_ms) > 0) {
+      if ((p[1].revents & kHangup) != 0) mark_gone(flow);
+      if ((p[0].revents & POLLIN) != 0) {
+        uint64_t v;
+        (void)!::read(flow->completion_fd, &v, sizeof(v));
+      }
     }
   }
 }

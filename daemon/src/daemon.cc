@@ -31,7 +31,7 @@ Daemon::Daemon(config::Config config, std::string config_path)
   verbs::rdma_core::register_backend(backends_);
 }
 
-Daemon::~Daemon() = default;
+// ~Daemon is in daemon_reload.cc: it detaches a reload still reading.
 
 bool Daemon::start() {
   auto log = log::get("daemon");
@@ -163,7 +163,10 @@ int Daemon::run() {
 
   notifier_.stopping();
   log::get("daemon")->info("stopping");
-  if (ipc_) ipc_->stop();  // releases every client's registrations before the NICs go
+  // First, before anything slower: every client sees its connection close now (EOF), so its
+  // library fails what it has in flight at once instead of waiting on a daemon that is leaving.
+  // This also releases every client's registrations before the NICs go.
+  if (ipc_) ipc_->stop();
   if (flows_) flows_->stop();
   exporter_.reset();  // stops the HTTP server before the registry it serves goes away
   log::get("daemon")->info("stopped");
@@ -174,7 +177,7 @@ void Daemon::wait_for_signal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     if (sig == SIGHUP) {
-      (void)reload();
+      reload_in_background();
       wait_for_signal();
       return;
     }
@@ -207,76 +210,6 @@ void Daemon::arm_dcqcn_sample() {
     nics_->sample_dcqcn();
     arm_dcqcn_sample();
   });
-}
-
-ipc::Result<ipc::Ok> Daemon::reload() {
-  auto log = log::get("daemon");
-  if (config_path_.empty()) {
-    log->warn("reload requested but the daemon runs on the embedded default configuration; nothing to re-read");
-    metrics_->reload_succeeded();
-    return ipc::Ok{};
-  }
-  notifier_.reloading();
-  log->info("reloading {}", config_path_);
-  config::LoadResult next = config::load_file(config_path_);
-  if (next.ok()) {
-    if (std::string env_error = config::apply_environment(next.config); !env_error.empty()) {
-      next.errors.push_back(config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
-    }
-  }
-  if (!next.ok()) {
-    for (const auto& e : next.errors) log::get("config")->error("{}", e.to_string());
-    log->error("reload failed with {} error(s); still running on the previous configuration", next.errors.size());
-    metrics_->reload_failed();
-    notifier_.ready("reload failed; running on the previous configuration");
-    std::string text =
-        fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
-    for (const auto& e : next.errors) text += " " + e.to_string() + ";";
-    return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
-  }
-  apply_live(next.config);
-  metrics_->reload_succeeded();
-  notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
-  return ipc::Ok{};
-}
-
-void Daemon::apply_live(const config::Config& next) {
-  auto log = log::get("daemon");
-  if (next.daemon.log_level != config_.daemon.log_level) {
-    log->info("log level {} -> {}", config_.daemon.log_level, next.daemon.log_level);
-    log::set_level(*log::parse_level(next.daemon.log_level));
-  }
-  if (next.metrics.labels != config_.metrics.labels) {
-    metrics_->set_node_labels(next.metrics.labels);
-    log->info("metrics labels updated");
-  }
-  // Keys that need a restart: say so once instead of half-applying them.
-  auto restart_needed = [&](const char* key, bool changed) {
-    if (changed) log->warn("{} changed; it takes effect at the next restart", key);
-  };
-  restart_needed("metrics.listen", next.metrics.listen != config_.metrics.listen);
-  restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);
-  restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
-  restart_needed("cc", next.cc.params != config_.cc.params);
-  restart_needed("nic", next.nics != config_.nics);
-  restart_needed("peer", next.peer != config_.peer || next.peers != config_.peers);
-  restart_needed("flow", next.flow != config_.flow);
-  restart_needed("ipc", next.ipc.allowed_uids != config_.ipc.allowed_uids ||
-                            next.ipc.allowed_gids != config_.ipc.allowed_gids ||
-                            next.ipc.quota_pinned_bytes != config_.ipc.quota_pinned_bytes ||
-                            next.ipc.quota_registrations != config_.ipc.quota_registrations ||
-                            next.ipc.quota_connections != config_.ipc.quota_connections ||
-                            next.ipc.quota_flows != config_.ipc.quota_flows ||
-                            next.ipc.quota_exports != config_.ipc.quota_exports ||
-                            next.ipc.nic_table_share_percent != config_.ipc.nic_table_share_percent ||
-                            next.ipc.hello_timeout_ms != config_.ipc.hello_timeout_ms ||
-                            next.ipc.idle_timeout_ms != config_.ipc.idle_timeout_ms ||
-                            next.ipc.workers != config_.ipc.workers ||
-                            next.quotas != config_.quotas);
-  // Live keys are taken; restart-only keys keep their running values until the restart.
-  config_.daemon.log_level = next.daemon.log_level;
-  config_.metrics.labels = next.metrics.labels;
-  log->info("reload done");
 }
 
 }  // namespace rdmad::daemon

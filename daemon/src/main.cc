@@ -38,9 +38,12 @@ int main(int argc, char** argv) {
   bool print_default = false;
   bool print_doc = false;
   bool version = false;
-  app.add_option("-c,--config", config_path, "Configuration file (TOML); without it the embedded default is used")
-      ->check(CLI::ExistingFile);
-  app.add_option("--check-config", check_path, "Check a configuration file, print every error, exit 0 or 1");
+  // No CLI11 existence check: the loader refuses a missing or unsafe file (a directory, FIFO,
+  // device, or one too large) with the same message --check-config prints, and exit code 1.
+  app.add_option("-c,--config", config_path,
+                 "Configuration file (TOML, a regular file of at most 4 MiB); without it the embedded default is used");
+  app.add_option("--check-config", check_path,
+                 "Check a configuration file as the daemon would read it, print every error, exit 0 or 1");
   app.add_flag("--print-default-config", print_default, "Print the default configuration, every key documented");
   app.add_flag("--print-config-doc", print_doc, "Print the configuration reference (docs/configuration.md)");
   app.add_flag("-V,--version", version, "Print the version and exit");

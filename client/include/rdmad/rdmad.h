@@ -34,7 +34,9 @@ typedef enum rdmad_status {
   RDMAD_ERR_CUDA = 11,            /* CUDA driver missing or a CUDA call failed */
   RDMAD_ERR_LOST = 12,            /* registration lost when the daemon restarted */
   RDMAD_ERR_PEER = 13,            /* the peer node is not connected, or was lost mid-transfer */
-  RDMAD_ERR_REMOTE_ACCESS = 14    /* the peer refused the access (rights, bounds, revoked export) */
+  RDMAD_ERR_REMOTE_ACCESS = 14,   /* the peer refused the access (rights, bounds, revoked export) */
+  RDMAD_ERR_DAEMON_GONE = 15      /* the daemon stopped or died with this request in flight (a call, or a
+                                   * flow request: the library completes those itself); reconnect */
 } rdmad_status;
 
 /* Access flags (same meaning as the IBV_ACCESS_* flags of the same name). */
@@ -108,12 +110,22 @@ typedef void (*rdmad_lost_fn)(void* user, rdmad_mr* mr, uint64_t old_handle);
 /* Returns a static description of a status code. */
 const char* rdmad_strerror(rdmad_status status);
 
-/* Connects and negotiates the protocol version. socket_path NULL: $RDMAD_SOCKET or
- * /run/rdmad/rdmad.sock. */
+/* How long rdmad_connect waits for the daemon to accept the connection and answer hello. */
+enum { RDMAD_DEFAULT_CONNECT_TIMEOUT_MS = 2000 };
+
+/* Connects and negotiates the protocol version within RDMAD_DEFAULT_CONNECT_TIMEOUT_MS.
+ * socket_path NULL: $RDMAD_SOCKET or /run/rdmad/rdmad.sock. A stopped daemon is
+ * RDMAD_ERR_CONNECTION: at once when its socket file is missing or left behind, at the timeout when
+ * nobody accepts or answers (a socket still held open, a hung daemon). */
 rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out);
 
+/* rdmad_connect with a timeout of timeout_ms (at least 1) instead of the default; the client
+ * keeps it as the bound of each connection attempt when it reconnects. */
+rdmad_status rdmad_connect_timeout(const char* socket_path, uint32_t timeout_ms, rdmad_client** out);
+
 /* Closes the connection (the daemon releases every registration of it) and frees every
- * rdmad_mr of the client except lost ones. NULL is a no-op. */
+ * rdmad_mr of the client except lost ones. NULL is a no-op. Close the client's flows first: each
+ * holds the connection open until rdmad_flow_close (that is how it notices a daemon gone). */
 void rdmad_disconnect(rdmad_client* client);
 
 /* The detailed message of the last failure on `client` (NULL: of this thread's last failed
@@ -126,8 +138,11 @@ uint16_t rdmad_protocol_version(const rdmad_client* client);
 /* Installs the callback reporting registrations lost across a daemon restart. */
 void rdmad_set_lost_callback(rdmad_client* client, rdmad_lost_fn fn, void* user);
 
-/* How long a call waits for the daemon to come back after the connection dropped (default
- * 5000 ms; 0 disables reconnecting). */
+/* How long a call waits for the daemon to come back when it finds the connection gone before its
+ * request left (default 5000 ms; 0 disables reconnecting). A request already sent when the
+ * connection drops is not waited for: it fails with RDMAD_ERR_DAEMON_GONE after one connection
+ * attempt of at most 500 ms finds no daemon, or another instance; only when the same instance
+ * answers (it closed just this connection, with the request unread) is it sent again. */
 void rdmad_set_reconnect_timeout_ms(rdmad_client* client, uint32_t timeout_ms);
 
 /* Lists the node's NICs. Writes at most `capacity` entries and the total into *count. */
@@ -210,7 +225,8 @@ typedef enum rdmad_flow_state {
   RDMAD_FLOW_CONNECTING = 0,   /* the peer daemon is not connected yet */
   RDMAD_FLOW_CONNECTED = 1,
   RDMAD_FLOW_DISCONNECTED = 2, /* lost; requests fail with RDMAD_ERR_PEER until it is back */
-  RDMAD_FLOW_FAILED = 3        /* the flow broke its ring protocol: close it */
+  RDMAD_FLOW_FAILED = 3        /* the flow is dead: it broke its ring protocol, or its daemon stopped or
+                                * died (rdmad_flow_wait says RDMAD_ERR_DAEMON_GONE): close it */
 } rdmad_flow_state;
 
 typedef enum rdmad_op { RDMAD_OP_WRITE = 1, RDMAD_OP_READ = 2, RDMAD_OP_SEND = 3, RDMAD_OP_RECV = 4 } rdmad_op;
@@ -248,7 +264,8 @@ rdmad_status rdmad_flow_import(rdmad_flow* flow, const rdmad_token* token, rdmad
 void rdmad_token_to_string(const rdmad_token* token, char out[RDMAD_TOKEN_STRING_BYTES]);
 rdmad_status rdmad_token_from_string(const char* text, rdmad_token* out);
 
-/* Posts a request; RDMAD_ERR_NO_RESOURCE when the submission ring is full (poll, then retry).
+/* Posts a request; RDMAD_ERR_NO_RESOURCE when the submission ring is full (poll, then retry),
+ * RDMAD_ERR_DAEMON_GONE once the library knows the flow's daemon is gone.
  * write: local → remote; read: remote → local (the registration needs LOCAL_WRITE); send: local →
  * the next receive the peer posted on the same channel; recv: a buffer (REMOTE_WRITE) for one send. */
 rdmad_status rdmad_flow_write(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t local_offset,
@@ -260,14 +277,21 @@ rdmad_status rdmad_flow_send(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* l
 rdmad_status rdmad_flow_recv(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t offset,
                              uint64_t length);
 
-/* Takes up to `max` completions; returns how many (never blocks). */
+/* Takes up to `max` completions; returns how many (never blocks). Once the flow's daemon is gone
+ * (its connection closed: SIGTERM, crash, SIGKILL), every request posted and not completed by the
+ * daemon completes here with RDMAD_ERR_DAEMON_GONE and length 0, oldest first: none is lost. With
+ * requests outstanding and none completing, it looks at the connection at most once a millisecond. */
 size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max);
-/* Blocks until a completion is ready to poll or timeout_ms passes (-1: forever). RDMAD_OK when one
- * is ready, RDMAD_ERR_NO_RESOURCE on timeout, RDMAD_ERR_PEER when the flow failed. */
+/* Blocks until a completion is ready to poll or timeout_ms passes (-1: forever), watching the
+ * daemon's connection too. RDMAD_OK when one is ready (also the library's DAEMON_GONE completions),
+ * RDMAD_ERR_NO_RESOURCE on timeout, RDMAD_ERR_PEER when the flow failed, RDMAD_ERR_DAEMON_GONE
+ * when the daemon is gone and nothing is left to poll. */
 rdmad_status rdmad_flow_wait(rdmad_flow* flow, int timeout_ms);
 /* The completion eventfd, for an event loop: call rdmad_flow_arm(), and when it returns 0 wait
  * until the fd is readable (then read it and poll). rdmad_flow_arm returns 1 when completions are
- * already there. */
+ * already there, or when the daemon is gone with requests outstanding (it looks at the connection:
+ * an event loop that also wakes on a timer learns of a dead daemon through it; the eventfd alone
+ * never fires for one). */
 int rdmad_flow_fd(const rdmad_flow* flow);
 int rdmad_flow_arm(rdmad_flow* flow);
 

@@ -21,6 +21,8 @@ std::string json_escape(const std::string& s) {
 
 int fail(rdmad_client* c, const char* what, rdmad_status st) {
   std::fprintf(stderr, "rdmactl: %s: %s: %s\n", what, rdmad_strerror(st), rdmad_last_error(c));
+  // A daemon that stopped or died under the request answered nothing: it is unreachable now.
+  if (st == RDMAD_ERR_DAEMON_GONE || st == RDMAD_ERR_CONNECTION) return kExitUnreachable;
   return kExitDaemonError;
 }
 

@@ -16,7 +16,8 @@ inline constexpr int kExitUnreachable = 3;
 std::string json_escape(const std::string& s);
 // "up", "down", "unknown".
 const char* link_name(rdmad_link_state s);
-// Prints "rdmactl: <what>: <status>: <daemon's message>" to stderr; returns kExitDaemonError.
+// Prints "rdmactl: <what>: <status>: <daemon's message>" to stderr; returns kExitDaemonError, or
+// kExitUnreachable when the connection was lost (the daemon stopped or died under the request).
 int fail(rdmad_client* c, const char* what, rdmad_status st);
 
 }  // namespace rdmactl

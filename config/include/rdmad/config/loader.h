@@ -1,6 +1,7 @@
 #pragma once
 // Loading and checking configuration files. Every error names file:line:column, the key path and
 // what was expected; all errors of a file are collected, not just the first.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,9 +36,22 @@ struct LoadOptions {
   bool check_files = true;
 };
 
+// The largest configuration file the daemon reads: 4 MiB (the full reference file is about 40 KiB).
+// A bigger one is refused, so that /dev/zero or a runaway generator cannot grow the daemon's memory.
+inline constexpr size_t kMaxConfigFileBytes = size_t{4} << 20;
+
+// Reads a configuration file into *text, refusing what is not safe to read: anything but a
+// regular file (directories, FIFOs, devices, sockets, and symlinks to them: a symlink to a regular
+// file, as Kubernetes mounts a ConfigMap, is fine), a file larger than `max_bytes`, one every user
+// may write, and one owned by neither root nor the effective uid. Never blocks on the file: it is
+// opened with O_NONBLOCK and checked again with fstat on the descriptor, and at most max_bytes + 1
+// bytes are read. Returns false with *error (naming the file, line 0) when refused.
+bool read_config_file(const std::string& path, std::string* text, Error* error,
+                      size_t max_bytes = kMaxConfigFileBytes);
+
 // Parses TOML text; `name` is the file name used in errors.
 LoadResult load_string(std::string_view text, const std::string& name, LoadOptions options = {});
-// Reads and parses a file.
+// Reads (read_config_file) and parses a file.
 LoadResult load_file(const std::string& path, LoadOptions options = {});
 // The embedded default configuration (always valid; a test checks it).
 Config default_config();

@@ -2,6 +2,7 @@
 // The service: wiring and lifecycle. One Boost.Asio io_context runs the control plane (signals,
 // reload, watchdog, and the subsystems later issues add); datapaths run on their own threads.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/config/config.h"
+#include "rdmad/config/loader.h"
 #include "rdmad/daemon/admin_service.h"
 #include "rdmad/daemon/client_service.h"
 #include "rdmad/daemon/device_events.h"
@@ -39,13 +41,24 @@ class Daemon {
   // exit code: 0 after a graceful stop, 1 when start-up failed (the reason is logged).
   int run();
 
-  // Re-reads the configuration file and applies what can change live (what SIGHUP and rdmactl
-  // reload do). An error lists the file's problems; the daemon then keeps its configuration.
+  // Re-reads the configuration file and applies what can change live (what rdmactl reload does).
+  // An error lists the file's problems; the daemon then keeps its configuration. The file is read
+  // on the calling thread (the reply carries its errors), but never blocks on it: only a regular
+  // file of at most config::kMaxConfigFileBytes is read (config::read_config_file).
   ipc::Result<ipc::Ok> reload();
 
  private:
+  struct ReloadMailbox;
+
   bool start();
   void wait_for_signal();
+  // SIGHUP: reads and parses the file on a thread of its own and applies the result on the control
+  // thread (finish_reload), so a slow or hostile file never stalls clients. A SIGHUP while a read
+  // is in flight asks for one more read after it, however many arrive (coalesced).
+  void reload_in_background();
+  void finish_reload(uint64_t seq, config::LoadResult next);
+  // Applies a loaded file (or reports its errors), counts it, and tells systemd.
+  ipc::Result<ipc::Ok> apply_loaded(config::LoadResult next);
   void arm_watchdog();
   void arm_nic_poll();
   void arm_dcqcn_sample();
@@ -61,6 +74,12 @@ class Daemon {
   boost::asio::steady_timer nic_poll_timer_;
   boost::asio::steady_timer dcqcn_sample_timer_;
   std::chrono::microseconds watchdog_interval_{0};
+  // Background reloads: the reading thread posts its result here while the daemon lives.
+  std::shared_ptr<ReloadMailbox> reload_mailbox_;
+  bool reload_in_flight_ = false;
+  bool reload_again_ = false;   // a SIGHUP came while one was in flight
+  uint64_t reload_seq_ = 0;     // reloads started (background and rdmactl)
+  uint64_t applied_seq_ = 0;    // the latest one applied: an older background read is stale
   Notifier notifier_;
   verbs::BackendRegistry backends_;
   // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.
