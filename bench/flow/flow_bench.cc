@@ -8,7 +8,9 @@
 //   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
 //      the CPU time of each daemon's threads, vs one soft QP used directly.
 // Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N]
-// [--only=ring,small,throughput]
+// [--only=ring,small,throughput,sendrecv]
+//   4. SEND into a receive posted just before, node-a -> node-b (receive advertisement, WRITE,
+//      send done, and the receive's own MRs in the peer's domain).
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -37,7 +39,7 @@ struct Options {
   int reps = 3;
   int pace_us = 1000;   // between paced requests
   int qp_timeout = 14;  // the daemon's default (flow_cluster.h uses 8: ~1 ms, see BENCHMARKS.md)
-  std::string only = "ring,small,throughput";
+  std::string only = "ring,small,throughput,sendrecv";
 };
 
 Options parse(int argc, char** argv) {
@@ -207,6 +209,50 @@ void run_small(const Options& o) {
             n / 2);
 }
 
+// SEND of `length` bytes node-a -> node-b into a receive node-b posted just before, both
+// completions waited for (busy poll), in µs: the receive is advertised to node-a over the peer
+// channel, node-a WRITEs into it and sends "send done". Each receive gets MRs of its own over
+// exactly its buffer in node-a's protection domain on node-b (registered when it is taken,
+// deregistered when it completes). Every message carries its index, checked at the receiver.
+std::vector<double> send_recv_round_trips(FlowPair& p, uint64_t length, int iters) {
+  rdmad_flow* back = nullptr;
+  if (rdmad_flow_open(p.b.client(), "node-a", nullptr, &back) != RDMAD_OK ||
+      rdmad_flow_wait_connected(back, 15000) != RDMAD_OK)
+    throw std::runtime_error("node-b's flow to node-a did not connect");
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(iters));
+  auto wait = [](rdmad_flow* f, uint64_t tag, const char* what) {
+    rdmad_completion c{};
+    while (rdmad_flow_poll(f, &c, 1) != 1) {
+    }
+    if (c.status != RDMAD_OK || c.wr_id != tag)
+      throw std::runtime_error(fmt::format("{}: status {} wr_id {:#x}", what, static_cast<int>(c.status), c.wr_id));
+  };
+  for (int i = 0; i < iters + 200; ++i) {
+    const uint64_t tag = 0x5200000000ull + static_cast<uint64_t>(i);
+    std::memcpy(p.src->data(), &tag, sizeof(tag));
+    const auto t0 = Clock::now();
+    if (rdmad_flow_recv(back, tag, p.dst->mr, 0, length) != RDMAD_OK) throw std::runtime_error("recv refused");
+    if (rdmad_flow_send(p.flow, tag, p.src->mr, 0, length) != RDMAD_OK) throw std::runtime_error("send refused");
+    wait(p.flow, tag, "send");
+    wait(back, tag, "recv");
+    const auto t1 = Clock::now();
+    if (std::memcmp(p.dst->data(), p.src->data(), length) != 0) throw std::runtime_error("received bytes differ");
+    if (i >= 200) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  rdmad_flow_close(back);
+  return us;
+}
+
+void run_sendrecv(const Options& o) {
+  const int n = std::max(100, o.iters / 10);
+  std::printf("\n4. SEND into a just-posted receive, node-a -> node-b, busy poll (us)\n");
+  std::printf("%-52s %9s %9s %9s %7s\n", "", "p50", "p99", "p99.9", "n");
+  FlowPair p(1, 1 << 16, o.qp_timeout);
+  print_row("64 B", stats(send_recv_round_trips(p, 64, n)), static_cast<size_t>(n));
+  print_row("64 KiB", stats(send_recv_round_trips(p, 1 << 16, n)), static_cast<size_t>(n));
+}
+
 using rdmad::test::fill;
 
 double self_cpu_seconds() {
@@ -346,6 +392,7 @@ int main(int argc, char** argv) {
     if (o.only.find("ring") != std::string::npos) run_ring(o);
     if (o.only.find("small") != std::string::npos) run_small(o);
     if (o.only.find("throughput") != std::string::npos) run_throughput(o);
+    if (o.only.find("sendrecv") != std::string::npos) run_sendrecv(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flow_bench: %s\n", e.what());
     return 1;
