@@ -1,5 +1,7 @@
 #include "rdmad/config/loader.h"
 
+#include "careful_read.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -332,23 +334,11 @@ LoadResult load_string(std::string_view text, const std::string& name, LoadOptio
 
 namespace {
 
-// What a non-regular file is, for the error message.
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-// The checks every configuration file must pass, on the stat of the file actually opened.
-std::string refuse_reason(const std::string& path, const struct stat& st, size_t max_bytes) {
+// The checks every configuration file must pass (on the path's stat and the opened file's fstat).
+std::string refuse_reason(const struct stat& st, bool via_symlink, size_t max_bytes) {
   if (!S_ISREG(st.st_mode)) {
-    struct stat link {};
-    const bool via_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
-    return fmt::format("cannot read file: it is {}{}, and a configuration must be a regular file", file_kind(st.st_mode),
-                       via_link ? " (behind a symlink)" : "");
+    return fmt::format("cannot read file: it is {}{}, and a configuration must be a regular file",
+                       file_type_name(st.st_mode), via_symlink ? " (behind a symlink)" : "");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     return fmt::format("cannot read file: {} bytes, more than the {} bytes a configuration file may have",
@@ -369,48 +359,20 @@ std::string refuse_reason(const std::string& path, const struct stat& st, size_t
 }  // namespace
 
 bool read_config_file(const std::string& path, std::string* text, Error* error, size_t max_bytes) {
-  auto refuse = [&](std::string message) {
-    *error = Error{path, 0, 0, "", std::move(message)};
-    return false;
-  };
-  text->clear();
-  // stat first: opening a device can have side effects (a watchdog device starts counting), and a
-  // FIFO must not even be opened.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return refuse(fmt::format("cannot read file: {}", std::strerror(errno)));
-  if (std::string why = refuse_reason(path, st, max_bytes); !why.empty()) return refuse(why);
-  // O_NONBLOCK: if the path became a FIFO since the stat, the open returns instead of waiting for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return refuse(fmt::format("cannot read file: {}", std::strerror(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) return refuse(fmt::format("cannot read file: fstat: {}", std::strerror(errno)));
-  if (std::string why = refuse_reason(path, st, max_bytes); !why.empty()) return refuse(why);
-  // Read at most one byte past the bound: a file that grew since the fstat is refused, not followed.
-  text->resize(std::min<uint64_t>(static_cast<uint64_t>(st.st_size), max_bytes) + 1);
-  size_t got = 0;
-  for (;;) {
-    if (got == text->size()) {
-      if (got > max_bytes) {
-        text->clear();
-        return refuse(fmt::format("cannot read file: it grew past the {} bytes a configuration file may have",
-                                  max_bytes));
-      }
-      text->resize(std::min(text->size() * 2, max_bytes + 1));
-    }
-    const ssize_t n = ::read(fd, text->data() + got, text->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      text->clear();
-      return refuse(fmt::format("cannot read file: {}", std::strerror(errno)));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+  const CarefulRead r = read_carefully(
+      path, max_bytes, [&](const struct stat& st, bool via_symlink) { return refuse_reason(st, via_symlink, max_bytes); },
+      text);
+  std::string message;
+  switch (r.outcome) {
+    case CarefulRead::Outcome::kOk: return true;
+    case CarefulRead::Outcome::kSystemError: message = fmt::format("cannot read file: {}", std::strerror(r.error)); break;
+    case CarefulRead::Outcome::kRefused: message = r.reason; break;
+    case CarefulRead::Outcome::kGrew:
+      message = fmt::format("cannot read file: it grew past the {} bytes a configuration file may have", max_bytes);
+      break;
   }
-  text->resize(got);
-  return true;
+  *error = Error{path, 0, 0, "", std::move(message)};
+  return false;
 }
 
 LoadResult load_file(const std::string& path, LoadOptions options) {
