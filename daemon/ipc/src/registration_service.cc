@@ -256,14 +256,22 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
   } else {
     region->iova = req.iova;
     // Kept so that exports and flows can register exactly their range again in a peer's domain.
+    if (fds_ != nullptr && !fds_->take(1))
+      return Error{RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for GPU registrations"};
     region->dmabuf_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (region->dmabuf_fd < 0) return sys_error("dup of the dma-buf fd", errno);
+    if (region->dmabuf_fd < 0) {
+      if (fds_ != nullptr) fds_->give(1);
+      return sys_error("dup of the dma-buf fd", errno);
+    }
     std::lock_guard registrar_lock(registrar_mu_);
     mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, mr_access, req.nic_mask);
   }
   if (!mr.ok()) {
     if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
-    if (region->dmabuf_fd >= 0) ::close(region->dmabuf_fd);
+    if (region->dmabuf_fd >= 0) {
+      ::close(region->dmabuf_fd);
+      if (fds_ != nullptr) fds_->give(1);
+    }
     return mr.error();
   }
   region->mr_id = mr.value().mr_id;
@@ -420,7 +428,10 @@ void RegistrationService::release_regions(Released& regions) {
   }
   for (const auto& r : regions) {
     if (r->map_base != nullptr) munmap(r->map_base, r->map_bytes);
-    if (r->dmabuf_fd >= 0) ::close(r->dmabuf_fd);
+    if (r->dmabuf_fd >= 0) {
+      ::close(r->dmabuf_fd);
+      if (fds_ != nullptr) fds_->give(1);
+    }
   }
   regions.clear();
 }

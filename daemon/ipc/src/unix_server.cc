@@ -129,6 +129,7 @@ Result<Ok> UnixServer::Core::start() {
   // clients than it allows next to what the daemon keeps for itself.
   const uint64_t limit = FdBudget::raise_fd_limit();
   fds_.set(limit, kFdReserve);
+  service_.set_fd_budget(&fds_);
   if (config_.max_clients > fds_.total()) {
     ipc_log()->warn("max_clients {} lowered to {}: the file-descriptor limit is {} and {} are kept for the daemon "
                     "(raise LimitNOFILE=)",

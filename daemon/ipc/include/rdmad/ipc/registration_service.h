@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/ipc_config.h"
 #include "rdmad/ipc/ipc_metrics.h"
 #include "rdmad/ipc/memory_registrar.h"
@@ -107,6 +108,8 @@ class RegistrationService {
                                      bool* more) const;
   // Every connection's handles above `after`, ascending, with their owners (operators' view).
   std::vector<proto::RegistrationEntry> list_all(uint64_t after, uint32_t max_entries, bool* more) const;
+  // GPU registrations keep their dma-buf open: one descriptor each, taken from `budget`.
+  void set_fd_budget(FdBudget* budget) { fds_ = budget; }
   // Whether connection conn_id holds a registration.
   bool holds_registrations(uint64_t conn_id) const;
   // Releases every handle of a connection (disconnect, crash).
@@ -217,6 +220,7 @@ class RegistrationService {
   std::mutex registrar_mu_;
   std::vector<std::unique_ptr<Region>> zombies_;
   std::function<void()> reaper_;
+  FdBudget* fds_ = nullptr;
 };
 
 }  // namespace rdmad::ipc
