@@ -16,6 +16,7 @@ uint32_t remote_right(ring::Op op) {
 }
 
 base::LogLimiter g_credit_log;
+base::LogLimiter g_ring_log;  // clients that break their ring protocol
 
 }  // namespace
 
@@ -49,7 +50,7 @@ void FlowEngine::fail_flow(Flow& f, const char* why) {
   f.failed = true;
   f.header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kFailed));
   counters_.flow_errors.fetch_add(1, std::memory_order_relaxed);
-  flow_log()->warn("flow {}: {}; the flow is failed", f.setup.id, why);
+  base::log_limited(*flow_log(), g_ring_log, spdlog::level::warn, "flow {}: {}; the flow is failed", f.setup.id, why);
   uint64_t one = 1;
   (void)!::write(f.setup.completion_fd, &one, sizeof(one));
 }

@@ -1,8 +1,15 @@
 #include "rdmad/peer/peer_session.h"
 
 #include "peer_log.h"
+#include "rdmad/base/log_limiter.h"
 
 namespace rdmad::peer {
+namespace {
+
+// A peer whose endpoints keep failing (or a broken one) reconnects and fails again: a few lines.
+base::LogLimiter g_bring_up_log;
+
+}  // namespace
 
 PeerSession::PeerSession(PeerChannel& channel, ConnectorFactory factory)
     : channel_(channel), factory_(std::move(factory)) {
@@ -109,7 +116,7 @@ void PeerSession::become_ready(const std::string& peer, Peer& p) {
 
 void PeerSession::fail(const std::string& peer, const std::string& why) {
   counters_.setup_failures++;
-  peer_logger()->error("peer {}: QP bring-up failed: {}", peer, why);
+  base::log_limited(*peer_logger(), g_bring_up_log, spdlog::level::err, "peer {}: QP bring-up failed: {}", peer, why);
   peers_.erase(peer);
   // Start over on a fresh connection (redialled with back-off by the dialling side).
   channel_.disconnect(peer, "QP bring-up failed");
