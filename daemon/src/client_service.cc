@@ -70,7 +70,10 @@ ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
   const verbs::BackendInfo* b = backends_.find(nic.config.backend);
   if (b != nullptr && b->caps.dmabuf_mr) return {true, fmt::format("backend {} registers dma-buf", nic.config.backend)};
   if (nic.config.backend == "soft")
-    return {false, "a user-space NIC cannot reach device memory; dma-buf needs the rdma_core backend"};
+    return {faults_in_pages() == false,
+            faults_in_pages() ? "a soft NIC next to hardware NICs: dma-buf needs every NIC to register it"
+                              : "the soft backend maps the dma-buf (an exporter that allows mmap; GPU memory "
+                                "needs the rdma_core backend and GPUDirect)"};
   return {false, fmt::format("backend {} cannot register dma-buf on this device", nic.config.backend)};
 }
 

@@ -229,7 +229,7 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
     enc = lambda s: s.replace(" ", "%20")
     cmd = " ".join(script_args)
     append = (f"console=ttyS0 panic=-1 quiet rdmad.guest={g} rdmad.guests={args.guests} rdmad.rails={args.rails} "
-              f"rdmad.tap={1 if args.tap else 0} rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
+              f"rdmad.tap={1 if args.tap else 0} rdmad.out={1 if args.out else 0} rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
               f"rdmad.boot={os.path.join(HERE, 'guest', 'boot.sh')} rdmad.cmd={enc(cmd)}")
     argv += ["-append", append]
     if args.tap:
@@ -317,6 +317,7 @@ def main():
     r.add_argument("script")
     r.add_argument("script_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
+    args.cache = os.path.abspath(args.cache)  # the guests resolve it from / too
     if args.command == "prepare":
         vmlinux, initramfs, root, version = prepare(args.cache)
         print(f"rdmad_vm: kernel {version}: {vmlinux}, {initramfs}")

@@ -13,12 +13,14 @@ struct LocalMrs final : ipc::RegionAttachment {
   std::array<uint32_t, proto::kMaxNics> lkeys{};
 };
 
-// Registers `length` bytes at `addr` (host) or `dmabuf_offset` of `dmabuf_fd` (device memory) in pd.
-verbs::Result<std::unique_ptr<verbs::MemoryRegion>> register_in(verbs::ProtectionDomain& pd, rdmad_mem_kind kind,
-                                                                void* addr, uint64_t iova, uint64_t length,
+// Registers `length` bytes at `addr` (the daemon maps them) or at `dmabuf_offset` of `dmabuf_fd` in pd.
+verbs::Result<std::unique_ptr<verbs::MemoryRegion>> register_in(verbs::ProtectionDomain& pd, void* addr, uint64_t iova,
+                                                                uint64_t length,
                                                                 int dmabuf_fd, uint64_t dmabuf_offset,
                                                                 uint32_t access) {
-  if (kind == RDMAD_MEM_HOST) return pd.reg_mr(addr, length, access);
+  // Whatever the daemon maps (host memory, a dma-buf mapped for user-space NICs) is registered by
+  // address; device memory it does not map, from its dma-buf.
+  if (addr != nullptr) return pd.reg_mr(addr, length, access);
   return pd.reg_dmabuf_mr(dmabuf_fd, dmabuf_offset, length, iova, access);
 }
 
@@ -57,7 +59,7 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
   for (uint32_t i = 0; i < range.nic_count; ++i) {
     const uint32_t nic = range.keys[i].nic_index;
     if (nic >= pds_.size()) continue;
-    auto mr = register_in(*pds_[nic], range.kind, range.addr, range.iova, range.length, range.dmabuf_fd,
+    auto mr = register_in(*pds_[nic], range.addr, range.iova, range.length, range.dmabuf_fd,
                           range.dmabuf_offset, access);
     if (!mr.is_ok())
       return ipc::Error{to_client_status(mr.status().code()),
@@ -77,7 +79,7 @@ ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::R
     const uint32_t access = to_verbs_access(r.access & RDMAD_ACCESS_LOCAL_WRITE);
     for (uint32_t nic : r.nics) {
       if (nic >= pds_.size() || nic >= mrs->lkeys.size()) continue;
-      auto mr = register_in(*pds_[nic], r.kind, r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
+      auto mr = register_in(*pds_[nic], r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
       if (!mr.is_ok())
         return ipc::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +
                                                              ": " + mr.status().message()};

@@ -255,6 +255,20 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
     mr = registrar_.register_host(addr, req.length, mr_access, req.nic_mask);
   } else {
     region->iova = req.iova;
+    if (registrar_.maps_dmabuf()) {
+      // A user-space NIC reaches memory only through our address space: map the dma-buf and
+      // register the mapping, which its keys then answer to (the exporter must allow mmap).
+      const int prot = (mr_access & RDMAD_ACCESS_LOCAL_WRITE) != 0 ? PROT_READ | PROT_WRITE : PROT_READ;
+      void* base = mmap(nullptr, pinned, prot, MAP_SHARED, fd, static_cast<off_t>(aligned));
+      if (base == MAP_FAILED)
+        return Error{RDMAD_ERR_NOT_SUPPORTED, std::string("the dma-buf cannot be mapped (") + std::strerror(errno) +
+                                                  "): a soft NIC reaches device memory only through a mapping, "
+                                                  "which its exporter does not allow; use the rdma_core backend"};
+      region->map_base = base;
+      region->map_bytes = pinned;
+      auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
+      region->iova = reinterpret_cast<uintptr_t>(addr);
+    }
     // Kept so that exports and flows can register exactly their range again in a peer's domain.
     if (fds_ != nullptr && !fds_->take(1))
       return Error{RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for GPU registrations"};
@@ -264,7 +278,10 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
       return sys_error("dup of the dma-buf fd", errno);
     }
     std::lock_guard registrar_lock(registrar_mu_);
-    mr = registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, mr_access, req.nic_mask);
+    mr = region->map_base != nullptr
+             ? registrar_.register_host(reinterpret_cast<void*>(static_cast<uintptr_t>(region->iova)), req.length,
+                                        mr_access, req.nic_mask)
+             : registrar_.register_dmabuf(fd, req.offset, req.length, req.iova, mr_access, req.nic_mask);
   }
   if (!mr.ok()) {
     if (region->map_base != nullptr) munmap(region->map_base, region->map_bytes);
@@ -462,7 +479,7 @@ Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, 
     return Error{RDMAD_ERR_PERMISSION, "registration " + std::to_string(handle) + " lacks the access this needs"};
   Region* r = h.region;
   PinnedRange p;
-  p.addr = r->kind == RDMAD_MEM_HOST ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova + offset)) : nullptr;
+  p.addr = r->map_base != nullptr ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova + offset)) : nullptr;
   p.iova = r->iova + offset;
   p.length = length;
   p.access = h.access;
@@ -514,7 +531,7 @@ Result<RegionAttachment*> RegistrationService::attachment(const void* pin, uint6
     for (auto& [d, a] : r->attachments)
       if (d == domain) return a.get();
     view.kind = r->kind;
-    view.addr = r->kind == RDMAD_MEM_HOST ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova)) : nullptr;
+    view.addr = r->map_base != nullptr ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova)) : nullptr;
     view.iova = r->iova;
     view.length = r->length;
     view.dmabuf_fd = r->dmabuf_fd;

@@ -5,11 +5,15 @@
 // pointers that name allocations, page-alignment checks on dma-buf export.
 //
 // What differs from the real driver, and why:
-// - "Device memory" is a shared mapping of a memfd in this process, so tests can fill and read it.
-// - cuMemGetHandleForAddressRange returns a memfd ("fake-cuda-dmabuf") instead of a dma-buf: the
-//   kernels of the development and CI machines have no dma-buf exporter (no udmabuf, no dma-heap,
-//   no DRM device). rdmad's daemon therefore refuses it, as it refuses every fd that is not a
-//   dma-buf.
+// - Where the kernel has a vgem device (the rxe guests of tests/vm load it), "device memory" is a
+//   vgem dumb buffer mapped into this process, and cuMemGetHandleForAddressRange returns a real
+//   dma-buf of it (PRIME), as the real driver exports GPU memory. vgem exports whole buffers
+//   only, so a range must start at its allocation's base (else CUDA_ERROR_NOT_SUPPORTED); the
+//   dma-buf may be longer than the range asked for.
+// - Without vgem (this machine's own kernel has no dma-buf exporter: no udmabuf, no dma-heap, no
+//   DRM device), "device memory" is a shared mapping of a memfd, and the export is a memfd
+//   ("fake-cuda-dmabuf") that is not a dma-buf: the daemon refuses it, as it refuses every fd that
+//   is not one. RDMAD_FAKE_CUDA_VGEM=0 forces this even where vgem exists.
 //
 // Behaviour is chosen per process through the environment (the CUDA runtime state a test needs to
 // vary is fixed at cuInit/first lookup, as librdmad loads the driver once per process):
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "fake_cuda_abi.h"
+#include "vgem.h"
 
 namespace {
 
@@ -70,8 +75,11 @@ struct Allocation {
   CUdeviceptr base;
   size_t size;
   CUdevice device;
-  int memfd;
+  int memfd;         // -1 for vgem memory
+  VgemBuffer vgem;   // addr != nullptr: vgem memory
 };
+
+bool use_vgem() { return env_int("RDMAD_FAKE_CUDA_VGEM", 1) != 0 && vgem_card() >= 0; }
 
 struct State {
   std::mutex mu;
@@ -185,6 +193,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (current_context == nullptr) return kInvalidContext;
   constexpr size_t kGranularity = size_t{2} << 20;  // the driver hands out 2 MiB-aligned chunks
   const size_t size = (bytes + kGranularity - 1) & ~(kGranularity - 1);
+  if (use_vgem()) {
+    VgemBuffer b;
+    if (!vgem_alloc(size, &b)) return kOutOfMemory;
+    State& s = state();
+    std::lock_guard lock(s.mu);
+    s.allocations.push_back({reinterpret_cast<CUdeviceptr>(b.addr), size, current_context->device, -1, b});
+    *dptr = reinterpret_cast<CUdeviceptr>(b.addr);
+    return kSuccess;
+  }
   int fd = memfd_create("fake-cuda-device-memory", MFD_CLOEXEC);
   if (fd < 0) return kOutOfMemory;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
@@ -198,7 +215,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   }
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.allocations.push_back({reinterpret_cast<CUdeviceptr>(p), size, current_context->device, fd});
+  s.allocations.push_back({reinterpret_cast<CUdeviceptr>(p), size, current_context->device, fd, {}});
   *dptr = reinterpret_cast<CUdeviceptr>(p);
   return kSuccess;
 }
@@ -208,8 +225,12 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   std::lock_guard lock(s.mu);
   for (auto it = s.allocations.begin(); it != s.allocations.end(); ++it) {
     if (it->base != dptr) continue;
-    munmap(reinterpret_cast<void*>(it->base), it->size);
-    close(it->memfd);
+    if (it->vgem.addr != nullptr) {
+      vgem_free(it->vgem);
+    } else {
+      munmap(reinterpret_cast<void*>(it->base), it->size);
+      close(it->memfd);
+    }
     s.allocations.erase(it);
     return kSuccess;
   }
@@ -258,11 +279,18 @@ CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t si
     s.fail_next_export = kSuccess;
     return r;
   }
-  int fd = memfd_create("fake-cuda-dmabuf", MFD_CLOEXEC);
-  if (fd < 0) return kOutOfMemory;
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    close(fd);
-    return kOutOfMemory;
+  int fd = -1;
+  if (a->vgem.addr != nullptr) {
+    if (dptr != a->base) return kNotSupported;  // vgem exports whole buffers
+    fd = vgem_export(a->vgem);
+    if (fd < 0) return kOutOfMemory;
+  } else {
+    fd = memfd_create("fake-cuda-dmabuf", MFD_CLOEXEC);
+    if (fd < 0) return kOutOfMemory;
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      close(fd);
+      return kOutOfMemory;
+    }
   }
   ++s.exports;
   s.last_export_base = dptr;

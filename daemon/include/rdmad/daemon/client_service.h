@@ -33,6 +33,8 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   // False when every NIC is a soft one (a user-space NIC pins nothing).
   bool faults_in_pages() const override;
   uint64_t mr_capacity() const override;
+  // Every NIC is a soft one: dma-buf memory is mapped and registered as host memory.
+  bool maps_dmabuf() const override { return !faults_in_pages(); }
 
  private:
   template <class RegisterFn>

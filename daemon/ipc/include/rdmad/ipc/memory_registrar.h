@@ -43,6 +43,10 @@ class MemoryRegistrar {
   // Whether register_host() faults the pages in (hardware pins them). Then the service neither
   // maps them itself nor skips asking for their NUMA node (a syscall; soft NICs have none).
   virtual bool faults_in_pages() const { return true; }
+  // Whether dma-buf memory is registered through a mapping of the dma-buf in the daemon
+  // (register_host on the mapped pages) instead of register_dmabuf: user-space NICs (soft), which
+  // reach memory only through the daemon's address space. Needs an exporter that allows mmap.
+  virtual bool maps_dmabuf() const { return false; }
   // Memory regions the smallest NIC's table holds (0: unknown, no limit from it). Every user's
   // registrations, exports and flows share it, so one uid may fill only a share of it.
   virtual uint64_t mr_capacity() const { return 0; }

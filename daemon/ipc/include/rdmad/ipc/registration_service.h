@@ -49,7 +49,8 @@ struct Registered {
 // flows' per-peer domains): host memory by the daemon's mapping, device memory by the dma-buf.
 struct RegionView {
   rdmad_mem_kind kind = RDMAD_MEM_HOST;
-  void* addr = nullptr;      // host: the daemon's address of the first registered byte
+  void* addr = nullptr;      // the daemon's mapping of the first registered byte (host memory, or a
+                             // dma-buf the daemon maps for user-space NICs), else nullptr
   uint64_t iova = 0;         // the address the registration's keys answer to for that byte
   uint64_t length = 0;
   int dmabuf_fd = -1;        // device memory: the dma-buf (the region keeps it open)
@@ -68,7 +69,7 @@ class RegionAttachment {
 
 // A registered range resolved for the flow engine, kept mapped and registered until unpin().
 struct PinnedRange {
-  void* addr = nullptr;  // the daemon's address of the first byte (host memory), else nullptr
+  void* addr = nullptr;  // the daemon's address of the first byte when it maps the memory, else nullptr
   uint64_t iova = 0;     // the address the NIC keys answer to for the first byte
   uint64_t length = 0;
   uint32_t access = 0;   // RDMAD_ACCESS_* of the registration
