@@ -19,8 +19,9 @@ into a cache under the build directory.
       network namespace this program creates (the host side is 10.200.0.254, tap0 in NETNS), for
       talking to the host. Every guest runs `bash SCRIPT GUEST_INDEX ARGS...` after its set-up
       (tests/vm/guest/boot.sh); the run succeeds when every guest's script exits 0 within the
-      deadline. --out DIR is shared read-write with the guests at /out. A failure prints the
-      guests' console logs. qemu processes and the namespace are removed on any exit.
+      deadline. --out DIR is shared read-write with the guests at /mnt ($RDMAD_VM_OUT). A
+      failure prints the guests' console logs, a pass the console lines that start with
+      "report: ". qemu processes and the namespace are removed on any exit.
 
 Exit codes: 0 pass, 1 fail, 77 skip (qemu or the kernel package cannot be had here; the reason is
 printed), 2 usage.
@@ -40,6 +41,8 @@ import time
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXIT_MARK = "RDMAD-VM-EXIT="
+# A guest's console line starting with this is printed even when the run passes (results, figures).
+REPORT_MARK = "report: "
 # Modules the initramfs loads before it can mount the host's root: virtio, its network driver and 9p.
 EARLY_MODULES = ["virtio_pci", "virtio_net", "9pnet_virtio", "9p"]
 
@@ -287,6 +290,10 @@ def run_guests(args):
         text = open(console, errors="replace").read() if os.path.exists(console) else "(no console output)"
         if not ok or args.verbose:
             print(f"----- guest {g} console (exit {codes[g]}) -----\n{text}", flush=True)
+        else:
+            for line in text.splitlines():
+                if line.startswith(REPORT_MARK):
+                    print(f"guest {g}: {line[len(REPORT_MARK):]}", flush=True)
     for g, p in enumerate(_procs):
         err = p.stderr.read().decode(errors="replace") if p.stderr else ""
         if err.strip() and not ok:
@@ -312,11 +319,13 @@ def main():
     r.add_argument("--tap", metavar="NETNS", help="add a NIC joined to tap0 in this new network namespace")
     r.add_argument("--mem", type=int, default=1536, help="MiB per guest")
     r.add_argument("--timeout", type=float, default=300)
-    r.add_argument("--out", help="a directory the guests may write (mounted at /out)")
+    r.add_argument("--out", help="a directory the guests may write (mounted at /mnt)")
     r.add_argument("--verbose", action="store_true", help="print the consoles even when the run passes")
     r.add_argument("script")
     r.add_argument("script_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
+    # The guests see this machine's root, not our working directory: every path they get is absolute.
+    args.cache = os.path.abspath(args.cache)
     if args.command == "prepare":
         vmlinux, initramfs, root, version = prepare(args.cache)
         print(f"rdmad_vm: kernel {version}: {vmlinux}, {initramfs}")
