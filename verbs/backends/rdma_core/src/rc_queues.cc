@@ -65,8 +65,10 @@ void RcCompletionQueue::ack_notify() {
 }
 
 RcQueuePair::RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
-                         std::shared_ptr<SplitKeyTable> split, const QpInitAttr&)
-    : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {}
+                         std::shared_ptr<SplitKeyTable> split, QpCap cap)
+    : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {
+  attr_.cap = cap;
+}
 
 Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
   std::lock_guard lock(attr_mu_);
