@@ -135,6 +135,7 @@ enum class WcStatus : uint8_t {
   kRetryExceeded,
   kRnrRetryExceeded,
   kWrFlushed,
+  kLocalQpOperationError,  // IB's "local QP operation error"; rxe gives it for a bad lkey (docs/verbs.md)
   kGeneralError,
 };
 
