@@ -10,12 +10,13 @@ into a cache under the build directory.
       vmlinux (PVH boot: seconds, not tens of seconds, under TCG) and builds a small initramfs
       (busybox, the virtio and 9p modules). Idempotent: a prepared cache is reused.
 
-  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--tap NETNS] [--timeout S] [--out DIR]
-                  SCRIPT [ARGS...]
+  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--mtu BYTES] [--tap NETNS] [--timeout S]
+                  [--out DIR] SCRIPT [ARGS...]
       Boots N guests (default 1). Guest g has R virtio NICs (rails, default 2), eth<r> with
       10.<r+1>.0.<g+1>/24 and an rxe device rxe<r> on it. Rail r of guest 0 is joined to rail r of
       guest 1 by a qemu UDP socket pair on 127.0.0.1 (with one guest, its rails are joined to each
-      other). --tap NETNS adds one more NIC, eth<R>, 10.200.0.<g+1>/24, joined to a tap device in a
+      other). --mtu sets the rails' netdev MTU (default 1500; rxe's active MTU follows it: 1024 at
+      1500, 4096 from 4200 bytes up). --tap NETNS adds one more NIC, eth<R>, 10.200.0.<g+1>/24, joined to a tap device in a
       network namespace this program creates (the host side is 10.200.0.254, tap0 in NETNS), for
       talking to the host. Every guest runs `bash SCRIPT GUEST_INDEX ARGS...` after its set-up
       (tests/vm/guest/boot.sh); the run succeeds when every guest's script exits 0 within the
@@ -232,7 +233,7 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
     enc = lambda s: s.replace(" ", "%20")
     cmd = " ".join(script_args)
     append = (f"console=ttyS0 panic=-1 quiet rdmad.guest={g} rdmad.guests={args.guests} rdmad.rails={args.rails} "
-              f"rdmad.tap={1 if args.tap else 0} rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
+              f"rdmad.tap={1 if args.tap else 0} rdmad.mtu={args.mtu} rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
               f"rdmad.boot={os.path.join(HERE, 'guest', 'boot.sh')} rdmad.cmd={enc(cmd)}")
     argv += ["-append", append]
     if args.tap:
@@ -316,6 +317,7 @@ def main():
     r.add_argument("--cache", required=True)
     r.add_argument("--guests", type=int, default=1)
     r.add_argument("--rails", type=int, default=2)
+    r.add_argument("--mtu", type=int, default=1500, help="the rails' netdev MTU (rxe's active MTU follows it)")
     r.add_argument("--tap", metavar="NETNS", help="add a NIC joined to tap0 in this new network namespace")
     r.add_argument("--mem", type=int, default=1536, help="MiB per guest")
     r.add_argument("--timeout", type=float, default=300)
@@ -332,6 +334,8 @@ def main():
         return 0
     if args.guests < 1 or args.rails < 1:
         ap.error("--guests and --rails must be at least 1")
+    if not 576 <= args.mtu <= 65535:
+        ap.error("--mtu must be 576..65535")
     return run_guests(args)
 
 

@@ -143,8 +143,10 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
 inline void connect_pair(Endpoint& a, Endpoint& b, const ConnectOptions& o = {}) {
   auto pa = a.dev->query_port(1).value();
   auto pb = b.dev->query_port(1).value();
-  ASSERT_TRUE(connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o).is_ok());
-  ASSERT_TRUE(connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o).is_ok());
+  const Status sa = connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o);
+  ASSERT_TRUE(sa.is_ok()) << sa.message();
+  const Status sb = connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o);
+  ASSERT_TRUE(sb.is_ok()) << sb.message();
 }
 
 /// Polls until n completions arrived or the deadline passed.
