@@ -136,15 +136,15 @@ TEST_F(RdmaCoreHw, RcLoopbackWriteAcrossSplitMrsIsByteExact) {
     auto dst_mr = MemoryRegion::register_host(lb->pd, dst.data(), dst.size(),
                                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     ASSERT_TRUE(dst_mr.ok()) << dst_mr.error().message();
-    // One write crossing a slice boundary: 100 bytes before it, 3 slices' worth after... capped by
-    // the 4 SGEs the QP was created with.
+    // One write across every slice boundary: the last 100 bytes of slice 0, all of slices 1 and 2,
+    // the first 100 bytes of slice 3 — four SGEs, as many as the QP was created with.
     const uint64_t off = kSlice - 100, len = 2 * kSlice + 200;
     std::vector<ibv_sge> sges;
     for (const auto& piece : split_range(plan, off, len)) {
       sges.push_back({reinterpret_cast<uint64_t>(src.data() + plan[piece.slice].offset + piece.slice_offset),
                       static_cast<uint32_t>(piece.length), src_mrs[piece.slice].lkey()});
     }
-    ASSERT_EQ(sges.size(), 3u);
+    ASSERT_EQ(sges.size(), 4u);
     const auto err =
         hw::write_and_wait(lb->a, lb->cq, sges, reinterpret_cast<uint64_t>(dst.data() + off), dst_mr->rkey());
     ASSERT_EQ(err, "");

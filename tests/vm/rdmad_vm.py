@@ -10,17 +10,19 @@ into a cache under the build directory.
       vmlinux (PVH boot: seconds, not tens of seconds, under TCG) and builds a small initramfs
       (busybox, the virtio and 9p modules). Idempotent: a prepared cache is reused.
 
-  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--tap NETNS] [--timeout S] [--out DIR]
-                  SCRIPT [ARGS...]
+  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--mtu BYTES] [--tap NETNS] [--timeout S]
+                  [--out DIR] SCRIPT [ARGS...]
       Boots N guests (default 1). Guest g has R virtio NICs (rails, default 2), eth<r> with
       10.<r+1>.0.<g+1>/24 and an rxe device rxe<r> on it. Rail r of guest 0 is joined to rail r of
       guest 1 by a qemu UDP socket pair on 127.0.0.1 (with one guest, its rails are joined to each
-      other). --tap NETNS adds one more NIC, eth<R>, 10.200.0.<g+1>/24, joined to a tap device in a
+      other). --mtu sets the rails' netdev MTU (default 1500; rxe's active MTU follows it: 1024 at
+      1500, 4096 from 4200 bytes up). --tap NETNS adds one more NIC, eth<R>, 10.200.0.<g+1>/24, joined to a tap device in a
       network namespace this program creates (the host side is 10.200.0.254, tap0 in NETNS), for
       talking to the host. Every guest runs `bash SCRIPT GUEST_INDEX ARGS...` after its set-up
       (tests/vm/guest/boot.sh); the run succeeds when every guest's script exits 0 within the
-      deadline. --out DIR is shared read-write with the guests at /out. A failure prints the
-      guests' console logs. qemu processes and the namespace are removed on any exit.
+      deadline. --out DIR is shared read-write with the guests at /mnt ($RDMAD_VM_OUT). A
+      failure prints the guests' console logs, a pass the console lines that start with
+      "report: ". qemu processes and the namespace are removed on any exit.
 
 Exit codes: 0 pass, 1 fail, 77 skip (qemu or the kernel package cannot be had here; the reason is
 printed), 2 usage.
@@ -40,6 +42,8 @@ import time
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXIT_MARK = "RDMAD-VM-EXIT="
+# A guest's console line starting with this is printed even when the run passes (results, figures).
+REPORT_MARK = "report: "
 # Modules the initramfs loads before it can mount the host's root: virtio, its network driver and 9p.
 EARLY_MODULES = ["virtio_pci", "virtio_net", "9pnet_virtio", "9p"]
 
@@ -229,7 +233,8 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
     enc = lambda s: s.replace(" ", "%20")
     cmd = " ".join(script_args)
     append = (f"console=ttyS0 panic=-1 quiet rdmad.guest={g} rdmad.guests={args.guests} rdmad.rails={args.rails} "
-              f"rdmad.tap={1 if args.tap else 0} rdmad.out={1 if args.out else 0} rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
+              f"rdmad.tap={1 if args.tap else 0} rdmad.out={1 if args.out else 0} rdmad.mtu={args.mtu} "
+              f"rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
               f"rdmad.boot={os.path.join(HERE, 'guest', 'boot.sh')} rdmad.cmd={enc(cmd)}")
     argv += ["-append", append]
     if args.tap:
@@ -287,6 +292,10 @@ def run_guests(args):
         text = open(console, errors="replace").read() if os.path.exists(console) else "(no console output)"
         if not ok or args.verbose:
             print(f"----- guest {g} console (exit {codes[g]}) -----\n{text}", flush=True)
+        else:
+            for line in text.splitlines():
+                if line.startswith(REPORT_MARK):
+                    print(f"guest {g}: {line[len(REPORT_MARK):]}", flush=True)
     for g, p in enumerate(_procs):
         err = p.stderr.read().decode(errors="replace") if p.stderr else ""
         if err.strip() and not ok:
@@ -309,21 +318,25 @@ def main():
     r.add_argument("--cache", required=True)
     r.add_argument("--guests", type=int, default=1)
     r.add_argument("--rails", type=int, default=2)
+    r.add_argument("--mtu", type=int, default=1500, help="the rails' netdev MTU (rxe's active MTU follows it)")
     r.add_argument("--tap", metavar="NETNS", help="add a NIC joined to tap0 in this new network namespace")
     r.add_argument("--mem", type=int, default=1536, help="MiB per guest")
     r.add_argument("--timeout", type=float, default=300)
-    r.add_argument("--out", help="a directory the guests may write (mounted at /out)")
+    r.add_argument("--out", help="a directory the guests may write (mounted at /mnt)")
     r.add_argument("--verbose", action="store_true", help="print the consoles even when the run passes")
     r.add_argument("script")
     r.add_argument("script_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
-    args.cache = os.path.abspath(args.cache)  # the guests resolve it from / too
+    # The guests see this machine's root, not our working directory: every path they get is absolute.
+    args.cache = os.path.abspath(args.cache)
     if args.command == "prepare":
         vmlinux, initramfs, root, version = prepare(args.cache)
         print(f"rdmad_vm: kernel {version}: {vmlinux}, {initramfs}")
         return 0
     if args.guests < 1 or args.rails < 1:
         ap.error("--guests and --rails must be at least 1")
+    if not 576 <= args.mtu <= 65535:
+        ap.error("--mtu must be 576..65535")
     return run_guests(args)
 
 

@@ -60,6 +60,7 @@ std::string_view to_string(WcStatus status) {
     case WcStatus::kRetryExceeded: return "transport retry counter exceeded";
     case WcStatus::kRnrRetryExceeded: return "RNR retry counter exceeded";
     case WcStatus::kWrFlushed: return "work request flushed";
+    case WcStatus::kLocalQpOperationError: return "local QP operation error";
     case WcStatus::kGeneralError: return "general error";
   }
   return "unknown";

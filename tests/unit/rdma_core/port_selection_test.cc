@@ -137,6 +137,27 @@ TEST(RdmaCoreNicCounters, MapsPortAndHwCountersWithByteUnits) {
   EXPECT_EQ(to_nic_counters(nullptr, nullptr).tx_bytes, 0u);
 }
 
+// rxe (Soft-RoCE) has its own hw_counters names and no counters/ directory (no MAD interface);
+// the counters that mean the same stand in, the rest stay 0 (docs/verbs.md, "rxe findings").
+TEST(RdmaCoreNicCounters, RxeCountersStandInForTheMlx5NamesTheyMatch) {
+  nic_cc::HwCounters rxe;
+  rxe.values = {{"sent_pkts", 120}, {"rcvd_pkts", 110}, {"duplicate_request", 2}, {"out_of_seq_request", 5},
+                {"rcvd_rnr_err", 3}, {"send_rnr_err", 9}, {"rcvd_seq_err", 4}, {"completer_retry_err", 7},
+                {"retry_exceeded_err", 1}, {"retry_rnr_exceeded_err", 1}};
+  const NicCounters c = to_nic_counters(nullptr, &rxe);
+  EXPECT_EQ(c.tx_packets, 120u);
+  EXPECT_EQ(c.rx_packets, 110u);
+  EXPECT_EQ(c.duplicate_request, 2u);
+  EXPECT_EQ(c.out_of_sequence, 5u);
+  EXPECT_EQ(c.rnr_nak_retry_err, 3u) << "RNR NAKs received";
+  EXPECT_EQ(c.packet_seq_err, 4u) << "sequence NAKs received";
+  EXPECT_EQ(c.local_ack_timeout_err, 0u) << "completer_retry_err counts sequence-NAK restarts too";
+  EXPECT_EQ(c.req_remote_access_errors, 0u);
+  // Where the mlx5 name is there, it is the one read.
+  rxe.values["rnr_nak_retry_err"] = 30;
+  EXPECT_EQ(to_nic_counters(nullptr, &rxe).rnr_nak_retry_err, 30u);
+}
+
 TEST(RdmaCoreCapabilities, AdvertiseWhatTheProbesFound) {
   DeviceCaps caps;
   caps.max_mr_size = ~0ULL;

@@ -19,11 +19,12 @@ TEST(RdmaCoreWcStatus, EveryInterfaceStatusHasItsIbverbsStatus) {
   EXPECT_EQ(to_wc_status(IBV_WC_RETRY_EXC_ERR), WcStatus::kRetryExceeded);
   EXPECT_EQ(to_wc_status(IBV_WC_RNR_RETRY_EXC_ERR), WcStatus::kRnrRetryExceeded);
   EXPECT_EQ(to_wc_status(IBV_WC_WR_FLUSH_ERR), WcStatus::kWrFlushed);
+  EXPECT_EQ(to_wc_status(IBV_WC_LOC_QP_OP_ERR), WcStatus::kLocalQpOperationError);
 }
 
 TEST(RdmaCoreWcStatus, StatusesWithoutAnInterfaceNameAreGeneralErrors) {
   for (ibv_wc_status s :
-       {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
+       {IBV_WC_LOC_EEC_OP_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
         IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_FATAL_ERR, IBV_WC_GENERAL_ERR}) {
     EXPECT_EQ(to_wc_status(s), WcStatus::kGeneralError) << ibv_wc_status_str(s);
   }

@@ -8,11 +8,14 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "rdmad/verbs/registry.h"
 // Binaries that link the rdma_core backend (and so see its headers) also run its instances.
 #if __has_include("rdmad/verbs/rdma_core/rdma_core_backend.h")
+#include "rdmad/nic_cc/port_counters.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #define RDMAD_TEST_HAVE_RDMA_CORE 1
 #endif
@@ -140,8 +143,10 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
 inline void connect_pair(Endpoint& a, Endpoint& b, const ConnectOptions& o = {}) {
   auto pa = a.dev->query_port(1).value();
   auto pb = b.dev->query_port(1).value();
-  ASSERT_TRUE(connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o).is_ok());
-  ASSERT_TRUE(connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o).is_ok());
+  const Status sa = connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o);
+  ASSERT_TRUE(sa.is_ok()) << sa.message();
+  const Status sb = connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o);
+  ASSERT_TRUE(sb.is_ok()) << sb.message();
 }
 
 /// Polls until n completions arrived or the deadline passed.
@@ -157,6 +162,49 @@ inline std::vector<WorkCompletion> wait_completions(CompletionQueue& cq, size_t 
     if (k == 0) std::this_thread::yield();
   }
   return out;
+}
+
+/// True for an rdma_core device on rxe (Soft-RoCE). Tests key rxe's documented deviations from the
+/// IB spec and from hardware on it (docs/verbs.md, "rxe findings"), never loosening a check for
+/// every backend.
+inline bool is_rxe(const Device& dev) {
+#ifdef RDMAD_TEST_HAVE_RDMA_CORE
+  return rdma_core::vendor_id(dev) == rdma_core::kRxeVendorId;
+#else
+  (void)dev;
+  return false;
+#endif
+}
+
+/// One of the device's own hw_counters by its driver's name (rdma_core devices; 0 when absent), for
+/// what NicCounters has no field for.
+inline uint64_t driver_counter(const Device& dev, std::string_view name) {
+#ifdef RDMAD_TEST_HAVE_RDMA_CORE
+  const auto loc = rdma_core::nic_location(dev);
+  if (!loc) return 0;
+  const auto hw = nic_cc::read_hw_counters(nic_cc::SysfsRoot(loc->sysfs_root), loc->device, loc->port);
+  return hw ? hw->get(name).value_or(0) : 0;
+#else
+  (void)dev;
+  (void)name;
+  return 0;
+#endif
+}
+
+/// Reads a counter with `read()` until it reaches `at_least` or `timeout` passes; returns the last
+/// value. A NIC's counters come from sysfs, which caches them for hw_counters/lifespan (about 10
+/// ms): a read just after the completion may not show the events before it yet. Counters only
+/// grow, so the first fresh read is final.
+template <class Read>
+uint64_t counter_reaching(Read read, uint64_t at_least,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t v = read();
+  while (v < at_least && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    v = read();
+  }
+  return v;
 }
 
 /// Deterministic non-trivial fill so misplaced bytes show.

@@ -1,12 +1,14 @@
 #!/bin/bash
 # Runs in the guest, in the host's root (read-only, over 9p): loads the verbs stack from the
-# kernel's unpacked modules, brings up the rails (eth<r>: 10.<r+1>.0.<guest+1>/24, rxe<r> on it)
+# kernel's unpacked modules, brings up the rails (eth<r>: 10.<r+1>.0.<guest+1>/24, netdev MTU
+# rdmad.mtu, rxe<r> on it)
 # and the optional tap NIC (10.200.0.<guest+1>/24), then runs the test's script as
 # `bash SCRIPT GUEST_INDEX ARGS...` and reports its exit code on the console.
 arg() { sed -n "s/.* rdmad\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 guest=$(arg guest)
 rails=$(arg rails)
 tap=$(arg tap)
+mtu=$(arg mtu)
 modroot=$(arg modroot)
 kver=$(arg kver)
 cmd=$(arg cmd)
@@ -29,7 +31,7 @@ setup() {
   done
   ip link set lo up
   for ((r = 0; r < rails; r++)); do
-    ip link set "eth$r" up || return 1
+    ip link set "eth$r" mtu "${mtu:-1500}" up || return 1
     ip addr add "10.$((r + 1)).0.$((guest + 1))/24" dev "eth$r" || return 1
     rdma link add "rxe$r" type rxe netdev "eth$r" || { echo "boot: rdma link add rxe$r failed"; return 1; }
   done

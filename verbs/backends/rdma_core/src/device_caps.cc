@@ -46,6 +46,7 @@ VerbsResult<DeviceCaps> query_caps(const Context& ctx, const ProtectionDomain& p
   caps.max_cqe = static_cast<uint32_t>(attr.max_cqe);
   caps.max_mr = static_cast<uint32_t>(attr.max_mr);
   caps.phys_port_cnt = attr.phys_port_cnt;
+  caps.vendor_id = attr.vendor_id;
   caps.dmabuf = probe_dmabuf(pd.get(), ctx.device());
   probe_import(ctx, caps);
   return caps;

@@ -49,16 +49,26 @@ void apply_port_attr(const ibv_port_attr& attr, verbs::PortInfo& out) {
 
 NicCounters to_nic_counters(const nic_cc::PortCounters* port, const nic_cc::HwCounters* hw) {
   NicCounters c;
-  auto hwv = [&](std::string_view name) { return hw ? hw->get(name).value_or(0) : 0; };
+  // The mlx5 name, or else the counter of the same meaning under the driver's own name.
+  auto hwv = [&](std::string_view name, std::string_view alias = {}) -> uint64_t {
+    if (hw == nullptr) return 0;
+    if (auto v = hw->get(name)) return *v;
+    return alias.empty() ? 0 : hw->get(alias).value_or(0);
+  };
   c.np_ecn_marked_roce_packets = hwv("np_ecn_marked_roce_packets");
   c.np_cnp_sent = hwv("np_cnp_sent");
   c.rp_cnp_handled = hwv("rp_cnp_handled");
   c.rp_cnp_ignored = hwv("rp_cnp_ignored");
-  c.out_of_sequence = hwv("out_of_sequence");
-  c.packet_seq_err = hwv("packet_seq_err");
+  // rxe (rxe_hw_counters.c): out_of_seq_request is counted by the responder once per PSN gap (the
+  // packet it NAKs), rcvd_seq_err by the requester for each sequence NAK that moves it forward,
+  // rcvd_rnr_err for every RNR NAK received. rxe has no counter of ACK timeouts alone (its
+  // completer_retry_err also counts the go-back-N a sequence NAK starts) nor of access errors, so
+  // local_ack_timeout_err and the remote access errors stay 0 there (docs/verbs.md, "rxe findings").
+  c.out_of_sequence = hwv("out_of_sequence", "out_of_seq_request");
+  c.packet_seq_err = hwv("packet_seq_err", "rcvd_seq_err");
   c.local_ack_timeout_err = hwv("local_ack_timeout_err");
   c.duplicate_request = hwv("duplicate_request");
-  c.rnr_nak_retry_err = hwv("rnr_nak_retry_err");
+  c.rnr_nak_retry_err = hwv("rnr_nak_retry_err", "rcvd_rnr_err");
   c.req_remote_access_errors = hwv("req_remote_access_errors");
   c.resp_remote_access_errors = hwv("resp_remote_access_errors");
   c.implied_nak_seq_err = hwv("implied_nak_seq_err");
@@ -69,6 +79,10 @@ NicCounters to_nic_counters(const nic_cc::PortCounters* port, const nic_cc::HwCo
     c.tx_bytes = port->xmit_bytes;
     c.rx_bytes = port->rcv_bytes;
     c.rx_dropped += port->get("port_rcv_errors").value_or(0);
+  } else {
+    // No PMA counters/ (rxe has no MAD interface): the driver's own packet counts.
+    c.tx_packets = hwv("sent_pkts");
+    c.rx_packets = hwv("rcvd_pkts");
   }
   return c;
 }

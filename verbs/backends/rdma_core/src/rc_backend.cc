@@ -133,4 +133,10 @@ std::optional<NicLocation> nic_location(const Device& device) {
   return loc;
 }
 
+std::optional<uint32_t> vendor_id(const Device& device) {
+  const auto* rc = dynamic_cast<const RcDevice*>(&device);
+  if (rc == nullptr) return std::nullopt;
+  return rc->state().caps.vendor_id;
+}
+
 }  // namespace rdmad::verbs::rdma_core

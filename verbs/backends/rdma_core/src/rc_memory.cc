@@ -97,7 +97,15 @@ Result<std::unique_ptr<verbs::QueuePair>> RcProtectionDomain::create_qp(const Qp
   ia.sq_sig_all = 0;
   auto qp = rdma_core::QueuePair::create(pd_, scq->handle(), rcq->handle(), ia);
   if (!qp) return status_from_errno(qp.error().err, qp.error().message());
-  return std::unique_ptr<verbs::QueuePair>(new RcQueuePair(state_, std::move(qp.value()), split_, attr));
+  // The device may make the queues deeper than asked (rxe rounds each up to a power of two and
+  // keeps one slot free: 256 becomes 511); what it really holds is what the QP reports.
+  ibv_qp_attr now{};
+  ibv_qp_init_attr real{};
+  QpCap cap{attr.max_send_wr, ia.cap.max_recv_wr};
+  if (ibv_query_qp(qp.value().get(), &now, IBV_QP_CAP, &real) == 0) {
+    cap = {real.cap.max_send_wr, real.cap.max_recv_wr};
+  }
+  return std::unique_ptr<verbs::QueuePair>(new RcQueuePair(state_, std::move(qp.value()), split_, cap));
 }
 
 }  // namespace rdmad::verbs::rdma_core

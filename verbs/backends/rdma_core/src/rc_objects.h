@@ -107,8 +107,9 @@ class RcCompletionQueue final : public verbs::CompletionQueue {
 
 class RcQueuePair final : public verbs::QueuePair {
  public:
+  // `cap`: the queues' real depths (ibv_query_qp), which a device may round up from the request.
   RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
-              std::shared_ptr<SplitKeyTable> split, const QpInitAttr& init);
+              std::shared_ptr<SplitKeyTable> split, QpCap cap);
   uint32_t qp_num() const override { return qp_.qp_num(); }
   Status modify(const QpAttr& attr, uint32_t mask) override;
   QpAttr query() const override;
@@ -120,7 +121,7 @@ class RcQueuePair final : public verbs::QueuePair {
   rdma_core::QueuePair qp_;
   std::shared_ptr<SplitKeyTable> split_;
   mutable std::mutex attr_mu_;  // modify/query only, never the datapath
-  QpAttr attr_;
+  QpAttr attr_;  // attr_.cap is set once, at creation
   // Last state set through modify(): the posting threads check it without the lock.
   std::atomic<QpState> qp_state_{QpState::kReset};
 };

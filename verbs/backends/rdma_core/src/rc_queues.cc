@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "rc_objects.h"
+#include "rdmad/verbs/rdma_core/device_discovery.h"
 
 namespace rdmad::verbs::rdma_core {
 
@@ -65,8 +66,10 @@ void RcCompletionQueue::ack_notify() {
 }
 
 RcQueuePair::RcQueuePair(std::shared_ptr<DeviceState> state, rdma_core::QueuePair qp,
-                         std::shared_ptr<SplitKeyTable> split, const QpInitAttr&)
-    : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {}
+                         std::shared_ptr<SplitKeyTable> split, QpCap cap)
+    : state_(std::move(state)), qp_(std::move(qp)), split_(std::move(split)) {
+  attr_.cap = cap;
+}
 
 Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
   std::lock_guard lock(attr_mu_);
@@ -84,6 +87,19 @@ Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
   if (!t)
     return Status::error(
         fmt::format("qp 0x{:x}: path mtu {} is not 256..4096", qp_num(), attr.path_mtu_bytes));
+  if (mask & kQpPathMtu) {
+    // ib_core and rxe accept any path MTU up to the port's max_mtu, but no packet longer than the
+    // link's can leave: rxe then retries the first one forever (IP DF, IpFragFails) and the WR never
+    // completes, not even with an error. Refuse it here, where the caller still hears why.
+    ibv_port_attr port{};
+    if (ibv_query_port(state_->ctx.get(), state_->config.port, &port) == 0) {
+      const uint32_t active = mtu_bytes(port.active_mtu);
+      if (active != 0 && attr.path_mtu_bytes > active) {
+        return Status::error(fmt::format("qp 0x{:x}: path mtu {} is above the active mtu {} of {} port {}", qp_num(),
+                                         attr.path_mtu_bytes, active, state_->sysfs.name, state_->config.port));
+      }
+    }
+  }
   auto r = qp_.modify(t->attr, t->mask);
   if (!r) return Status::error(r.error().message());
   merge_qp_attr(attr, mask, attr_);

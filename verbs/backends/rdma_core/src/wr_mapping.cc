@@ -24,6 +24,8 @@ WcStatus to_wc_status(ibv_wc_status s) {
       return WcStatus::kRnrRetryExceeded;
     case IBV_WC_WR_FLUSH_ERR:
       return WcStatus::kWrFlushed;
+    case IBV_WC_LOC_QP_OP_ERR:
+      return WcStatus::kLocalQpOperationError;
     default:
       return WcStatus::kGeneralError;
   }

@@ -91,6 +91,8 @@ class SoftQp final : public QueuePair {
   QpAttr query() const override {
     QpAttr a;
     nic_->run([&] { a = nic_->query_qp(qpn_); });
+    a.cap.max_send_wr = static_cast<uint32_t>(shared_->sq.capacity());
+    a.cap.max_recv_wr = static_cast<uint32_t>(shared_->rq.capacity());
     return a;
   }
   Status post_send(std::span<const SendWr> wrs, size_t* posted) override {

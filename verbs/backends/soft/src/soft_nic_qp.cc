@@ -143,6 +143,11 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     return Status::error("soft nic: illegal qp transition " + std::string(to_string(qp->state)) + " -> " +
                          std::string(to_string(to)));
   }
+  // RESET→INIT needs the access flags, as in ibverbs (ib_core refuses the transition without
+  // IB_QP_ACCESS_FLAGS on every device): a QP must not get remote access by default.
+  if (qp->state == QpState::kReset && to == QpState::kInit && (mask & kQpAccessFlags) == 0) {
+    return Status::error("soft nic: RESET->INIT needs access_flags");
+  }
   if (qp->state == QpState::kInit && to == QpState::kRtr) {
     uint32_t need = kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv;
     if ((mask & need) != need) return Status::error("soft nic: INIT->RTR needs path_mtu, dest_qpn, rq_psn, av");

@@ -63,11 +63,20 @@ enum QpAttrMask : uint32_t {
   kQpAv = 1u << 12,  // dest_gid + dest_udp_port
 };
 
+/// What a queue pair's queues really hold (ibv_qp_cap): at least what QpInitAttr asked for. A
+/// device may give more (rxe makes 256 into 511, soft rounds up to a power of two); post_send and
+/// post_recv take this many outstanding work requests before they return kNoResource.
+struct QpCap {
+  uint32_t max_send_wr = 0;
+  uint32_t max_recv_wr = 0;
+};
+
 /// Queue-pair attributes (ibv_qp_attr subset). Transitions require the same masks as ibverbs:
 /// RESET→INIT: state|access_flags; INIT→RTR: state|path_mtu|dest_qpn|rq_psn|av|max_dest_rd_atomic|
 /// min_rnr_timer; RTR→RTS: state|sq_psn|timeout|retry_cnt|rnr_retry|max_rd_atomic.
 struct QpAttr {
   QpState state = QpState::kReset;
+  QpCap cap;                     // query() only (modify ignores it): the queues' real depths
   uint32_t access_flags = 0;     // remote access the responder grants (Access bits)
   uint32_t path_mtu_bytes = 1024;  // 256, 512, 1024, 2048 or 4096
   uint32_t dest_qp_num = 0;
@@ -126,6 +135,7 @@ enum class WcStatus : uint8_t {
   kRetryExceeded,
   kRnrRetryExceeded,
   kWrFlushed,
+  kLocalQpOperationError,  // IB's "local QP operation error"; rxe gives it for a bad lkey (docs/verbs.md)
   kGeneralError,
 };
 

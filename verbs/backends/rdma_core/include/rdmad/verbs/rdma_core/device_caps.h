@@ -19,6 +19,7 @@ struct DeviceCaps {
   uint32_t max_cqe = 0;
   uint32_t max_mr = 0;
   uint8_t phys_port_cnt = 0;
+  uint32_t vendor_id = 0;  // IEEE OUI; 0xffffff is rxe (kRxeVendorId)
   DmabufProbe dmabuf;           // ibv_reg_dmabuf_mr, fd = -1 probe
   bool import_context = false;  // ibv_import_device works (mlx5): contexts can be shared with clients
   std::string import_detail;

@@ -24,7 +24,9 @@ void apply_port_attr(const ibv_port_attr& attr, verbs::PortInfo& out);
 /// NicCounters from counters/ and hw_counters/ (either may be null: not every driver has both).
 /// tx/rx bytes are the PMA data counters ×4 (wire bytes of the IB/RoCE payload, not UDP payload);
 /// rx_dropped is port_rcv_errors + out_of_buffer (receives with no posted buffer); retransmitted
-/// packets are not counted by mlx5 and stay 0.
+/// packets are not counted by mlx5 and stay 0. rxe's counters of the same meaning stand in where
+/// the mlx5 name is missing (rcvd_rnr_err, rcvd_seq_err, out_of_seq_request; sent_pkts and
+/// rcvd_pkts without counters/).
 NicCounters to_nic_counters(const nic_cc::PortCounters* port, const nic_cc::HwCounters* hw);
 
 /// What the backend advertises for a device: dma-buf exactly when the fd = -1 probe said supported;

@@ -44,4 +44,11 @@ struct NicLocation {
 /// nullopt for a device of another backend.
 std::optional<NicLocation> nic_location(const Device& device);
 
+/// The vendor id rxe (Soft-RoCE) reports in ibv_query_device (RXE_VENDOR_ID, the kernel's
+/// drivers/infiniband/sw/rxe/rxe_param.h).
+inline constexpr uint32_t kRxeVendorId = 0xffffff;
+
+/// ibv_query_device's vendor_id of an opened device; nullopt for a device of another backend.
+std::optional<uint32_t> vendor_id(const Device& device);
+
 }  // namespace rdmad::verbs::rdma_core
