@@ -30,8 +30,6 @@ run_peer() {
   local t0=$SECONDS
   "$peer" --rdma-core "$dev" --connect "$host" --phase "$1" --timeout 150 || die "phase $1"
   echo "== phase $1 passed in $((SECONDS - t0)) s"
-  # rxe logs what it drops (6.1: ratelimited warnings); none of it may be about our packets' ICRC.
-  if dmesg | grep -i "icrc"; then die "rxe logged ICRC errors in phase $1"; fi
 }
 
 # A 9000-byte MTU on both ends (the host script sets tap0's): every RoCE path MTU up to 4096 fits.
