@@ -54,7 +54,7 @@ Phase make_phase(const std::string& name, uint32_t max_mtu) {
     p.timeout = 14;  // 67 ms: a lost last packet or ACK costs one timeout
   } else if (name == "ecn") {
     p.mtus = {1024};
-    p.timeout = 18;  // 1.07 s: the RED queue holds up to 80 ms; a timeout would only add load
+    p.timeout = 18;  // 1.07 s: the RED queue holds up to 160 ms; a timeout would only add load
   } else {
     p.name.clear();
   }
