@@ -10,7 +10,7 @@ into a cache under the build directory.
       vmlinux (PVH boot: seconds, not tens of seconds, under TCG) and builds a small initramfs
       (busybox, the virtio and 9p modules). Idempotent: a prepared cache is reused.
 
-  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--mtu BYTES] [--tap NETNS] [--timeout S]
+  rdmad_vm.py run --cache DIR [--guests N] [--rails R] [--mtu BYTES] [--tap NETNS [--host-cmd CMD]] [--timeout S]
                   [--out DIR] SCRIPT [ARGS...]
       Boots N guests (default 1). Guest g has R virtio NICs (rails, default 2), eth<r> with
       10.<r+1>.0.<g+1>/24 and an rxe device rxe<r> on it. Rail r of guest 0 is joined to rail r of
@@ -20,9 +20,13 @@ into a cache under the build directory.
       network namespace this program creates (the host side is 10.200.0.254, tap0 in NETNS), for
       talking to the host. Every guest runs `bash SCRIPT GUEST_INDEX ARGS...` after its set-up
       (tests/vm/guest/boot.sh); the run succeeds when every guest's script exits 0 within the
-      deadline. --out DIR is shared read-write with the guests at /mnt ($RDMAD_VM_OUT). A
-      failure prints the guests' console logs, a pass the console lines that start with
-      "report: ". qemu processes and the namespace are removed on any exit.
+      deadline. --out DIR is shared read-write with the guests at /mnt ($RDMAD_VM_OUT). --host-cmd
+      CMD runs `bash -c CMD` on the host inside NETNS beside the guests (the host side of an interop
+      test, started before them so it can listen on 10.200.0.254), under the same deadline: the run
+      then succeeds only when CMD exits 0 too; CMD failing stops the guests, a guest failing stops
+      CMD. A failure prints the guests' console logs and CMD's output, a pass the console lines that
+      start with "report: ". qemu processes, CMD's process group and the namespace are removed on
+      any exit.
 
 Exit codes: 0 pass, 1 fail, 77 skip (qemu or the kernel package cannot be had here; the reason is
 printed), 2 usage.
@@ -183,6 +187,16 @@ def cleanup():
     _netns.clear()
 
 
+def guest_code(console):
+    """The exit code a guest's script reported on its console (None: none yet)."""
+    text = open(console, errors="replace").read() if os.path.exists(console) else ""
+    code = None
+    for line in text.splitlines():
+        if line.startswith(EXIT_MARK):
+            code = int(line[len(EXIT_MARK):].strip() or 1)
+    return code
+
+
 def free_udp_ports(n):
     socks, ports = [], []
     for _ in range(n):
@@ -243,6 +257,7 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
 
 
 def run_guests(args):
+    args.cache = os.path.abspath(args.cache)  # the guests resolve the module root from /
     vmlinux, initramfs, root, version = prepare(args.cache)
     args.modroot, args.kver = root, version
     atexit.register(cleanup)
@@ -267,6 +282,14 @@ def run_guests(args):
     logdir = tempfile.mkdtemp(prefix="rdmad-vm-")
     consoles = []
     start = time.monotonic()
+    host, host_log = None, None
+    if args.host_cmd:
+        # Before the guests, so that a listener is up by the time they connect. Its own process
+        # group: cleanup() kills everything it started.
+        host_log = tempfile.TemporaryFile(dir=logdir)
+        host = subprocess.Popen(["ip", "netns", "exec", args.tap, "bash", "-c", args.host_cmd], stdin=subprocess.DEVNULL,
+                                stdout=host_log, stderr=subprocess.STDOUT, start_new_session=True)
+        _procs.append(host)
     for g in range(args.guests):
         console = os.path.join(logdir, f"guest{g}.log")
         consoles.append(console)
@@ -275,19 +298,23 @@ def run_guests(args):
         _procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, start_new_session=True))
     deadline = start + args.timeout
-    while any(p.poll() is None for p in _procs) and time.monotonic() < deadline:
+    guests = [p for p in _procs if p is not host]
+    while time.monotonic() < deadline:
+        guests_done = all(p.poll() is not None for p in guests)
+        if host is None and guests_done:
+            break
+        if host is not None and host.poll() is not None and (host.returncode != 0 or guests_done):
+            break  # the host side failed (the guests cannot pass without it), or everyone finished
+        if host is not None and any(p.poll() is not None and guest_code(consoles[g]) != 0 for g, p in enumerate(guests)):
+            break  # a guest failed: the host side would only wait for it until the deadline
         time.sleep(0.05)
-    timed_out = any(p.poll() is None for p in _procs)
+    # Past the deadline with something still running; a run stopped early by a failure is no timeout.
+    timed_out = time.monotonic() >= deadline and (any(p.poll() is None for p in guests) or
+                                                  (host is not None and host.poll() is None))
+    host_code = host.poll() if host is not None else 0
     cleanup()
-    codes = []
-    for g, console in enumerate(consoles):
-        text = open(console, errors="replace").read() if os.path.exists(console) else ""
-        code = None
-        for line in text.splitlines():
-            if line.startswith(EXIT_MARK):
-                code = int(line[len(EXIT_MARK):].strip() or 1)
-        codes.append(code)
-    ok = not timed_out and all(c == 0 for c in codes)
+    codes = [guest_code(console) for console in consoles]
+    ok = not timed_out and all(c == 0 for c in codes) and host_code == 0
     for g, console in enumerate(consoles):
         text = open(console, errors="replace").read() if os.path.exists(console) else "(no console output)"
         if not ok or args.verbose:
@@ -296,15 +323,20 @@ def run_guests(args):
             for line in text.splitlines():
                 if line.startswith(REPORT_MARK):
                     print(f"guest {g}: {line[len(REPORT_MARK):]}", flush=True)
-    for g, p in enumerate(_procs):
+    for g, p in enumerate(guests):  # cleanup() has emptied _procs
         err = p.stderr.read().decode(errors="replace") if p.stderr else ""
         if err.strip() and not ok:
             print(f"----- guest {g} qemu stderr -----\n{err}", flush=True)
+    if host is not None and (not ok or args.verbose):
+        host_log.seek(0)
+        print(f"----- host command (exit {host_code}) -----\n{host_log.read().decode(errors='replace')}", flush=True)
     elapsed = time.monotonic() - start
     if timed_out:
-        print(f"rdmad_vm: FAIL: the guests did not finish within {args.timeout} s", flush=True)
+        what = "the guests or the host command" if host is not None else "the guests"
+        print(f"rdmad_vm: FAIL: {what} did not finish within {args.timeout} s", flush=True)
     else:
-        print(f"rdmad_vm: {'PASS' if ok else 'FAIL'}: guest exit codes {codes} in {elapsed:.1f} s", flush=True)
+        host_part = f", host command exit {host_code}" if host is not None else ""
+        print(f"rdmad_vm: {'PASS' if ok else 'FAIL'}: guest exit codes {codes}{host_part} in {elapsed:.1f} s", flush=True)
     shutil.rmtree(logdir, ignore_errors=True)
     return 0 if ok else 1
 
@@ -320,6 +352,7 @@ def main():
     r.add_argument("--rails", type=int, default=2)
     r.add_argument("--mtu", type=int, default=1500, help="the rails' netdev MTU (rxe's active MTU follows it)")
     r.add_argument("--tap", metavar="NETNS", help="add a NIC joined to tap0 in this new network namespace")
+    r.add_argument("--host-cmd", metavar="CMD", help="run `bash -c CMD` in NETNS beside the guests; it must exit 0 too")
     r.add_argument("--mem", type=int, default=1536, help="MiB per guest")
     r.add_argument("--timeout", type=float, default=300)
     r.add_argument("--out", help="a directory the guests may write (mounted at /mnt)")
@@ -337,6 +370,8 @@ def main():
         ap.error("--guests and --rails must be at least 1")
     if not 576 <= args.mtu <= 65535:
         ap.error("--mtu must be 576..65535")
+    if args.host_cmd and not args.tap:
+        ap.error("--host-cmd runs in the --tap namespace: give --tap too")
     return run_guests(args)
 
 

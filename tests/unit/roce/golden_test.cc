@@ -8,9 +8,7 @@
 namespace rdmad::roce {
 namespace {
 
-const std::vector<uint8_t> kGolden = test::from_hex(
-    "4589003C98C640002011692716161608 16161607DBAE12B7002800008100FFFF"
-    "400000D2000000000000000000000000 0000000000000000DAFC1BEF");
+const std::vector<uint8_t>& kGolden = test::golden_cnp();
 
 IpUdpInfo golden_info() {
   IpUdpInfo ip;

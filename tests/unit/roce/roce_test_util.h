@@ -33,6 +33,15 @@ inline std::vector<uint8_t> from_hex(std::string_view hex) {
   return out;
 }
 
+// The golden CNP of the RoCEv2 design notes: a whole IPv4 frame 22.22.22.8 -> 22.22.22.7, TOS 0x89,
+// TTL 0x20, id 0x98c6, DF, UDP 56238 -> 4791, DestQP 0xD2, ICRC DAFC1BEF.
+inline const std::vector<uint8_t>& golden_cnp() {
+  static const std::vector<uint8_t> frame = from_hex(
+      "4589003C98C640002011692716161608 16161607DBAE12B7002800008100FFFF"
+      "400000D2000000000000000000000000 0000000000000000DAFC1BEF");
+  return frame;
+}
+
 // 10.0.0.1:49200 -> 10.0.0.2:4791, ECT(0).
 inline IpUdpInfo v4_info() {
   IpUdpInfo ip;

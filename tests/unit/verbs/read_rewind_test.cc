@@ -12,20 +12,39 @@
 namespace rdmad::verbs::test {
 namespace {
 
-TEST(ReadRewind, AllResponsesAfterARewindReRequestNothing) {
+// A soft QP connected to a FakePeer that plays the responder, and a registered buffer.
+struct Rig {
   Endpoint a;
   FakePeer peer;
-  ConnectOptions o;
-  o.timeout = 16;  // no timeout resend while the test looks at the wire
-  ASSERT_NO_FATAL_FAILURE(open_connected(a, peer, o));
-  std::vector<uint8_t> buf(2048, 0);
-  auto mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
-  const uint16_t nic = a.dev->query_port(1).value().udp_port;
+  std::vector<uint8_t> buf;
+  std::unique_ptr<MemoryRegion> mr;
+  uint16_t nic = 0;
   uint8_t b[4200];
   sockaddr_in from{};
-  auto next = [&](roce::Packet* p) {
+
+  void open(const ConnectOptions& o, size_t bytes) {
+    ASSERT_NO_FATAL_FAILURE(open_connected(a, peer, o));
+    buf.assign(bytes, 0);
+    mr = std::move(a.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite).value());
+    nic = a.dev->query_port(1).value().udp_port;
+  }
+  // The next packet the QP sends, within 2 s.
+  bool next(roce::Packet* p) {
     return peer.receive(p, &from, b, sizeof b, std::chrono::steady_clock::now() + std::chrono::seconds(2));
-  };
+  }
+};
+
+TEST(ReadRewind, AllResponsesAfterARewindReRequestNothing) {
+  Rig r;
+  ConnectOptions o;
+  o.timeout = 16;  // no timeout resend while the test looks at the wire
+  ASSERT_NO_FATAL_FAILURE(r.open(o, 2048));
+  Endpoint& a = r.a;
+  FakePeer& peer = r.peer;
+  auto& buf = r.buf;
+  auto& mr = r.mr;
+  const uint16_t nic = r.nic;
+  auto next = [&](roce::Packet* p) { return r.next(p); };
 
   SendWr rd;
   rd.opcode = WrOpcode::kRdmaRead;
@@ -76,6 +95,67 @@ TEST(ReadRewind, AllResponsesAfterARewindReRequestNothing) {
   } while (p.bth.opcode == roce::Opcode::kReadRequest);
   EXPECT_EQ(p.bth.opcode, roce::Opcode::kWriteOnly);
   EXPECT_EQ(p.bth.psn, roce::psn_add(p0, 2));
+}
+
+// A later READ answered in full while an earlier one waits for its re-request: once the earlier
+// READ's missing response arrives, both complete. rxe answers that way (it goes on serving the
+// READs queued after a duplicate READ request); before, una stopped at the later READ, whose
+// responses had all arrived, so nothing acknowledged it: the timer fired, found nothing to
+// re-request, and after retry_cnt timeouts the READ failed with retry exceeded
+// (tests/vm/guest/interop_rxe.sh, lossy phase, 6 READs in flight).
+TEST(ReadRewind, ALaterReadAnsweredFirstCompletesWithTheEarlierOne) {
+  Rig r;
+  ConnectOptions o;
+  o.timeout = 16;  // 268 ms: one timeout would already fail the deadline below
+  o.retry_cnt = 1;
+  ASSERT_NO_FATAL_FAILURE(r.open(o, 4096));
+  Endpoint& a = r.a;
+  auto& buf = r.buf;
+  auto& mr = r.mr;
+  auto next = [&](roce::Packet* p) { return r.next(p); };
+  SendWr rd[2];
+  for (int i = 0; i < 2; ++i) {
+    rd[i].wr_id = static_cast<uint64_t>(i);
+    rd[i].opcode = WrOpcode::kRdmaRead;
+    rd[i].remote_addr = 0x1000;
+    rd[i].rkey = 0x77;
+  }
+  rd[0].sge = {reinterpret_cast<uint64_t>(buf.data()), 2048, mr->lkey()};         // two responses
+  rd[1].sge = {reinterpret_cast<uint64_t>(buf.data() + 2048), 1024, mr->lkey()};  // one
+  ASSERT_TRUE(a.qp->post_send(rd).is_ok());
+  roce::Packet req;
+  ASSERT_TRUE(next(&req));
+  const uint32_t p0 = req.bth.psn;
+  ASSERT_TRUE(next(&req));
+  ASSERT_EQ(req.bth.psn, roce::psn_add(p0, 2));
+
+  std::vector<uint8_t> data(1024, 0x5A);
+  auto response = [&](roce::Opcode op, uint32_t psn) {
+    roce::Packet p;
+    p.bth.opcode = op;
+    p.bth.dest_qp = a.qp->qp_num();
+    p.bth.psn = psn;
+    p.aeth = roce::Aeth::ack(0);
+    p.payload = data;
+    return p;
+  };
+  // The first READ's second response is lost; the second READ is answered in full.
+  ASSERT_TRUE(r.peer.send_burst({response(roce::Opcode::kReadResponseFirst, p0),
+                                 response(roce::Opcode::kReadResponseOnly, roce::psn_add(p0, 2))},
+                                r.nic));
+  // The gap makes the requester re-request the first READ from its missing PSN.
+  do {
+    ASSERT_TRUE(next(&req)) << "no re-request";
+  } while (req.bth.opcode != roce::Opcode::kReadRequest || req.bth.psn != roce::psn_add(p0, 1));
+  EXPECT_EQ(req.reth.dma_length, 1024u);
+  // As rxe answers a re-request from the middle of a READ: Read Response Last.
+  ASSERT_TRUE(r.peer.send(response(roce::Opcode::kReadResponseLast, roce::psn_add(p0, 1)), r.nic));
+  auto wc = wait_completions(*a.scq, 2, std::chrono::milliseconds(200));
+  ASSERT_EQ(wc.size(), 2u) << "the second READ waited for a timeout";
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(a.dev->counters().local_ack_timeout_err, 0u);
+  for (size_t i = 0; i < 3072; ++i) ASSERT_EQ(buf[i], 0x5A) << i;
 }
 
 }  // namespace

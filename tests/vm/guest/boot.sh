@@ -14,6 +14,9 @@ kver=$(arg kver)
 cmd=$(arg cmd)
 export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export RDMAD_VM_GUEST=$guest RDMAD_VM_GUESTS=$(arg guests) RDMAD_VM_RAILS=$rails
+# The kernel's modules are not under /lib/modules of the host's root: a script that needs more of
+# them (qdiscs, tc actions) loads them with `modprobe -d "$RDMAD_VM_MODROOT" -S "$RDMAD_VM_KVER"`.
+export RDMAD_VM_MODROOT=$modroot RDMAD_VM_KVER=$kver
 mountpoint -q /mnt && export RDMAD_VM_OUT=/mnt
 cd /tmp
 

@@ -132,6 +132,60 @@ Crc32Shift::Crc32Shift(uint64_t len_b) : len_(len_b) {
   }
 }
 
+namespace {
+
+// The multiplicative order of x modulo the polynomial: 2^32 - 1 (the polynomial is primitive), so
+// x^(-k) = x^(kOrder - k). tests/unit/roce/icrc_ip_id_test.cc checks x^(8·kOrder) = 1.
+constexpr uint64_t kOrder = 0xFFFFFFFFull;
+
+// Table entry i's top byte names i: the top bytes of the 256 entries are all different (what CRC
+// reversal relies on; the build fails if they were not).
+constexpr std::array<uint8_t, 256> make_top_index() {
+  std::array<uint8_t, 256> top{};
+  std::array<bool, 256> seen{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    const uint32_t t = kTables[0][i] >> 24;
+    if (seen[t]) throw "two table entries share a top byte";  // not a constant expression: fails the build
+    seen[t] = true;
+    top[t] = static_cast<uint8_t>(i);
+  }
+  return top;
+}
+
+constexpr std::array<uint8_t, 256> kTopIndex = make_top_index();
+
+// x^(-8·n): a few lengths per thread (a peer's packets mostly share one: the path MTU's).
+uint32_t inverse_shift(uint64_t n) {
+  struct Cache {
+    uint64_t length[16] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                           UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                           UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    uint32_t value[16] = {};
+  };
+  thread_local Cache cache;
+  const size_t slot = n % 16;
+  if (cache.length[slot] != n) {
+    cache.value[slot] = x8n_mod_p(kOrder - n % kOrder);
+    cache.length[slot] = n;
+  }
+  return cache.value[slot];
+}
+
+}  // namespace
+
+std::optional<uint16_t> crc32_solve_be16(uint32_t delta, uint64_t bytes_after) {
+  // The register the two bytes (a, b) leave when fed to a zero register: T[a] >> 8 ^ T[j] with
+  // j = (T[a] ^ b) & 0xFF. T[j]'s top byte names j; what is left must be T[a] >> 8.
+  const uint32_t reg = mult_mod_p(inverse_shift(bytes_after), delta);
+  const uint8_t j = kTopIndex[reg >> 24];
+  const uint32_t rest = reg ^ kTables[0][j];
+  if ((rest >> 24) != 0) return std::nullopt;
+  const uint8_t a = kTopIndex[(rest >> 16) & 0xFF];
+  if ((kTables[0][a] >> 8) != rest) return std::nullopt;
+  const auto b = static_cast<uint8_t>(j ^ (kTables[0][a] & 0xFF));
+  return static_cast<uint16_t>(a << 8 | b);
+}
+
 uint32_t crc32_bitwise_for_test(uint32_t crc, std::span<const uint8_t> data) {
   uint32_t c = ~crc;
   for (uint8_t byte : data) {

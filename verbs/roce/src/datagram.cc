@@ -67,7 +67,8 @@ DecodeError decode(std::span<const uint8_t> d, const IpUdpInfo* ip, Packet* pkt)
   const size_t region = d.size() - kBthBytes - ext - kIcrcBytes;
   if (DecodeError e = check_payload(info, region, bth.pad_count); e != DecodeError::kOk) return e;
   const size_t body = d.size() - kIcrcBytes;
-  if (ip != nullptr && compute_icrc(*ip, d.first(body)) != load_icrc(d.data() + body)) {
+  if (ip != nullptr &&
+      !icrc_matches(*ip, body, compute_icrc(*ip, d.first(body)), load_icrc(d.data() + body))) {
     return DecodeError::kIcrcMismatch;
   }
   Packet out;

@@ -85,6 +85,16 @@ uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
   return compute_icrc(ip, transport, {});
 }
 
+bool icrc_matches(const IpUdpInfo& ip, size_t transport_bytes, uint32_t computed, uint32_t received) {
+  if (computed == received) return true;
+  if (ip.ip_id_known || ip.src.v6) return false;
+  // The pseudo-header is 8 bytes of ones, then the IPv4 header, whose id is bytes 4-5: 14 bytes in,
+  // followed by the rest of the IPv4 header, the UDP header and the transport.
+  constexpr size_t kIdEnd = 8 + 6;
+  const uint64_t after = 8 + kIpv4HeaderBytes + kUdpHeaderBytes + transport_bytes - kIdEnd;
+  return crc32_solve_be16(computed ^ received, after).has_value();
+}
+
 void store_icrc(uint32_t icrc, uint8_t* out) {
   out[0] = static_cast<uint8_t>(icrc);
   out[1] = static_cast<uint8_t>(icrc >> 8);

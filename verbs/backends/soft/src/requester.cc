@@ -231,6 +231,22 @@ void SoftNic::go_back_n(QpContext& qp, uint32_t psn) {
   }
 }
 
+// `psn` moved past every READ at it whose responses already arrived in order (see advance_una).
+uint32_t SoftNic::past_received_reads(QpContext& qp, uint32_t psn) {
+  auto& sq = qp.shared->sq;
+  for (uint64_t i = sq.head(); i < qp.accepted; ++i) {
+    const SendSlot& s = qp.slots[sq.slot(i)];
+    if (s.error != WcStatus::kSuccess || psn_diff(end_psn(s), psn) <= 0) continue;  // before psn
+    if (sq.at(i).opcode != WrOpcode::kRdmaRead || psn_diff(s.first_psn, psn) > 0 ||
+        psn_diff(s.read_next_psn, psn) <= 0) {
+      break;
+    }
+    psn = s.read_next_psn;
+    if (psn != end_psn(s)) break;  // still missing responses
+  }
+  return psn;
+}
+
 void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
   if (psn_diff(psn, qp.una_psn) <= 0) return;
   auto& sq = qp.shared->sq;
@@ -246,6 +262,11 @@ void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
       break;
     }
   }
+  // READ responses are taken per WR in order, also for a READ after one still missing responses,
+  // so a later READ may have all its data before una reaches it (a responder that answers the
+  // re-request of an earlier READ and goes on serving the READs queued after it, as rxe does).
+  // Nothing more will arrive for it: una moves over what such READs received.
+  if (!implied_nak) psn = past_received_reads(qp, psn);
   if (psn_diff(psn, qp.una_psn) > 0) {
     qp.una_psn = psn;
     qp.last_progress_ns = now;

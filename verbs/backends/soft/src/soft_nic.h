@@ -137,6 +137,7 @@ class SoftNic {
   void on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now);
   void on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now);
   void advance_una(QpContext& qp, uint32_t psn, TimeNs now);
+  uint32_t past_received_reads(QpContext& qp, uint32_t psn);
   void complete_sends(QpContext& qp);
   void go_back_n(QpContext& qp, uint32_t psn);
   void check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);

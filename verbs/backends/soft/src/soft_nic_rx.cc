@@ -1,8 +1,9 @@
-// Receive burst: decode each datagram (ICRC checked against the addresses it travelled with), drop
-// what no QP of ours should take (unknown QP, QP not connected, not from the QP's peer), read its
-// ECN bits, and hand it to the requester, the responder or the congestion-control hooks. Every
-// drop is counted by reason (NicCounters::rx_dropped_by_reason), never logged: a stranger's flood
-// must cost a counter increment per packet, not a line.
+// Receive burst: decode each datagram (ICRC checked against the addresses it travelled with and
+// whatever IPv4 id the sender used), drop what no QP of ours should take (unknown QP, QP not
+// connected, not from the QP's peer), read its ECN bits, and hand it to the requester, the
+// responder or the congestion-control hooks. Every drop is counted by reason
+// (NicCounters::rx_dropped_by_reason), never logged: a stranger's flood must cost a counter
+// increment per packet, not a line.
 #include "soft_nic.h"
 
 namespace rdmad::verbs::soft {
@@ -28,6 +29,9 @@ bool SoftNic::rx_burst(TimeNs now) {
     ip.dst = local_ip_;
     ip.dst_port = local_port_;
     ip.tos = rx_.tos(i);
+    // The socket does not show the IPv4 id. Soft senders leave it 0; rxe and hardware NICs send
+    // real ids, which their ICRC covers: the check takes the id that makes it match.
+    ip.ip_id_known = false;
     roce::Packet pkt;
     auto data = rx_.packet(i);
     if (const roce::DecodeError e = roce::decode_datagram(data, &ip, &pkt, &decode_counters_);

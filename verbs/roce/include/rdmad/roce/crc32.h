@@ -5,6 +5,7 @@
 // CPUs use slicing-by-8. See crc32_impl.h.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace rdmad::roce {
@@ -29,6 +30,15 @@ class Crc32Shift {
   uint64_t len_;
   uint32_t t_[4][256];
 };
+
+// The change of a 16-bit field that explains a change of a message's CRC-32: for two messages of
+// the same length that differ only in two adjacent bytes followed by `bytes_after` more bytes,
+// `delta` = crc(m) ^ crc(m') gives m's two bytes XOR m''s, high byte (the first) in bits 15-8.
+// nullopt when no change of those two bytes alone yields `delta` (another part of the message
+// differs too): of the 2^32 deltas only 2^16 are such a change. The CRC is linear, so this undoes
+// the shift through the bytes after the field (x^(-8·bytes_after) modulo the polynomial, cached for
+// a few lengths per thread) and then the two table steps of the field itself.
+std::optional<uint16_t> crc32_solve_be16(uint32_t delta, uint64_t bytes_after);
 
 // The simple bitwise reference (one bit per step); for tests only.
 uint32_t crc32_bitwise_for_test(uint32_t crc, std::span<const uint8_t> data);

@@ -40,6 +40,10 @@ struct IpAddr {
 // Linux sends datagrams of an unconnected UDP socket with IP_PMTUDISC_DO (DF set) with IP id 0
 // (ip_select_ident), so those are the defaults: a soft endpoint that sets IP_PMTUDISC_DO and
 // describes its packets with the defaults computes the same ICRC a capture of the wire would show.
+// Other RoCEv2 senders put real ids there, and the ICRC covers them: rxe takes each packet's id
+// from the kernel's per-destination id generator (__ip_select_ident), hardware NICs from their own
+// counters. A UDP socket's receiver never sees the id: it describes the packet with
+// ip_id_known = false, and the ICRC check then accepts the one id that makes the ICRC match.
 struct IpUdpInfo {
   IpAddr src;  // src.v6 decides the IP version; dst must match it
   IpAddr dst;
@@ -48,6 +52,7 @@ struct IpUdpInfo {
   uint8_t tos = kEcnEct0;     // IPv4 TOS or IPv6 traffic class (masked out of the ICRC)
   uint8_t ttl = 64;           // IPv4 TTL or IPv6 hop limit (masked out of the ICRC)
   uint16_t ip_id = 0;         // IPv4 identification (covered by the ICRC)
+  bool ip_id_known = true;    // IPv4: false where the id cannot be seen (see icrc_matches)
   bool dont_fragment = true;  // IPv4 DF flag (covered by the ICRC)
   uint32_t flow_label = 0;    // IPv6 flow label, 20 bits (masked out of the ICRC)
 
@@ -77,6 +82,15 @@ uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head,
 // (`shift`, built for payload bytes), then `tail`: the payload itself is not read.
 uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> head, uint32_t payload_crc,
                       const Crc32Shift& shift, std::span<const uint8_t> tail);
+
+// Whether `received` (from the wire) is the ICRC of a transport of `transport_bytes` (ICRC
+// excluded) whose ICRC computed from `ip` is `computed`. Equal values match. With ip.ip_id_known
+// false an IPv4 packet also matches when another IP id alone explains the difference: the ICRC is
+// linear in the id's 16 bits, so that id is solved for (crc32_solve_be16), not searched. The price:
+// a packet corrupted elsewhere passes with probability 2^-16 instead of 2^-32 (what a UDP checksum
+// gives; the link's FCS still checks every hop). Packets with the id assumed (0: soft senders) cost
+// one compare as before.
+bool icrc_matches(const IpUdpInfo& ip, size_t transport_bytes, uint32_t computed, uint32_t received);
 
 // Writes / reads an ICRC in wire order (least significant byte first).
 void store_icrc(uint32_t icrc, uint8_t* out);

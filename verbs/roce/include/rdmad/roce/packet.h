@@ -96,8 +96,8 @@ GatherEncoding encode_datagram_gather(const IpUdpInfo& ip, const Packet& pkt, st
 // Recomputes and stores the ICRC of an encoded datagram (e.g. after changing the BTH in place).
 void seal_datagram(const IpUdpInfo& ip, std::span<uint8_t> datagram);
 
-// Decodes a UDP payload into `pkt`. When `ip` is non-null the ICRC is verified against it; with
-// nullptr it is not checked. Counts the outcome in `counters` when non-null.
+// Decodes a UDP payload into `pkt`. When `ip` is non-null the ICRC is verified against it (with
+// any IPv4 id when ip->ip_id_known is false: icrc_matches); with nullptr it is not checked. Counts the outcome in `counters` when non-null.
 DecodeError decode_datagram(std::span<const uint8_t> datagram, const IpUdpInfo* ip, Packet* pkt,
                             DecodeCounters* counters = nullptr);
 
