@@ -1,5 +1,5 @@
 // Hardware suite for the rdma_core backend: needs RDMA devices (a real NIC or Soft-RoCE, see
-// docs/testing-on-hardware.md). Every test skips with the reason where there is nothing to test.
+// docs/testing.md). Every test skips with the reason where there is nothing to test.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/udmabuf.h>
