@@ -70,6 +70,17 @@ NicCounters to_nic_counters(const nic_cc::PortCounters* port, const nic_cc::HwCo
     c.tx_bytes = port->xmit_bytes;
     c.rx_bytes = port->rcv_bytes;
     c.rx_dropped += port->get("port_rcv_errors").value_or(0);
+  } else {
+    // rxe has no counters/ (no PMA): its packet counts are driver counters of its own names.
+    c.tx_packets = hwv("sent_pkts");
+    c.rx_packets = hwv("rcvd_pkts");
+  }
+  // rxe's names for what mlx5 calls out_of_sequence, packet_seq_err and RNR NAKs received (its
+  // completer_retry_err counts retries, not packets: it stays a driver counter).
+  if (hw != nullptr && !hw->get("out_of_sequence")) {
+    c.out_of_sequence = hwv("out_of_seq_request");
+    c.packet_seq_err = hwv("rcvd_seq_err");
+    c.rnr_nak_retry_err = hwv("rcvd_rnr_err");
   }
   return c;
 }
