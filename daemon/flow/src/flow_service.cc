@@ -192,7 +192,7 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
   if (auto it = domains_.find(peer); it != domains_.end()) return it->second.get();
   std::vector<verbs::Device*> devices;
   for (const FlowNic& n : nics_) devices.push_back(n.device_ptr);
-  auto d = PeerDomain::open(next_domain_id_++, devices);
+  auto d = PeerDomain::open(next_domain_id_++, devices, options_.slice_reader);
   if (!d.is_ok()) {
     *error = d.status().message();
     flow_log()->error("peer {}: {}", peer, *error);

@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
+#include "rdmad/flow/mr_slices.h"
 #include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/memory_registrar.h"
@@ -59,13 +60,16 @@ struct FlowServiceOptions {
   // advertised for our sends. A peer beyond a limit misbehaves: its message is refused and counted.
   uint32_t max_grants_per_peer = 4096;
   uint32_t max_receives_per_peer = 4096;
+  // The slices of MRs a backend splits (exports and receives carry every slice's rkey); empty:
+  // every MR is one.
+  SliceReader slice_reader;
 };
 
 /// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
 struct FlowNic {
   std::string name;    // [[nic]] name
   std::string device;  // the device's name (the `device` metric label)
-  verbs::Device* device_ptr = nullptr;
+  verbs::Device* device_ptr = nullptr;  // nullptr while out of service (nic_opened() brings it in)
   uint8_t port = 1;
   std::optional<verbs::Gid> advertise_gid;
   uint16_t advertise_udp_port = 0;
