@@ -78,9 +78,9 @@ bool Daemon::start_flows() {
     const Nic& n = inv[i];
     flow::FlowNic fn;
     fn.name = n.config.name;
-    fn.device = n.device->info().name;
-    fn.device_ptr = n.device.get();
-    fn.port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
+    fn.device = n.in_service() ? n.device->info().name : n.config.device;
+    fn.device_ptr = n.device.get();  // nullptr while out of service
+    fn.port = n.port();
     if (!n.config.advertise_address.empty()) {
       auto gid = verbs::Gid::from_ip(n.config.advertise_address);
       if (gid) fn.advertise_gid = *gid;
@@ -107,7 +107,11 @@ bool Daemon::start_flows() {
   flows_->set_fd_budget(&ipc_->fd_budget());
   ipc_->set_flow_handler(flows_.get());
   exporter_->add_collectable(flows_->collector());
-  if (device_events_) device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
+  if (device_events_) {
+    device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
+    device_events_->set_qp_sink([this](size_t nic, uint32_t qpn) { flows_->qp_failed(nic, qpn); });
+    device_events_->set_gid_sink([this](size_t nic) { flows_->gid_changed(nic); });
+  }
   log::get("flow")->info("node {}: peer channel on {}:{} ({}), {} peer(s) to dial, {} NIC(s), policy {}", node,
                          config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
                          config_.nics.size(), config_.flow.policy);

@@ -136,6 +136,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
 bool FlowEngine::poll_cqs() {
   bool progress = false;
   for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
+    if (cqs_[nic] == nullptr) continue;
     const size_t n = cqs_[nic]->poll(wc_buf_);
     for (size_t i = 0; i < n; ++i) on_completion(nic, wc_buf_[i]);
     progress |= n > 0;

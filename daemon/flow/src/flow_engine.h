@@ -172,6 +172,10 @@ class FlowEngine {
   void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
   /// A NIC's port went down: its lane to every peer fails over.
   void nic_down(uint16_t nic, const std::string& reason);
+  /// One of a NIC's QPs failed (an asynchronous QP fatal event): the lane it carries fails over.
+  void qp_failed(uint16_t nic, uint32_t qp_num);
+  /// A NIC came into service: the completion queue its QPs use from now on.
+  void set_cq(uint16_t nic, verbs::CompletionQueue* cq);
   /// congestion_aware inputs of one NIC, for every peer's balancer.
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
@@ -224,7 +228,7 @@ class FlowEngine {
 
   EngineOptions options_;
   std::vector<std::string> nic_names_;
-  std::vector<verbs::CompletionQueue*> cqs_;
+  std::vector<verbs::CompletionQueue*> cqs_;  // nullptr: the NIC is out of service
   ipc::RegistrationService& registrations_;
   ControlHooks hooks_;
   prometheus::Histogram* duration_;
