@@ -3,7 +3,8 @@
 # (two rails), peered over TLS with a PSK: host-memory registrations, an export, and flows over
 # both rails — WRITE, READ and SEND, byte-exact — then rail 1 cut in vm0 mid-transfer (`ip link set
 # eth1 down`): the transfer completes byte-exact on rail 0, and after `ip link set eth1 up` the rail
-# is rebuilt and carries chunks again. rdmactl nics and /metrics show the rxe devices with their
+# is rebuilt; then eth1's address changes, the daemon re-selects rxe1's GID and rebuilds the lane on
+# it, and rail 1 carries chunks again. rdmactl nics and /metrics show the rxe devices with their
 # hw_counters. Args: GUEST BUILD_DIR (guest 0 is the initiator, guest 1 the target).
 guest=$1
 build=$2
@@ -40,6 +41,17 @@ else
   rebuilds=$(metric rdmad_peer_rebuilds_total 'cause="path_fault"')
   check ip link set eth1 up
   check wait_until 30 port_active rxe1
+  check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
+  # An address change on rail 1: the daemon re-selects the source GID, re-advertises it in a
+  # rebuild and the lane's QPs send from the new address (the old one is gone, so the phase below
+  # only moves bytes over rxe1 if the lane really was rebuilt on the new GID).
+  say "moving eth1 from 10.2.0.1 to 10.2.0.11"
+  rebuilds=$(metric rdmad_peer_rebuilds_total 'cause="path_fault"')
+  # The new address is a secondary one of the same subnet: promoted, not deleted with the primary.
+  check sh -c 'echo 1 >/proc/sys/net/ipv4/conf/eth1/promote_secondaries'
+  check ip addr add 10.2.0.11/24 dev eth1
+  check ip addr del 10.2.0.1/24 dev eth1
+  check wait_until 30 grep -qE 'nic rail1: source gid .* -> (::ffff:)?10\.2\.0\.11 ' "$run_dir/rdmad.log"
   check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
   before=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
   check "$client" initiator --peer vm1 --dir "$dir" --phase again --bytes $bytes --seed 5 --request 131072 --done
