@@ -58,16 +58,21 @@ class EventDevice final : public verbs::Device {
   std::deque<verbs::DeviceEvent> pending_;
 };
 
+// Registers backend `name`, whose devices are EventDevices; *last is the one opened last.
+void add_event_backend(verbs::BackendRegistry& registry, const std::string& name, EventDevice** last) {
+  registry.add({name, {}, [last](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+                  auto d = std::make_unique<EventDevice>();
+                  if (last != nullptr) *last = d.get();
+                  return std::unique_ptr<verbs::Device>(std::move(d));
+                },
+                [] { return std::vector<std::string>{}; }});
+}
+
 TEST(DeviceEventMonitor, EventsAreReadFromTheDescriptorAndCountedOnce) {
   log::setup(spdlog::level::off);
   EventDevice* dev = nullptr;
   verbs::BackendRegistry registry;
-  registry.add({"events", {}, [&dev](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
-                  auto d = std::make_unique<EventDevice>();
-                  dev = d.get();
-                  return std::unique_ptr<verbs::Device>(std::move(d));
-                },
-                [] { return std::vector<std::string>{}; }});
+  add_event_backend(registry, "events", &dev);
   config::Config cfg;
   cfg.nics.push_back({});
   cfg.nics[0].name = "rail0";
@@ -105,16 +110,8 @@ TEST(DeviceEventMonitor, PortQpAndGidChangesReachTheSinksWithTheNicIndex) {
   EventDevice* dev = nullptr;
   verbs::BackendRegistry registry;
   // Registered as rdma_core: the monitor re-reads GIDs of hardware NICs only.
-  registry.add({"rdma_core", {}, [&dev](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
-                  auto d = std::make_unique<EventDevice>();
-                  dev = d.get();
-                  return std::unique_ptr<verbs::Device>(std::move(d));
-                },
-                [] { return std::vector<std::string>{}; }});
-  registry.add({"soft", {}, [](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
-                  return std::unique_ptr<verbs::Device>(std::make_unique<EventDevice>());
-                },
-                [] { return std::vector<std::string>{}; }});
+  add_event_backend(registry, "rdma_core", &dev);
+  add_event_backend(registry, "soft", nullptr);
   config::Config cfg;
   cfg.nics.resize(2);
   cfg.nics[0].name = "soft0";
