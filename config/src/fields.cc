@@ -390,7 +390,10 @@ std::vector<Field> make_fields() {
                "one of soft, rdma_core, dpdk", false, v::one_of({"soft", "rdma_core", "dpdk"}),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).backend = as<std::string>(x); }});
   f.push_back({"nic", "address", FieldType::kString, std::string(""),
-               "IP address of the NIC (required for soft and dpdk; selects the RoCEv2 GID for rdma_core).",
+               "IP address of the NIC (required for soft and dpdk). For rdma_core it selects the RoCEv2 GID of that "
+               "address (re-selected when addresses change; an address the port does not have leaves the NIC "
+               "without a source GID); it cannot be combined with gid_index, and must lie in gid_match when both "
+               "are set.",
                "an IPv4 or IPv6 address", false, v::ip_address(true),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).address = as<std::string>(x); }});
   f.push_back({"nic", "device", FieldType::kString, std::string(""),
@@ -424,6 +427,22 @@ std::vector<Field> make_fields() {
                "misconfiguration.",
                "an integer in [0, 7]", false, v::int_range(0, 7),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
+  f.push_back({"nic", "dscp", FieldType::kInt, int64_t{26},
+               "rdma_core: DSCP of the NIC's RoCE data packets (the traffic class of their GRH, with ECT(0)); "
+               "the fabric's lossless or ECN class is usually chosen by it. Soft NICs send data with DSCP 0.",
+               "an integer in [0, 63]", false, v::int_range(0, 63),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).dscp = as<int64_t>(x); }});
+  f.push_back({"nic", "cnp_dscp", FieldType::kInt, int64_t{-1},
+               "DSCP of the congestion notification packets this NIC sends: the soft backend's CNPs, and for "
+               "rdma_core the NIC's np_cnp_dscp knob where cc_apply writes it; -1 takes [cc] cnp_dscp.",
+               "an integer in [-1, 63]", false, v::int_range(-1, 63),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).cnp_dscp = as<int64_t>(x); }});
+  f.push_back({"nic", "sl", FieldType::kInt, int64_t{0},
+               "rdma_core: service level of the NIC's queue pairs: on InfiniBand the SL of every packet (the "
+               "subnet's SL-to-VL tables map it), on RoCE the priority mlx5 derives the 802.1p PCP from where the "
+               "port does not trust DSCP.",
+               "an integer in [0, 15]", false, v::int_range(0, 15),
+               [nic](Config& c, size_t i, const Value& x) { nic(c, i).sl = as<int64_t>(x); }});
   f.push_back({"nic", "advertise_address", FieldType::kString, std::string(""),
                "soft: IP address that peers send this NIC's traffic to instead of address, for a NIC behind a NAT or "
                "a fabric emulator port in front of it; empty advertises address. Such a relay forwards from this "

@@ -214,6 +214,15 @@ class Parser {
       if (n.gid_index >= 0 && !n.gid_match.empty()) {
         error(where, key + ".gid_match", "set gid_index or gid_match, not both (a fixed index ignores the match)");
       }
+      if (n.backend == "rdma_core" && !n.address.empty() && n.gid_index >= 0) {
+        error(where, key + ".address",
+              "set address or gid_index, not both (the address selects the GID; a fixed index ignores it)");
+      }
+      if (n.backend == "rdma_core" && !n.address.empty() && !n.gid_match.empty() &&
+          !validators::address_in_cidr(n.address, n.gid_match)) {
+        error(where, key + ".address",
+              fmt::format("address {} is not inside gid_match {}: no GID could be selected", n.address, n.gid_match));
+      }
       if (n.backend == "rdma_core" && n.device.empty()) {
         error(where, key + ".device", "backend rdma_core needs a device (an rdma-core device name such as mlx5_0)");
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -163,6 +164,23 @@ Validator id_list() {
       if (id < 0 || id > 4294967294LL) return fmt::format("ids in [0, 4294967294]; got {}", id);
     return "";
   };
+}
+
+bool address_in_cidr(const std::string& address, const std::string& cidr) {
+  const auto slash = cidr.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string net = cidr.substr(0, slash);
+  const int bits = std::atoi(cidr.c_str() + slash + 1);
+  uint8_t a[16] = {}, n[16] = {};
+  const bool v6 = address.find(':') != std::string::npos;
+  if (v6 != (net.find(':') != std::string::npos)) return false;
+  const int family = v6 ? AF_INET6 : AF_INET;
+  if (inet_pton(family, address.c_str(), a) != 1 || inet_pton(family, net.c_str(), n) != 1) return false;
+  for (int i = 0; i < bits; ++i) {
+    const uint8_t mask = static_cast<uint8_t>(0x80 >> (i % 8));
+    if ((a[i / 8] & mask) != (n[i / 8] & mask)) return false;
+  }
+  return true;
 }
 
 Validator cidr(bool allow_empty) {

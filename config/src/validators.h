@@ -31,5 +31,8 @@ Validator id_list();                     // uids/gids in [0, 2^32-2]
 // Parses "host:port" / "[v6]:port"; false on malformed input.
 bool split_host_port(const std::string& s, std::string& host, int64_t& port);
 bool is_ip_address(const std::string& s);
+// True when IP literal `address` lies in `cidr` ("10.1.0.0/16"); false for malformed input or
+// different families.
+bool address_in_cidr(const std::string& address, const std::string& cidr);
 
 }  // namespace rdmad::config::validators

@@ -33,7 +33,7 @@ AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) cons
   CcTarget t;
   t.nic = &nic;
   for (const Nic& n : nics_.nics()) {
-    if (n.config.name == nic.name && n.device->dcqcn_params()) {
+    if (n.config.name == nic.name && n.in_service() && n.device->dcqcn_params()) {
       t.soft = n.device.get();
       return t;
     }
@@ -160,7 +160,7 @@ ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDe
     for (size_t i = 0; i < all.size(); ++i)
       if (all[i].config.name == req.nic) index = i;
     if (index == all.size())
-      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no opened NIC named {}", req.nic)};
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
   } else if (index >= all.size()) {
     return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs opened" : "cursor past the last NIC"};
   }
@@ -168,10 +168,15 @@ ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDe
   proto::NicDetailsReply r{};
   proto::copy_cstr(r.nic, n.config.name.c_str());
   proto::copy_cstr(r.backend, n.config.backend.c_str());
-  proto::copy_cstr(r.device, n.device->info().name.c_str());
   r.more = req.nic[0] == '\0' && index + 1 < all.size() ? 1 : 0;
-  const uint8_t port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
-  if (auto p = n.device->query_port(port); p.is_ok()) {
+  if (!n.in_service()) {
+    // Out of service: the device it is configured with, link down, no counters (diagnose says why).
+    proto::copy_cstr(r.device, n.config.device.c_str());
+    r.link_state = RDMAD_LINK_DOWN;
+    return r;
+  }
+  proto::copy_cstr(r.device, n.device->info().name.c_str());
+  if (auto p = n.device->query_port(n.port()); p.is_ok()) {
     r.link_state = p.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
     r.speed_mbps = p.value().speed_mbps;
     r.mtu_bytes = p.value().active_mtu_bytes;

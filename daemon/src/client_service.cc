@@ -16,23 +16,47 @@ VerbsRegistrar::VerbsRegistrar(const NicInventory& nics, const verbs::BackendReg
     : nics_(nics), backends_(backends) {}
 
 bool VerbsRegistrar::start(std::string& error) {
+  std::lock_guard lock(mu_);
   for (const Nic& nic : nics_.nics()) {
+    pds_.emplace_back();
+    if (!nic.in_service()) continue;  // nic_opened() gives it one
     auto pd = nic.device->alloc_pd();
     if (!pd.is_ok()) {
       error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
       return false;
     }
-    pds_.push_back(std::move(pd.value()));
+    pds_.back() = std::move(pd.value());
   }
+  return true;
+}
+
+bool VerbsRegistrar::nic_opened(size_t index, std::string& error) {
+  const Nic& nic = nics_.nics().at(index);
+  auto pd = nic.device->alloc_pd();
+  if (!pd.is_ok()) {
+    error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  pds_.at(index) = std::move(pd.value());
   return true;
 }
 
 template <class RegisterFn>
 ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
+  std::lock_guard lock(mu_);
   ipc::MemoryRegion region{next_id_, {}};
   std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
   for (uint32_t i = 0; i < pds_.size(); ++i) {
-    if (nic_mask != 0 && (nic_mask & (1u << i)) == 0) continue;
+    const bool asked = nic_mask != 0 && (nic_mask & (1u << i)) != 0;
+    if (nic_mask != 0 && !asked) continue;
+    if (!pds_[i]) {
+      // Every NIC in service when none is named; a NIC asked for by name must be there.
+      if (!asked) continue;
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("{}: nic {} is out of service: {}", what,
+                                                         nics_.nics()[i].config.name,
+                                                         nics_.nics()[i].out_of_service)};
+    }
     auto mr = fn(*pds_[i]);
     if (!mr.is_ok()) {
       // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
@@ -62,7 +86,10 @@ ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, uint64_t 
   });
 }
 
-void VerbsRegistrar::deregister(uint64_t mr_id) { regions_.erase(mr_id); }
+void VerbsRegistrar::deregister(uint64_t mr_id) {
+  std::lock_guard lock(mu_);
+  regions_.erase(mr_id);
+}
 
 ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
   if (nic_index >= nics_.nics().size()) return {false, "no such NIC"};
@@ -105,7 +132,10 @@ std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
     ipc::NicDescriptor d;
     d.name = nic.config.name;
     d.backend = nic.config.backend;
-    if (auto port = nic.device->query_port(1); port.is_ok()) {
+    // An out-of-service NIC is listed, link down (diagnose says why): indices never shift.
+    if (!nic.in_service()) {
+      d.link_state = RDMAD_LINK_DOWN;
+    } else if (auto port = nic.device->query_port(nic.port()); port.is_ok()) {
       d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
       d.speed_mbps = port.value().speed_mbps;
     }

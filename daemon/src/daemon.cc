@@ -136,7 +136,8 @@ bool Daemon::start_client_service() {
     log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
     return false;
   }
-  ipc_->set_diagnose_extra([this] { return hardware_->cc_diagnosis() + peer_diagnosis(config_); });
+  ipc_->set_diagnose_extra(
+      [this] { return nics_->diagnosis() + hardware_->cc_diagnosis() + peer_diagnosis(config_); });
   if (!start_flows()) return false;
   admin_ =
       std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });
@@ -199,8 +200,21 @@ void Daemon::arm_nic_poll() {
   nic_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     hardware_->poll();
+    retry_nics();
     arm_nic_poll();
   });
+}
+
+void Daemon::retry_nics() {
+  for (size_t i : nics_->retry(NicInventory::Clock::now())) {
+    // In service now: its events, client registrations and flows.
+    const Nic& nic = nics_->nics()[i];
+    std::string error;
+    if (device_events_) device_events_->nic_opened(i);
+    if (registrar_ && !registrar_->nic_opened(i, error)) log::get("ipc")->error("{}", error);
+    error.clear();
+    if (flows_ && !flows_->nic_opened(i, nic.device.get(), error)) log::get("flow")->error("{}", error);
+  }
 }
 
 void Daemon::arm_dcqcn_sample() {

@@ -37,12 +37,10 @@ DeviceEventMonitor::~DeviceEventMonitor() {
 
 void DeviceEventMonitor::start() {
   bool hardware = false;
-  for (const Nic& nic : nics_.nics()) {
-    hardware |= nic.config.backend == "rdma_core";
-    const int fd = nic.device->event_fd();
-    if (fd < 0) continue;
-    watches_.push_back({&nic, std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd)});
-    arm(watches_.size() - 1);
+  const auto& nics = nics_.nics();
+  for (size_t i = 0; i < nics.size(); ++i) {
+    hardware |= nics[i].config.backend == "rdma_core";
+    if (nics[i].in_service()) watch(i);
   }
   if (!hardware) return;
   auto w = verbs::rdma_core::AddressWatcher::open();
@@ -56,53 +54,96 @@ void DeviceEventMonitor::start() {
   arm_addresses();
 }
 
-void DeviceEventMonitor::arm(size_t i) {
-  watches_[i].fd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                             [this, i](const boost::system::error_code& ec) {
+void DeviceEventMonitor::nic_opened(size_t nic_index) {
+  if (nic_index < nics_.nics().size() && nics_.nics()[nic_index].in_service()) watch(nic_index);
+}
+
+void DeviceEventMonitor::watch(size_t i) {
+  const Nic& nic = nics_.nics()[i];
+  if (nic.config.backend == "rdma_core") {
+    const auto p = nic.device->query_port(nic.port());
+    if (p.is_ok()) gids_[i] = p.value().gid;
+  }
+  const int fd = nic.device->event_fd();
+  if (fd < 0) return;
+  watches_.push_back({i, std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd)});
+  arm(watches_.size() - 1);
+}
+
+void DeviceEventMonitor::arm(size_t w) {
+  watches_[w].fd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                             [this, w](const boost::system::error_code& ec) {
                                if (ec) return;
-                               const Nic& nic = *watches_[i].nic;
-                               for (const auto& e : nic.device->read_events()) handle(nic, e);
-                               arm(i);
+                               const size_t i = watches_[w].nic;
+                               for (const auto& e : nics_.nics()[i].device->read_events()) handle(i, e);
+                               arm(w);
                              });
 }
 
-void DeviceEventMonitor::handle(const Nic& nic, const verbs::DeviceEvent& e) {
+void DeviceEventMonitor::handle(size_t index, const verbs::DeviceEvent& e) {
   using K = verbs::DeviceEvent::Kind;
+  const Nic& nic = nics_.nics()[index];
   auto log = log::get("verbs");
   ++counts_[nic.config.name + "/" + to_string(e.kind)];
-  if (port_sink_ && (e.kind == verbs::DeviceEvent::Kind::kPortActive || e.kind == verbs::DeviceEvent::Kind::kPortDown)) {
-    const size_t index = static_cast<size_t>(&nic - nics_.nics().data());
-    port_sink_(index, e.kind == verbs::DeviceEvent::Kind::kPortActive);
-  }
+  // Port events of the device's other ports are not this NIC's (an rdma_core NIC uses one port).
+  const bool our_port = e.port == 0 || e.port == nic.port();
   switch (e.kind) {
-    case K::kPortActive: log->info("nic {}: port {} is ACTIVE ({})", nic.config.name, e.port, e.text); break;
-    case K::kPortDown: log->warn("nic {}: port {} went DOWN ({})", nic.config.name, e.port, e.text); break;
-    case K::kPortChanged: {
-      const auto p = nic.device->query_port(e.port == 0 ? 1 : e.port);
-      log->info("nic {}: port {} changed ({}); gid now {}", nic.config.name, e.port, e.text,
-                p.is_ok() ? p.value().gid.to_ip_string() : p.status().message());
+    case K::kPortActive:
+      log->info("nic {}: port {} is ACTIVE ({})", nic.config.name, e.port, e.text);
+      if (our_port) check_gids("port active");
+      if (our_port && port_sink_) port_sink_(index, true);
       break;
-    }
-    case K::kQpFatal: log->warn("nic {}: qp 0x{:x} failed ({})", nic.config.name, e.qp_num, e.text); break;
+    case K::kPortDown:
+      log->warn("nic {}: port {} went DOWN ({})", nic.config.name, e.port, e.text);
+      if (our_port && port_sink_) port_sink_(index, false);
+      break;
+    case K::kPortChanged:
+      log->info("nic {}: port {} changed ({})", nic.config.name, e.port, e.text);
+      if (our_port) check_gids(e.text.c_str());
+      break;
+    case K::kQpFatal:
+      log->warn("nic {}: qp 0x{:x} failed ({})", nic.config.name, e.qp_num, e.text);
+      if (qp_sink_ && e.qp_num != 0) qp_sink_(index, e.qp_num);
+      break;
     case K::kCqError: log->warn("nic {}: completion queue error ({})", nic.config.name, e.text); break;
     case K::kDeviceFatal:
       log->error("nic {}: device lost ({}); its queue pairs and registrations are gone", nic.config.name, e.text);
       break;
-    case K::kOther: log->debug("nic {}: event {}", nic.config.name, e.text); break;
+    case K::kOther:
+      if (e.qp_num != 0) {
+        log->info("nic {}: qp 0x{:x}: {}", nic.config.name, e.qp_num, e.text);
+      } else {
+        log->debug("nic {}: event {}", nic.config.name, e.text);
+      }
+      break;
+  }
+}
+
+void DeviceEventMonitor::check_gids(const char* why) {
+  const auto& nics = nics_.nics();
+  for (size_t i = 0; i < nics.size(); ++i) {
+    const Nic& nic = nics[i];
+    if (nic.config.backend != "rdma_core" || !nic.in_service()) continue;
+    const auto p = nic.device->query_port(nic.port());
+    if (!p.is_ok()) continue;
+    const verbs::Gid now = p.value().gid;
+    auto it = gids_.find(i);
+    if (it != gids_.end() && it->second == now) continue;
+    const std::string before = it == gids_.end() ? std::string("none") : it->second.to_ip_string();
+    gids_[i] = now;
+    ++counts_[nic.config.name + "/gid_changed"];
+    // The kernel updates GID tables after the address change it announces (ib_core's work queue),
+    // so the same change may be seen here twice: once by rtnetlink, once by IBV_EVENT_GID_CHANGE.
+    log::get("verbs")->info("nic {}: source gid {} -> {} ({})", nic.config.name, before,
+                            now == verbs::Gid{} ? std::string("none") : now.to_ip_string(), why);
+    if (gid_sink_) gid_sink_(i);
   }
 }
 
 void DeviceEventMonitor::arm_addresses() {
   address_fd_->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
     if (ec) return;
-    if (addresses_->drain().any()) {
-      for (const Nic& nic : nics_.nics()) {
-        if (nic.config.backend != "rdma_core") continue;
-        const auto p = nic.device->query_port(static_cast<uint8_t>(nic.config.port));
-        log::get("verbs")->info("nic {}: addresses changed; RoCEv2 gid now {}", nic.config.name,
-                                p.is_ok() ? p.value().gid.to_ip_string() : p.status().message());
-      }
-    }
+    if (addresses_->drain().any()) check_gids("addresses changed");
     arm_addresses();
   });
 }

@@ -6,6 +6,7 @@
 #include "rdmad/daemon/daemon.h"
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/exporter.h"
+#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/types.h"
 
 namespace rdmad::daemon {
@@ -55,6 +56,15 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   o.max_flows_per_client = static_cast<uint32_t>(f.max_flows_per_client);
   o.max_grants_per_peer = static_cast<uint32_t>(f.max_grants_per_peer);
   o.max_receives_per_peer = static_cast<uint32_t>(f.max_receives_per_peer);
+  // rdma_core holds registrations over 3.5 GiB as several MRs: peers get every slice's rkey.
+  o.slice_reader = [](const verbs::MemoryRegion& mr) -> std::optional<flow::MrSlices> {
+    const verbs::rdma_core::SplitKeys* keys = verbs::rdma_core::region_slices(mr);
+    if (keys == nullptr || keys->count <= 1) return std::nullopt;
+    flow::MrSlices s;
+    s.slice_bytes = keys->slice_bytes;
+    s.rkeys.assign(keys->rkeys.begin(), keys->rkeys.begin() + static_cast<std::ptrdiff_t>(keys->count));
+    return s;
+  };
   return o;
 }
 
@@ -68,9 +78,9 @@ bool Daemon::start_flows() {
     const Nic& n = inv[i];
     flow::FlowNic fn;
     fn.name = n.config.name;
-    fn.device = n.device->info().name;
-    fn.device_ptr = n.device.get();
-    fn.port = n.config.backend == "rdma_core" ? static_cast<uint8_t>(n.config.port) : 1;
+    fn.device = n.in_service() ? n.device->info().name : n.config.device;
+    fn.device_ptr = n.device.get();  // nullptr while out of service
+    fn.port = n.port();
     if (!n.config.advertise_address.empty()) {
       auto gid = verbs::Gid::from_ip(n.config.advertise_address);
       if (gid) fn.advertise_gid = *gid;
@@ -97,7 +107,11 @@ bool Daemon::start_flows() {
   flows_->set_fd_budget(&ipc_->fd_budget());
   ipc_->set_flow_handler(flows_.get());
   exporter_->add_collectable(flows_->collector());
-  if (device_events_) device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
+  if (device_events_) {
+    device_events_->set_port_sink([this](size_t nic, bool up) { flows_->port_changed(nic, up); });
+    device_events_->set_qp_sink([this](size_t nic, uint32_t qpn) { flows_->qp_failed(nic, qpn); });
+    device_events_->set_gid_sink([this](size_t nic) { flows_->gid_changed(nic); });
+  }
   log::get("flow")->info("node {}: peer channel on {}:{} ({}), {} peer(s) to dial, {} NIC(s), policy {}", node,
                          config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
                          config_.nics.size(), config_.flow.policy);

@@ -189,6 +189,9 @@ class HardwareNics::Collector final : public prometheus::Collectable {
           v.tx_packets = pc.value().xmit_packets;
         }
         if (auto hw = nic_cc::read_hw_counters(owner_.root_, d.name, p.port); hw.ok()) {
+          // rxe has no counters/ (no PMA): its packet counts are driver counters of its own names.
+          if (!v.tx_packets) v.tx_packets = hw.value().get("sent_pkts");
+          if (!v.rx_packets) v.rx_packets = hw.value().get("rcvd_pkts");
           const auto dc = nic_cc::dcqcn_counters(hw.value());
           v.np_cnp_sent = dc.np_cnp_sent;
           v.np_ecn_marked = dc.np_ecn_marked_roce_packets;
@@ -197,6 +200,12 @@ class HardwareNics::Collector final : public prometheus::Collectable {
           v.out_of_sequence = dc.out_of_sequence;
           v.packet_seq_err = dc.packet_seq_err;
           v.local_ack_timeout_err = dc.local_ack_timeout_err;
+          // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
+          // names dashboards know).
+          for (const auto& [counter, value] : hw.value().values) {
+            f.counter("rdmad_hw_counter_total", "The port's driver counters as sysfs hw_counters/ shows them.",
+                      {{"device", d.name}, {"port", port}, {"counter", counter}}, static_cast<double>(value));
+          }
         }
         add_port_counters(f, l, v);
         if (st != nullptr) {

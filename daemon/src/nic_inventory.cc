@@ -39,8 +39,9 @@ class NicCollector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
     for (const Nic& nic : nics_) {
-      // Hardware ports are exported from sysfs by HardwareNics (the kernel's counters are the truth).
-      if (nic.config.backend == "rdma_core") continue;
+      // Hardware ports are exported from sysfs by HardwareNics (the kernel's counters are the truth);
+      // only hardware NICs can be out of service.
+      if (nic.config.backend == "rdma_core" || !nic.in_service()) continue;
       const std::string device = nic.device->info().name;
       for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
         const auto port_result = nic.device->query_port(p);
@@ -83,54 +84,128 @@ class NicCollector final : public prometheus::Collectable {
 
 }  // namespace
 
+verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config) {
+  verbs::DeviceConfig dc;
+  dc.name = n.backend == "rdma_core" ? n.device : n.name;
+  dc.address = n.address;
+  dc.udp_port = static_cast<uint16_t>(n.udp_port);
+  // Peers reach an advertised NIC through a relay (an rdmad-fabric port) that forwards from the
+  // advertised address and port: the one source its QPs accept besides their peers. The relay
+  // re-seals the ICRC, so the NIC verifies every packet like any other.
+  if (!n.advertise_address.empty()) {
+    dc.relay_address = n.advertise_address;
+    dc.relay_udp_port = static_cast<uint16_t>(n.advertise_udp_port != 0 ? n.advertise_udp_port : n.udp_port);
+  }
+  dc.udp_offload = n.udp_offload;
+  dc.source_ports = static_cast<uint32_t>(n.source_ports);
+  dc.dcqcn = config.cc.params;
+  if (n.cnp_dscp >= 0) dc.dcqcn.cnp_dscp = static_cast<uint8_t>(n.cnp_dscp);
+  dc.port = static_cast<uint8_t>(n.port);
+  dc.gid_index = static_cast<int>(n.gid_index);
+  dc.gid_cidr = n.gid_match;
+  if (n.backend == "rdma_core" && !n.address.empty()) {
+    // The address names the GID: the one entry whose address it is (the loader made sure it lies
+    // in gid_match, and that no gid_index is set).
+    const bool v6 = n.address.find(':') != std::string::npos;
+    dc.gid_cidr = n.address + (v6 ? "/128" : "/32");
+    dc.gid_ipv6 = v6;
+  }
+  dc.dscp = static_cast<uint8_t>(n.dscp);
+  dc.sl = static_cast<uint8_t>(n.sl);
+  dc.sysfs_root = config.daemon.sysfs_root;
+  return dc;
+}
+
+void NicInventory::log_ports(const Nic& nic) const {
+  auto log = log::get("verbs");
+  const config::NicSection& n = nic.config;
+  for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
+    const auto port_result = nic.device->query_port(p);
+    if (!port_result.is_ok()) {
+      log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
+      continue;
+    }
+    const verbs::PortInfo* port = &port_result.value();
+    log->info("nic {}: backend {} device {} port {}: {} {} {} Mb/s mtu {} gid {} udp {}", n.name, n.backend,
+              nic.device->info().name, p, link_layer_name(port->link_layer), state_name(port->state),
+              port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(), port->udp_port);
+  }
+}
+
+void NicInventory::failed(Nic& nic, const std::string& why, Clock::time_point now) {
+  ++nic.failed_opens;
+  // The first retry at the next poll, then 1 s doubling to 60 s: a driver that is loading comes
+  // in quickly, a device that is gone costs one open a minute.
+  nic.retry_backoff = nic.failed_opens == 1 ? std::chrono::milliseconds(0)
+                      : nic.retry_backoff.count() == 0
+                          ? kRetryBackoffMin
+                          : std::min(kRetryBackoffMax, nic.retry_backoff * 2);
+  nic.next_retry = now + nic.retry_backoff;
+  const bool changed = nic.out_of_service != why;
+  nic.out_of_service = why;
+  auto log = log::get("verbs");
+  // Logged when it starts and when the reason changes, not at every retry.
+  if (changed)
+    log->warn("nic {}: device {} is out of service: {}; retrying with back-off", nic.config.name, nic.config.device, why);
+}
+
 bool NicInventory::open(const config::Config& config, std::string& error) {
   auto log = log::get("verbs");
+  const auto now = Clock::now();
   for (const config::NicSection& n : config.nics) {
-    verbs::DeviceConfig dc;
-    dc.name = n.backend == "rdma_core" ? n.device : n.name;
-    dc.address = n.address;
-    dc.udp_port = static_cast<uint16_t>(n.udp_port);
-    // Peers reach an advertised NIC through a relay (an rdmad-fabric port) that forwards from the
-    // advertised address and port: the one source its QPs accept besides their peers. The relay
-    // re-seals the ICRC, so the NIC verifies every packet like any other.
-    if (!n.advertise_address.empty()) {
-      dc.relay_address = n.advertise_address;
-      dc.relay_udp_port = static_cast<uint16_t>(n.advertise_udp_port != 0 ? n.advertise_udp_port : n.udp_port);
-    }
-    dc.udp_offload = n.udp_offload;
-    dc.source_ports = static_cast<uint32_t>(n.source_ports);
-    dc.dcqcn = config.cc.params;
-    dc.port = static_cast<uint8_t>(n.port);
-    dc.gid_index = static_cast<int>(n.gid_index);
-    dc.gid_cidr = n.gid_match;
-    dc.sysfs_root = config.daemon.sysfs_root;
-    auto device = registry_.open(n.backend, dc);
+    Nic nic;
+    nic.config = n;
+    nic.device_config = device_config_for(n, config);
+    auto device = registry_.open(n.backend, nic.device_config);
     if (!device.is_ok() && n.backend == "rdma_core") {
       // A hardware NIC can be absent or not yet usable (driver loading, no provider): its CC
-      // management and counters still work through sysfs; its datapath stays out of service.
-      log->warn("nic {}: device {} is out of service: {}", n.name, n.device, device.status().message());
+      // management and counters still work through sysfs; its datapath waits for retry().
+      failed(nic, device.status().message(), now);
+      nics_.push_back(std::move(nic));
       continue;
     }
     if (!device.is_ok()) {
       error = fmt::format("nic {}: cannot open with backend {}: {}", n.name, n.backend, device.status().message());
       return false;
     }
-    Nic nic{n, std::move(device.value())};
-    for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
-      const auto port_result = nic.device->query_port(p);
-      if (!port_result.is_ok()) {
-        log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
-        continue;
-      }
-      const verbs::PortInfo* port = &port_result.value();
-      log->info("nic {}: backend {} device {} port {}: {} {} {} Mb/s mtu {} gid {} udp {}", n.name, n.backend,
-                nic.device->info().name, p, link_layer_name(port->link_layer), state_name(port->state),
-                port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(), port->udp_port);
-    }
+    nic.device = std::move(device.value());
+    log_ports(nic);
     nics_.push_back(std::move(nic));
   }
   if (nics_.empty()) log->info("no [[nic]] configured");
   return true;
+}
+
+std::vector<size_t> NicInventory::retry(Clock::time_point now) {
+  std::vector<size_t> opened;
+  for (size_t i = 0; i < nics_.size(); ++i) {
+    Nic& nic = nics_[i];
+    if (nic.in_service() || now < nic.next_retry) continue;
+    auto device = registry_.open(nic.config.backend, nic.device_config);
+    if (!device.is_ok()) {
+      failed(nic, device.status().message(), now);
+      continue;
+    }
+    log::get("verbs")->info("nic {}: device {} is in service after {} failed open(s)", nic.config.name,
+                            nic.config.device, nic.failed_opens);
+    nic.device = std::move(device.value());
+    nic.out_of_service.clear();
+    nic.failed_opens = 0;
+    nic.retry_backoff = std::chrono::milliseconds(0);
+    log_ports(nic);
+    opened.push_back(i);
+  }
+  return opened;
+}
+
+std::string NicInventory::diagnosis() const {
+  std::string out;
+  for (const Nic& nic : nics_) {
+    if (nic.in_service()) continue;
+    out += fmt::format("warn nic {}: out of service (device {}): {}\n", nic.config.name, nic.config.device,
+                       nic.out_of_service);
+  }
+  return out;
 }
 
 std::shared_ptr<prometheus::Collectable> NicInventory::collector() const {
@@ -150,7 +225,7 @@ void NicInventory::add_dcqcn_metrics(prometheus::Registry& registry) {
                                                              50000, 100000, 200000, 400000};
   const prometheus::Histogram::BucketBoundaries alpha_buckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
   for (const Nic& nic : nics_) {
-    if (nic.config.backend != "soft") continue;
+    if (nic.config.backend != "soft" || !nic.in_service()) continue;
     // Soft NICs have one port.
     const prometheus::Labels labels{{"device", nic.device->info().name}, {"port", "1"}};
     dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &alpha.Add(labels, alpha_buckets)});

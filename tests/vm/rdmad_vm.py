@@ -20,13 +20,14 @@ into a cache under the build directory.
       network namespace this program creates (the host side is 10.200.0.254, tap0 in NETNS), for
       talking to the host. Every guest runs `bash SCRIPT GUEST_INDEX ARGS...` after its set-up
       (tests/vm/guest/boot.sh); the run succeeds when every guest's script exits 0 within the
-      deadline. --out DIR is shared read-write with the guests at /mnt ($RDMAD_VM_OUT). --host-cmd
-      CMD runs `bash -c CMD` on the host inside NETNS beside the guests (the host side of an interop
-      test, started before them so it can listen on 10.200.0.254), under the same deadline: the run
-      then succeeds only when CMD exits 0 too; CMD failing stops the guests, a guest failing stops
-      CMD. A failure prints the guests' console logs and CMD's output, a pass the console lines that
-      start with "report: ". qemu processes, CMD's process group and the namespace are removed on
-      any exit.
+      deadline. --out DIR is shared read-write with every guest at /mnt (RDMAD_VM_OUT in the script);
+      without --out the guests share a fresh temporary directory, removed afterwards, so they can
+      always coordinate through files. --host-cmd CMD runs `bash -c CMD` on the host inside NETNS
+      beside the guests (the host side of an interop test, started before them so it can listen on
+      10.200.0.254), under the same deadline: the run then succeeds only when CMD exits 0 too; CMD
+      failing stops the guests, a guest failing stops CMD. A failure prints the guests' console logs
+      and CMD's output, a pass the console lines that start with "report: ". qemu processes, CMD's
+      process group, the namespace and the temporary directory are removed on any exit.
 
 Exit codes: 0 pass, 1 fail, 77 skip (qemu or the kernel package cannot be had here; the reason is
 printed), 2 usage.
@@ -171,6 +172,7 @@ def prepare(cache):
 
 _procs = []
 _netns = []
+_tmpdirs = []
 
 
 def cleanup():
@@ -183,8 +185,11 @@ def cleanup():
             p.wait()
     for ns in _netns:
         subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for d in _tmpdirs:
+        shutil.rmtree(d, ignore_errors=True)
     _procs.clear()
     _netns.clear()
+    _tmpdirs.clear()
 
 
 def guest_code(console):
@@ -265,6 +270,9 @@ def run_guests(args):
         signal.signal(sig, lambda s, f: sys.exit(1))
     if args.tap:
         make_tap_netns(args.tap)
+    if not args.out:
+        args.out = tempfile.mkdtemp(prefix="rdmad-vm-share-")
+        _tmpdirs.append(args.out)
     # Rails: guest 0 rail r <-> guest 1 rail r; a single guest's rails pair with each other.
     rail_ports = {}
     if args.guests == 1:
@@ -355,7 +363,8 @@ def main():
     r.add_argument("--host-cmd", metavar="CMD", help="run `bash -c CMD` in NETNS beside the guests; it must exit 0 too")
     r.add_argument("--mem", type=int, default=1536, help="MiB per guest")
     r.add_argument("--timeout", type=float, default=300)
-    r.add_argument("--out", help="a directory the guests may write (mounted at /mnt)")
+    r.add_argument("--out", help="a directory the guests share read-write (mounted at /mnt; default: a fresh "
+                                 "temporary one)")
     r.add_argument("--verbose", action="store_true", help="print the consoles even when the run passes")
     r.add_argument("script")
     r.add_argument("script_args", nargs=argparse.REMAINDER)

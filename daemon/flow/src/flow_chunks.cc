@@ -103,15 +103,29 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     finish_unsent(p, c, t, RDMAD_ERR_REMOTE_ACCESS);
     return true;
   }
-  verbs::SendWr wr;
-  wr.wr_id = make_wr_id(p.slot, lane.epoch, p.gen, c.id);
-  wr.opcode = t->op == ring::Op::kRead ? verbs::WrOpcode::kRdmaRead : verbs::WrOpcode::kRdmaWrite;
-  wr.sge.addr = t->local.iova + offset;
-  wr.sge.length = c.bytes;
-  wr.sge.lkey = lkey;
-  wr.remote_addr = t->remote.iova + (t->op == ring::Op::kSend ? 0 : t->sqe.remote_offset) + offset;
-  wr.rkey = t->remote.rkeys[c.nic];
-  if (!lane.qp->post_send({&wr, 1}).is_ok()) return false;
+  // The rkey of the slice each byte is in: a chunk that crosses a slice of the peer's MRs goes as
+  // one work request per slice, all with the chunk's id and only the last one signaled (RC
+  // completes them in order; an error completes the failing one, signaled or not).
+  const uint64_t remote_offset = (t->op == ring::Op::kSend ? 0 : t->sqe.remote_offset) + offset;
+  std::array<RemotePiece, kMaxRemotePieces> pieces;
+  const size_t n = remote_pieces(t->remote, c.nic, remote_offset, c.bytes, pieces);
+  if (n == 0) {
+    finish_unsent(p, c, t, RDMAD_ERR_REMOTE_ACCESS);  // checked at submit: a peer's keys that do not fit
+    return true;
+  }
+  std::array<verbs::SendWr, kMaxRemotePieces> wrs;
+  for (size_t i = 0; i < n; ++i) {
+    verbs::SendWr& wr = wrs[i];
+    wr.wr_id = make_wr_id(p.slot, lane.epoch, p.gen, c.id);
+    wr.opcode = t->op == ring::Op::kRead ? verbs::WrOpcode::kRdmaRead : verbs::WrOpcode::kRdmaWrite;
+    wr.sge.addr = t->local.iova + offset + (pieces[i].offset - remote_offset);
+    wr.sge.length = pieces[i].length;
+    wr.sge.lkey = lkey;
+    wr.remote_addr = t->remote.iova + pieces[i].offset;
+    wr.rkey = pieces[i].rkey;
+    wr.signaled = i + 1 == n;
+  }
+  if (!lane.qp->post_send({wrs.data(), n}).is_ok()) return false;
   ++lane.posted;
   info.posted_us = now_us();
   lane_counters_[c.nic]->chunks_sent.fetch_add(1, std::memory_order_relaxed);
@@ -122,6 +136,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
 bool FlowEngine::poll_cqs() {
   bool progress = false;
   for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
+    if (cqs_[nic] == nullptr) continue;
     const size_t n = cqs_[nic]->poll(wc_buf_);
     for (size_t i = 0; i < n; ++i) on_completion(nic, wc_buf_[i]);
     progress |= n > 0;

@@ -155,7 +155,7 @@ void FlowEngine::sleep_until_work(bool in_flight) {
   notify_cqs_.clear();
   if (in_flight) {
     for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
-      if (!cqs_[nic]->request_notify().is_ok()) continue;
+      if (cqs_[nic] == nullptr || !cqs_[nic]->request_notify().is_ok()) continue;
       fds.push_back({cqs_[nic]->notify_fd(), POLLIN, 0});
       notify_cqs_.push_back(nic);
     }
@@ -338,6 +338,18 @@ void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::Reb
 void FlowEngine::nic_down(uint16_t nic, const std::string& reason) {
   for (auto& p : peers_)
     if (p && nic < p->lanes.size()) lane_failed(*p, nic, reason);
+}
+
+void FlowEngine::qp_failed(uint16_t nic, uint32_t qp_num) {
+  for (auto& p : peers_) {
+    if (!p || nic >= p->lanes.size()) continue;
+    const auto& lane = p->lanes[nic];
+    if (!lane.dead && lane.qp_num == qp_num) lane_failed(*p, nic, "queue pair failed (asynchronous QP fatal event)");
+  }
+}
+
+void FlowEngine::set_cq(uint16_t nic, verbs::CompletionQueue* cq) {
+  if (nic < cqs_.size()) cqs_[nic] = cq;
 }
 
 void FlowEngine::set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps) {

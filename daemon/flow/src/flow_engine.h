@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -34,16 +35,47 @@ namespace rdmad::flow {
 
 using Token = std::array<uint8_t, 16>;
 
+/// One NIC's keys of a remote range the peer holds as several MRs (peer::GrantKey): slice k covers
+/// [k·slice_bytes, (k+1)·slice_bytes) of the range.
+struct RemoteSlices {
+  uint64_t slice_bytes = 0;
+  std::vector<uint32_t> rkeys;  // every slice's, slice 0 first; empty: one MR (rkeys[] of the range)
+};
+
 /// Remote memory a client may use: a grant from the peer (import) or a posted receive (credit).
 struct RemoteRange {
   uint64_t iova = 0;
   uint64_t length = 0;
   uint32_t rights = 0;  // RDMAD_ACCESS_REMOTE_WRITE / _READ
-  std::array<uint32_t, proto::kMaxNics> rkeys{};
+  std::array<uint32_t, proto::kMaxNics> rkeys{};  // slice 0's where the NIC's MR is sliced
   std::array<bool, proto::kMaxNics> has_key{};
+  // By NIC, for ranges some NIC holds in slices; null for the usual one MR per NIC (copying a
+  // range into a transfer then allocates nothing).
+  std::shared_ptr<const std::vector<RemoteSlices>> slices;
   Token token{};
   uint64_t recv_id = 0;  // credits: the peer's receive
 };
+
+/// Fills the keys of `range` from the ones a grant or receive post carries (NICs beyond kMaxNics
+/// are ignored).
+void set_remote_keys(RemoteRange& range, std::span<const peer::GrantKey> keys);
+
+/// One work request's part of an access to a remote range: `length` bytes at `offset` of the
+/// range, with the rkey of the slice they are in.
+struct RemotePiece {
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint32_t rkey = 0;
+};
+/// A chunk (at most 1 GiB) crosses at most one boundary of real slices (3.5 GiB, rdma_core); a peer
+/// whose slices are so small that a chunk crosses more than three has its accesses refused.
+inline constexpr size_t kMaxRemotePieces = 4;
+
+/// Cuts `length` bytes at `offset` of `range` into pieces that each lie in one of NIC `nic`'s
+/// slices (one piece where the NIC has one MR); returns how many were written to `out`, 0 when
+/// the bytes leave the range or the NIC has no key.
+size_t remote_pieces(const RemoteRange& range, uint16_t nic, uint64_t offset, uint32_t length,
+                     std::span<RemotePiece, kMaxRemotePieces> out);
 
 /// Counters per local NIC, read at scrape time from another thread.
 struct LaneCounters {
@@ -140,6 +172,10 @@ class FlowEngine {
   void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
   /// A NIC's port went down: its lane to every peer fails over.
   void nic_down(uint16_t nic, const std::string& reason);
+  /// One of a NIC's QPs failed (an asynchronous QP fatal event): the lane it carries fails over.
+  void qp_failed(uint16_t nic, uint32_t qp_num);
+  /// A NIC came into service: the completion queue its QPs use from now on.
+  void set_cq(uint16_t nic, verbs::CompletionQueue* cq);
   /// congestion_aware inputs of one NIC, for every peer's balancer.
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
@@ -192,7 +228,7 @@ class FlowEngine {
 
   EngineOptions options_;
   std::vector<std::string> nic_names_;
-  std::vector<verbs::CompletionQueue*> cqs_;
+  std::vector<verbs::CompletionQueue*> cqs_;  // nullptr: the NIC is out of service
   ipc::RegistrationService& registrations_;
   ControlHooks hooks_;
   prometheus::Histogram* duration_;

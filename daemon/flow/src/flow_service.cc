@@ -32,17 +32,18 @@ bool FlowService::start(std::string& error) {
   }
   std::vector<std::string> names;
   std::vector<verbs::CompletionQueue*> cqs;
-  std::vector<peer::LocalNic> local;
-  const uint32_t cq_depth = 4096;
   for (const FlowNic& n : nics_) {
-    auto cq = n.device_ptr->create_cq(cq_depth);
+    names.push_back(n.name);
+    cqs_.emplace_back();
+    cqs.push_back(nullptr);
+    if (n.device_ptr == nullptr) continue;  // out of service: nic_opened() gives it one
+    auto cq = n.device_ptr->create_cq(kCqDepth);
     if (!cq.is_ok()) {
       error = "nic " + n.name + ": cannot create a completion queue: " + cq.status().message();
       return false;
     }
-    cqs.push_back(cq.value().get());
-    cqs_.push_back(std::move(cq.value()));
-    names.push_back(n.name);
+    cqs.back() = cq.value().get();
+    cqs_.back() = std::move(cq.value());
   }
   duration_ = &prometheus::BuildHistogram()
                    .Name("rdmad_transfer_duration_seconds")
@@ -79,25 +80,15 @@ bool FlowService::start(std::string& error) {
   eo.max_receives_per_peer = options_.max_receives_per_peer;
   engine_ = std::make_unique<FlowEngine>(eo, names, cqs, registrations_, hooks, duration_);
 
-  for (size_t i = 0; i < nics_.size(); ++i) {
-    peer::LocalNic l;
-    l.name = nics_[i].name;
-    l.device = nics_[i].device_ptr;
-    l.send_cq = cqs[i];
-    l.recv_cq = cqs[i];
-    l.port = nics_[i].port;
-    l.advertise_gid = nics_[i].advertise_gid;
-    l.advertise_udp_port = nics_[i].advertise_udp_port;
-    local.push_back(l);
-  }
+  for (size_t i = 0; i < nics_.size(); ++i) local_.push_back(local_nic(i));
   channel_ = std::make_unique<peer::PeerChannel>(io_, options_.peer);
   // A peer's QPs live in its own protection domains (peer_domain.h).
   session_ = std::make_unique<peer::PeerSession>(
-      *channel_, [this, local, qp = options_.qp](const std::string& p) -> std::unique_ptr<peer::QpConnector> {
+      *channel_, [this, qp = options_.qp](const std::string& p) -> std::unique_ptr<peer::QpConnector> {
         std::string why;  // logged by domain_for
         PeerDomain* domain = domain_for(p, &why);
         if (domain == nullptr) return nullptr;
-        auto nics = local;
+        auto nics = local_;
         for (size_t i = 0; i < nics.size(); ++i) nics[i].pd = domain->pd(i);
         return std::make_unique<peer::QpConnector>(std::move(nics), qp);
       });
@@ -120,11 +111,14 @@ bool FlowService::start(std::string& error) {
     return false;
   }
   collector_ = make_collector();
+  // A port that is not ACTIVE now gets no QPs (QpConnector) and no rebuilds until it comes up.
   port_down_.assign(nics_.size(), false);
+  for (size_t i = 0; i < nics_.size(); ++i) port_down_[i] = !port_active(i);
   if (options_.balancer.policy == balancer::Policy::kCongestionAware) {
     congestion_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
     last_cnps_.assign(nics_.size(), 0);
-    for (size_t i = 0; i < nics_.size(); ++i) last_cnps_[i] = nics_[i].device_ptr->counters().rp_cnp_handled;
+    for (size_t i = 0; i < nics_.size(); ++i)
+      last_cnps_[i] = nics_[i].device_ptr != nullptr ? nics_[i].device_ptr->counters().rp_cnp_handled : 0;
     last_sample_ = std::chrono::steady_clock::now();
     sample_congestion();
   }
@@ -148,6 +142,70 @@ void FlowService::stop() {
   registrations_.reap();
 }
 
+peer::LocalNic FlowService::local_nic(size_t i) const {
+  peer::LocalNic l;
+  l.name = nics_[i].name;
+  l.device = nics_[i].device_ptr;
+  l.send_cq = cqs_[i].get();
+  l.recv_cq = cqs_[i].get();
+  l.port = nics_[i].port;
+  l.advertise_gid = nics_[i].advertise_gid;
+  l.advertise_udp_port = nics_[i].advertise_udp_port;
+  return l;
+}
+
+bool FlowService::port_active(size_t nic) const {
+  if (nics_[nic].device_ptr == nullptr) return false;
+  const auto p = nics_[nic].device_ptr->query_port(nics_[nic].port);
+  return p.is_ok() && p.value().state == verbs::PortState::kActive;
+}
+
+bool FlowService::nic_opened(size_t nic, verbs::Device* device, std::string& error) {
+  if (!started_ || nic >= nics_.size() || nics_[nic].device_ptr != nullptr || device == nullptr) return false;
+  auto cq = device->create_cq(kCqDepth);
+  if (!cq.is_ok()) {
+    error = "nic " + nics_[nic].name + ": cannot create a completion queue: " + cq.status().message();
+    return false;
+  }
+  for (auto& [peer, d] : domains_) {
+    if (const verbs::Status st = d->add_nic(nic, *device); !st.is_ok()) {
+      error = "nic " + nics_[nic].name + ": peer " + peer + ": " + st.message();
+      return false;
+    }
+  }
+  nics_[nic].device_ptr = device;
+  nics_[nic].device = device->info().name;
+  cqs_[nic] = std::move(cq.value());
+  verbs::CompletionQueue* raw = cqs_[nic].get();
+  const auto n = static_cast<uint16_t>(nic);
+  engine_->run_sync([&] { engine_->set_cq(n, raw); });
+  local_[nic] = local_nic(nic);
+  session_->set_nic(n, [&](const std::string& peer) {
+    peer::LocalNic l = local_[nic];
+    auto it = domains_.find(peer);
+    l.pd = it != domains_.end() ? it->second->pd(nic) : nullptr;
+    return l;
+  });
+  // Its lanes come up as for a port that came back.
+  port_down_[nic] = true;
+  if (port_active(nic)) port_changed(nic, true);
+  return true;
+}
+
+void FlowService::qp_failed(size_t nic, uint32_t qp_num) {
+  if (!started_ || nic >= nics_.size()) return;
+  const auto n = static_cast<uint16_t>(nic);
+  engine_->run_sync([&] { engine_->qp_failed(n, qp_num); });
+}
+
+void FlowService::gid_changed(size_t nic) {
+  if (!started_ || nic >= nics_.size() || port_down_[nic]) return;
+  // The peers address this NIC by its old GID, and its QPs send from it: fresh QPs with the new
+  // one, re-advertised in the rebuild offer. A NIC left without a GID fails the rebuild and
+  // waits for the next change.
+  for (const std::string& peer : session_->ready_peers()) session_->rebuild(peer, static_cast<uint16_t>(nic));
+}
+
 void FlowService::port_changed(size_t nic, bool up) {
   if (!started_ || nic >= nics_.size() || port_down_[nic] == !up) return;
   port_down_[nic] = !up;
@@ -167,6 +225,7 @@ void FlowService::sample_congestion() {
   const double dt = std::chrono::duration<double>(now - last_sample_).count();
   last_sample_ = now;
   for (size_t i = 0; i < nics_.size() && dt > 0; ++i) {
+    if (nics_[i].device_ptr == nullptr) continue;
     const uint64_t cnps = nics_[i].device_ptr->counters().rp_cnp_handled;
     const double cnp_rate = static_cast<double>(cnps - last_cnps_[i]) / dt;
     last_cnps_[i] = cnps;
@@ -192,7 +251,7 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
   if (auto it = domains_.find(peer); it != domains_.end()) return it->second.get();
   std::vector<verbs::Device*> devices;
   for (const FlowNic& n : nics_) devices.push_back(n.device_ptr);
-  auto d = PeerDomain::open(next_domain_id_++, devices);
+  auto d = PeerDomain::open(next_domain_id_++, devices, options_.slice_reader);
   if (!d.is_ok()) {
     *error = d.status().message();
     flow_log()->error("peer {}: {}", peer, *error);

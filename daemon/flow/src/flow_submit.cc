@@ -167,8 +167,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       t->recv_peer_slot = p.slot;
       t->recv_peer_gen = p.gen;
       ++p.receives_out;
-      for (const ipc::NicKeys& k : t->recv_mrs->keys)
-        post.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
+      post.keys = t->recv_mrs->grant_keys;
       hooks_.recv_posted(p.name, post);
       return;
     }
@@ -228,11 +227,7 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
   r.length = post.length;
   r.rights = RDMAD_ACCESS_REMOTE_WRITE;
   r.recv_id = post.recv_id;
-  for (const auto& k : post.keys) {
-    if (k.nic_index >= r.rkeys.size()) continue;
-    r.rkeys[k.nic_index] = k.rkey;
-    r.has_key[k.nic_index] = true;
-  }
+  set_remote_keys(r, post.keys);
   p->credits[post.channel].push_back(r);
   auto& waiting = p->waiting_sends[post.channel];
   if (!waiting.empty()) {

@@ -105,7 +105,7 @@ void FlowService::send_grant(const Export& e) {
   g.iova = e.range.iova;
   g.length = e.range.length;
   g.rights = e.rights;
-  for (const auto& k : e.mrs->keys) g.keys.push_back({static_cast<uint16_t>(k.nic_index), k.rkey});
+  g.keys = e.mrs->grant_keys;
   channel_->send(e.peer, peer::MessageType::kGrant, peer::encode(g));
 }
 
@@ -179,11 +179,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       grant->range.length = g->length;
       grant->range.rights = g->rights;
       grant->range.token = g->token;
-      for (const auto& k : g->keys) {
-        if (k.nic_index >= grant->range.rkeys.size()) continue;
-        grant->range.rkeys[k.nic_index] = k.rkey;
-        grant->range.has_key[k.nic_index] = true;
-      }
+      set_remote_keys(grant->range, g->keys);
       grants_[g->token] = std::move(grant);
       set_grants_held();
       channel_->send(peer, peer::MessageType::kGrantAck, peer::encode(peer::GrantAck{g->token, 0}));

@@ -42,15 +42,29 @@ rdmad_status to_client_status(verbs::StatusCode c) {
   }
 }
 
-verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const std::vector<verbs::Device*>& devices) {
+verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const std::vector<verbs::Device*>& devices,
+                                                            SliceReader slices) {
   std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds;
   for (verbs::Device* d : devices) {
+    if (d == nullptr) {
+      pds.emplace_back();
+      continue;
+    }
     auto pd = d->alloc_pd();
     if (!pd.is_ok())
       return verbs::Status(pd.status().code(), "nic " + d->info().name + ": protection domain: " + pd.status().message());
     pds.push_back(std::move(pd.value()));
   }
-  return std::unique_ptr<PeerDomain>(new PeerDomain(id, std::move(pds)));
+  return std::unique_ptr<PeerDomain>(new PeerDomain(id, std::move(pds), std::move(slices)));
+}
+
+verbs::Status PeerDomain::add_nic(size_t nic, verbs::Device& device) {
+  if (nic >= pds_.size()) return verbs::Status::error("no NIC " + std::to_string(nic));
+  auto pd = device.alloc_pd();
+  if (!pd.is_ok())
+    return verbs::Status(pd.status().code(), "nic " + device.info().name + ": protection domain: " + pd.status().message());
+  pds_[nic] = std::move(pd.value());
+  return verbs::Status::ok();
 }
 
 ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const {
@@ -58,13 +72,24 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
   const uint32_t access = to_verbs_access(rdmad_access);
   for (uint32_t i = 0; i < range.nic_count; ++i) {
     const uint32_t nic = range.keys[i].nic_index;
-    if (nic >= pds_.size()) continue;
+    if (nic >= pds_.size() || !pds_[nic]) continue;
     auto mr = register_in(*pds_[nic], range.addr, range.iova, range.length, range.dmabuf_fd,
                           range.dmabuf_offset, access);
     if (!mr.is_ok())
       return ipc::Error{to_client_status(mr.status().code()),
                         "registering the range on nic " + std::to_string(nic) + ": " + mr.status().message()};
     out.keys.push_back({nic, mr.value()->lkey(), mr.value()->rkey()});
+    peer::GrantKey g{static_cast<uint16_t>(nic), mr.value()->rkey()};
+    if (auto sl = slices_ ? slices_(*mr.value()) : std::nullopt; sl && sl->rkeys.size() > 1) {
+      // Slice 0's rkey() reaches its first slice only: the peer gets every slice's.
+      if (sl->rkeys.size() > peer::kMaxKeySlices)
+        return ipc::Error{RDMAD_ERR_NO_RESOURCE, "nic " + std::to_string(nic) + " holds the range as " +
+                                                     std::to_string(sl->rkeys.size()) + " MRs, more than a grant carries"};
+      g.rkey = sl->rkeys[0];
+      g.slice_bytes = sl->slice_bytes;
+      g.slice_rkeys.assign(sl->rkeys.begin() + 1, sl->rkeys.end());
+    }
+    out.grant_keys.push_back(std::move(g));
     out.mrs.push_back(std::move(mr.value()));
   }
   if (out.mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "the registration is on no NIC of the flows"};
@@ -78,7 +103,7 @@ ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::R
     auto mrs = std::make_unique<LocalMrs>();
     const uint32_t access = to_verbs_access(r.access & RDMAD_ACCESS_LOCAL_WRITE);
     for (uint32_t nic : r.nics) {
-      if (nic >= pds_.size() || nic >= mrs->lkeys.size()) continue;
+      if (nic >= pds_.size() || !pds_[nic] || nic >= mrs->lkeys.size()) continue;
       auto mr = register_in(*pds_[nic], r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
       if (!mr.is_ok())
         return ipc::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +

@@ -11,7 +11,9 @@
 #include <memory>
 #include <vector>
 
+#include "rdmad/flow/mr_slices.h"
 #include "rdmad/ipc/registration_service.h"
+#include "rdmad/peer/wire.h"
 #include "rdmad/protocol.h"
 #include "rdmad/verbs/device.h"
 
@@ -21,17 +23,25 @@ namespace rdmad::flow {
 struct ExactRegion {
   std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
   std::vector<ipc::NicKeys> keys;  // nic_index, lkey, rkey
+  // What a peer needs to reach it, per NIC: the rkey, or every slice's where the NIC holds the
+  // range as several MRs (grants and receive posts carry these).
+  std::vector<peer::GrantKey> grant_keys;
 };
 
 class PeerDomain {
  public:
-  /// Allocates a protection domain on each device; `id` is unique for the daemon's lifetime (the
-  /// registration table files its local-access MRs under it).
-  static verbs::Result<std::unique_ptr<PeerDomain>> open(uint64_t id, const std::vector<verbs::Device*>& devices);
+  /// Allocates a protection domain on each device (none where the device is nullptr: a NIC out of
+  /// service); `id` is unique for the daemon's lifetime (the registration table files its
+  /// local-access MRs under it).
+  /// `slices` reads the slices of an MR a backend split (none: every MR is one).
+  static verbs::Result<std::unique_ptr<PeerDomain>> open(uint64_t id, const std::vector<verbs::Device*>& devices,
+                                                         SliceReader slices = {});
 
   uint64_t id() const { return id_; }
   size_t nic_count() const { return pds_.size(); }
   verbs::ProtectionDomain* pd(size_t nic) const { return nic < pds_.size() ? pds_[nic].get() : nullptr; }
+  /// A NIC came into service: its protection domain for this peer.
+  verbs::Status add_nic(size_t nic, verbs::Device& device);
 
   /// Registers [range.iova, range.iova + range.length) of a pinned registration on every NIC it is
   /// on, with `rdmad_access` (RDMAD_ACCESS_*): an export or a posted receive.
@@ -44,11 +54,12 @@ class PeerDomain {
                                                                 const ipc::PinnedRange& range) const;
 
  private:
-  PeerDomain(uint64_t id, std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds)
-      : id_(id), pds_(std::move(pds)) {}
+  PeerDomain(uint64_t id, std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds, SliceReader slices)
+      : id_(id), pds_(std::move(pds)), slices_(std::move(slices)) {}
 
   uint64_t id_;
   std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds_;
+  SliceReader slices_;
 };
 
 }  // namespace rdmad::flow

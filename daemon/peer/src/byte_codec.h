@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace rdmad::peer::codec {
@@ -44,6 +45,12 @@ class Writer {
   template <size_t N>
   void field(const std::array<uint8_t, N>& a) {
     bytes(a);
+  }
+  // A one-byte enum (its range is the decoder's to check).
+  template <class E>
+    requires std::is_enum_v<E> && (sizeof(E) == 1)
+  void field(E e) {
+    u8(static_cast<uint8_t>(e));
   }
 
  private:
@@ -93,6 +100,12 @@ class Reader {
   template <size_t N>
   void field(std::array<uint8_t, N>& a) {
     bytes(a);
+  }
+  // A one-byte enum: any byte is read; the message's decoder checks the range.
+  template <class E>
+    requires std::is_enum_v<E> && (sizeof(E) == 1)
+  void field(E& e) {
+    e = static_cast<E>(u8());
   }
 
  private:

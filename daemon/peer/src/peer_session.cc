@@ -25,6 +25,12 @@ QpConnector* PeerSession::ready(const std::string& peer) const {
   return it != peers_.end() && it->second.state == State::kReady ? it->second.qps.get() : nullptr;
 }
 
+void PeerSession::set_nic(uint16_t nic_index, const std::function<LocalNic(const std::string& peer)>& make) {
+  for (auto& [id, p] : peers_) {
+    if (p.qps) p.qps->set_nic(nic_index, make(id));
+  }
+}
+
 std::vector<std::string> PeerSession::ready_peers() const {
   std::vector<std::string> out;
   for (const auto& [id, p] : peers_) {
@@ -41,6 +47,7 @@ void PeerSession::on_up(const std::string& peer, bool initiator) {
   if (!p.qps) return fail(peer, "no queue pairs can be made for this peer");
   auto eps = p.qps->prepare();
   if (!eps.is_ok()) return fail(peer, eps.status().message());
+  log_left_out(peer, *p.qps);
   p.session = next_session_++;
   p.state = State::kOffered;
   send(peer, EndpointsKind::kOffer, p.session, std::move(eps.value()));
@@ -79,6 +86,7 @@ void PeerSession::on_offer(const std::string& peer, const Endpoints& m) {
   p.session = m.session;
   auto eps = p.qps->prepare();
   if (!eps.is_ok()) return fail(peer, eps.status().message());
+  log_left_out(peer, *p.qps);
   const verbs::Status st = p.qps->connect(m.endpoints);
   if (!st.is_ok()) return fail(peer, st.message());
   // Answer only with the QPs that found a partner.
@@ -112,6 +120,12 @@ void PeerSession::become_ready(const std::string& peer, Peer& p) {
   counters_.sessions_ready++;
   peer_logger()->info("peer {}: {} RC QPs up", peer, p.qps->qps().size());
   if (on_ready_) on_ready_(peer, *p.qps);
+}
+
+void PeerSession::log_left_out(const std::string& peer, const QpConnector& qps) {
+  for (const std::string& why : qps.left_out())
+    base::log_limited(*peer_logger(), g_bring_up_log, spdlog::level::info,
+                      "peer {}: {}: no QPs on this rail until its port is ACTIVE", peer, why);
 }
 
 void PeerSession::fail(const std::string& peer, const std::string& why) {

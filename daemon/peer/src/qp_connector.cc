@@ -31,17 +31,36 @@ QpConnector::QpConnector(std::vector<LocalNic> nics, QpConnectorOptions options)
 
 verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare() {
   qps_.clear();
+  left_out_.clear();
   std::vector<NicEndpoint> out;
   for (uint16_t n = 0; n < nics_.size(); ++n) {
+    // A NIC out of service, or whose port is not ACTIVE, gets no QPs now (the peer's QPs of that
+    // rail find no partner): its lane is rebuilt when the port comes up.
+    if (const std::string why = not_usable(n); !why.empty()) {
+      left_out_.push_back("nic " + nics_[n].name + ": " + why);
+      continue;
+    }
     const Status st = add_nic_qps(n, out);
     if (!st.is_ok()) return st;
   }
   return out;
 }
 
+std::string QpConnector::not_usable(uint16_t n) const {
+  const LocalNic& nic = nics_[n];
+  if (nic.device == nullptr || nic.pd == nullptr) return "out of service";
+  auto port = nic.device->query_port(nic.port);
+  if (!port.is_ok()) return port.status().message();
+  if (port->state != verbs::PortState::kActive)
+    return "port " + std::to_string(nic.port) + " is " + (port->state == verbs::PortState::kInit ? "INIT" : "DOWN");
+  return {};
+}
+
 verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare_nic(uint16_t nic_index) {
   if (nic_index >= nics_.size()) return Status::error("no local NIC " + std::to_string(nic_index));
   std::erase_if(qps_, [&](const Qp& q) { return q.nic_index == nic_index; });
+  if (const std::string why = not_usable(nic_index); !why.empty())
+    return Status::error("nic " + nics_[nic_index].name + ": " + why);
   std::vector<NicEndpoint> out;
   const Status st = add_nic_qps(nic_index, out);
   // Keep the (nic, qp index) order of qps(); moving the entries leaves every QueuePair in place.
@@ -54,6 +73,12 @@ Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
   const LocalNic& nic = nics_[n];
   auto port = nic.device->query_port(nic.port);
   if (!port.is_ok()) return with_context(port.status(), nic.name, "query_port");
+  const bool ib = port->link_layer == verbs::LinkLayer::kInfiniband;
+  // An InfiniBand port has a LID only once the subnet manager brought it to ACTIVE: without one
+  // the peer could not address it.
+  if (ib && (port->lid == 0 || port->lid > kMaxUnicastLid))
+    return Status::error("nic " + nic.name + ": InfiniBand port " + std::to_string(nic.port) + " has no unicast LID (" +
+                         std::to_string(port->lid) + "): is a subnet manager running?");
   for (uint16_t j = 0; j < options_.qps_per_nic; ++j) {
     verbs::QpInitAttr ia;
     ia.max_send_wr = options_.max_send_wr;
@@ -73,7 +98,9 @@ Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
     q.local = {.nic_name = nic.name,
                .nic_index = n,
                .qp_index = j,
+               .link = ib ? EndpointLink::kInfiniband : EndpointLink::kRoce,
                .gid = nic.advertise_gid.value_or(port->gid),
+               .lid = ib ? port->lid : uint16_t{0},
                .udp_port = nic.advertise_udp_port != 0 ? nic.advertise_udp_port : port->udp_port,
                .qpn = qp.value()->qp_num(),
                .psn = random_psn(),
@@ -119,13 +146,19 @@ verbs::Result<size_t> QpConnector::connect_where(std::span<const NicEndpoint> re
 
 Status QpConnector::connect_qp(Qp& q, const NicEndpoint& r) {
   const std::string& name = nics_[q.nic_index].name;
+  if (q.local.link != r.link) {
+    auto what = [](EndpointLink l) { return l == EndpointLink::kInfiniband ? "InfiniBand" : "RoCE"; };
+    return Status::error("nic " + name + ": this end is " + what(q.local.link) + ", the peer's NIC " + r.nic_name +
+                         " is " + what(r.link) + ": the rails do not match");
+  }
   QpAttr a;
   a.state = QpState::kRtr;
   a.path_mtu_bytes = std::min(q.local.mtu_bytes, r.mtu_bytes);
   a.dest_qp_num = r.qpn;
   a.rq_psn = r.psn;
-  a.dest_gid = r.gid;
+  a.dest_gid = r.gid;  // InfiniBand: the backend adds a GRH only when it is in another subnet
   a.dest_udp_port = r.udp_port;
+  a.dest_lid = r.lid;
   a.min_rnr_timer = options_.min_rnr_timer;
   a.max_dest_rd_atomic = options_.max_rd_atomic;
   Status st = q.qp->modify(a, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn |
@@ -143,6 +176,12 @@ Status QpConnector::connect_qp(Qp& q, const NicEndpoint& r) {
   q.remote = r;
   q.connected = true;
   return Status::ok();
+}
+
+void QpConnector::set_nic(uint16_t nic_index, const LocalNic& nic) {
+  if (nic_index >= nics_.size()) return;
+  std::erase_if(qps_, [&](const Qp& q) { return q.nic_index == nic_index; });
+  nics_[nic_index] = nic;
 }
 
 verbs::QueuePair* QpConnector::qp(uint16_t nic_index, uint16_t qp_index) const {

@@ -15,7 +15,9 @@ constexpr auto kNicEndpointLayout = [](auto& c, auto& e) {
   c.field(e.nic_name);
   c.field(e.nic_index);
   c.field(e.qp_index);
+  c.field(e.link);
   c.field(e.gid.raw);
+  c.field(e.lid);
   c.field(e.udp_port);
   c.field(e.qpn);
   c.field(e.psn);
@@ -112,7 +114,10 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
     NicEndpoint e;
     kNicEndpointLayout(r, e);
     const bool mtu_ok = e.mtu_bytes >= 256 && e.mtu_bytes <= 4096 && (e.mtu_bytes & (e.mtu_bytes - 1)) == 0;
-    if (!mtu_ok || e.qpn > 0xFFFFFF || e.psn > 0xFFFFFF || e.nic_name.empty()) return std::nullopt;
+    // InfiniBand ends name a unicast LID; RoCE ends none (they route by GID).
+    if (e.link != EndpointLink::kRoce && e.link != EndpointLink::kInfiniband) return std::nullopt;
+    const bool lid_ok = e.link == EndpointLink::kInfiniband ? e.lid >= 1 && e.lid <= kMaxUnicastLid : e.lid == 0;
+    if (!mtu_ok || !lid_ok || e.qpn > 0xFFFFFF || e.psn > 0xFFFFFF || e.nic_name.empty()) return std::nullopt;
     m.endpoints.push_back(std::move(e));
   }
   if (!r.done()) return std::nullopt;

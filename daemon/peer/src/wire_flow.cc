@@ -11,27 +11,44 @@ using codec::Writer;
 
 namespace {
 
-constexpr auto kGrantKeyLayout = [](auto& c, auto& k) {
-  c.field(k.nic_index);
-  c.field(k.rkey);
-};
-
-void keys_field(Writer& w, const std::vector<GrantKey>& keys) {
+// Per key: u16 nic index, u32 rkey (slice 0), u64 slice bytes (0: one MR), u8 count + the rkeys of
+// slices 1..count.
+void keys_field(Writer& w, const std::vector<GrantKey>& keys, uint64_t) {
   w.u8(static_cast<uint8_t>(keys.size()));
-  for (const GrantKey& k : keys) kGrantKeyLayout(w, k);
+  for (const GrantKey& k : keys) {
+    w.u16(k.nic_index);
+    w.u32(k.rkey);
+    w.u64(k.slice_bytes);
+    w.u8(static_cast<uint8_t>(k.slice_rkeys.size()));
+    for (uint32_t rkey : k.slice_rkeys) w.u32(rkey);
+  }
 }
 
-// 1..kMaxGrantKeys keys, at most one per NIC.
-void keys_field(Reader& r, std::vector<GrantKey>& keys) {
+// The slices of a key cover exactly `length` bytes: one MR (slice bytes 0, no further rkeys), or
+// ceil(length / slice bytes) <= kMaxKeySlices slices.
+bool slices_ok(uint64_t slice_bytes, size_t more, uint64_t length) {
+  if (slice_bytes == 0) return more == 0;
+  if (more == 0 || more + 1 > kMaxKeySlices || length == 0) return false;
+  if (slice_bytes > (length - 1) / more) return false;  // slices 1..more would start past the end
+  return length - more * slice_bytes <= slice_bytes;
+}
+
+// 1..kMaxGrantKeys keys, at most one per NIC, each slicing `length` exactly.
+void keys_field(Reader& r, std::vector<GrantKey>& keys, uint64_t length) {
   const uint8_t n = r.u8();
   if (n == 0 || n > kMaxGrantKeys) return r.fail();
   for (uint8_t i = 0; i < n && !r.failed(); ++i) {
     GrantKey k;
-    kGrantKeyLayout(r, k);
+    k.nic_index = r.u16();
+    k.rkey = r.u32();
+    k.slice_bytes = r.u64();
+    const uint8_t more = r.u8();
+    if (!slices_ok(k.slice_bytes, more, length)) return r.fail();
+    for (uint8_t s = 0; s < more && !r.failed(); ++s) k.slice_rkeys.push_back(r.u32());
     for (const GrantKey& other : keys) {
       if (other.nic_index == k.nic_index) return r.fail();
     }
-    keys.push_back(k);
+    keys.push_back(std::move(k));
   }
 }
 
@@ -45,7 +62,7 @@ constexpr auto kGrantLayout = [](auto& c, auto& m) {
   c.field(m.length);
   c.field(m.rights);
   c.field(m.channel_hint);
-  keys_field(c, m.keys);
+  keys_field(c, m.keys, m.length);
 };
 constexpr auto kGrantAckLayout = [](auto& c, auto& m) {
   c.field(m.token);
@@ -57,7 +74,7 @@ constexpr auto kRecvPostLayout = [](auto& c, auto& m) {
   c.field(m.recv_id);
   c.field(m.iova);
   c.field(m.length);
-  keys_field(c, m.keys);
+  keys_field(c, m.keys, m.length);
 };
 constexpr auto kSendDoneLayout = [](auto& c, auto& m) {
   c.field(m.channel);

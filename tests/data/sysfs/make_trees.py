@@ -2,7 +2,7 @@
 """Writes the hand-made host trees under tests/data/sysfs/ (everything except procfs/).
 
 Run from anywhere: python3 tests/data/sysfs/make_trees.py. It deletes and rewrites roce-cx6dx/,
-ib-hdr/ and roce-vendor-ecn/. The trees follow real sysfs layout: /sys/class/infiniband/<dev> and
+ib-hdr/, roce-vendor-ecn/ and rxe-virtio/. The trees follow real sysfs layout: /sys/class/infiniband/<dev> and
 /sys/class/net/<if> are relative symlinks into /sys/devices/pci.../<bdf>/..., each RDMA device has a
 `device` link to its PCI function, VLAN netdevs live under /sys/devices/virtual/net with lower_/upper_
 links. Values are synthetic but shaped like what the kernel prints.
@@ -210,8 +210,38 @@ def vendor_ecn(root):
     shutil.copytree(os.path.join(HERE, "procfs/sys/class/net/eth0/ecn"), os.path.join(root, nd.lstrip("/"), "ecn"))
 
 
+def rxe_virtio(root):
+    """A qemu guest with Soft-RoCE (rdma_rxe) on two virtio NICs, as Debian's 6.1 kernel shows it: the
+    rxe devices are virtual (no `device` link, a `parent` file naming the netdev), the netdevs sit on
+    virtioN children of their PCI functions, hw_counters has rxe's own names and no counters/ (no PMA)."""
+    for i, (bdf, virtio) in enumerate([("0000:00:05.0", "virtio2"), ("0000:00:06.0", "virtio3")]):
+        pci = pci_function(root, bdf, "pci0000:00", 0, "0x1000")
+        put(root, pci + "/vendor", "0x1af4\n")
+        vdir = f"{pci}/{virtio}"
+        put(root, vdir + "/features", "0\n")
+        nd = f"{vdir}/net/eth{i}"
+        put(root, nd + "/ifindex", f"{2 + i}\n")
+        put(root, nd + "/mtu", "1500\n")
+        put(root, nd + "/address", f"52:54:00:10:0{i}:01\n")
+        put(root, nd + "/operstate", "up\n")
+        link(root, nd + "/device", rel(nd, vdir))
+        link(root, f"/sys/class/net/eth{i}", rel("/sys/class/net", nd))
+        dev = f"/sys/devices/virtual/infiniband/rxe{i}"
+        for k, v in {"node_type": "1: CA", "fw_ver": "", "node_guid": f"5054:00ff:fe10:0{i}01",
+                     "sys_image_guid": f"5054:00ff:fe10:0{i}01", "node_desc": "rxe", "parent": f"eth{i}"}.items():
+            put(root, dev + "/" + k, v + "\n")
+        link(root, f"/sys/class/infiniband/rxe{i}", rel("/sys/class/infiniband", dev))
+        gids = [(f"fe80::5054:ff:fe10:{i}01", "RoCE v2", f"eth{i}"), (mapped(f"10.{i + 1}.0.1"), "RoCE v2", f"eth{i}")]
+        hw = dict(ack_deferred=0, completer_retry_err=7, duplicate_request=1, lifespan=10, link_downed=1,
+                  out_of_seq_request=2, rcvd_pkts=2862, rcvd_rnr_err=0, rcvd_seq_err=3, rdma_recvs=0,
+                  rdma_sends=0, retry_exceeded_err=0, retry_rnr_exceeded_err=0, send_err=0, send_rnr_err=0,
+                  sent_pkts=1905)
+        port(root, dev, 1, "4: ACTIVE", "5: LinkUp", "2.5 Gb/sec (1X SDR)", "Ethernet", gids, {}, hw, table_size=8)
+
+
 def main():
-    for name, fn in [("roce-cx6dx", cx6dx), ("ib-hdr", ib_hdr), ("roce-vendor-ecn", vendor_ecn)]:
+    for name, fn in [("roce-cx6dx", cx6dx), ("ib-hdr", ib_hdr), ("roce-vendor-ecn", vendor_ecn),
+                     ("rxe-virtio", rxe_virtio)]:
         root = os.path.join(HERE, name)
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(root)

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   Hello old = hello;
   old.version = 2;  // a version-2 peer (HMAC handshake): refused at hello
   frame(dir, "hello_version2", MessageType::kHello, old);
+  old.version = 3;  // a version-3 peer (no LID, one rkey per key): refused at hello
+  frame(dir, "hello_version3", MessageType::kHello, old);
   write_seed(dir, "ready", encode_frame(MessageType::kReady, {}));
   frame(dir, "ping", MessageType::kPing, Ping{42});
   Endpoints ep;
@@ -52,6 +54,19 @@ int main(int argc, char** argv) {
   ep.kind = EndpointsKind::kRebuildOffer;
   ep.cause = RebuildCause::kRequestRefused;
   frame(dir, "endpoints_rebuild_refused", MessageType::kEndpoints, ep);
+  Endpoints ib;
+  ib.kind = EndpointsKind::kAnswer;
+  ib.session = 8;
+  NicEndpoint port;
+  port.nic_name = "ib0";
+  port.link = EndpointLink::kInfiniband;
+  port.gid = *rdmad::verbs::Gid::from_ip("fe80::e41d:2d03:a:1b30");
+  port.lid = 0x2a;
+  port.qpn = 0x3f1;
+  port.psn = 0x123;
+  port.mtu_bytes = 4096;
+  ib.endpoints.push_back(port);
+  frame(dir, "endpoints_infiniband", MessageType::kEndpoints, ib);
   Grant g;
   g.token.fill(0x11);
   g.iova = 0x10000;
@@ -59,6 +74,10 @@ int main(int argc, char** argv) {
   g.rights = kGrantRightsMask;
   g.keys = {{0, 0x1234}, {1, 0x5678}};
   frame(dir, "grant", MessageType::kGrant, g);
+  Grant sliced = g;  // 8 GiB held as three MRs on NIC 0 (3.5 GiB slices), one on NIC 1
+  sliced.length = 8ull << 30;
+  sliced.keys = {{0, 0x1234, 3584ull << 20, {0x2234, 0x3234}}, {1, 0x5678}};
+  frame(dir, "grant_sliced", MessageType::kGrant, sliced);
   frame(dir, "grant_ack", MessageType::kGrantAck, GrantAck{g.token, 0});
   frame(dir, "revoke", MessageType::kRevoke, Revoke{g.token});
   RecvPost rp;

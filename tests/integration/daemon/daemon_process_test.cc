@@ -310,6 +310,16 @@ TEST(DaemonStartup, HardwareNicOperatorViewFromSysfs) {
   rdmad_disconnect(c);
   EXPECT_TRUE(std::regex_search(diag, std::regex(R"(fail cc mlx5_0/1: .*\(cc_disabled_on_priority; DCQCN via vendor sysfs)")))
       << diag;
+  // rdmactl nics lists the NIC in its slot, out of service, with the reason.
+  const std::string sock = dir.path() + "/run/rdmad.sock";
+  Subprocess ctl({binary("tools/rdmactl/rdmactl"), "--socket", sock, "nics"});
+  EXPECT_EQ(ctl.wait_exit(10s), 0) << ctl.output();
+  EXPECT_TRUE(std::regex_search(ctl.output(), std::regex(R"(\n0 +rail0 +rdma_core +out )"))) << ctl.output();
+  EXPECT_TRUE(std::regex_search(ctl.output(), std::regex(R"(rail0: out of service: device mlx5_0: .+)")))
+      << ctl.output();
+  Subprocess json({binary("tools/rdmactl/rdmactl"), "--socket", sock, "--json", "nics"});
+  EXPECT_EQ(json.wait_exit(10s), 0) << json.output();
+  EXPECT_NE(json.output().find("\"out_of_service\":\"device mlx5_0: "), std::string::npos) << json.output();
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_exit(5s), 0);
 }

@@ -99,6 +99,28 @@ TEST(Config, NicAdvertiseDefaultsPerEntry) {
   EXPECT_FALSE(changed == r.config.nics[1]);
 }
 
+// The per-NIC RoCE marking and service level, and an rdma_core NIC's address as its GID rule.
+TEST(Config, NicDscpSlAndRdmaCoreAddress) {
+  const LoadResult r = load_string(
+      "[[nic]]\nname = \"a\"\ndevice = \"mlx5_0\"\naddress = \"10.1.0.7\"\ngid_match = \"10.1.0.0/16\"\n"
+      "dscp = 46\ncnp_dscp = 48\nsl = 3\n[[nic]]\nname = \"b\"\nbackend = \"soft\"\naddress = \"127.0.0.2\"\n",
+      "nic.toml");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.config.nics[0].dscp, 46);
+  EXPECT_EQ(r.config.nics[0].cnp_dscp, 48);
+  EXPECT_EQ(r.config.nics[0].sl, 3);
+  EXPECT_EQ(r.config.nics[0].address, "10.1.0.7");
+  EXPECT_EQ(r.config.nics[1].dscp, 26) << "the default";
+  EXPECT_EQ(r.config.nics[1].cnp_dscp, -1) << "the default: [cc] cnp_dscp";
+  EXPECT_EQ(r.config.nics[1].sl, 0);
+  const LoadResult v6 = load_string(
+      "[[nic]]\nname = \"a\"\ndevice = \"mlx5_0\"\naddress = \"fd00::7\"\ngid_match = \"fd00::/8\"\n", "v6.toml");
+  EXPECT_TRUE(v6.ok()) << all_errors(v6);
+  const LoadResult family = load_string(
+      "[[nic]]\nname = \"a\"\ndevice = \"mlx5_0\"\naddress = \"fd00::7\"\ngid_match = \"10.0.0.0/8\"\n", "f.toml");
+  EXPECT_FALSE(family.ok()) << "an IPv6 address is in no IPv4 prefix";
+}
+
 TEST(Config, PrintedDefaultConfigRoundTrips) {
   const std::string text = render_default_config();
   const LoadResult r = load_string(text, "<printed>");

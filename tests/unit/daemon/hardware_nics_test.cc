@@ -134,6 +134,27 @@ TEST_F(HardwareNicsTest, WithoutCcApplyNothingIsWritten) {
   EXPECT_EQ(read(fs::canonical(root / "sys/class/net/eth0/ecn/roce_rp/rpg_time_reset")), "300");
 }
 
+// rxe (the vm tests' guests): its driver counters are exported as they are, its packet counts under
+// the port series (it has no counters/), and its PCI function is the virtio NIC's.
+TEST_F(HardwareNicsTest, RxeDriverCountersAndPacketsAreExported) {
+  const auto cfg = load("[[nic]]\nname = \"rail0\"\ndevice = \"rxe0\"\n");
+  HardwareNics hw(nic_cc::SysfsRoot(kTrees / "rxe-virtio"), cfg);
+  hw.start();
+  ASSERT_EQ(hw.devices().size(), 1u) << "the configured one (libibverbs lists none on this host)";
+  EXPECT_EQ(hw.devices()[0].pci_address, "0000:00:05.0");
+  const std::string text = scrape(hw);
+  EXPECT_NE(text.find("rdmad_hw_counter_total{device=\"rxe0\",port=\"1\",counter=\"rcvd_pkts\"} 2862"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rdmad_hw_counter_total{device=\"rxe0\",port=\"1\",counter=\"completer_retry_err\"} 7"),
+            std::string::npos);
+  EXPECT_EQ(text.find("counter=\"lifespan\""), std::string::npos) << "a setting, not a counter";
+  EXPECT_NE(text.find("rdmad_port_packets_received_total{device=\"rxe0\",port=\"1\"} 2862"), std::string::npos);
+  EXPECT_NE(text.find("rdmad_port_packets_transmitted_total{device=\"rxe0\",port=\"1\"} 1905"), std::string::npos);
+  EXPECT_EQ(text.find("rdmad_port_data_transmitted_bytes_total{device=\"rxe0\""), std::string::npos)
+      << "rxe counts no bytes: no series rather than a zero";
+}
+
 TEST_F(HardwareNicsTest, NoDevicesIsANormalState) {
   test::TempDir dir;
   HardwareNics hw(nic_cc::SysfsRoot(dir.path()), load(""));

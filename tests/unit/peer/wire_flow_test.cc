@@ -36,7 +36,7 @@ Grant grant() {
 TEST(PeerWireFlow, GrantRoundTrip) {
   const Grant g = grant();
   const auto b = encode(g);
-  EXPECT_EQ(b.size(), 16u + 8 + 8 + 4 + 8 + 1 + 2 * 6);
+  EXPECT_EQ(b.size(), 16u + 8 + 8 + 4 + 8 + 1 + 2 * (2 + 4 + 8 + 1));
   EXPECT_EQ(decode_grant(b), g);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_grant(p); });
   Grant full = g;
@@ -70,6 +70,50 @@ TEST(PeerWireFlow, GrantWithImpossibleValuesIsRejected) {
   read_only.iova = ~0ull - 10;
   read_only.length = 11;  // ends exactly at the top of the address space
   EXPECT_EQ(decode_grant(encode(read_only)), read_only);
+}
+
+// A range the exporter's NIC holds as several MRs: every slice's rkey travels, and the slices must
+// cover the range exactly.
+TEST(PeerWireFlow, SlicedKeysRoundTripAndMustCoverTheRangeExactly) {
+  Grant g = grant();
+  g.length = 10000;
+  g.keys = {{.nic_index = 0, .rkey = 0x10, .slice_bytes = 4096, .slice_rkeys = {0x11, 0x12}},
+            {.nic_index = 1, .rkey = 0x20}};
+  const auto b = encode(g);
+  EXPECT_EQ(b.size(), 16u + 8 + 8 + 4 + 8 + 1 + (2 + 4 + 8 + 1 + 2 * 4) + (2 + 4 + 8 + 1));
+  EXPECT_EQ(decode_grant(b), g);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_grant(p); });
+  g.length = 8193;  // the third slice holds one byte
+  EXPECT_EQ(decode_grant(encode(g)), g);
+  g.length = 3 * 4096;  // three full slices
+  EXPECT_EQ(decode_grant(encode(g)), g);
+  Grant most = g;
+  most.keys[0].slice_rkeys.assign(kMaxKeySlices - 1, 7);
+  most.length = kMaxKeySlices * 4096;
+  EXPECT_EQ(decode_grant(encode(most)), most) << "the most slices a key has";
+
+  const std::vector<std::pair<const char*, std::function<void(Grant&)>>> bad = {
+      {"more rkeys but no slice size", [](Grant& x) { x.keys[0].slice_bytes = 0; }},
+      {"a slice size but one rkey", [](Grant& x) { x.keys[0].slice_rkeys.clear(); }},
+      {"the range is longer than the slices", [](Grant& x) { x.length = 3 * 4096 + 1; }},
+      {"the last slice is empty", [](Grant& x) { x.length = 2 * 4096; }},
+      {"too many slices",
+       [](Grant& x) {
+         x.keys[0].slice_rkeys.assign(kMaxKeySlices, 7);
+         x.length = (kMaxKeySlices + 1) * 4096;
+       }},
+      {"slices that wrap", [](Grant& x) { x.keys[0].slice_bytes = ~0ull / 2 + 1; }},
+  };
+  for (const auto& [why, mutate] : bad) {
+    Grant x = g;
+    mutate(x);
+    EXPECT_FALSE(decode_grant(encode(x)).has_value()) << why;
+  }
+  RecvPost rp{.channel = 1, .recv_id = 2, .iova = 0x1000, .length = 5000,
+              .keys = {{.nic_index = 2, .rkey = 1, .slice_bytes = 4096, .slice_rkeys = {2}}}};
+  EXPECT_EQ(decode_recv_post(encode(rp)), rp);
+  rp.length = 4096;
+  EXPECT_FALSE(decode_recv_post(encode(rp)).has_value()) << "a receive's slices cover it exactly too";
 }
 
 TEST(PeerWireFlow, GrantAckAndRevokeRoundTrip) {

@@ -39,8 +39,8 @@ TEST(PeerWire, HelloRoundTrip) {
   Hello h;
   h.node_id = "node-a";
   auto b = encode(h);
-  // magic, version 3, flags 0, id length, id.
-  const std::vector<uint8_t> want = {'R', 'D', 'M', 'P', 0, 3, 0, 6, 'n', 'o', 'd', 'e', '-', 'a'};
+  // magic, version 4, flags 0, id length, id.
+  const std::vector<uint8_t> want = {'R', 'D', 'M', 'P', 0, 4, 0, 6, 'n', 'o', 'd', 'e', '-', 'a'};
   EXPECT_EQ(b, want);
   auto d = decode_hello(b);
   ASSERT_TRUE(d.has_value());
@@ -120,6 +120,38 @@ TEST(PeerWire, EndpointsWithImpossibleValuesAreRejected) {
   auto b = encode(Endpoints{});
   b[0] = 6;
   EXPECT_FALSE(decode_endpoints(b).has_value()) << "unknown kind";
+}
+
+// InfiniBand ends carry their port's LID (the peer routes to it), RoCE ends none.
+TEST(PeerWire, EndpointsCarryTheLinkAndAnInfinibandLid) {
+  Endpoints m;
+  NicEndpoint e;
+  e.nic_name = "ib0";
+  e.link = EndpointLink::kInfiniband;
+  e.gid = *verbs::Gid::from_ip("fe80::e41d:2d03:a:1b30");
+  e.lid = 0x2a;
+  e.mtu_bytes = 4096;
+  m.endpoints.push_back(e);
+  auto d = decode_endpoints(encode(m));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->endpoints, m.endpoints);
+  EXPECT_EQ(d->endpoints[0].link, EndpointLink::kInfiniband);
+  EXPECT_EQ(d->endpoints[0].lid, 0x2a);
+  m.endpoints[0].lid = kMaxUnicastLid;
+  EXPECT_TRUE(decode_endpoints(encode(m)).has_value()) << "the largest unicast LID";
+  for (uint16_t lid : {uint16_t{0}, uint16_t{0xc000}, uint16_t{0xffff}}) {
+    m.endpoints[0].lid = lid;
+    EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "InfiniBand LID " << lid;
+  }
+  m.endpoints[0].link = EndpointLink::kRoce;
+  m.endpoints[0].lid = 5;
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "a RoCE end has no LID";
+  m.endpoints[0].lid = 0;
+  auto b = encode(m);
+  EXPECT_TRUE(decode_endpoints(b).has_value());
+  // kind, session, count, name length + "ib0", nic index, qp index: the link byte follows.
+  b[1 + 4 + 1 + 1 + 3 + 2 + 2] = 2;
+  EXPECT_FALSE(decode_endpoints(b).has_value()) << "an unknown link";
 }
 
 TEST(PeerWire, PingIsExactlyEightBytes) {

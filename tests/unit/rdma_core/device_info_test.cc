@@ -93,6 +93,23 @@ TEST(RdmaCoreDiscoverSysfs, TreeWithoutTopologyStillDescribesPorts) {
   EXPECT_EQ(devs[2].node_guid, "0a7f:bc12:45ef:d23b");
 }
 
+// Soft-RoCE in the vm tests' guests: rxe devices are virtual (no `device` link), so the PCI function
+// and NUMA node are those of the virtio NIC their port's netdev sits on.
+TEST(RdmaCoreDiscoverSysfs, RxeOnVirtioTakesItsNetdevsPciFunction) {
+  const auto devs = discover_sysfs(SysfsRoot(sysfs_fixture("rxe-virtio")));
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].name, "rxe0");
+  EXPECT_EQ(devs[0].ports.at(0).netdev, "eth0");
+  EXPECT_EQ(devs[0].ports.at(0).link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(devs[0].ports.at(0).rate_mbps, 2500u);
+  EXPECT_EQ(devs[0].ports.at(0).active_mtu_bytes, 1024u) << "netdev MTU 1500";
+  EXPECT_EQ(devs[0].pci_address, "0000:00:05.0") << "through eth0 -> virtio2 -> 0000:00:05.0";
+  EXPECT_EQ(devs[0].numa_node, 0);
+  EXPECT_EQ(devs[0].netdevs, std::vector<std::string>{"eth0"});
+  EXPECT_EQ(devs[1].pci_address, "0000:00:06.0");
+  EXPECT_EQ(describe(devs[1])[0], "rxe1 port 1: Ethernet ACTIVE 2.5 Gb/s mtu 1024 netdev eth1 pci 0000:00:06.0 numa 0");
+}
+
 TEST(RdmaCoreDiscoverSysfs, NoDevicesIsEmpty) {
   EXPECT_TRUE(discover_sysfs(SysfsRoot(sysfs_fixture("does-not-exist"))).empty());
 }

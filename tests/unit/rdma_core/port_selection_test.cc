@@ -158,6 +158,23 @@ TEST(RdmaCoreNicCounters, RxeCountersStandInForTheMlx5NamesTheyMatch) {
   EXPECT_EQ(to_nic_counters(nullptr, &rxe).rnr_nak_retry_err, 30u);
 }
 
+// rxe has no counters/ and names its driver counters its own way: packets and sequence errors
+// still reach NicCounters (rdmactl nics), the rest stays a driver counter.
+TEST(RdmaCoreNicCounters, RxeCountersUnderTheirOwnNames) {
+  const SysfsRoot root(sysfs_fixture("rxe-virtio"));
+  EXPECT_FALSE(nic_cc::read_port_counters(root, "rxe0", 1)) << "no PMA counters on rxe";
+  const auto hw = nic_cc::read_hw_counters(root, "rxe0", 1);
+  ASSERT_TRUE(hw);
+  const NicCounters c = to_nic_counters(nullptr, &hw.value());
+  EXPECT_EQ(c.tx_packets, 1905u) << "sent_pkts";
+  EXPECT_EQ(c.rx_packets, 2862u) << "rcvd_pkts";
+  EXPECT_EQ(c.out_of_sequence, 2u) << "out_of_seq_request";
+  EXPECT_EQ(c.packet_seq_err, 3u) << "rcvd_seq_err";
+  EXPECT_EQ(c.duplicate_request, 1u);
+  EXPECT_EQ(c.tx_bytes, 0u) << "rxe counts no bytes";
+  EXPECT_EQ(c.retransmitted_packets, 0u) << "completer_retry_err counts retries, not packets";
+}
+
 TEST(RdmaCoreCapabilities, AdvertiseWhatTheProbesFound) {
   DeviceCaps caps;
   caps.max_mr_size = ~0ULL;

@@ -211,6 +211,58 @@ TEST(RdmaCoreQpAttr, InfinibandPathUsesTheLid) {
   EXPECT_EQ(t->attr.ah_attr.sl, 3);
 }
 
+// A peer in the same subnet (its port GID has our subnet prefix) is reached by LID alone; one
+// behind a router needs a GRH with its GID, from our port GID. The SL is the NIC's configured one.
+TEST(RdmaCoreQpAttr, InfinibandAddsAGrhOnlyTowardAnotherSubnet) {
+  const Gid ours = *Gid::from_ip("fe80::e41d:2d03:a:1b30");
+  const Gid same_subnet = *Gid::from_ip("fe80::e41d:2d03:a:2c41");
+  const Gid other_subnet = *Gid::from_ip("fec0:0:0:7:e41d:2d03:a:2c41");
+  PathConfig path;
+  path.roce = false;
+  path.port_num = 1;
+  path.dlid = 0x2a;
+  path.sl = 5;
+  path.sgid_index = 0;
+  path.sgid = ours.raw;
+  QpAttr a;
+  a.dest_lid = 0x2a;
+  a.dest_gid = same_subnet;
+  auto t = to_ibv_qp_attr(a, kQpAv, path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->attr.ah_attr.is_global, 0) << "no GRH inside the subnet";
+  EXPECT_EQ(t->attr.ah_attr.dlid, 0x2a);
+  EXPECT_EQ(t->attr.ah_attr.sl, 5);
+  a.dest_gid = Gid{};
+  t = to_ibv_qp_attr(a, kQpAv, path);
+  EXPECT_EQ(t->attr.ah_attr.is_global, 0) << "a peer that sent no GID";
+  a.dest_gid = other_subnet;
+  t = to_ibv_qp_attr(a, kQpAv, path);
+  ASSERT_TRUE(t);
+  const ibv_ah_attr& ah = t->attr.ah_attr;
+  EXPECT_EQ(ah.is_global, 1);
+  EXPECT_EQ(ah.dlid, 0x2a) << "the router's LID, as the peer's endpoint gives it";
+  EXPECT_EQ(ah.sl, 5);
+  EXPECT_EQ(0, std::memcmp(ah.grh.dgid.raw, other_subnet.raw.data(), 16));
+  EXPECT_EQ(ah.grh.sgid_index, 0);
+  EXPECT_EQ(ah.grh.hop_limit, 64);
+  EXPECT_TRUE(needs_grh(ours.raw, other_subnet.raw));
+  EXPECT_FALSE(needs_grh(ours.raw, same_subnet.raw));
+}
+
+TEST(RdmaCoreQpAttr, RocePathCarriesTheConfiguredSlAndDscp) {
+  QpAttr a;
+  a.dest_gid = *Gid::from_ip("10.1.0.2");
+  PathConfig path;
+  path.sgid_index = 1;
+  path.dscp = 46;
+  path.sl = 3;
+  const auto t = to_ibv_qp_attr(a, kQpAv, path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->attr.ah_attr.is_global, 1);
+  EXPECT_EQ(t->attr.ah_attr.sl, 3);
+  EXPECT_EQ(t->attr.ah_attr.grh.traffic_class, (46 << 2) | 0x2);
+}
+
 TEST(RdmaCoreQpAttr, RtrToRtsAndUnselectedFieldsStayOut) {
   QpAttr a;
   a.state = QpState::kRts;

@@ -166,6 +166,7 @@ int cmd_nic_details(rdmad_client* c, bool json) {
   rdmad::proto::NicDetailsRequest req{};
   std::vector<std::byte> reply;
   std::string out;
+  const auto gone = out_of_service_nics(c);
   for (bool first = true;; first = false) {
     if (auto st = rdmad::admin::call(c, MsgType::kNicDetails, bytes_of(req), &reply); st != RDMAD_OK) {
       if (first && st == RDMAD_ERR_PERMISSION) return -1;
@@ -181,21 +182,26 @@ int cmd_nic_details(rdmad_client* c, bool json) {
         d.gid[sizeof(d.gid) - 1] = '\0';
     std::string source;
     const std::string knobs = cc_knobs(c, d.nic, json, &source);
-    if (json) {
+    const auto why = gone.find(d.nic);
+    if (why != gone.end() && !json) {
+      out += fmt::format("\nnic {} ({}, device {}): out of service: {}\n", d.nic, d.backend, d.device, why->second);
+      if (!knobs.empty()) out += fmt::format("  cc ({})  {}\n", source, knobs);
+    } else if (json) {
       out += fmt::format(
           "{}{{\"index\":{},\"name\":\"{}\",\"backend\":\"{}\",\"link\":\"{}\",\"speed_mbps\":{},"
           "\"device\":\"{}\",\"gid\":\"{}\",\"udp_port\":{},\"mtu\":{},\"counters\":{{\"tx_bytes\":{},\"rx_bytes\":{},"
           "\"tx_packets\":{},\"rx_packets\":{},\"np_cnp_sent\":{},\"np_ecn_marked_roce_packets\":{},"
           "\"rp_cnp_handled\":{},\"rp_cnp_ignored\":{},\"retransmitted_packets\":{},\"local_ack_timeout_err\":{},"
           "\"out_of_sequence\":{},\"rx_dropped\":{}}},\"dcqcn\":{{\"qps\":{},\"rate_min_mbps\":{},"
-          "\"rate_mean_mbps\":{},\"alpha_max\":{}}},\"cc_source\":\"{}\",\"cc\":{{{}}}}}",
+          "\"rate_mean_mbps\":{},\"alpha_max\":{}}},\"cc_source\":\"{}\",\"cc\":{{{}}}{}}}",
           first ? "" : ",", req.cursor, json_escape(d.nic), json_escape(d.backend),
           link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, json_escape(d.device),
           json_escape(d.gid), d.udp_port,
           d.mtu_bytes, d.tx_bytes, d.rx_bytes, d.tx_packets, d.rx_packets, d.np_cnp_sent,
           d.np_ecn_marked_roce_packets, d.rp_cnp_handled, d.rp_cnp_ignored, d.retransmitted_packets,
           d.local_ack_timeout_err, d.out_of_sequence, d.rx_dropped, d.dcqcn_qps, d.dcqcn_rate_min_mbps,
-          d.dcqcn_rate_mean_mbps, d.dcqcn_alpha_max, json_escape(source), knobs);
+          d.dcqcn_rate_mean_mbps, d.dcqcn_alpha_max, json_escape(source), knobs,
+          why == gone.end() ? std::string() : fmt::format(",\"out_of_service\":\"{}\"", json_escape(why->second)));
     } else {
       out += fmt::format("\nnic {} ({}, device {}): {} {} Mb/s, gid {} udp {} mtu {}\n", d.nic, d.backend, d.device,
                          link_name(static_cast<rdmad_link_state>(d.link_state)), d.speed_mbps, d.gid, d.udp_port,

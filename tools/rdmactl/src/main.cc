@@ -28,24 +28,18 @@ struct PeerChannelState {
 
 PeerChannelState peer_channel_state(rdmad_client* c) {
   PeerChannelState out;
-  std::string buf(16384, '\0');
-  if (rdmad_diagnose(c, buf.data(), buf.size()) != RDMAD_OK) return out;
-  buf.resize(buf.find('\0'));
   const std::string key = " peer channel: ";
-  for (size_t start = 0; start < buf.size();) {
-    size_t end = buf.find('\n', start);
-    if (end == std::string::npos) end = buf.size();
-    const std::string line = buf.substr(start, end - start);
-    start = end + 1;
+  bool found = false;
+  for_each_diagnose_line(c, [&](const std::string& line) {
     const size_t at = line.find(key);
-    if (at == std::string::npos || line.find(' ') != at) continue;
+    if (found || at == std::string::npos || line.find(' ') != at) return;
+    found = true;
     out.level = line.substr(0, at);
     std::string rest = line.substr(at + key.size());
     const size_t colon = rest.find_first_of(": (");
     out.mode = rest.substr(0, colon);
     out.detail = colon == std::string::npos ? "" : rest.substr(rest.find_first_not_of(": ", colon));
-    break;
-  }
+  });
   return out;
 }
 
@@ -81,23 +75,30 @@ int cmd_nics(rdmad_client* c, bool json) {
   if (const auto st = rdmad_query_nics(c, nics.data(), nics.size(), &count); st != RDMAD_OK)
     return fail(c, "query nics", st);
   nics.resize(std::min(count, nics.size()));
+  // NICs the daemon could not open keep their index; diagnose says why they are out of service.
+  const auto out = out_of_service_nics(c);
   if (json) {
     std::printf("[");
     for (size_t i = 0; i < nics.size(); ++i) {
       const auto& n = nics[i];
+      const auto o = out.find(n.name);
       std::printf("%s{\"index\":%u,\"name\":\"%s\",\"backend\":\"%s\",\"link\":\"%s\",\"speed_mbps\":%u,"
-                  "\"pci_address\":\"%s\",\"numa_node\":%d}",
+                  "\"pci_address\":\"%s\",\"numa_node\":%d%s}",
                   i ? "," : "", n.index, json_escape(n.name).c_str(), json_escape(n.backend).c_str(),
-                  link_name(n.link_state), n.speed_mbps, json_escape(n.pci_address).c_str(), n.numa_node);
+                  link_name(n.link_state), n.speed_mbps, json_escape(n.pci_address).c_str(), n.numa_node,
+                  o == out.end() ? "" : (",\"out_of_service\":\"" + json_escape(o->second) + "\"").c_str());
     }
     std::printf("]\n");
     return 0;
   }
   std::printf("%-5s %-16s %-10s %-7s %12s %-14s %s\n", "INDEX", "NAME", "BACKEND", "LINK", "SPEED", "PCI", "NUMA");
   for (const auto& n : nics) {
-    std::printf("%-5u %-16s %-10s %-7s %9u Mb/s %-14s %d\n", n.index, n.name, n.backend, link_name(n.link_state),
-                n.speed_mbps, n.pci_address[0] ? n.pci_address : "-", n.numa_node);
+    const bool gone = out.count(n.name) != 0;
+    std::printf("%-5u %-16s %-10s %-7s %9u Mb/s %-14s %d\n", n.index, n.name, n.backend,
+                gone ? "out" : link_name(n.link_state), n.speed_mbps, n.pci_address[0] ? n.pci_address : "-",
+                n.numa_node);
   }
+  for (const auto& [name, why] : out) std::printf("%s: out of service: %s\n", name.c_str(), why.c_str());
   if (nics.empty()) std::printf("(no NICs configured)\n");
   return 0;
 }

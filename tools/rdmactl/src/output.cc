@@ -26,6 +26,33 @@ int fail(rdmad_client* c, const char* what, rdmad_status st) {
   return kExitDaemonError;
 }
 
+bool for_each_diagnose_line(rdmad_client* c, const std::function<void(const std::string&)>& line) {
+  std::string buf(16384, '\0');
+  if (rdmad_diagnose(c, buf.data(), buf.size()) != RDMAD_OK) return false;
+  buf.resize(buf.find('\0'));
+  for (size_t start = 0; start < buf.size();) {
+    size_t end = buf.find('\n', start);
+    if (end == std::string::npos) end = buf.size();
+    line(buf.substr(start, end - start));
+    start = end + 1;
+  }
+  return true;
+}
+
+std::map<std::string, std::string> out_of_service_nics(rdmad_client* c) {
+  std::map<std::string, std::string> out;
+  const std::string prefix = "warn nic ";
+  const std::string mark = ": out of service (";
+  for_each_diagnose_line(c, [&](const std::string& line) {
+    const size_t at = line.find(mark);
+    if (line.rfind(prefix, 0) != 0 || at == std::string::npos) return;
+    std::string rest = line.substr(at + mark.size());  // "device DEV): REASON"
+    if (const size_t close = rest.find("): "); close != std::string::npos) rest.replace(close, 3, ": ");
+    out[line.substr(prefix.size(), at - prefix.size())] = rest;
+  });
+  return out;
+}
+
 const char* link_name(rdmad_link_state s) {
   switch (s) {
     case RDMAD_LINK_UP: return "up";

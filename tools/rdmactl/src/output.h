@@ -1,6 +1,8 @@
 // Shared pieces of rdmactl's commands: exit codes, error reporting, JSON string escaping.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 
 #include "rdmad/rdmad.h"
@@ -19,5 +21,11 @@ const char* link_name(rdmad_link_state s);
 // Prints "rdmactl: <what>: <status>: <daemon's message>" to stderr; returns kExitDaemonError, or
 // kExitUnreachable when the connection was lost (the daemon stopped or died under the request).
 int fail(rdmad_client* c, const char* what, rdmad_status st);
+// Calls `line(text)` for every line of the daemon's diagnosis (rdmad_diagnose); false when it fails.
+bool for_each_diagnose_line(rdmad_client* c, const std::function<void(const std::string&)>& line);
+// The NICs the daemon has out of service, by [[nic]] name, with "device DEV: REASON", from its
+// diagnose lines ("warn nic NAME: out of service (device DEV): REASON"; docs/protocol.md). Empty
+// when diagnose fails or names none.
+std::map<std::string, std::string> out_of_service_nics(rdmad_client* c);
 
 }  // namespace rdmactl

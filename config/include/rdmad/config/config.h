@@ -32,7 +32,7 @@ struct CcSection {
 struct NicSection {
   std::string name;
   std::string backend;  // soft | rdma_core | dpdk
-  std::string address;  // IP address (soft, dpdk); optional for rdma_core (selects the GID)
+  std::string address;  // IP address (soft, dpdk); optional for rdma_core (selects the GID of that address)
   std::string device;   // rdma-core device name (rdma_core)
   int64_t port = 1;     // device port number (rdma_core)
   int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)
@@ -40,6 +40,9 @@ struct NicSection {
   std::string gid_match;    // rdma_core: CIDR the selected GID's address must lie in ("" = any)
   bool cc_apply = false;    // rdma_core: write the [cc] parameters to the NIC (else read and report only)
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
+  int64_t dscp = 26;          // rdma_core: DSCP of RoCE data packets
+  int64_t cnp_dscp = -1;      // DSCP of the NIC's CNPs (soft; rdma_core with cc_apply); -1: [cc] cnp_dscp
+  int64_t sl = 0;             // rdma_core: service level of the QPs
   std::string advertise_address;   // soft: IP peers send to instead of `address` ("" = address)
   int64_t advertise_udp_port = 0;  // soft: UDP port peers send to (0 = udp_port)
   int64_t source_ports = 8;        // soft: sockets on random ports in 49152-65535 (0 = udp_port)

@@ -4,6 +4,7 @@
 // the NicInventory (with PCI address and NUMA node from HardwareNics for hardware ports).
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "rdmad/daemon/hardware_nics.h"
@@ -20,8 +21,10 @@ namespace rdmad::daemon {
 class VerbsRegistrar final : public ipc::MemoryRegistrar {
  public:
   VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends);
-  // Allocates the protection domains; false (and `error`) when a NIC refuses.
+  // Allocates the protection domains of the NICs in service; false (and `error`) when a NIC refuses.
   bool start(std::string& error);
+  // A NIC came into service (NicInventory::retry): its protection domain. Control thread.
+  bool nic_opened(size_t index, std::string& error);
 
   ipc::Result<ipc::MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
                                                uint32_t nic_mask) override;
@@ -42,7 +45,8 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
 
   const NicInventory& nics_;
   const verbs::BackendRegistry& backends_;
-  std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds_;  // index = NIC index
+  std::mutex mu_;  // pds_ and regions_: the NICs that come into service are added from the control thread
+  std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds_;  // index = NIC index; null: out of service
   std::map<uint64_t, std::vector<std::unique_ptr<verbs::MemoryRegion>>> regions_;
   uint64_t next_id_ = 1;
 };

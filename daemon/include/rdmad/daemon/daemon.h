@@ -61,6 +61,8 @@ class Daemon {
   ipc::Result<ipc::Ok> apply_loaded(config::LoadResult next);
   void arm_watchdog();
   void arm_nic_poll();
+  // Opens the NICs out of service whose retry is due and brings each into the subsystems.
+  void retry_nics();
   void arm_dcqcn_sample();
   void apply_live(const config::Config& next);
   bool start_client_service();

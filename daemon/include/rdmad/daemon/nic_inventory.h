@@ -2,6 +2,12 @@
 // The node's NICs: opens every [[nic]] through the backend registry at start-up, logs what it
 // found (link layer, state, speed, address/GID), exports per-port counters at scrape time, and
 // samples the software NICs' DCQCN state (rate, α per QP) into histograms.
+//
+// Every [[nic]] keeps its slot, in file order, whether or not it opened: a NIC's index (the
+// client protocol's NIC index, the flows' lane, the rail it pairs with on a peer) is its position
+// in the file and never shifts when another NIC is missing. A hardware NIC that cannot open is out
+// of service with the reason, and retry() opens it again later, with back-off.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,17 +27,40 @@ namespace rdmad::daemon {
 
 struct Nic {
   config::NicSection config;
-  std::unique_ptr<verbs::Device> device;
+  std::unique_ptr<verbs::Device> device;  // nullptr while out of service
+  std::string out_of_service;             // why it is not open ("" when it is)
+  verbs::DeviceConfig device_config;      // what it is opened with
+  // Retries of an out-of-service NIC: the first at the next poll, then after 1 s, doubling to 60 s.
+  std::chrono::steady_clock::time_point next_retry{};
+  std::chrono::milliseconds retry_backoff{0};
+  uint32_t failed_opens = 0;
+
+  bool in_service() const { return device != nullptr; }
+  /// The port QPs and counters use (soft NICs have one).
+  uint8_t port() const { return config.backend == "rdma_core" ? static_cast<uint8_t>(config.port) : 1; }
 };
+
+/// How a [[nic]] is opened: the section's keys as the backend's DeviceConfig (the [cc] parameters
+/// with the NIC's cnp_dscp, an rdma_core NIC's address as the GID rule, its DSCP and SL).
+verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config);
 
 class NicInventory {
  public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kRetryBackoffMin{1000};
+  static constexpr std::chrono::milliseconds kRetryBackoffMax{60000};
+
   explicit NicInventory(const verbs::BackendRegistry& registry) : registry_(registry) {}
 
   // Opens every configured NIC. On failure returns false and sets `error` to a sentence naming the
-  // NIC and the cause (a start-up error: the daemon does not run half-configured).
+  // NIC and the cause (a start-up error: a soft NIC that cannot open). A hardware NIC that cannot
+  // open is logged and left out of service in its slot.
   bool open(const config::Config& config, std::string& error);
+  /// Every [[nic]], in file order (index = NIC index), opened or not.
   const std::vector<Nic>& nics() const { return nics_; }
+  /// Tries to open the out-of-service NICs whose retry is due at `now`; returns the indices of those
+  /// that opened (each logged). Control thread.
+  std::vector<size_t> retry(Clock::time_point now);
   // Reads counters and port state from every NIC when Prometheus scrapes.
   std::shared_ptr<prometheus::Collectable> collector() const;
   // Registers rdmad_dcqcn_rate_mbps and rdmad_dcqcn_alpha on `registry` with one child per soft NIC
@@ -40,6 +69,8 @@ class NicInventory {
   void add_dcqcn_metrics(prometheus::Registry& registry);
   // Observes the rate and α of every QP in RTS on every soft NIC (the daemon calls it every second).
   void sample_dcqcn();
+  /// The diagnose lines of the NICs out of service ("warn nic NAME: out of service: REASON; ...").
+  std::string diagnosis() const;
 
  private:
   struct DcqcnHistograms {
@@ -47,6 +78,8 @@ class NicInventory {
     prometheus::Histogram* rate_mbps;
     prometheus::Histogram* alpha;
   };
+  void log_ports(const Nic& nic) const;
+  void failed(Nic& nic, const std::string& why, Clock::time_point now);
 
   const verbs::BackendRegistry& registry_;
   std::vector<Nic> nics_;

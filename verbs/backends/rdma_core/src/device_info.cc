@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -88,6 +89,35 @@ PortInfo read_port(const SysfsRoot& root, const std::string& dev_dir, unsigned n
   return port;
 }
 
+bool is_pci_address(std::string_view s) {
+  // "dddd:bb:dd.f", hex digits.
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 4 || i == 7 || i == 10) continue;
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+// The PCI function a netdev sits on: the last PCI address in the path of its `device` (a virtio
+// netdev's device is virtioN, a child of the PCI function). Empty when there is none.
+std::string pci_function_of(const SysfsRoot& root, const std::string& netdev, std::string* path) {
+  const auto dev = root.resolve("/sys/class/net/" + netdev + "/device");
+  if (!dev) return {};
+  std::string found;
+  for (size_t start = 0; start < dev->size();) {
+    size_t slash = dev->find('/', start);
+    if (slash == std::string::npos) slash = dev->size();
+    const std::string part = dev->substr(start, slash - start);
+    if (is_pci_address(part)) {
+      found = part;
+      *path = dev->substr(0, slash);
+    }
+    start = slash + 1;
+  }
+  return found;
+}
+
 }  // namespace
 
 DeviceInfo read_device_sysfs(const SysfsRoot& root, std::string_view name) {
@@ -115,6 +145,19 @@ DeviceInfo read_device_sysfs(const SysfsRoot& root, std::string_view name) {
   }
   std::sort(d.ports.begin(), d.ports.end(),
             [](const PortInfo& a, const PortInfo& b) { return a.port < b.port; });
+  if (d.pci_address.empty()) {
+    // A software device (rxe, siw) has no PCI function of its own; its traffic goes through the
+    // netdev it is bound to, so that NIC's PCI function and NUMA node are where it sits.
+    for (const PortInfo& p : d.ports) {
+      std::string pci_dir;
+      if (p.netdev.empty()) continue;
+      d.pci_address = pci_function_of(root, p.netdev, &pci_dir);
+      if (d.pci_address.empty()) continue;
+      if (const auto numa = root.read_trimmed(pci_dir + "/numa_node")) d.numa_node = std::atoi(numa->c_str());
+      if (d.netdevs.empty()) d.netdevs.push_back(p.netdev);
+      break;
+    }
+  }
   return d;
 }
 

@@ -35,6 +35,7 @@ verbs::PortInfo to_verbs_port(const PortInfo& port, const GidBytes& gid) {
     out.active_mtu_bytes = roce_active_mtu(port.netdev_mtu);
   }
   out.gid.raw = gid;
+  if (port.link_layer == LinkLayer::kInfiniBand) out.lid = port.lid;  // what a peer routes to
   return out;
 }
 

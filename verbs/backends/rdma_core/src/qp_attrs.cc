@@ -22,11 +22,17 @@ void fill_av(ibv_ah_attr& ah, const RcQpConfig& cfg, const RocePath& p) {
 }
 
 void fill_av(ibv_ah_attr& ah, const RcQpConfig& cfg, const IbPath& p) {
-  ah.is_global = 0;
+  ah.is_global = p.grh ? 1 : 0;
   ah.port_num = cfg.port_num;
   ah.dlid = p.dlid;
   ah.sl = p.sl;
   ah.src_path_bits = p.src_path_bits;
+  if (p.grh) {
+    std::memcpy(ah.grh.dgid.raw, p.dgid.data(), p.dgid.size());
+    ah.grh.sgid_index = p.sgid_index;
+    ah.grh.hop_limit = p.hop_limit;
+    ah.grh.traffic_class = p.traffic_class;
+  }
 }
 
 }  // namespace

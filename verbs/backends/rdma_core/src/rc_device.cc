@@ -41,9 +41,19 @@ Result<PathConfig> DeviceState::path_config() const {
   PathConfig p;
   p.port_num = config.port;
   p.dscp = config.dscp;
+  p.sl = config.sl;
   if (attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
-    // InfiniBand routes by LID: the QP's modify fills dlid from QpAttr::dest_lid; SL 0.
+    // InfiniBand routes by LID: the QP's modify fills dlid from QpAttr::dest_lid. The port GID
+    // (its subnet prefix) decides whether a peer is in another subnet and needs a GRH.
     p.roce = false;
+    if (attr.state != IBV_PORT_ACTIVE || attr.lid == 0) {
+      return Status::error(fmt::format("{} port {}: InfiniBand port not ACTIVE (no LID from a subnet manager)",
+                                       sysfs.name, config.port));
+    }
+    if (const GidChoice gid = select_gid_now(config.port); gid.ok()) {
+      p.sgid_index = static_cast<uint8_t>(gid.entry->index);
+      p.sgid = gid.entry->gid;
+    }
     return p;
   }
   const GidChoice gid = select_gid_now(config.port);
@@ -128,7 +138,12 @@ std::vector<verbs::DeviceEvent> RcDevice::read_events() {
       case AsyncEvent::Kind::kPortActive: e.kind = verbs::DeviceEvent::Kind::kPortActive; break;
       case AsyncEvent::Kind::kPortDown: e.kind = verbs::DeviceEvent::Kind::kPortDown; break;
       case AsyncEvent::Kind::kPortChanged: e.kind = verbs::DeviceEvent::Kind::kPortChanged; break;
-      case AsyncEvent::Kind::kQpFatal: e.kind = verbs::DeviceEvent::Kind::kQpFatal; break;
+      case AsyncEvent::Kind::kQpFatal:
+        // A responder QP that refused a peer's request (bad rkey, bad opcode) is in ERR too, but
+        // the path is fine and the peer's requester learns it from its completion: only a QP that
+        // failed on its own (IBV_EVENT_QP_FATAL) is a fault of this NIC's path.
+        e.kind = ev->raw == IBV_EVENT_QP_FATAL ? verbs::DeviceEvent::Kind::kQpFatal : verbs::DeviceEvent::Kind::kOther;
+        break;
       case AsyncEvent::Kind::kCqError: e.kind = verbs::DeviceEvent::Kind::kCqError; break;
       case AsyncEvent::Kind::kDeviceFatal: e.kind = verbs::DeviceEvent::Kind::kDeviceFatal; break;
       case AsyncEvent::Kind::kOther: e.kind = verbs::DeviceEvent::Kind::kOther; break;

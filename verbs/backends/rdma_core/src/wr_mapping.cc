@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 namespace rdmad::verbs::rdma_core {
 
 WcStatus to_wc_status(ibv_wc_status s) {
@@ -232,12 +234,25 @@ std::optional<QpTransition> to_ibv_qp_attr(const QpAttr& a, uint32_t mask, const
       p.sl = path.sl;
       remote.path = p;
     } else {
-      remote.path = IbPath{path.dlid, path.sl, 0};
+      IbPath p{.dlid = path.dlid, .sl = path.sl};
+      if (needs_grh(path.sgid, a.dest_gid.raw)) {
+        p.grh = true;
+        p.dgid = a.dest_gid.raw;
+        p.sgid_index = path.sgid_index;
+        p.hop_limit = path.hop_limit;
+      }
+      remote.path = p;
     }
     o.ah_attr = rc_rtr(cfg, remote).attr.ah_attr;
     m |= IBV_QP_AV;
   }
   return t;
+}
+
+bool needs_grh(const GidBytes& sgid, const GidBytes& dgid) {
+  const GidBytes zero{};
+  if (dgid == zero) return false;
+  return !std::equal(sgid.begin(), sgid.begin() + 8, dgid.begin());
 }
 
 void merge_qp_attr(const QpAttr& in, uint32_t mask, QpAttr& out) {
@@ -256,6 +271,7 @@ void merge_qp_attr(const QpAttr& in, uint32_t mask, QpAttr& out) {
   if (mask & kQpAv) {
     out.dest_gid = in.dest_gid;
     out.dest_udp_port = in.dest_udp_port;
+    out.dest_lid = in.dest_lid;
   }
 }
 

@@ -72,6 +72,8 @@ struct DeviceConfig {
   std::string gid_cidr;             // rdma_core: optional prefix the GID must be in ("10.0.0.0/16")
   bool gid_ipv6 = false;            // rdma_core: the fabric is IPv6 (prefer IPv6 GIDs over IPv4-mapped)
   uint8_t dscp = 26;                // rdma_core: DSCP of data packets (traffic class = DSCP with ECT(0))
+  uint8_t sl = 0;                   // rdma_core: service level of the QPs (InfiniBand SL; RoCE: the priority
+                                    // mlx5 maps it to where the port does not trust DSCP)
   std::string sysfs_root = "/";     // rdma_core: stands in for "/" when reading sysfs (tests)
 };
 

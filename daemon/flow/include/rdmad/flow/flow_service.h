@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
+#include "rdmad/flow/mr_slices.h"
 #include "rdmad/ipc/fd_budget.h"
 #include "rdmad/ipc/flow_handler.h"
 #include "rdmad/ipc/memory_registrar.h"
@@ -59,13 +60,16 @@ struct FlowServiceOptions {
   // advertised for our sends. A peer beyond a limit misbehaves: its message is refused and counted.
   uint32_t max_grants_per_peer = 4096;
   uint32_t max_receives_per_peer = 4096;
+  // The slices of MRs a backend splits (exports and receives carry every slice's rkey); empty:
+  // every MR is one.
+  SliceReader slice_reader;
 };
 
 /// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
 struct FlowNic {
   std::string name;    // [[nic]] name
   std::string device;  // the device's name (the `device` metric label)
-  verbs::Device* device_ptr = nullptr;
+  verbs::Device* device_ptr = nullptr;  // nullptr while out of service (nic_opened() brings it in)
   uint8_t port = 1;
   std::optional<verbs::Gid> advertise_gid;
   uint16_t advertise_udp_port = 0;
@@ -91,6 +95,15 @@ class FlowService final : public ipc::FlowHandler {
   /// A NIC's port went down (its lanes to every peer fail over, and are not rebuilt while it is
   /// down) or came back (its lanes are rebuilt and rejoin after their back-off).
   void port_changed(size_t nic, bool up);
+  /// One of a NIC's QPs failed on its own (asynchronous QP fatal event): the lane it carries fails
+  /// over and is rebuilt.
+  void qp_failed(size_t nic, uint32_t qp_num);
+  /// A NIC's source GID changed (an address change): its lanes to every ready peer are rebuilt,
+  /// which re-advertises the endpoint with the new GID.
+  void gid_changed(size_t nic);
+  /// A NIC that was out of service at start() opened: it gets its completion queue and a
+  /// protection domain in every peer's domain, and its lanes are brought up. False with `error`.
+  bool nic_opened(size_t nic, verbs::Device* device, std::string& error);
   /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
   std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
   size_t flow_count() const { return flows_.size(); }
@@ -159,6 +172,9 @@ class FlowService final : public ipc::FlowHandler {
   void send_grant(const Export& e);
   void drop_export(std::map<Token, Export>::iterator it, bool tell_peer);
   void destroy_flow(FlowRecord& f);
+  peer::LocalNic local_nic(size_t nic) const;
+  bool port_active(size_t nic) const;
+  static constexpr uint32_t kCqDepth = 4096;
   std::shared_ptr<prometheus::Collectable> make_collector();
 
   boost::asio::io_context& io_;
@@ -168,7 +184,8 @@ class FlowService final : public ipc::FlowHandler {
   prometheus::Registry& registry_;
   prometheus::Histogram* duration_ = nullptr;
   std::shared_ptr<prometheus::Collectable> collector_;
-  std::vector<std::unique_ptr<verbs::CompletionQueue>> cqs_;
+  std::vector<std::unique_ptr<verbs::CompletionQueue>> cqs_;  // by NIC; null while out of service
+  std::vector<peer::LocalNic> local_;  // by NIC, without the per-peer PD
   // Before the engine, channel and sessions: destroyed after them (receive MRs, QPs).
   std::map<std::string, std::unique_ptr<PeerDomain>> domains_;
   uint64_t next_domain_id_ = 1;

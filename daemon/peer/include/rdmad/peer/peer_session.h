@@ -70,6 +70,10 @@ class PeerSession {
   /// QPs cannot be created (counted in rebuild_failures).
   bool rebuild(const std::string& peer, uint16_t nic_index, RebuildCause cause = RebuildCause::kPathFault);
 
+  /// A NIC came into service after sessions started: every peer's connector gets its objects from
+  /// `make(peer)` (its QPs of that NIC, if any, go; a rebuild makes fresh ones).
+  void set_nic(uint16_t nic_index, const std::function<LocalNic(const std::string& peer)>& make);
+
   /// The ready QPs to a peer, or nullptr. While a NIC is being rebuilt its QPs in qps() are
   /// not `connected` (and qp() returns nullptr for them); after a failed rebuild they stay so
   /// until the next rebuild of that NIC.
@@ -100,6 +104,7 @@ class PeerSession {
   void on_answer(const std::string& peer, const Endpoints& m);
   void on_ack(const std::string& peer, const Endpoints& m);
   void fail(const std::string& peer, const std::string& why);
+  void log_left_out(const std::string& peer, const QpConnector& qps);
   // Rebuild messages (peer_rebuild.cc).
   void on_rebuild(const std::string& peer, const Endpoints& m);
   void on_rebuild_offer(const std::string& peer, Peer& p, const Endpoints& m);

@@ -19,7 +19,7 @@ namespace rdmad::peer {
 /// than the connector.
 struct LocalNic {
   std::string name;
-  verbs::Device* device = nullptr;
+  verbs::Device* device = nullptr;  // nullptr while the NIC is out of service (it gets no QPs)
   verbs::ProtectionDomain* pd = nullptr;
   verbs::CompletionQueue* send_cq = nullptr;
   verbs::CompletionQueue* recv_cq = nullptr;
@@ -57,15 +57,22 @@ class QpConnector {
   QpConnector(std::vector<LocalNic> nics, QpConnectorOptions options);
 
   /// Creates qps_per_nic QPs per NIC in INIT (with random initial PSNs) and returns their
-  /// endpoints for the peer. Replaces QPs from an earlier call.
+  /// endpoints for the peer. Replaces QPs from an earlier call. A NIC out of service or whose port
+  /// is not ACTIVE gets none (left_out() says which and why); prepare_nic() adds them later.
   verbs::Result<std::vector<NicEndpoint>> prepare();
+  /// The NICs the last prepare() left out, each as "nic NAME: reason".
+  const std::vector<std::string>& left_out() const { return left_out_; }
   /// Takes every local QP that has a matching remote endpoint (same NIC and QP index) to RTR and
   /// RTS; QPs without one are destroyed. An error names the NIC and the transition.
   verbs::Status connect(std::span<const NicEndpoint> remote);
   /// Failover recovery: destroys the QPs of one NIC only and creates qps_per_nic fresh ones in
-  /// INIT (new random PSNs); returns their endpoints. The other NICs' QPs are untouched (their
-  /// QueuePair pointers stay valid). An error names the NIC and the step.
+  /// INIT (new random PSNs, the port's GID and LID now); returns their endpoints. The other NICs'
+  /// QPs are untouched (their QueuePair pointers stay valid). An error names the NIC and the step
+  /// (or why the NIC cannot have QPs now: out of service, port not ACTIVE).
   verbs::Result<std::vector<NicEndpoint>> prepare_nic(uint16_t nic_index);
+  /// Replaces a NIC's objects (device, PD, CQs): a NIC that came into service after the session
+  /// started. Its QPs, if any, are destroyed; prepare_nic() makes fresh ones.
+  void set_nic(uint16_t nic_index, const LocalNic& nic);
   /// Takes the not yet connected QPs of one NIC to RTR and RTS against the remote endpoints of
   /// that NIC (others in `remote` are ignored); those without a partner are destroyed.
   verbs::Status connect_nic(uint16_t nic_index, std::span<const NicEndpoint> remote);
@@ -80,6 +87,8 @@ class QpConnector {
  private:
   // Appends qps_per_nic fresh QPs of NIC n in INIT to qps_ and their endpoints to out.
   verbs::Status add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out);
+  // Why NIC n cannot have QPs now; empty when it can.
+  std::string not_usable(uint16_t n) const;
   verbs::Status connect_qp(Qp& q, const NicEndpoint& remote);
   // Connects the unconnected QPs (of one NIC, or all when nic < 0) that have a partner in
   // `remote` and destroys the others of that set; returns how many are connected.
@@ -88,6 +97,7 @@ class QpConnector {
   std::vector<LocalNic> nics_;
   QpConnectorOptions options_;
   std::vector<Qp> qps_;
+  std::vector<std::string> left_out_;
 };
 
 }  // namespace rdmad::peer

@@ -9,11 +9,12 @@
 //   ping/pong u64 sequence
 //   endpoints u8 kind (offer, answer, ack, rebuild offer/answer/ack), u32 session, [u16 nic
 //             index, u8 cause: rebuild kinds only], u8 count, then per QP: u8 name length, name,
-//             u16 nic index, u16 qp index, 16-byte GID, u16 UDP port, u32 QPN, u32 PSN, u32 MTU
-//             bytes
+//             u16 nic index, u16 qp index, u8 link (0 RoCE, 1 InfiniBand), 16-byte GID, u16 LID
+//             (InfiniBand: 1..0xbfff; RoCE: 0), u16 UDP port, u32 QPN, u32 PSN, u32 MTU bytes
 // Version 2 added the rebuild cause; version 3 moved authentication into TLS (type 2, the HMAC
-// proof, and the hello's key flag and nonce are gone). A peer speaking another version is refused
-// at hello.
+// proof, and the hello's key flag and nonce are gone); version 4 added the endpoint's link and LID
+// (InfiniBand routes by LID) and the per-slice rkeys of grant and receive keys (a registration
+// the NIC holds as several MRs). A peer speaking another version is refused at hello.
 //   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
 #include <array>
 #include <cstdint>
@@ -27,7 +28,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 3;
+inline constexpr uint16_t kVersion = 4;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
@@ -77,12 +78,21 @@ struct Ping {
 std::vector<uint8_t> encode(const Ping& m);
 std::optional<Ping> decode_ping(std::span<const uint8_t> payload);
 
+/// How a NIC's port is addressed: RoCE by GID (every packet carries a GRH), InfiniBand by LID
+/// (a GRH only where the peer is in another subnet).
+enum class EndpointLink : uint8_t { kRoce = 0, kInfiniband = 1 };
+
+/// The largest unicast LID (0xc000 and up are multicast, 0xffff the permissive LID).
+inline constexpr uint16_t kMaxUnicastLid = 0xbfff;
+
 /// One RC QP's end as the other side needs it to connect.
 struct NicEndpoint {
   std::string nic_name;
   uint16_t nic_index = 0;
   uint16_t qp_index = 0;
-  verbs::Gid gid;
+  EndpointLink link = EndpointLink::kRoce;
+  verbs::Gid gid;       // RoCE: the source address; InfiniBand: the port GID (subnet prefix + GUID)
+  uint16_t lid = 0;     // InfiniBand: the port's LID (1..kMaxUnicastLid); RoCE: 0
   uint16_t udp_port = 0;
   uint32_t qpn = 0;
   uint32_t psn = 0;  // 24 bits: the first PSN this end sends
@@ -127,14 +137,23 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload);
 
 using Token = std::array<uint8_t, 16>;
 inline constexpr size_t kMaxGrantKeys = 32;
+/// Slices one key may have: a registration larger than the NIC's per-MR limit is held as several
+/// MRs (rdma_core: 3.5 GiB each, at most 64 per registration).
+inline constexpr size_t kMaxKeySlices = 64;
 /// Rights a grant may give: verbs::kAccessRemoteWrite and kAccessRemoteRead (the same bits as
 /// RDMAD_ACCESS_REMOTE_WRITE and RDMAD_ACCESS_REMOTE_READ of the client API).
 inline constexpr uint32_t kGrantRightsMask = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead;
 
-/// The rkey of a registration on one of the exporter's NICs.
+/// The rkey(s) of a registration on one of the exporter's NICs. Where the NIC holds the range as
+/// one MR, `rkey` covers all of it and slice_bytes is 0. Where it holds several (slices), slice k
+/// covers bytes [k·slice_bytes, (k+1)·slice_bytes) of the range (the last one the rest): `rkey` is
+/// slice 0's and slice_rkeys those of slices 1..n-1, so n = ceil(length / slice_bytes) is at most
+/// kMaxKeySlices. An access must use the rkey of the slice its bytes are in.
 struct GrantKey {
   uint16_t nic_index = 0;
   uint32_t rkey = 0;
+  uint64_t slice_bytes = 0;
+  std::vector<uint32_t> slice_rkeys = {};
   bool operator==(const GrantKey&) const = default;
 };
 

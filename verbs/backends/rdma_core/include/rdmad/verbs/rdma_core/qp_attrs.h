@@ -35,11 +35,17 @@ struct RocePath {
   uint8_t sl = 0;  // becomes the 802.1p priority on mlx5
 };
 
-// InfiniBand: addressed by LID within the subnet.
+// InfiniBand: addressed by LID within the subnet; a GRH only toward another subnet (through a
+// router), where the LID is the router's and the GID names the peer.
 struct IbPath {
   uint16_t dlid = 0;
   uint8_t sl = 0;
   uint8_t src_path_bits = 0;
+  bool grh = false;
+  GidBytes dgid{};
+  uint8_t sgid_index = 0;
+  uint8_t hop_limit = 64;
+  uint8_t traffic_class = 0;
 };
 
 struct RcRemote {

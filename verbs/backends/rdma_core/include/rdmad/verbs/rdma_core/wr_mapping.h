@@ -34,20 +34,26 @@ QpState from_ibv_state(ibv_qp_state s);
 void to_ibv_send_wr(const SendWr& wr, ibv_send_wr& out, ibv_sge& sge);
 void to_ibv_recv_wr(const RecvWr& wr, ibv_recv_wr& out, ibv_sge& sge);
 
-/// How a port addresses its peers: RoCE (GRH from the selected source GID, DSCP with ECT) or
-/// InfiniBand (LID + SL).
+/// How a port addresses its peers: RoCE (GRH from the selected source GID, DSCP with ECT, SL) or
+/// InfiniBand (LID + SL, and a GRH from the source GID only toward a GID of another subnet).
 struct PathConfig {
   uint8_t port_num = 1;
   bool roce = true;
   uint8_t sgid_index = 0;
+  GidBytes sgid{};  // InfiniBand: the port GID whose subnet prefix tells another subnet apart
   uint8_t dscp = 26;
   uint8_t hop_limit = 64;
   uint8_t sl = 0;
   uint16_t dlid = 0;  // InfiniBand: the peer's LID
 };
 
+/// InfiniBand: true when `dgid` is a GID (non-zero) whose subnet prefix (its upper 64 bits) is not
+/// the one of `sgid`, so packets to it cross a router and need a GRH.
+bool needs_grh(const GidBytes& sgid, const GidBytes& dgid);
+
 /// QpAttr + QpAttrMask → ibv_qp_attr + ibv_qp_attr_mask. A transition to INIT also sets the port and
-/// P_Key index (ibverbs requires them); kQpAv becomes the address vector of `path`. nullopt when a
+/// P_Key index (ibverbs requires them); kQpAv becomes the address vector of `path` (RoCE: GRH to
+/// dest_gid; InfiniBand: path.dlid and SL, a GRH to dest_gid only where needs_grh). nullopt when a
 /// selected field has no ibverbs value (a path MTU other than 256..4096).
 std::optional<QpTransition> to_ibv_qp_attr(const QpAttr& attr, uint32_t mask, const PathConfig& path);
 

@@ -1,0 +1,80 @@
+#!/bin/bash
+# rdmad with backend = "rdma_core" in two guests (vm0, vm1), each with rxe0 and rxe1 as [[nic]]s
+# (two rails), peered over TLS with a PSK: host-memory registrations, an export, and flows over
+# both rails — WRITE, READ and SEND, byte-exact — then rail 1 cut in vm0 mid-transfer (`ip link set
+# eth1 down`): the transfer completes byte-exact on rail 0, and after `ip link set eth1 up` the rail
+# is rebuilt; then eth1's address changes, the daemon re-selects rxe1's GID and rebuilds the lane on
+# it, and rail 1 carries chunks again. rdmactl nics and /metrics show the rxe devices with their
+# hw_counters. Args: GUEST BUILD_DIR (guest 0 is the initiator, guest 1 the target).
+guest=$1
+build=$2
+dir=${RDMAD_VM_OUT:?the guests need the shared directory}
+source "$(dirname "$0")/daemon_lib.sh"
+client=$build/tests/vm/vm_flow_client
+bytes=$((2 << 20))
+trap 'stop_daemon >/dev/null 2>&1' EXIT
+
+check() {
+  if ! "$@"; then
+    say "FAILED: $*"
+    dump_log
+    exit 1
+  fi
+}
+
+check install_key
+check write_config "vm$guest"
+check start_daemon
+say "rdmad is up"
+
+if [ "$guest" = 1 ]; then
+  check "$client" target --peer vm0 --dir "$dir" --bytes $bytes --recv 65536 --expect-seed 5 --timeout 90
+else
+  check "$client" initiator --peer vm1 --dir "$dir" --phase basic --bytes $bytes --send 65536 --seed 1
+  # Both rails carried chunks of the first phase.
+  check metric_at_least rdmad_balancer_bytes_sent_total 'device="rxe0"' 1
+  check metric_at_least rdmad_balancer_bytes_sent_total 'device="rxe1"' 1
+  check "$client" initiator --peer vm1 --dir "$dir" --phase cut --bytes $bytes --seed 4 --request 131072 \
+    --cut-after 1 --cut "ip link set eth1 down"
+  check metric_at_least rdmad_balancer_failovers_total 'device="rxe1"' 1
+  say "rail 1 failed over; bringing eth1 back"
+  rebuilds=$(metric rdmad_peer_rebuilds_total 'cause="path_fault"')
+  check ip link set eth1 up
+  check wait_until 30 port_active rxe1
+  check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
+  # An address change on rail 1: the daemon re-selects the source GID, re-advertises it in a
+  # rebuild and the lane's QPs send from the new address (the old one is gone, so the phase below
+  # only moves bytes over rxe1 if the lane really was rebuilt on the new GID).
+  say "moving eth1 from 10.2.0.1 to 10.2.0.11"
+  rebuilds=$(metric rdmad_peer_rebuilds_total 'cause="path_fault"')
+  # The new address is a secondary one of the same subnet: promoted, not deleted with the primary.
+  check sh -c 'echo 1 >/proc/sys/net/ipv4/conf/eth1/promote_secondaries'
+  check ip addr add 10.2.0.11/24 dev eth1
+  check ip addr del 10.2.0.1/24 dev eth1
+  check wait_until 30 grep -qE 'nic rail1: source gid .* -> (::ffff:)?10\.2\.0\.11 ' "$run_dir/rdmad.log"
+  check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
+  before=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
+  check "$client" initiator --peer vm1 --dir "$dir" --phase again --bytes $bytes --seed 5 --request 131072 --done
+  after=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
+  say "rxe1 carried $((${after%.*} - ${before%.*})) bytes after it rejoined"
+  check test "${after%.*}" -gt "${before%.*}"
+fi
+
+# The operator's view: both rxe devices, their state and counters.
+nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)
+echo "$nics"
+check grep -q 'rail0 .*rdma_core' <<<"$nics"
+check grep -q 'rxe1' <<<"$nics"
+check metric_at_least rdmad_nic_info 'device="rxe0"' 1
+check metric_at_least rdmad_nic_info 'device="rxe1"' 1
+check metric_at_least rdmad_hw_counter_total 'counter="rcvd_pkts"' 1
+curl -s "$metrics_url" | grep -E '^rdmad_(nic_info|hw_counter_total|balancer_bytes_sent_total|balancer_failovers_total|peer_rebuilds_total)' | head -40
+
+# What the daemon saw (shown with --verbose): port events, failovers, rebuilds.
+grep -E "\[(verbs|flow|peer)\].*(port|failed|rebuil|moved|gid|QPs)" "$run_dir/rdmad.log" | grep -v redialling | tail -n 30
+
+# Stay up until the other guest is done with this daemon too.
+touch "$dir/finished-$guest"
+check wait_until 120 test -e "$dir/finished-$((1 - guest))"
+check stop_daemon
+say "passed"
