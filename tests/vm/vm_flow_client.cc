@@ -14,7 +14,10 @@
 //       remote first half, READs the remote second half back (pattern 2 expected) and SENDs M bytes
 //       of pattern 3 on channel 7; `cut` and `again` WRITE pattern S into the first half in requests
 //       of BYTES, several in flight (`cut` runs COMMAND after K requests completed: a rail cut
-//       mid-transfer), then READ it back and compare. --done writes DIR/done afterwards.
+//       mid-transfer), then READ it back and compare. `bw` WRITEs pattern S into the first half
+//       --rounds times, up to --window requests in flight, and prints each round's throughput as a
+//       "report: " line (the perftest comparison, BENCHMARKS.md), then READs it back and compares.
+//       --done writes DIR/done afterwards.
 //
 // Every wait has a deadline; a failure names what differed. Exit 0 when everything was byte-exact.
 #include <fcntl.h>
@@ -94,6 +97,7 @@ bool write_file(const std::string& path, const std::string& text) {
 struct Options {
   std::string mode, peer, dir, phase = "basic", cut, socket = "/tmp/rdmad/run/rdmad.sock";
   uint64_t bytes = 4 << 20, recv = 64 << 10, send = 0, seed = 1, expect_seed = 1, request = 256 << 10;
+  uint64_t rounds = 3, window = 4;
   int cut_after = -1, timeout_s = 60;
   bool done = false;
 };
@@ -125,9 +129,12 @@ bool parse(int argc, char** argv, Options& o) {
   num("--seed", o.seed);
   num("--expect-seed", o.expect_seed);
   num("--request", o.request);
+  num("--rounds", o.rounds);
+  num("--window", o.window);
   if (kv.count("--cut-after")) o.cut_after = std::atoi(kv["--cut-after"].c_str());
   if (kv.count("--timeout")) o.timeout_s = std::atoi(kv["--timeout"].c_str());
-  return !o.peer.empty() && !o.dir.empty() && (o.mode == "target" || o.mode == "initiator");
+  return !o.peer.empty() && !o.dir.empty() && (o.mode == "target" || o.mode == "initiator") && o.request > 0 &&
+         o.window > 0;
 }
 
 struct Buffer {
@@ -232,7 +239,7 @@ int target(rdmad_client* c, const Options& o) {
   return rc;
 }
 
-// Posts requests of o.request bytes over [0, length) with up to 4 in flight; wr_ids from `first`.
+// Posts requests of o.request bytes over [0, length) with up to o.window in flight; wr_ids from `first`.
 int stream(rdmad_flow* f, const Options& o, bool write, const rdmad_mr* local, const rdmad_remote* remote,
            uint64_t length, uint64_t first, const char* what, int cut_after = -1) {
   const uint64_t n = (length + o.request - 1) / o.request;
@@ -240,7 +247,7 @@ int stream(rdmad_flow* f, const Options& o, bool write, const rdmad_mr* local, c
   const auto end = Clock::now() + std::chrono::seconds(o.timeout_s);
   bool cut_done = false;
   while (done < n) {
-    while (posted < n && posted - done < 4) {
+    while (posted < n && posted - done < o.window) {
       const uint64_t off = posted * o.request;
       const uint64_t len = std::min(o.request, length - off);
       const rdmad_status s = write ? rdmad_flow_write(f, first + posted, local, off, remote, off, len)
@@ -311,6 +318,21 @@ int initiator(rdmad_client* c, const Options& o) {
       rc = st != RDMAD_OK ? fail("rdmad_flow_send", st, c) : complete(f, o, 300, 1, "send");
       if (rc == 0) std::printf("vm_flow_client: sent %llu bytes\n", static_cast<unsigned long long>(o.send));
     }
+  } else if (o.phase == "bw") {
+    fill(w.data(), half, o.seed);
+    std::memset(back.data(), 0, o.bytes);
+    for (uint64_t r = 0; rc == 0 && r < o.rounds; ++r) {
+      const auto t0 = Clock::now();
+      rc = stream(f, o, true, w.mr, &remote, half, 10000 + r * 1000, "bw write");
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (rc == 0)
+        std::printf("report: flows WRITE %llu B in %llu B requests, %llu in flight, round %llu: %.4f Gb/s\n",
+                    static_cast<unsigned long long>(half), static_cast<unsigned long long>(o.request),
+                    static_cast<unsigned long long>(o.window), static_cast<unsigned long long>(r + 1),
+                    static_cast<double>(half) * 8 / secs / 1e9);
+    }
+    rc = rc || stream(f, o, false, back.mr, &remote, half, 5000, "read back");
+    rc = rc || compare("written and read back", back.data(), half, o.seed, 0, half);
   } else {
     fill(w.data(), half, o.seed);
     std::memset(back.data(), 0, o.bytes);
@@ -331,8 +353,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: vm_flow_client target|initiator --peer NODE --dir DIR [--bytes N] [--recv M] [--send M]\n"
-                 "       [--seed S] [--expect-seed S] [--phase basic|cut|again] [--cut-after K --cut CMD]\n"
-                 "       [--request BYTES] [--socket PATH] [--timeout S] [--done]\n");
+                 "       [--seed S] [--expect-seed S] [--phase basic|cut|again|bw] [--cut-after K --cut CMD]\n"
+                 "       [--request BYTES] [--rounds R] [--window W] [--socket PATH] [--timeout S] [--done]\n");
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);

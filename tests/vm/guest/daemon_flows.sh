@@ -10,8 +10,9 @@ guest=$1
 build=$2
 dir=${RDMAD_VM_OUT:?the guests need the shared directory}
 source "$(dirname "$0")/daemon_lib.sh"
+source "$(dirname "$0")/perftest_lib.sh"
 client=$build/tests/vm/vm_flow_client
-bytes=$((2 << 20))
+bytes=$((8 << 20))
 trap 'stop_daemon >/dev/null 2>&1' EXIT
 
 check() {
@@ -54,11 +55,45 @@ else
   check wait_until 30 grep -qE 'nic rail1: source gid .* -> (::ffff:)?10\.2\.0\.11 ' "$run_dir/rdmad.log"
   check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
   before=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
-  check "$client" initiator --peer vm1 --dir "$dir" --phase again --bytes $bytes --seed 5 --request 131072 --done
+  check "$client" initiator --peer vm1 --dir "$dir" --phase again --bytes $bytes --seed 5 --request 131072
   after=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
   say "rxe1 carried $((${after%.*} - ${before%.*})) bytes after it rejoined"
   check test "${after%.*}" -gt "${before%.*}"
+  # perftest as the reference (BENCHMARKS.md): rdmad's flows over both rails, then ib_write_bw on
+  # rxe0 and rxe1 at once, the same bytes in the same request size. Reported, not asserted (TCG).
+  check "$client" initiator --peer vm1 --dir "$dir" --phase bw --bytes $bytes --seed 5 --request 131072 \
+    --window 8 --rounds 3 --done
 fi
+
+# ib_write_bw on both rails at once, 3 rounds: half of the flows' bytes on each (guest 1 serves).
+perftest_rounds() {
+  local r i pids sum out g
+  for ((r = 1; r <= 3; r++)); do
+    pids=() sum=0
+    for i in 0 1; do
+      g=$(roce_v2_gid rxe$i) || { say "no RoCE v2 GID on rxe$i"; return 1; }
+      cmd=(ib_write_bw -d rxe$i -x "$g" -p $((18601 + i)) -s 131072 -n $((bytes / 4 / 131072)) --report_gbits -F)
+      if [ "$guest" = 1 ]; then
+        timeout 90 "${cmd[@]}" >/tmp/perftest-$i.out 2>&1 &
+      else
+        perftest_client 10.$((i + 1)).0.2 "${cmd[@]}" >/tmp/perftest-$i.out &
+      fi
+      pids+=($!)
+    done
+    for i in 0 1; do
+      wait "${pids[$i]}" || { say "ib_write_bw on rxe$i failed"; cat /tmp/perftest-$i.out; return 1; }
+    done
+    [ "$guest" = 1 ] && continue
+    for i in 0 1; do
+      out=$(awk '$1 == 131072 { print $4 }' /tmp/perftest-$i.out)
+      sum=$(awk -v a="$sum" -v b="$out" 'BEGIN { print a + b }')
+    done
+    echo "report: ib_write_bw on rxe0 and rxe1 at once, 131072 B x $((bytes / 4 / 131072)) each, round $r: $sum Gb/s"
+  done
+  [ "$guest" = 0 ] && echo "report: ib_write_bw -d rxeN -x GID -p 1860N -s 131072 -n $((bytes / 4 / 131072)) --report_gbits -F [10.N.0.2]"
+  return 0
+}
+check perftest_rounds
 
 # The operator's view: both rxe devices, their state and counters.
 nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)

@@ -11,17 +11,10 @@ bench=$build/bench/verbs/verbs_pair_bench
 server=10.1.0.2  # guest 1's rail 0
 [ -x "$bench" ] || { echo "perftest: $bench is not built"; exit 1; }
 
+source "$(dirname "$0")/perftest_lib.sh"
 # The RoCE v2 GID of this guest's IPv4 address on rxe0 (perftest's -x; rdmad selects it itself).
-want=$(printf '0000:0000:0000:0000:0000:ffff:0a01:%04x' $((guest + 1)))
-gid=
-for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-  i=${f##*/}
-  if [ "$(cat "$f")" = "$want" ] && [ "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ]; then
-    gid=$i
-    break
-  fi
-done
-[ -n "$gid" ] || { echo "perftest: no RoCE v2 GID $want on rxe0"; exit 1; }
+gid=$(roce_v2_gid rxe0)
+[ -n "$gid" ] || { echo "perftest: no RoCE v2 GID of an IPv4 address on rxe0"; exit 1; }
 
 # "kind size iterations" of each measurement: small, so the run stays short under TCG. Each is
 # measured `rounds` times, perftest and rdmad alternating (a TCG guest's speed drifts from one
@@ -57,18 +50,6 @@ if [ "$guest" -ne 0 ]; then  # the server side: each run waits for its client (a
   exit $status
 fi
 
-# perftest's client gives up at once when its server is not listening yet: try again for 60 s.
-perftest_client() {
-  local deadline=$((SECONDS + 60)) out
-  while true; do
-    out=$(timeout 90 "$@" "$server" 2>&1) && { echo "$out"; return 0; }
-    if ! grep -q "Couldn't connect" <<<"$out" || [ $SECONDS -ge $deadline ]; then
-      echo "$out" >&2
-      return 1
-    fi
-    sleep 0.05
-  done
-}
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 # Where each figure is: perftest's result line (bytes, iterations, ...: BW average / t_typical),
@@ -83,7 +64,7 @@ declare -A ref ours
 for ((r = 0; r < rounds; r++)); do
   for c in "${cases[@]}"; do
     read -r kind size iters <<<"$c"
-    out=$(perftest_client $(perftest_cmd $c)) || { echo "perftest: $(perftest_cmd $c) failed"; status=1; }
+    out=$(perftest_client "$server" $(perftest_cmd $c)) || { echo "perftest: $(perftest_cmd $c) failed"; status=1; }
     ref[$c]+=" $(awk -v s="$size" -v n="$iters" -v k="${perftest_column[$kind]}" '$1 == s && $2 == n { print $k }' <<<"$out")"
     out=$(timeout 90 $(rdmad_cmd $c client "$server")) || { echo "perftest: $(rdmad_cmd $c client $server) failed"; status=1; }
     ours[$c]+=" $(sed -n "${rdmad_pattern[$kind]}" <<<"$out")"
