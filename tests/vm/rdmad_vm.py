@@ -105,7 +105,8 @@ def build_initramfs(root, version, path):
             raise RuntimeError("busybox is not installed (busybox-static)")
         shutil.copy(busybox, os.path.join(work, "bin", "busybox"))
         # Relative links: `busybox --install -s` would write absolute host paths.
-        for applet in ("sh", "mount", "insmod", "mkdir", "chroot", "cat", "echo", "poweroff", "sed", "sleep"):
+        for applet in ("sh", "mount", "insmod", "mkdir", "chroot", "cat", "echo", "poweroff", "sed", "sleep", "grep",
+                       "tr"):
             os.symlink("busybox", os.path.join(work, "bin", applet))
         order = []
         for m in EARLY_MODULES:
@@ -128,8 +129,18 @@ def build_initramfs(root, version, path):
             subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=work, input=files.encode(), stdout=out,
                            check=True)
         os.replace(path + ".tmp", path)
+        shutil.copy(os.path.join(HERE, "guest", "init"), path + ".init")  # what it was built with
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def initramfs_current(path):
+    """Whether the initramfs at `path` was built from today's tests/vm/guest/init."""
+    try:
+        with open(path + ".init", "rb") as a, open(os.path.join(HERE, "guest", "init"), "rb") as b:
+            return a.read() == b.read()
+    except OSError:
+        return False
 
 
 def prepare(cache):
@@ -142,6 +153,10 @@ def prepare(cache):
     if os.path.exists(stamp):
         version, pkg = open(stamp).read().split()
         root = os.path.join(cache, pkg)
+        initramfs = os.path.join(cache, "initramfs.cpio")
+        if not initramfs_current(initramfs):
+            log("tests/vm/guest/init changed: rebuilding the initramfs")
+            build_initramfs(root, version, initramfs)
         return (os.path.join(cache, "vmlinux"), os.path.join(cache, "initramfs.cpio"), root, version)
     try:
         pkg = kernel_package()
@@ -225,6 +240,27 @@ def make_tap_netns(name):
         run(cmd)
 
 
+# Host directories the guests cover with their own tmpfs (tests/vm/guest/init). A path the run needs
+# under one of them (a checkout in /tmp or /root) is bound back into the guest from the host's view.
+SHADOWED = ("/tmp", "/run", "/root")
+
+
+def kept_paths(paths):
+    """The top-level directories under SHADOWED that hold any of `paths` (comma-free, sorted)."""
+    keep = set()
+    for p in paths:
+        if not p.startswith("/") or not os.path.exists(p):
+            continue
+        p = os.path.realpath(p)
+        for top in SHADOWED:
+            if p.startswith(top + "/"):
+                keep.add(top + "/" + p[len(top) + 1:].split("/")[0])
+    for k in keep:
+        if "," in k or any(c.isspace() for c in k):
+            raise SystemExit(f"rdmad_vm: a path the guests need may not hold spaces or commas: {k!r}")
+    return sorted(keep)
+
+
 def mac(guest, nic):
     return f"52:54:00:{0x10 + guest:02x}:{nic:02x}:01"
 
@@ -251,9 +287,10 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
             raise SystemExit(f"rdmad_vm: a script argument may not hold spaces or %: {a!r}")
     enc = lambda s: s.replace(" ", "%20")
     cmd = " ".join(script_args)
+    keep = kept_paths([HERE, args.cache] + script_args)
     append = (f"console=ttyS0 panic=-1 quiet rdmad.guest={g} rdmad.guests={args.guests} rdmad.rails={args.rails} "
               f"rdmad.tap={1 if args.tap else 0} rdmad.out={1 if args.out else 0} rdmad.mtu={args.mtu} "
-              f"rdmad.modroot={args.modroot} rdmad.kver={args.kver} "
+              f"rdmad.modroot={args.modroot} rdmad.kver={args.kver} rdmad.keep={','.join(keep) or '-'} "
               f"rdmad.boot={os.path.join(HERE, 'guest', 'boot.sh')} rdmad.cmd={enc(cmd)}")
     argv += ["-append", append]
     if args.tap:
