@@ -20,7 +20,7 @@
 
 namespace rdmad::daemon {
 
-Daemon::Daemon(config::Config config, std::string config_path)
+Daemon::Daemon(config::Config config, std::string config_path, BackendHook backends)
     : config_(std::move(config)),
       config_path_(std::move(config_path)),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
@@ -29,6 +29,7 @@ Daemon::Daemon(config::Config config, std::string config_path)
       dcqcn_sample_timer_(io_) {
   verbs::soft::register_backend(backends_);
   verbs::rdma_core::register_backend(backends_);
+  if (backends) backends(backends_);
 }
 
 // ~Daemon is in daemon_reload.cc: it detaches a reload still reading.

@@ -155,6 +155,62 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8u << 20), 0);
 }
 
+// An asynchronous QP fatal event (the NIC reports it lost a queue pair) fails the lane that QP
+// carries over at once, mid-transfer, and the lane is rebuilt and carries chunks again. Neither the
+// soft backend nor rxe raises that event on demand: node-a runs rdmad_fault_daemon, whose soft
+// devices raise one on SIGUSR1 for every QP created on node-a1 (fault_daemon.cc). The QP itself
+// keeps working, so only the event can make the daemon fail the lane over.
+TEST(FlowFailover, QpFatalEventFailsTheLaneOverMidTransferAndItIsRebuilt) {
+  NodeSpec a = two_nic_node("node-a", 11, kFastRecovery + "min_lane_fraction = 0\n");
+  a.daemon = "tests/integration/flow/rdmad_fault_daemon";
+  a.wrapper = {"/usr/bin/env", "RDMAD_FAULT_DEVICE=node-a1"};
+  Pair pair(std::move(a), two_nic_node("node-b", 21, kFastRecovery + "min_lane_fraction = 0\n"));
+  ASSERT_TRUE(pair.start()) << pair.a->output() << pair.b->output();
+  rdmad_flow* fa = nullptr;
+  ASSERT_EQ(rdmad_flow_open(pair.a->client(), "node-b", nullptr, &fa), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK);
+  const size_t n = 256u << 20;
+  Buffer src(pair.a->client(), n, kAllAccess);
+  Buffer dst(pair.b->client(), n, kAllAccess);
+  fill(src.data(), n, 21);
+  fill(dst.data(), n, 22);
+  rdmad_token token{};
+  ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
+  rdmad_remote remote{};
+  ASSERT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK);
+  auto nic1 = [&](const char* series) {
+    return pair.a->metric(fmt::format("{}{{device=\"node-a1\"}}", series)).value_or(0);
+  };
+
+  ASSERT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  ASSERT_TRUE(eventually([&] { return nic1("rdmad_balancer_bytes_sent_total") > 4e6; }, 60s)) << pair.a->output();
+  pair.a->process()->signal(SIGUSR1);
+  auto c = wait_completion(fa, 240s);
+  ASSERT_TRUE(c.has_value()) << pair.a->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  EXPECT_TRUE(eventually([&] { return nic1("rdmad_balancer_failovers_total") >= 1; }, 10s)) << pair.a->output();
+  EXPECT_NE(pair.a->output().find("nic node-a1 to peer node-b: queue pair failed (asynchronous QP fatal event)"),
+            std::string::npos)
+      << pair.a->output();
+  EXPECT_EQ(pair.a->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(-1), 0.0);
+
+  // The lane is rebuilt on a new QP: node-a1 carries chunks again, byte-exact.
+  fill(src.data(), 8u << 20, 23);
+  const double before = nic1("rdmad_balancer_bytes_sent_total");
+  uint64_t wr = 100;
+  EXPECT_TRUE(eventually(
+      [&] {
+        if (rdmad_flow_write(fa, ++wr, src.mr, 0, &remote, 0, 8u << 20) != RDMAD_OK) return false;
+        auto done = wait_completion(fa, 60s);
+        return done && done->status == RDMAD_OK && nic1("rdmad_balancer_bytes_sent_total") > before;
+      },
+      60s))
+      << pair.a->output();
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8u << 20), 0);
+  rdmad_flow_close(fa);
+}
+
 // Seconds one node-a -> node-b write of n bytes takes over a single direct NIC pair.
 double one_nic_seconds(size_t n) {
   Pair pair(NodeSpec{"node-a", {NicSpec{"127.0.0.11", 0, ""}}, "", "", 14, {}, "127.0.0.1"},

@@ -58,6 +58,7 @@ struct NodeSpec {
   // More [peer] keys (limits, or credentials of the test's own: tls_* files, insecure = true). Unless
   // they name credentials or key_file is set, the node uses kTestClusterKey, written into its temp dir.
   std::string peer_keys = "";
+  std::string daemon = "daemon/rdmad";  // the daemon binary, relative to the build directory
 };
 
 // The pre-shared key of the test cluster: every node that brings no credentials of its own has it,
@@ -105,7 +106,7 @@ class Node {
     t += spec_.extra;
     config_ = dir_.write("rdmad.toml", t);
     std::vector<std::string> argv = spec_.wrapper;
-    for (const auto& a : {binary("daemon/rdmad"), std::string("--config"), config_}) argv.push_back(a);
+    for (const auto& a : {binary(spec_.daemon), std::string("--config"), config_}) argv.push_back(a);
     proc_ = std::make_unique<Subprocess>(argv);
     if (!proc_->wait_for_output("] ready", 15s)) {
       ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();

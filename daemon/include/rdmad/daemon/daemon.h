@@ -3,6 +3,7 @@
 // reload, watchdog, and the subsystems later issues add); datapaths run on their own threads.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,8 +32,12 @@ namespace rdmad::daemon {
 
 class Daemon {
  public:
+  // Changes the backend registry after the built-in backends are in it (adds or replaces one by
+  // name). For test daemons that put a backend behind a wrapper; rdmad itself passes none.
+  using BackendHook = std::function<void(verbs::BackendRegistry&)>;
+
   // `config_path` is re-read on SIGHUP; empty when running on the embedded default.
-  Daemon(config::Config config, std::string config_path);
+  Daemon(config::Config config, std::string config_path, BackendHook backends = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
