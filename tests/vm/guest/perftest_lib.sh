@@ -18,12 +18,13 @@ roce_v2_gid() {
 }
 
 # perftest_client SERVER CMD...: perftest's client gives up at once when its server is not listening
-# yet: try again for 60 s. Prints the client's output.
+# yet: try again for 60 s. Each attempt is given up after $PERFTEST_TIMEOUT s (90). Prints the
+# client's output.
 perftest_client() {
   local server=$1 deadline=$((SECONDS + 60)) out
   shift
   while true; do
-    out=$(timeout 90 "$@" "$server" 2>&1) && { echo "$out"; return 0; }
+    out=$(timeout "${PERFTEST_TIMEOUT:-90}" "$@" "$server" 2>&1) && { echo "$out"; return 0; }
     if ! grep -q "Couldn't connect" <<<"$out" || [ $SECONDS -ge $deadline ]; then
       echo "$out" >&2
       return 1
