@@ -91,8 +91,11 @@ TEST_F(FlowPair, WriteReadAndSendOneGibibyteByteExact) {
 
 // The split follows measured throughput, and soft NICs' throughput is their datapath threads' share
 // of the cores: four of them on two cores finish a 1 GiB WRITE in well under a second, too short
-// for scheduling luck to even out. Four WRITEs of fresh data are judged together.
-TEST_F(FlowPair, TwoEqualNicsSplitWithinFivePercent) {
+// for scheduling luck to even out. Four WRITEs of fresh data are judged together. The balancer's
+// own 5 % bound is a unit test (BalancerSplit.TwoEqualNicsSplitWithinFivePercent, measured rates
+// given); here real daemons on a shared machine split 44-56 % (2026-12-02, 7 runs, 2 beyond 5 %),
+// so 10 %: what this catches is a lane left out or weighted wrongly, which shows as 2:1 or worse.
+TEST_F(FlowPair, TwoEqualNicsSplitWithinTenPercent) {
   const size_t n = transfer_bytes();
   Buffer src(a()->client(), n, kAllAccess);
   Buffer dst(b()->client(), n, kAllAccess);
@@ -110,7 +113,7 @@ TEST_F(FlowPair, TwoEqualNicsSplitWithinFivePercent) {
   ASSERT_GT(b0, 0);
   ASSERT_GT(b1, 0);
   std::printf("split: nic0 %.1f%%, nic1 %.1f%%\n", 100 * b0 / (b0 + b1), 100 * b1 / (b0 + b1));
-  EXPECT_NEAR(b0 / (b0 + b1), 0.5, 0.05) << "nic0 " << b0 << " nic1 " << b1;
+  EXPECT_NEAR(b0 / (b0 + b1), 0.5, 0.10) << "nic0 " << b0 << " nic1 " << b1;
 }
 
 TEST_F(FlowPair, RefusalsLeaveTargetMemoryUntouched) {
