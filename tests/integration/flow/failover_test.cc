@@ -74,14 +74,7 @@ struct FabricPair {
   }
   Node* a() { return pair->a.get(); }
   Node* b() { return pair->b.get(); }
-  rdmad_remote export_to_a(const Buffer& dst, size_t n) {
-    rdmad_token token{};
-    EXPECT_EQ(rdmad_export(b()->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK)
-        << rdmad_last_error(b()->client());
-    rdmad_remote remote{};
-    EXPECT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK) << rdmad_last_error(a()->client());
-    return remote;
-  }
+  rdmad_remote export_to_a(const Buffer& dst, size_t n) { return export_and_import(*b(), dst, n, *a(), fa); }
   double nic_bytes(int i) {
     return a()->metric(fmt::format("rdmad_balancer_bytes_sent_total{{device=\"node-a{}\"}}", i)).value_or(0);
   }
@@ -174,10 +167,7 @@ TEST(FlowFailover, QpFatalEventFailsTheLaneOverMidTransferAndItIsRebuilt) {
   Buffer dst(pair.b->client(), n, kAllAccess);
   fill(src.data(), n, 21);
   fill(dst.data(), n, 22);
-  rdmad_token token{};
-  ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
-  rdmad_remote remote{};
-  ASSERT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK);
+  const rdmad_remote remote = export_and_import(*pair.b, dst, n, *pair.a, fa);
   auto nic1 = [&](const char* series) {
     return pair.a->metric(fmt::format("{}{{device=\"node-a1\"}}", series)).value_or(0);
   };
@@ -221,10 +211,7 @@ double one_nic_seconds(size_t n) {
   EXPECT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK);
   Buffer src(pair.a->client(), n, kAllAccess);
   Buffer dst(pair.b->client(), n, kAllAccess);
-  rdmad_token token{};
-  EXPECT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
-  rdmad_remote remote{};
-  EXPECT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK);
+  const rdmad_remote remote = export_and_import(*pair.b, dst, n, *pair.a, fa);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
   auto c = wait_completion(fa, 300s);
@@ -308,10 +295,7 @@ TEST(FlowFailover, PeerKilledGivesCleanErrorsThenTheFlowReconnects) {
   ASSERT_TRUE(pair.b->start({}));
   ASSERT_EQ(rdmad_flow_wait_connected(fa, 20000), RDMAD_OK) << pair.a->output();
   Buffer dst(pair.b->client(), n, kAllAccess);
-  rdmad_token token{};
-  ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
-  rdmad_remote fresh{};
-  ASSERT_EQ(rdmad_flow_import(fa, &token, &fresh), RDMAD_OK);
+  const rdmad_remote fresh = export_and_import(*pair.b, dst, n, *pair.a, fa);
   fill(src.data(), n, 14);
   ASSERT_EQ(rdmad_flow_write(fa, 3, src.mr, 0, &fresh, 0, n), RDMAD_OK);
   auto c = wait_completion(fa, 120s);

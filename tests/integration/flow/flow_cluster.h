@@ -183,6 +183,19 @@ struct Buffer {
 inline constexpr uint32_t kAllAccess =
     RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
 
+// Exports [0, bytes) of `on_target` (registered with `target`'s daemon) to `importer`'s node with
+// `rights` and imports it on `flow` (a flow of `importer`'s client). A failure fails the test, with
+// the daemons' reasons.
+inline rdmad_remote export_and_import(Node& target, const Buffer& on_target, size_t bytes, Node& importer,
+                                      rdmad_flow* flow, uint32_t rights = RDMAD_ACCESS_REMOTE_WRITE) {
+  rdmad_token token{};
+  EXPECT_EQ(rdmad_export(target.client(), on_target.mr, 0, bytes, importer.id().c_str(), rights, &token), RDMAD_OK)
+      << rdmad_last_error(target.client());
+  rdmad_remote remote{};
+  EXPECT_EQ(rdmad_flow_import(flow, &token, &remote), RDMAD_OK) << rdmad_last_error(importer.client());
+  return remote;
+}
+
 // Index of the first differing byte, or -1.
 inline long first_difference(const uint8_t* a, const uint8_t* b, size_t n) {
   for (size_t i = 0; i < n; i += 1 << 20) {

@@ -69,10 +69,7 @@ TEST(FlowNetns, OneGibibyteOverTwoVethRailsByteExact) {
   Buffer dst(pair.b->client(), n, kAllAccess);
   fill(src.data(), n, 21);
   fill(dst.data(), n, 22);
-  rdmad_token token{};
-  ASSERT_EQ(rdmad_export(pair.b->client(), dst.mr, 0, n, "node-a", RDMAD_ACCESS_REMOTE_WRITE, &token), RDMAD_OK);
-  rdmad_remote remote{};
-  ASSERT_EQ(rdmad_flow_import(fa, &token, &remote), RDMAD_OK);
+  const rdmad_remote remote = export_and_import(*pair.b, dst, n, *pair.a, fa);
   ASSERT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
   auto c = wait_completion(fa, 240s);
   ASSERT_TRUE(c.has_value()) << pair.a->output();

@@ -33,12 +33,7 @@ class FlowPair : public ::testing::Test {
 
   // Exports [0, bytes) of `on_b` from node-b to node-a and imports it on a's flow.
   rdmad_remote export_b_to_a(const Buffer& on_b, size_t bytes, uint32_t rights) {
-    rdmad_token token{};
-    EXPECT_EQ(rdmad_export(b()->client(), on_b.mr, 0, bytes, "node-a", rights, &token), RDMAD_OK)
-        << rdmad_last_error(b()->client());
-    rdmad_remote remote{};
-    EXPECT_EQ(rdmad_flow_import(fa_, &token, &remote), RDMAD_OK) << rdmad_last_error(a()->client());
-    return remote;
+    return export_and_import(*b(), on_b, bytes, *a(), fa_, rights);
   }
 
   std::unique_ptr<Pair> pair_;
