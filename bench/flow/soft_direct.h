@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "rdmad/base/assert.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 
 namespace rdmad::bench {
@@ -49,7 +50,7 @@ class SoftDirect {
     w.sge = {reinterpret_cast<uint64_t>(src_.data() + offset), static_cast<uint32_t>(length), smr_->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(dst_.data() + offset);
     w.rkey = dmr_->rkey();
-    if (!a_.qp->post_send({&w, 1}).is_ok()) throw std::runtime_error("soft post_send failed");
+    if (!a_.qp->post_send({&w, 1}).ok()) throw std::runtime_error("soft post_send failed");
   }
   // Completions of the sender (non-blocking); throws on an unsuccessful one.
   size_t poll() {
@@ -86,19 +87,19 @@ class SoftDirect {
     verbs::QpAttr at;
     at.state = verbs::QpState::kInit;
     at.access_flags = verbs::kAccessRemoteWrite;
-    x.qp->modify(at, verbs::kQpState | verbs::kQpAccessFlags);
+    RDMAD_ASSERT(x.qp->modify(at, verbs::kQpState | verbs::kQpAccessFlags).ok(), "modify failed");
     at.state = verbs::QpState::kRtr;
     at.path_mtu_bytes = 4096;
     at.dest_qp_num = y.qp->qp_num();
     at.rq_psn = 0;
     at.dest_gid = p.gid;
     at.dest_udp_port = p.udp_port;
-    x.qp->modify(at,
-                 verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv);
+    RDMAD_ASSERT(x.qp->modify(at,
+                 verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv).ok(), "modify failed");
     at.state = verbs::QpState::kRts;
     at.sq_psn = 0;
     at.timeout = 14;
-    x.qp->modify(at, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout);
+    RDMAD_ASSERT(x.qp->modify(at, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout).ok(), "modify failed");
   }
 
   verbs::BackendRegistry reg_;

@@ -190,11 +190,11 @@ void open_endpoint(const Options& o, Endpoint& e) {
     c.cc_enabled = false;
   }
   auto d = reg.open(o.backend, c);
-  if (!d.is_ok()) die("open " + o.backend + " " + o.device + ": " + d.status().message());
+  if (!d.ok()) die("open " + o.backend + " " + o.device + ": " + d.status().message());
   e.dev = std::move(d.value());
   e.pd = std::move(e.dev->alloc_pd().value());
   auto cq = e.dev->create_cq(4 * o.tx_depth + 64);
-  if (!cq.is_ok()) die("create_cq: " + cq.status().message());
+  if (!cq.ok()) die("create_cq: " + cq.status().message());
   e.cq = std::move(cq.value());
   QpInitAttr ia;
   ia.max_send_wr = o.tx_depth;
@@ -202,12 +202,12 @@ void open_endpoint(const Options& o, Endpoint& e) {
   ia.send_cq = e.cq.get();
   ia.recv_cq = e.cq.get();
   auto qp = e.pd->create_qp(ia);
-  if (!qp.is_ok()) die("create_qp: " + qp.status().message());
+  if (!qp.ok()) die("create_qp: " + qp.status().message());
   e.qp = std::move(qp.value());
   e.buf.assign(o.test == "send_lat" ? 2 * size_t{o.size} : o.size, 0);
   for (size_t i = 0; i < e.buf.size(); ++i) e.buf[i] = static_cast<uint8_t>(i * 7 + 1);
   auto mr = e.pd->reg_mr(e.buf.data(), e.buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
-  if (!mr.is_ok()) die("reg_mr: " + mr.status().message());
+  if (!mr.ok()) die("reg_mr: " + mr.status().message());
   e.mr = std::move(mr.value());
 }
 
@@ -216,7 +216,7 @@ void connect(Endpoint& e, const Wire& local, const Wire& remote) {
   a.state = QpState::kInit;
   a.access_flags = kAccessRemoteWrite;
   Status st = e.qp->modify(a, kQpState | kQpAccessFlags);
-  if (st.is_ok()) {
+  if (st.ok()) {
     a.state = QpState::kRtr;
     a.path_mtu_bytes = std::min(local.mtu, remote.mtu);
     a.dest_qp_num = remote.qpn;
@@ -228,7 +228,7 @@ void connect(Endpoint& e, const Wire& local, const Wire& remote) {
     a.max_dest_rd_atomic = 16;
     st = e.qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer | kQpMaxDestRdAtomic);
   }
-  if (st.is_ok()) {
+  if (st.ok()) {
     a.state = QpState::kRts;
     a.sq_psn = local.psn;
     a.timeout = 14;
@@ -237,7 +237,7 @@ void connect(Endpoint& e, const Wire& local, const Wire& remote) {
     a.max_rd_atomic = 16;
     st = e.qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxRdAtomic);
   }
-  if (!st.is_ok()) die("connect the QP: " + st.message());
+  if (!st.ok()) die("connect the QP: " + st.message());
 }
 
 /// Polls until at least one completion (spinning, or asleep on the notification fd with --events);
@@ -247,7 +247,7 @@ size_t wait_some(Endpoint& e, bool events, std::span<WorkCompletion> out) {
   while (true) {
     size_t n = e.cq->poll(out);
     if (n == 0 && events) {
-      if (!e.cq->request_notify().is_ok()) die("request_notify failed");
+      if (!e.cq->request_notify().ok()) die("request_notify failed");
       n = e.cq->poll(out);  // a completion that came before the request raises no event
       if (n == 0) {
         pollfd p{e.cq->notify_fd(), POLLIN, 0};
@@ -290,7 +290,7 @@ void run_write_bw(const Options& o, Endpoint& e, const Wire& remote, int fd) {
     if (n > 0) {
       size_t took = 0;
       const Status st = e.qp->post_send({batch.data(), n}, &took);
-      if (!st.is_ok() && st.code() != StatusCode::kNoResource) die("post_send: " + st.message());
+      if (!st.ok() && st.code() != StatusCode::kNoResource) die("post_send: " + st.message());
       posted += took;
     }
     const size_t k = posted - completed >= o.tx_depth || posted == o.iters ? wait_some(e, false, wc) : e.cq->poll(wc);
@@ -313,7 +313,7 @@ void run_send_lat(const Options& o, Endpoint& e, int fd) {
     RecvWr r;
     r.wr_id = id;
     r.sge = {reinterpret_cast<uint64_t>(recv_half), o.size, lkey};
-    if (!e.qp->post_recv({&r, 1}).is_ok()) die("post_recv failed");
+    if (!e.qp->post_recv({&r, 1}).ok()) die("post_recv failed");
   };
   const uint32_t ring = std::min<uint32_t>(16, o.tx_depth);
   for (uint32_t i = 0; i < ring; ++i) post_recv(i);
@@ -339,7 +339,7 @@ void run_send_lat(const Options& o, Endpoint& e, int fd) {
     }
   };
   auto post_send = [&] {
-    if (!e.qp->post_send({&s, 1}).is_ok()) die("post_send failed");
+    if (!e.qp->post_send({&s, 1}).ok()) die("post_send failed");
   };
   std::vector<double> one_way_us;
   one_way_us.reserve(o.iters);
@@ -371,7 +371,7 @@ int main(int argc, char** argv) {
   Endpoint e;
   open_endpoint(o, e);
   auto queried = e.dev->query_port(1);
-  if (!queried.is_ok()) die("query_port: " + queried.status().message());
+  if (!queried.ok()) die("query_port: " + queried.status().message());
   const PortInfo port = queried.value();
   Wire local{};
   local.qpn = e.qp->qp_num();

@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "rdmad/base/assert.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 
 using namespace rdmad::verbs;
@@ -88,18 +89,18 @@ void connect(Ep& a, Ep& b, uint32_t mtu) {
     QpAttr at;
     at.state = QpState::kInit;
     at.access_flags = kAccessRemoteWrite;
-    x->qp->modify(at, kQpState | kQpAccessFlags);
+    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpAccessFlags).ok(), "modify failed");
     at.state = QpState::kRtr;
     at.path_mtu_bytes = mtu;
     at.dest_qp_num = y->qp->qp_num();
     at.rq_psn = 0;
     at.dest_gid = p.gid;
     at.dest_udp_port = p.udp_port;
-    x->qp->modify(at, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv);
+    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).ok(), "modify failed");
     at.state = QpState::kRts;
     at.sq_psn = 0;
     at.timeout = 14;
-    x->qp->modify(at, kQpState | kQpSqPsn | kQpTimeout);
+    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpSqPsn | kQpTimeout).ok(), "modify failed");
   }
 }
 
@@ -108,7 +109,7 @@ void connect(Ep& a, Ep& b, uint32_t mtu) {
 size_t poll_or_wait(CompletionQueue& cq, std::span<WorkCompletion> out) {
   size_t n = cq.poll(out);
   if (n > 0) return n;
-  if (!cq.request_notify().is_ok()) {
+  if (!cq.request_notify().ok()) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
     return cq.poll(out);
   }
@@ -154,7 +155,7 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
     while (Clock::now() < end && outstanding < inflight) {
       w.sge.addr = reinterpret_cast<uint64_t>(src.data()) + next_off;
       next_off = (next_off + msg) % span;
-      a.qp->post_send({&w, 1});
+      RDMAD_ASSERT(a.qp->post_send({&w, 1}).ok(), "post_send failed");
       ++outstanding;
     }
     size_t n = outstanding > 0 ? poll_or_wait(*a.cq, wc) : 0;
@@ -333,7 +334,7 @@ Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us)
   WorkCompletion wc;
   for (int i = 0; i < iters + 1000; ++i) {
     auto t0 = Clock::now();
-    a.qp->post_send({&w, 1});
+    RDMAD_ASSERT(a.qp->post_send({&w, 1}).ok(), "post_send failed");
     while (a.cq->poll({&wc, 1}) == 0) {
     }
     if (i >= 1000) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());

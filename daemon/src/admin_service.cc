@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/nic_cc/cc_port_status.h"
 
 namespace rdmad::daemon {
@@ -96,7 +96,7 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
     cc::DcqcnParams p = *t.soft->dcqcn_params();
     for (uint32_t i = 0; i < req.count; ++i)
       cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
-    if (auto st = t.soft->set_dcqcn_params(p); !st.is_ok())
+    if (auto st = t.soft->set_dcqcn_params(p); !st.ok())
       return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
     log->info("nic {}: dcqcn set live: {}", t.nic->name, cc::describe(p));
     return ipc::Ok{};
@@ -176,7 +176,7 @@ ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDe
     return r;
   }
   proto::copy_cstr(r.device, n.device->info().name.c_str());
-  if (auto p = n.device->query_port(n.port()); p.is_ok()) {
+  if (auto p = n.device->query_port(n.port()); p.ok()) {
     r.link_state = p.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
     r.speed_mbps = p.value().speed_mbps;
     r.mtu_bytes = p.value().active_mtu_bytes;

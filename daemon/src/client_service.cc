@@ -21,7 +21,7 @@ bool VerbsRegistrar::start(std::string& error) {
     pds_.emplace_back();
     if (!nic.in_service()) continue;  // nic_opened() gives it one
     auto pd = nic.device->alloc_pd();
-    if (!pd.is_ok()) {
+    if (!pd.ok()) {
       error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
       return false;
     }
@@ -33,7 +33,7 @@ bool VerbsRegistrar::start(std::string& error) {
 bool VerbsRegistrar::nic_opened(size_t index, std::string& error) {
   const Nic& nic = nics_.nics().at(index);
   auto pd = nic.device->alloc_pd();
-  if (!pd.is_ok()) {
+  if (!pd.ok()) {
     error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
     return false;
   }
@@ -58,7 +58,7 @@ ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, co
                                                          nics_.nics()[i].out_of_service)};
     }
     auto mr = fn(*pds_[i]);
-    if (!mr.is_ok()) {
+    if (!mr.ok()) {
       // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
       return ipc::Error{to_client_status(mr.status().code()),
                         fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
@@ -135,7 +135,7 @@ std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
     // An out-of-service NIC is listed, link down (diagnose says why): indices never shift.
     if (!nic.in_service()) {
       d.link_state = RDMAD_LINK_DOWN;
-    } else if (auto port = nic.device->query_port(nic.port()); port.is_ok()) {
+    } else if (auto port = nic.device->query_port(nic.port()); port.ok()) {
       d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
       d.speed_mbps = port.value().speed_mbps;
     }

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "rdmad/config/loader.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"

@@ -14,7 +14,7 @@
 
 #include "rdmad/config/loader.h"
 #include "rdmad/daemon/daemon.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
 

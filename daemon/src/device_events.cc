@@ -1,6 +1,6 @@
 #include "rdmad/daemon/device_events.h"
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/verbs/rdma_core/address_watcher.h"
 
 namespace rdmad::daemon {
@@ -62,7 +62,7 @@ void DeviceEventMonitor::watch(size_t i) {
   const Nic& nic = nics_.nics()[i];
   if (nic.config.backend == "rdma_core") {
     const auto p = nic.device->query_port(nic.port());
-    if (p.is_ok()) gids_[i] = p.value().gid;
+    if (p.ok()) gids_[i] = p.value().gid;
   }
   const int fd = nic.device->event_fd();
   if (fd < 0) return;
@@ -125,7 +125,7 @@ void DeviceEventMonitor::check_gids(const char* why) {
     const Nic& nic = nics[i];
     if (nic.config.backend != "rdma_core" || !nic.in_service()) continue;
     const auto p = nic.device->query_port(nic.port());
-    if (!p.is_ok()) continue;
+    if (!p.ok()) continue;
     const verbs::Gid now = p.value().gid;
     auto it = gids_.find(i);
     if (it != gids_.end() && it->second == now) continue;

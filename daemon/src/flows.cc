@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "rdmad/daemon/daemon.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/exporter.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/types.h"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/family_set.h"
 #include "rdmad/nic_cc/cc_enable.h"
 #include "rdmad/nic_cc/cc_health.h"

@@ -7,7 +7,7 @@
 
 #include "rdmad/config/loader.h"
 #include "rdmad/daemon/daemon.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/version.h"
 
 namespace {

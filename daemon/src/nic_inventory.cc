@@ -4,7 +4,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/family_set.h"
 #include "port_metrics.h"
 
@@ -45,7 +45,7 @@ class NicCollector final : public prometheus::Collectable {
       const std::string device = nic.device->info().name;
       for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
         const auto port_result = nic.device->query_port(p);
-        if (port_result.is_ok()) {
+        if (port_result.ok()) {
           const verbs::PortInfo& port = port_result.value();
           add_port_info(f, {device, std::to_string(p), nic.config.backend, link_layer_name(port.link_layer),
                             nic.config.name, state_id(port.state), static_cast<double>(port.speed_mbps) * 1e6 / 8});
@@ -121,7 +121,7 @@ void NicInventory::log_ports(const Nic& nic) const {
   const config::NicSection& n = nic.config;
   for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
     const auto port_result = nic.device->query_port(p);
-    if (!port_result.is_ok()) {
+    if (!port_result.ok()) {
       log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
       continue;
     }
@@ -157,14 +157,14 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     nic.config = n;
     nic.device_config = device_config_for(n, config);
     auto device = registry_.open(n.backend, nic.device_config);
-    if (!device.is_ok() && n.backend == "rdma_core") {
+    if (!device.ok() && n.backend == "rdma_core") {
       // A hardware NIC can be absent or not yet usable (driver loading, no provider): its CC
       // management and counters still work through sysfs; its datapath waits for retry().
       failed(nic, device.status().message(), now);
       nics_.push_back(std::move(nic));
       continue;
     }
-    if (!device.is_ok()) {
+    if (!device.ok()) {
       error = fmt::format("nic {}: cannot open with backend {}: {}", n.name, n.backend, device.status().message());
       return false;
     }
@@ -182,7 +182,7 @@ std::vector<size_t> NicInventory::retry(Clock::time_point now) {
     Nic& nic = nics_[i];
     if (nic.in_service() || now < nic.next_retry) continue;
     auto device = registry_.open(nic.config.backend, nic.device_config);
-    if (!device.is_ok()) {
+    if (!device.ok()) {
       failed(nic, device.status().message(), now);
       continue;
     }

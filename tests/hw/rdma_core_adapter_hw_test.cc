@@ -18,7 +18,7 @@ class RdmaCoreAdapterHw : public ::testing::Test {
     auto da = open_device("rdma_core", DeviceConfig{}, &skip);
     if (!da) GTEST_SKIP() << skip;
     auto port = da->query_port(1);
-    ASSERT_TRUE(port.is_ok()) << port.status().message();
+    ASSERT_TRUE(port.ok()) << port.status().message();
     if (port->state != PortState::kActive)
       GTEST_SKIP() << "port 1 of " << da->info().name << " is not ACTIVE";
     infiniband_ = port->link_layer == LinkLayer::kInfiniband;
@@ -53,7 +53,7 @@ TEST_F(RdmaCoreAdapterHw, WriteWithImmAndSendAreByteExact) {
   auto rmr = std::move(b_.pd->reg_mr(rbuf.data(), rbuf.size(), kAccessLocalWrite).value());
   RecvWr r[2] = {{1, {reinterpret_cast<uint64_t>(rbuf.data()), 4096, rmr->lkey()}},
                  {2, {reinterpret_cast<uint64_t>(rbuf.data()), 4096, rmr->lkey()}}};
-  ASSERT_TRUE(b_.qp->post_recv(r).is_ok());
+  ASSERT_TRUE(b_.qp->post_recv(r).ok());
   SendWr w[2];
   w[0].wr_id = 10;
   w[0].opcode = WrOpcode::kRdmaWriteWithImm;
@@ -64,7 +64,7 @@ TEST_F(RdmaCoreAdapterHw, WriteWithImmAndSendAreByteExact) {
   w[1].wr_id = 11;
   w[1].opcode = WrOpcode::kSend;
   w[1].sge = {reinterpret_cast<uint64_t>(src.data()), 1000, smr->lkey()};
-  ASSERT_TRUE(a_.qp->post_send(w).is_ok());
+  ASSERT_TRUE(a_.qp->post_send(w).ok());
   const auto sc = wait_completions(*a_.scq, 2);
   ASSERT_EQ(sc.size(), 2u);
   for (const auto& c : sc) EXPECT_EQ(c.status, WcStatus::kSuccess) << to_string(c.status);
@@ -93,7 +93,7 @@ TEST_F(RdmaCoreAdapterHw, BadRkeyCompletesWithRemoteAccessErrorThenFlushes) {
     w[i].remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w[i].rkey = dmr->rkey() ^ 0x5a5a00;
   }
-  ASSERT_TRUE(a_.qp->post_send(w).is_ok());
+  ASSERT_TRUE(a_.qp->post_send(w).ok());
   const auto sc = wait_completions(*a_.scq, 2);
   ASSERT_EQ(sc.size(), 2u);
   EXPECT_EQ(sc[0].status, WcStatus::kRemoteAccessError);
@@ -112,7 +112,7 @@ TEST_F(RdmaCoreAdapterHw, CountersAreReadable) {
   w.sge = {reinterpret_cast<uint64_t>(buf.data()), static_cast<uint32_t>(buf.size()), smr->lkey()};
   w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
   w.rkey = dmr->rkey();
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).ok());
   ASSERT_EQ(wait_completions(*a_.scq, 1).size(), 1u);
   EXPECT_EQ(dst, buf);
   const NicCounters after = a_.dev->counters();

@@ -38,17 +38,6 @@ std::string Gid::to_ip_string() const {
   return buf;
 }
 
-std::string_view to_string(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInProgress: return "in-progress";
-    case StatusCode::kNoResource: return "no-resource";
-    case StatusCode::kNotSupported: return "not-supported";
-    case StatusCode::kError: return "error";
-  }
-  return "unknown";
-}
-
 std::string_view to_string(WcStatus status) {
   switch (status) {
     case WcStatus::kSuccess: return "success";

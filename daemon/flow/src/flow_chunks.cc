@@ -125,7 +125,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     wr.rkey = pieces[i].rkey;
     wr.signaled = i + 1 == n;
   }
-  if (!lane.qp->post_send({wrs.data(), n}).is_ok()) return false;
+  if (!lane.qp->post_send({wrs.data(), n}).ok()) return false;
   ++lane.posted;
   info.posted_us = now_us();
   lane_counters_[c.nic]->chunks_sent.fetch_add(1, std::memory_order_relaxed);

@@ -11,13 +11,11 @@
 #include <spdlog/spdlog.h>
 
 #include "engine_state.h"
+#include "rdmad/base/log.h"
 
 namespace rdmad::flow {
 
-std::shared_ptr<spdlog::logger> flow_log() {
-  auto l = spdlog::get("flow");
-  return l ? l : spdlog::default_logger();
-}
+std::shared_ptr<spdlog::logger> flow_log() { return log::get(log::Component::kFlow); }
 
 namespace {
 
@@ -155,7 +153,7 @@ void FlowEngine::sleep_until_work(bool in_flight) {
   notify_cqs_.clear();
   if (in_flight) {
     for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
-      if (cqs_[nic] == nullptr || !cqs_[nic]->request_notify().is_ok()) continue;
+      if (cqs_[nic] == nullptr || !cqs_[nic]->request_notify().ok()) continue;
       fds.push_back({cqs_[nic]->notify_fd(), POLLIN, 0});
       notify_cqs_.push_back(nic);
     }

@@ -38,7 +38,7 @@ bool FlowService::start(std::string& error) {
     cqs.push_back(nullptr);
     if (n.device_ptr == nullptr) continue;  // out of service: nic_opened() gives it one
     auto cq = n.device_ptr->create_cq(kCqDepth);
-    if (!cq.is_ok()) {
+    if (!cq.ok()) {
       error = "nic " + n.name + ": cannot create a completion queue: " + cq.status().message();
       return false;
     }
@@ -157,18 +157,18 @@ peer::LocalNic FlowService::local_nic(size_t i) const {
 bool FlowService::port_active(size_t nic) const {
   if (nics_[nic].device_ptr == nullptr) return false;
   const auto p = nics_[nic].device_ptr->query_port(nics_[nic].port);
-  return p.is_ok() && p.value().state == verbs::PortState::kActive;
+  return p.ok() && p.value().state == verbs::PortState::kActive;
 }
 
 bool FlowService::nic_opened(size_t nic, verbs::Device* device, std::string& error) {
   if (!started_ || nic >= nics_.size() || nics_[nic].device_ptr != nullptr || device == nullptr) return false;
   auto cq = device->create_cq(kCqDepth);
-  if (!cq.is_ok()) {
+  if (!cq.ok()) {
     error = "nic " + nics_[nic].name + ": cannot create a completion queue: " + cq.status().message();
     return false;
   }
   for (auto& [peer, d] : domains_) {
-    if (const verbs::Status st = d->add_nic(nic, *device); !st.is_ok()) {
+    if (const verbs::Status st = d->add_nic(nic, *device); !st.ok()) {
       error = "nic " + nics_[nic].name + ": peer " + peer + ": " + st.message();
       return false;
     }
@@ -252,7 +252,7 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
   std::vector<verbs::Device*> devices;
   for (const FlowNic& n : nics_) devices.push_back(n.device_ptr);
   auto d = PeerDomain::open(next_domain_id_++, devices, options_.slice_reader);
-  if (!d.is_ok()) {
+  if (!d.ok()) {
     *error = d.status().message();
     flow_log()->error("peer {}: {}", peer, *error);
     return nullptr;

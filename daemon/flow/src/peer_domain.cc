@@ -51,7 +51,7 @@ verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const s
       continue;
     }
     auto pd = d->alloc_pd();
-    if (!pd.is_ok())
+    if (!pd.ok())
       return verbs::Status(pd.status().code(), "nic " + d->info().name + ": protection domain: " + pd.status().message());
     pds.push_back(std::move(pd.value()));
   }
@@ -61,10 +61,10 @@ verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const s
 verbs::Status PeerDomain::add_nic(size_t nic, verbs::Device& device) {
   if (nic >= pds_.size()) return verbs::Status::error("no NIC " + std::to_string(nic));
   auto pd = device.alloc_pd();
-  if (!pd.is_ok())
+  if (!pd.ok())
     return verbs::Status(pd.status().code(), "nic " + device.info().name + ": protection domain: " + pd.status().message());
   pds_[nic] = std::move(pd.value());
-  return verbs::Status::ok();
+  return verbs::Status::success();
 }
 
 ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const {
@@ -75,7 +75,7 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
     if (nic >= pds_.size() || !pds_[nic]) continue;
     auto mr = register_in(*pds_[nic], range.addr, range.iova, range.length, range.dmabuf_fd,
                           range.dmabuf_offset, access);
-    if (!mr.is_ok())
+    if (!mr.ok())
       return ipc::Error{to_client_status(mr.status().code()),
                         "registering the range on nic " + std::to_string(nic) + ": " + mr.status().message()};
     out.keys.push_back({nic, mr.value()->lkey(), mr.value()->rkey()});
@@ -105,7 +105,7 @@ ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::R
     for (uint32_t nic : r.nics) {
       if (nic >= pds_.size() || !pds_[nic] || nic >= mrs->lkeys.size()) continue;
       auto mr = register_in(*pds_[nic], r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
-      if (!mr.is_ok())
+      if (!mr.ok())
         return ipc::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +
                                                              ": " + mr.status().message()};
       mrs->lkeys[nic] = mr.value()->lkey();

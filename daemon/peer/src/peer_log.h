@@ -5,15 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rdmad/base/log.h"
 #include "rdmad/base/log_limiter.h"
 
 namespace rdmad::peer {
 
 // The daemon's "peer" component logger; spdlog's default one where it was not set up (tests).
-inline std::shared_ptr<spdlog::logger> peer_logger() {
-  auto l = spdlog::get("peer");
-  return l ? l : spdlog::default_logger();
-}
+inline std::shared_ptr<spdlog::logger> peer_logger() { return log::get(log::Component::kPeer); }
 
 // Lines an established peer can cause with any frame it sends without losing its connection (a
 // stale or unexpected rebuild message): a burst per interval, then one line with the count.

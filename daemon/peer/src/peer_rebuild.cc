@@ -33,7 +33,7 @@ bool PeerSession::rebuild(const std::string& peer, uint16_t nic_index, RebuildCa
   if (nic_index >= p.qps->nics().size() || p.rebuilds.count(nic_index) != 0) return false;
   replacing(peer, nic_index, cause);
   auto eps = p.qps->prepare_nic(nic_index);
-  if (!eps.is_ok()) {
+  if (!eps.ok()) {
     counters_.rebuild_failures++;
     peer_logger()->error("peer {}: rebuild of NIC {} failed: {}", peer, nic_index, eps.status().message());
     return false;
@@ -77,8 +77,8 @@ void PeerSession::on_rebuild_offer(const std::string& peer, Peer& p, const Endpo
   }
   replacing(peer, nic, m.cause);
   auto eps = p.qps->prepare_nic(nic);
-  verbs::Status st = eps.is_ok() ? p.qps->connect_nic(nic, m.endpoints) : eps.status();
-  if (!st.is_ok()) {
+  verbs::Status st = eps.ok() ? p.qps->connect_nic(nic, m.endpoints) : eps.status();
+  if (!st.ok()) {
     rebuild_failed(peer, p, nic, st.message());
     return send_rebuild(peer, EndpointsKind::kRebuildAnswer, p.session, nic, m.cause, {});
   }
@@ -100,7 +100,7 @@ void PeerSession::on_rebuild_answer(const std::string& peer, Peer& p, const Endp
     return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, m.cause, {});
   }
   const verbs::Status st = p.qps->connect_nic(nic, m.endpoints);
-  if (!st.is_ok()) {
+  if (!st.ok()) {
     rebuild_failed(peer, p, nic, st.message());
     return send_rebuild(peer, EndpointsKind::kRebuildAck, p.session, nic, m.cause, {});
   }

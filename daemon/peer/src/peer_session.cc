@@ -46,7 +46,7 @@ void PeerSession::on_up(const std::string& peer, bool initiator) {
   p.qps = factory_(peer);
   if (!p.qps) return fail(peer, "no queue pairs can be made for this peer");
   auto eps = p.qps->prepare();
-  if (!eps.is_ok()) return fail(peer, eps.status().message());
+  if (!eps.ok()) return fail(peer, eps.status().message());
   log_left_out(peer, *p.qps);
   p.session = next_session_++;
   p.state = State::kOffered;
@@ -85,10 +85,10 @@ void PeerSession::on_offer(const std::string& peer, const Endpoints& m) {
   if (!p.qps) return fail(peer, "no queue pairs can be made for this peer");
   p.session = m.session;
   auto eps = p.qps->prepare();
-  if (!eps.is_ok()) return fail(peer, eps.status().message());
+  if (!eps.ok()) return fail(peer, eps.status().message());
   log_left_out(peer, *p.qps);
   const verbs::Status st = p.qps->connect(m.endpoints);
-  if (!st.is_ok()) return fail(peer, st.message());
+  if (!st.ok()) return fail(peer, st.message());
   // Answer only with the QPs that found a partner.
   std::vector<NicEndpoint> mine;
   for (const QpConnector::Qp& q : p.qps->qps()) mine.push_back(q.local);
@@ -102,7 +102,7 @@ void PeerSession::on_answer(const std::string& peer, const Endpoints& m) {
     return fail(peer, "answer to no outstanding offer");
   }
   const verbs::Status st = it->second.qps->connect(m.endpoints);
-  if (!st.is_ok()) return fail(peer, st.message());
+  if (!st.ok()) return fail(peer, st.message());
   send(peer, EndpointsKind::kAck, m.session, {});
   become_ready(peer, it->second);
 }

@@ -41,7 +41,7 @@ verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare() {
       continue;
     }
     const Status st = add_nic_qps(n, out);
-    if (!st.is_ok()) return st;
+    if (!st.ok()) return st;
   }
   return out;
 }
@@ -50,7 +50,7 @@ std::string QpConnector::not_usable(uint16_t n) const {
   const LocalNic& nic = nics_[n];
   if (nic.device == nullptr || nic.pd == nullptr) return "out of service";
   auto port = nic.device->query_port(nic.port);
-  if (!port.is_ok()) return port.status().message();
+  if (!port.ok()) return port.status().message();
   if (port->state != verbs::PortState::kActive)
     return "port " + std::to_string(nic.port) + " is " + (port->state == verbs::PortState::kInit ? "INIT" : "DOWN");
   return {};
@@ -65,14 +65,14 @@ verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare_nic(uint16_t nic_in
   const Status st = add_nic_qps(nic_index, out);
   // Keep the (nic, qp index) order of qps(); moving the entries leaves every QueuePair in place.
   std::stable_sort(qps_.begin(), qps_.end(), [](const Qp& a, const Qp& b) { return a.nic_index < b.nic_index; });
-  if (!st.is_ok()) return st;
+  if (!st.ok()) return st;
   return out;
 }
 
 Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
   const LocalNic& nic = nics_[n];
   auto port = nic.device->query_port(nic.port);
-  if (!port.is_ok()) return with_context(port.status(), nic.name, "query_port");
+  if (!port.ok()) return with_context(port.status(), nic.name, "query_port");
   const bool ib = port->link_layer == verbs::LinkLayer::kInfiniband;
   // An InfiniBand port has a LID only once the subnet manager brought it to ACTIVE: without one
   // the peer could not address it.
@@ -86,12 +86,12 @@ Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
     ia.send_cq = nic.send_cq;
     ia.recv_cq = nic.recv_cq;
     auto qp = nic.pd->create_qp(ia);
-    if (!qp.is_ok()) return with_context(qp.status(), nic.name, "create_qp");
+    if (!qp.ok()) return with_context(qp.status(), nic.name, "create_qp");
     QpAttr a;
     a.state = QpState::kInit;
     a.access_flags = options_.access;
     Status st = qp.value()->modify(a, verbs::kQpState | verbs::kQpAccessFlags);
-    if (!st.is_ok()) return with_context(st, nic.name, "RESET→INIT");
+    if (!st.ok()) return with_context(st, nic.name, "RESET→INIT");
     Qp q;
     q.nic_index = n;
     q.qp_index = j;
@@ -109,22 +109,22 @@ Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
     out.push_back(q.local);
     qps_.push_back(std::move(q));
   }
-  return Status::ok();
+  return Status::success();
 }
 
 Status QpConnector::connect(std::span<const NicEndpoint> remote) {
   auto n = connect_where(remote, -1);
-  if (!n.is_ok()) return n.status();
+  if (!n.ok()) return n.status();
   if (qps_.empty()) return Status::error("no NIC pair in common with the peer");
-  return Status::ok();
+  return Status::success();
 }
 
 Status QpConnector::connect_nic(uint16_t nic_index, std::span<const NicEndpoint> remote) {
   if (nic_index >= nics_.size()) return Status::error("no local NIC " + std::to_string(nic_index));
   auto n = connect_where(remote, nic_index);
-  if (!n.is_ok()) return n.status();
+  if (!n.ok()) return n.status();
   if (*n == 0) return Status::error("nic " + nics_[nic_index].name + ": no QP pair in common with the peer");
-  return Status::ok();
+  return Status::success();
 }
 
 verbs::Result<size_t> QpConnector::connect_where(std::span<const NicEndpoint> remote, int nic) {
@@ -137,7 +137,7 @@ verbs::Result<size_t> QpConnector::connect_where(std::span<const NicEndpoint> re
     });
     if (r == remote.end()) continue;  // the peer has fewer NICs or QPs: this one stays unused
     const Status st = connect_qp(q, *r);
-    if (!st.is_ok()) return st;
+    if (!st.ok()) return st;
     ++connected;
   }
   std::erase_if(qps_, in_scope);  // the connected ones are out of scope now
@@ -163,7 +163,7 @@ Status QpConnector::connect_qp(Qp& q, const NicEndpoint& r) {
   a.max_dest_rd_atomic = options_.max_rd_atomic;
   Status st = q.qp->modify(a, verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn |
                                   verbs::kQpAv | verbs::kQpMinRnrTimer | verbs::kQpMaxDestRdAtomic);
-  if (!st.is_ok()) return with_context(st, name, "INIT→RTR");
+  if (!st.ok()) return with_context(st, name, "INIT→RTR");
   a.state = QpState::kRts;
   a.sq_psn = q.local.psn;
   a.timeout = options_.timeout;
@@ -172,10 +172,10 @@ Status QpConnector::connect_qp(Qp& q, const NicEndpoint& r) {
   a.max_rd_atomic = options_.max_rd_atomic;
   st = q.qp->modify(a, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout | verbs::kQpRetryCnt |
                            verbs::kQpRnrRetry | verbs::kQpMaxRdAtomic);
-  if (!st.is_ok()) return with_context(st, name, "RTR→RTS");
+  if (!st.ok()) return with_context(st, name, "RTR→RTS");
   q.remote = r;
   q.connected = true;
-  return Status::ok();
+  return Status::success();
 }
 
 void QpConnector::set_nic(uint16_t nic_index, const LocalNic& nic) {

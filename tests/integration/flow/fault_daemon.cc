@@ -23,7 +23,7 @@
 
 #include "rdmad/config/loader.h"
 #include "rdmad/daemon/daemon.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "rdmad/verbs/device.h"
 #include "rdmad/verbs/registry.h"
 
@@ -52,7 +52,7 @@ class FaultPd final : public verbs::ProtectionDomain {
   }
   verbs::Result<std::unique_ptr<verbs::QueuePair>> create_qp(const verbs::QpInitAttr& attr) override {
     auto qp = inner_->create_qp(attr);
-    if (qp.is_ok()) {
+    if (qp.ok()) {
       std::lock_guard<std::mutex> lock(state_->mu);
       state_->qps.push_back(qp.value()->qp_num());
     }
@@ -88,7 +88,7 @@ class FaultDevice final : public verbs::Device {
   verbs::Result<verbs::PortInfo> query_port(uint8_t port_num) const override { return inner_->query_port(port_num); }
   verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> alloc_pd() override {
     auto pd = inner_->alloc_pd();
-    if (!pd.is_ok()) return pd.status();
+    if (!pd.ok()) return pd.status();
     return std::unique_ptr<verbs::ProtectionDomain>(std::make_unique<FaultPd>(std::move(pd.value()), state_));
   }
   verbs::Result<std::unique_ptr<verbs::CompletionQueue>> create_cq(uint32_t depth) override {
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     verbs::BackendInfo wrapped = *registry.find("soft");
     wrapped.open = [open = wrapped.open](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
       auto dev = open(c);
-      if (!dev.is_ok()) return dev;
+      if (!dev.ok()) return dev;
       return std::unique_ptr<verbs::Device>(std::make_unique<FaultDevice>(std::move(dev.value())));
     };
     registry.add(std::move(wrapped));

@@ -96,23 +96,23 @@ TEST(PeerQpSession, QpsWithoutAPartnerNicAreDropped) {
   auto b = one.factory()("node-a");
   auto ea = a->prepare();
   auto eb = b->prepare();
-  ASSERT_TRUE(ea.is_ok() && eb.is_ok());
+  ASSERT_TRUE(ea.ok() && eb.ok());
   ASSERT_EQ(ea->size(), 2 * kQpsPerNic);
   for (const NicEndpoint& e : *ea) {
     EXPECT_LE(e.psn, 0xFFFFFFu);
     EXPECT_EQ(e.gid, *verbs::Gid::from_ip("127.0.0.1"));
     EXPECT_NE(e.udp_port, 0) << "the soft NIC's bound port, not the configured 0";
   }
-  ASSERT_TRUE(b->connect(*ea).is_ok());
-  ASSERT_TRUE(a->connect(*eb).is_ok());
+  ASSERT_TRUE(b->connect(*ea).ok());
+  ASSERT_TRUE(a->connect(*eb).ok());
   EXPECT_EQ(a->qps().size(), kQpsPerNic) << "only NIC 0 has a partner";
   for (const auto& q : a->qps()) EXPECT_EQ(q.nic_index, 0);
   EXPECT_EQ(a->qp(1, 0), nullptr);
   EXPECT_NE(a->qp(0, 1), nullptr);
   auto again = a->prepare();
-  ASSERT_TRUE(again.is_ok());
+  ASSERT_TRUE(again.ok());
   const verbs::Status st = a->connect({});
-  EXPECT_FALSE(st.is_ok());
+  EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("no NIC pair in common"), std::string::npos) << st.message();
 }
 

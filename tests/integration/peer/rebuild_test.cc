@@ -100,7 +100,7 @@ TEST_F(PeerRebuildTest, RebuildsOneNicAndLeavesTheOtherAlone) {
   for (uint16_t j = 0; j < kQpsPerNic; ++j) {
     verbs::QpAttr e;
     e.state = QpState::kError;
-    ASSERT_TRUE(qa().qp(1, j)->modify(e, verbs::kQpState).is_ok());
+    ASSERT_TRUE(qa().qp(1, j)->modify(e, verbs::kQpState).ok());
   }
   // The answering side is told before its old QPs go, and why the offerer rebuilds.
   std::vector<RebuildCause> b_causes;
@@ -241,17 +241,17 @@ TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAdd
   auto b = nb.factory()("node-a");
   auto ea = a.prepare();
   auto eb = b->prepare();
-  ASSERT_TRUE(ea.is_ok() && eb.is_ok());
+  ASSERT_TRUE(ea.ok() && eb.ok());
   for (const NicEndpoint& e : *ea) {
     EXPECT_EQ(e.gid == relay, e.nic_index == 1) << "only NIC 1 advertises the relay";
     EXPECT_EQ(e.udp_port == 5555, e.nic_index == 1);
   }
-  ASSERT_TRUE(a.connect(*eb).is_ok());
-  ASSERT_TRUE(b->connect(*ea).is_ok());
+  ASSERT_TRUE(a.connect(*eb).ok());
+  ASSERT_TRUE(b->connect(*ea).ok());
   verbs::QueuePair* a00 = a.qp(0, 0);
 
   auto fresh = a.prepare_nic(1);
-  ASSERT_TRUE(fresh.is_ok()) << fresh.status().message();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
   ASSERT_EQ(fresh->size(), kQpsPerNic);
   for (const NicEndpoint& e : *fresh) {
     EXPECT_EQ(e.nic_index, 1);
@@ -270,18 +270,18 @@ TEST(PeerQpConnector, PrepareNicReplacesOnlyThatNicAndAdvertisesTheConfiguredAdd
   for (size_t i = 1; i < a.qps().size(); ++i)
     EXPECT_LE(a.qps()[i - 1].nic_index, a.qps()[i].nic_index) << "ordered";
   auto fresh_b = b->prepare_nic(1);
-  ASSERT_TRUE(fresh_b.is_ok());
-  ASSERT_TRUE(b->connect_nic(1, *fresh).is_ok());
+  ASSERT_TRUE(fresh_b.ok());
+  ASSERT_TRUE(b->connect_nic(1, *fresh).ok());
   // Endpoints of other NICs are ignored: with only NIC 0's, nothing pairs and the fresh QPs go.
   const std::vector<NicEndpoint> only_nic0(eb->begin(), eb->begin() + kQpsPerNic);
-  EXPECT_FALSE(a.connect_nic(1, only_nic0).is_ok());
+  EXPECT_FALSE(a.connect_nic(1, only_nic0).ok());
   EXPECT_EQ(a.qp(0, 0), a00) << "NIC 0 untouched by a failed connect_nic";
-  ASSERT_TRUE(a.prepare_nic(1).is_ok());
-  ASSERT_TRUE(a.connect_nic(1, *fresh_b).is_ok());
+  ASSERT_TRUE(a.prepare_nic(1).ok());
+  ASSERT_TRUE(a.connect_nic(1, *fresh_b).ok());
   EXPECT_EQ(a.qp(1, 1)->query().dest_qp_num, b->qp(1, 1)->qp_num());
   EXPECT_EQ(a.qp(0, 0), a00);
-  EXPECT_FALSE(a.prepare_nic(kNics).is_ok());
-  EXPECT_FALSE(a.connect_nic(kNics, *fresh_b).is_ok());
+  EXPECT_FALSE(a.prepare_nic(kNics).ok());
+  EXPECT_FALSE(a.connect_nic(kNics, *fresh_b).ok());
 }
 
 }  // namespace

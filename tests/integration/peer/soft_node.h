@@ -92,7 +92,7 @@ inline void write_everything(boost::asio::io_context& io, Node& node, QpConnecto
     w.sge = {reinterpret_cast<uint64_t>(src.data() + k * kSlice), kSlice, src_mrs[q.nic_index]->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data() + k * kSlice);
     w.rkey = dst_mrs[q.remote.nic_index]->rkey();
-    ASSERT_TRUE(q.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(q.qp->post_send({&w, 1}).ok());
     ++k;
   }
   std::vector<bool> done(k, false);

@@ -139,7 +139,7 @@ TEST(Capture, TsharkDecodesOurRoceV2Packets) {
   w.sge = {reinterpret_cast<uint64_t>(src.data()), 600, smr->lkey()};
   w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
   w.rkey = dmr->rkey();
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   auto wcs = wait_completions(*a.scq, 1);
   ASSERT_EQ(wcs.size(), 1u);
   ASSERT_EQ(wcs[0].status, WcStatus::kSuccess);

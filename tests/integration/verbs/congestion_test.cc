@@ -88,9 +88,9 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
     o.timeout = 14;
     PortInfo via = rport;
     via.udp_port = fab.listen_endpoint(0).port();  // data goes through the bottleneck
-    ASSERT_TRUE(connect_qp(*send[i].qp, via, rqps[i]->qp_num(), 0, 0, o).is_ok());
+    ASSERT_TRUE(connect_qp(*send[i].qp, via, rqps[i]->qp_num(), 0, 0, o).ok());
     // ACKs and CNPs come straight back (the reverse path is uncongested).
-    ASSERT_TRUE(connect_qp(*rqps[i], send[i].dev->query_port(1).value(), send[i].qp->qp_num(), 0, 0, o).is_ok());
+    ASSERT_TRUE(connect_qp(*rqps[i], send[i].dev->query_port(1).value(), send[i].qp->qp_num(), 0, 0, o).ok());
   }
 
   using Clock = std::chrono::steady_clock;
@@ -124,7 +124,7 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
         w.sge = {reinterpret_cast<uint64_t>(src.data()), kMsg, src_mrs[i]->lkey()};
         w.remote_addr = reinterpret_cast<uint64_t>(sink.data()) + size_t{kMsg} * i;
         w.rkey = sink_mr->rkey();
-        ASSERT_TRUE(send[i].qp->post_send({&w, 1}).is_ok());
+        ASSERT_TRUE(send[i].qp->post_send({&w, 1}).ok());
         ++outstanding[i];
       }
       size_t n = send[i].scq->poll(wc);

@@ -62,8 +62,8 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   PortInfo pa = a.dev->query_port(1).value(), pb = b.dev->query_port(1).value();
   pb.udp_port = fab.listen_endpoint(0).port();  // a → fabric port 0 → b
   pa.udp_port = fab.listen_endpoint(1).port();  // b → fabric port 1 → a
-  ASSERT_TRUE(connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o).is_ok());
-  ASSERT_TRUE(connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o).is_ok());
+  ASSERT_TRUE(connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o).ok());
+  ASSERT_TRUE(connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o).ok());
 
   constexpr uint32_t kBig = 4u << 20;
   std::vector<uint8_t> src(kBig), remote(kBig, 0), back(kBig, 0), msg(300'000), rbuf(300'000, 0);
@@ -80,7 +80,7 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   RecvWr r;
   r.wr_id = 100;
   r.sge = {reinterpret_cast<uint64_t>(rbuf.data()), static_cast<uint32_t>(rbuf.size()), rbmr->lkey()};
-  ASSERT_TRUE(b.qp->post_recv({&r, 1}).is_ok());
+  ASSERT_TRUE(b.qp->post_recv({&r, 1}).ok());
 
   std::vector<SendWr> wrs;
   for (uint32_t i = 0; i < 4; ++i) {  // WRITE in four 1 MiB pieces
@@ -103,7 +103,7 @@ TEST(Fabric, LossReorderDuplicationEveryByteInOrder) {
   s.sge = {reinterpret_cast<uint64_t>(msg.data()), static_cast<uint32_t>(msg.size()), mmr->lkey()};
   wrs.push_back(s);
   for (size_t i = 0; i < wrs.size(); ++i) wrs[i].wr_id = i;
-  ASSERT_TRUE(a.qp->post_send(wrs).is_ok());
+  ASSERT_TRUE(a.qp->post_send(wrs).ok());
   auto wcs = wait_completions(*a.scq, wrs.size(), std::chrono::seconds(60));
   ASSERT_EQ(wcs.size(), wrs.size());
   for (size_t i = 0; i < wcs.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "rdmad/base/assert.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 
 using namespace rdmad::verbs;
@@ -21,7 +22,7 @@ int main() {
   DeviceConfig cfg;
   cfg.udp_port = 0;
   auto dev = reg.open("soft", cfg);
-  if (!dev.is_ok()) {
+  if (!dev.ok()) {
     std::fprintf(stderr, "peer: %s\n", dev.status().message().c_str());
     return 1;
   }
@@ -48,7 +49,7 @@ int main() {
   QpAttr a;
   a.state = QpState::kInit;
   a.access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-  if (!qp->modify(a, kQpState | kQpAccessFlags).is_ok()) return 3;
+  if (!qp->modify(a, kQpState | kQpAccessFlags).ok()) return 3;
   a.state = QpState::kRtr;
   a.path_mtu_bytes = mtu;
   a.dest_qp_num = peer_qpn;
@@ -56,15 +57,15 @@ int main() {
   a.dest_gid = port.gid;
   a.dest_udp_port = static_cast<uint16_t>(peer_port);
   a.min_rnr_timer = 1;
-  if (!qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer).is_ok()) return 4;
+  if (!qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer).ok()) return 4;
   a.state = QpState::kRts;
   a.sq_psn = 2000;
   a.timeout = 12;
-  if (!qp->modify(a, kQpState | kQpSqPsn | kQpTimeout).is_ok()) return 5;
+  if (!qp->modify(a, kQpState | kQpSqPsn | kQpTimeout).ok()) return 5;
 
   RecvWr r;
   r.sge = {reinterpret_cast<uint64_t>(echo.data()), static_cast<uint32_t>(echo.size()), emr->lkey()};
-  qp->post_recv({&r, 1});
+  RDMAD_ASSERT(qp->post_recv({&r, 1}).ok(), "post_recv failed");
   std::printf("ready\n");
   std::fflush(stdout);
   pollfd in{0, POLLIN, 0};
@@ -81,11 +82,11 @@ int main() {
       s.opcode = WrOpcode::kSendWithImm;
       s.imm_data = wc[i].imm_data + 1;
       s.sge = {reinterpret_cast<uint64_t>(echo.data()), wc[i].byte_len, emr->lkey()};
-      qp->post_send({&s, 1});
+      RDMAD_ASSERT(qp->post_send({&s, 1}).ok(), "post_send failed");
       // The echo buffer is reused only after the echo completed.
       while (scq->poll({wc + 8, 1}) == 0) {
       }
-      qp->post_recv({&r, 1});
+      RDMAD_ASSERT(qp->post_recv({&r, 1}).ok(), "post_recv failed");
     }
     if (n == 0) usleep(100);
   }

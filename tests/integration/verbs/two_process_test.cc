@@ -70,7 +70,7 @@ TEST_P(TwoProcessTest, WriteReadSendAcrossProcesses) {
   theirs.udp_port = static_cast<uint16_t>(port);
   ConnectOptions o;
   o.mtu = mtu;
-  ASSERT_TRUE(connect_qp(*e.qp, theirs, qpn, 1000, 2000, o).is_ok());
+  ASSERT_TRUE(connect_qp(*e.qp, theirs, qpn, 1000, 2000, o).ok());
 
   const size_t n = len;
   std::vector<uint8_t> src(n), back(n, 0), msg(100'000), reply(100'000, 0);
@@ -84,7 +84,7 @@ TEST_P(TwoProcessTest, WriteReadSendAcrossProcesses) {
   RecvWr r;
   r.wr_id = 9;
   r.sge = {reinterpret_cast<uint64_t>(reply.data()), static_cast<uint32_t>(reply.size()), rmr->lkey()};
-  ASSERT_TRUE(e.qp->post_recv({&r, 1}).is_ok());
+  ASSERT_TRUE(e.qp->post_recv({&r, 1}).ok());
   SendWr wrs[3];
   wrs[0].wr_id = 1;
   wrs[0].opcode = WrOpcode::kRdmaWrite;
@@ -99,7 +99,7 @@ TEST_P(TwoProcessTest, WriteReadSendAcrossProcesses) {
   wrs[2].opcode = WrOpcode::kSendWithImm;
   wrs[2].imm_data = 41;
   wrs[2].sge = {reinterpret_cast<uint64_t>(msg.data()), static_cast<uint32_t>(msg.size()), mmr->lkey()};
-  ASSERT_TRUE(e.qp->post_send(wrs).is_ok());
+  ASSERT_TRUE(e.qp->post_send(wrs).ok());
   auto wcs = wait_completions(*e.scq, 3);
   ASSERT_EQ(wcs.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {

@@ -198,7 +198,7 @@ class RoguePeer {
     w.sge = {reinterpret_cast<uint64_t>(buffer_.data()), len, mr_->lkey()};
     w.remote_addr = addr;
     w.rkey = rkey;
-    if (!qp->post_send({&w, 1}).is_ok()) return verbs::WcStatus::kGeneralError;
+    if (!qp->post_send({&w, 1}).ok()) return verbs::WcStatus::kGeneralError;
     verbs::WcStatus status = verbs::WcStatus::kGeneralError;
     bool got = poll_until(
         [&] {

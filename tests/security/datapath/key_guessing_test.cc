@@ -65,7 +65,7 @@ class KeyGuessing : public ::testing::TestWithParam<std::string> {
     w.sge = {reinterpret_cast<uint64_t>(local_.data()), kLen, local_mr_->lkey()};
     w.remote_addr = addr;
     w.rkey = rkey;
-    if (!a_.qp->post_send({&w, 1}).is_ok()) return WcStatus::kGeneralError;
+    if (!a_.qp->post_send({&w, 1}).ok()) return WcStatus::kGeneralError;
     auto wc = verbs::test::wait_completions(*a_.scq, 1, std::chrono::seconds(10));
     return wc.empty() ? WcStatus::kGeneralError : wc[0].status;
   }
@@ -74,8 +74,8 @@ class KeyGuessing : public ::testing::TestWithParam<std::string> {
   void reconnect() {
     QpAttr r;
     r.state = QpState::kReset;
-    ASSERT_TRUE(a_.qp->modify(r, kQpState).is_ok());
-    ASSERT_TRUE(b_.qp->modify(r, kQpState).is_ok());
+    ASSERT_TRUE(a_.qp->modify(r, kQpState).ok());
+    ASSERT_TRUE(b_.qp->modify(r, kQpState).ok());
     verbs::test::connect_pair(a_, b_, o_);
   }
 

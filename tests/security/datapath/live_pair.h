@@ -39,8 +39,8 @@ class LivePair : public ::testing::Test {
     o.timeout = 14;  // 67 ms: a loaded machine's scheduling gaps are not losses
     pa_ = a_.dev->query_port(1).value();
     pb_ = b_.dev->query_port(1).value();
-    ASSERT_TRUE(verbs::test::connect_qp(*a_.qp, pb_, b_.qp->qp_num(), kAPsn, kBPsn, o).is_ok());
-    ASSERT_TRUE(verbs::test::connect_qp(*b_.qp, pa_, a_.qp->qp_num(), kBPsn, kAPsn, o).is_ok());
+    ASSERT_TRUE(verbs::test::connect_qp(*a_.qp, pb_, b_.qp->qp_num(), kAPsn, kBPsn, o).ok());
+    ASSERT_TRUE(verbs::test::connect_qp(*b_.qp, pa_, a_.qp->qp_num(), kBPsn, kAPsn, o).ok());
     a_buf_.resize(kMsg);
     b_buf_.resize(kMsg);
     a_mr_ = std::move(a_.pd->reg_mr(a_buf_.data(), kMsg, kAccessLocalWrite).value());
@@ -81,7 +81,7 @@ class LivePair : public ::testing::Test {
       wr.sge = {reinterpret_cast<uint64_t>(a_buf_.data()), kMsg, a_mr_->lkey()};
       wr.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
       wr.rkey = b_mr_->rkey();
-      ASSERT_TRUE(a_.qp->post_send({&wr, 1}).is_ok());
+      ASSERT_TRUE(a_.qp->post_send({&wr, 1}).ok());
       attack(next_psn_);
       auto wc = verbs::test::wait_completions(*a_.scq, 1, std::chrono::seconds(30));
       ASSERT_EQ(wc.size(), 1u) << "transfer " << i << " never completed";
@@ -102,7 +102,7 @@ class LivePair : public ::testing::Test {
     wr.sge = {reinterpret_cast<uint64_t>(a_buf_.data()), 64, a_mr_->lkey()};
     wr.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
     wr.rkey = b_mr_->rkey();
-    ASSERT_TRUE(a_.qp->post_send({&wr, 1}).is_ok());
+    ASSERT_TRUE(a_.qp->post_send({&wr, 1}).ok());
     auto wc = verbs::test::wait_completions(*a_.scq, 1, std::chrono::seconds(30));
     ASSERT_EQ(wc.size(), 1u);
     ASSERT_EQ(wc[0].status, WcStatus::kSuccess);

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 
 namespace rdmad::daemon {
 namespace {

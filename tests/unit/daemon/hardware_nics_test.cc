@@ -9,7 +9,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "rdmad/config/loader.h"
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 #include "support/temp_dir.h"
 
 namespace rdmad::daemon {

@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "rdmad/daemon/logging.h"
+#include "rdmad/base/log.h"
 
 namespace rdmad::daemon {
 namespace {

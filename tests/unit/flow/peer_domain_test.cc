@@ -92,7 +92,7 @@ TEST(PeerDomain, EachPeerHasItsOwnPdsAndExportsCoverExactlyTheirRange) {
   FakeDevice nic0(rec), nic1(rec);
   auto a = PeerDomain::open(1, {&nic0, &nic1});
   auto b = PeerDomain::open(2, {&nic0, &nic1});
-  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  ASSERT_TRUE(a.ok() && b.ok());
   ipc::PinnedRange r;
   r.kind = RDMAD_MEM_HOST;
   static uint8_t mem[8192];
@@ -124,7 +124,7 @@ TEST(PeerDomain, DeviceMemoryIsRegisteredFromItsDmabufAtTheRangesOffset) {
   Recorder rec;
   FakeDevice nic0(rec);
   auto d = PeerDomain::open(1, {&nic0});
-  ASSERT_TRUE(d.is_ok());
+  ASSERT_TRUE(d.ok());
   ipc::PinnedRange r;
   r.kind = RDMAD_MEM_GPU;
   r.iova = 0x7f0000001000;
@@ -146,7 +146,7 @@ TEST(PeerDomain, RegistrationsUsedByFlowsGetLocalAccessOnlyOncePerDomain) {
   Recorder rec;
   FakeDevice nic0(rec), nic1(rec);
   auto d = PeerDomain::open(7, {&nic0, &nic1});
-  ASSERT_TRUE(d.is_ok());
+  ASSERT_TRUE(d.ok());
   ipc::IpcConfig config;
   ipc::SoftRegistrar registrar(2);
   ipc::StaticNicInventory inventory({{"n0", "soft", "", RDMAD_LINK_UP, 1, 0}, {"n1", "soft", "", RDMAD_LINK_UP, 1, 0}});

@@ -108,7 +108,7 @@ RemoteRange imported(const ExactRegion& mrs, const ipc::PinnedRange& r) {
 TEST(RemoteKeys, AnExportOfASlicedRangeCarriesEverySlicesRkey) {
   SlicingDevice nic;
   auto d = PeerDomain::open(1, {&nic}, fixture_slices);
-  ASSERT_TRUE(d.is_ok());
+  ASSERT_TRUE(d.ok());
   static uint8_t mem[3 * kSlice];
   const ipc::PinnedRange r = range_of(mem, 2 * kSlice + 100);  // three slices, the last 100 bytes
   auto e = d.value()->register_exact(r, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_LOCAL_WRITE);

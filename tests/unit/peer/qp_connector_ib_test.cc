@@ -27,11 +27,11 @@ class RecordingQp final : public verbs::QueuePair {
   uint32_t qp_num() const override { return qpn_; }
   verbs::Status modify(const verbs::QpAttr& a, uint32_t mask) override {
     log_.push_back({a, mask});
-    return verbs::Status::ok();
+    return verbs::Status::success();
   }
   verbs::QpAttr query() const override { return {}; }
-  verbs::Status post_send(std::span<const verbs::SendWr>, size_t*) override { return verbs::Status::ok(); }
-  verbs::Status post_recv(std::span<const verbs::RecvWr>, size_t*) override { return verbs::Status::ok(); }
+  verbs::Status post_send(std::span<const verbs::SendWr>, size_t*) override { return verbs::Status::success(); }
+  verbs::Status post_recv(std::span<const verbs::RecvWr>, size_t*) override { return verbs::Status::success(); }
 
  private:
   uint32_t qpn_;
@@ -128,7 +128,7 @@ TEST(QpConnectorInfiniband, EndpointsCarryTheLidAndTheQpIsAddressedByIt) {
   b.finish();
 
   auto offer = a.qps->prepare();
-  ASSERT_TRUE(offer.is_ok()) << offer.status().message();
+  ASSERT_TRUE(offer.ok()) << offer.status().message();
   ASSERT_EQ(offer.value().size(), 1u) << "the DOWN port gets no QPs";
   ASSERT_EQ(a.qps->left_out().size(), 1u);
   EXPECT_NE(a.qps->left_out()[0].find("mlx5_1: port 1 is DOWN"), std::string::npos) << a.qps->left_out()[0];
@@ -138,9 +138,9 @@ TEST(QpConnectorInfiniband, EndpointsCarryTheLidAndTheQpIsAddressedByIt) {
   EXPECT_EQ(e.gid.to_ip_string(), "fe80::b83f:d203:12:3450") << "the port GID (index 0)";
 
   auto answer = b.qps->prepare();
-  ASSERT_TRUE(answer.is_ok());
-  ASSERT_TRUE(b.qps->connect(through_the_wire(offer.value())).is_ok());
-  ASSERT_TRUE(a.qps->connect(through_the_wire(answer.value())).is_ok());
+  ASSERT_TRUE(answer.ok());
+  ASSERT_TRUE(b.qps->connect(through_the_wire(offer.value())).ok());
+  ASSERT_TRUE(a.qps->connect(through_the_wire(answer.value())).ok());
 
   // B's QP went to RTR addressed by A's LID, and the backend builds an LID-only address vector
   // (same subnet prefix fe80::) with the NIC's SL.
@@ -174,12 +174,12 @@ TEST(QpConnectorInfiniband, RoceAndInfinibandRailsDoNotPair) {
   roce.add(std::make_unique<FixtureDevice>("roce-cx6dx", "mlx5_0"));
   roce.finish();
   auto offer = roce.qps->prepare();
-  ASSERT_TRUE(offer.is_ok()) << offer.status().message();
+  ASSERT_TRUE(offer.ok()) << offer.status().message();
   EXPECT_EQ(offer.value()[0].link, EndpointLink::kRoce);
   EXPECT_EQ(offer.value()[0].lid, 0);
-  ASSERT_TRUE(ib.qps->prepare().is_ok());
+  ASSERT_TRUE(ib.qps->prepare().ok());
   const verbs::Status st = ib.qps->connect(through_the_wire(offer.value()));
-  ASSERT_FALSE(st.is_ok());
+  ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("this end is InfiniBand"), std::string::npos) << st.message();
 }
 
@@ -188,7 +188,7 @@ TEST(QpConnectorInfiniband, AnInfinibandPortWithoutALidIsNotOffered) {
   a.add(std::make_unique<FixtureDevice>("ib-hdr", "mlx5_0", uint16_t{0}));
   a.finish();
   auto eps = a.qps->prepare();
-  ASSERT_FALSE(eps.is_ok());
+  ASSERT_FALSE(eps.ok());
   EXPECT_NE(eps.status().message().find("no unicast LID"), std::string::npos) << eps.status().message();
 }
 

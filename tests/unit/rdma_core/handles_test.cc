@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rdmad/base/log.h"
 #include "rdmad/verbs/rdma_core/dmabuf_probe.h"
 
 namespace rdmad::verbs::rdma_core {
@@ -79,13 +80,10 @@ TEST_F(RdmaCoreHandleOrder, OwnersAreMoveOnlyAndEmptyAfterAMove) {
 TEST_F(RdmaCoreHandleOrder, FailedDestroyIsLoggedWithVerbDeviceAndErrno) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  auto previous = spdlog::get("verbs");
-  spdlog::drop("verbs");
-  spdlog::register_logger(std::make_shared<spdlog::logger>("verbs", sink));
+  auto previous = log::replace_for_test(log::Component::kVerbs, std::make_shared<spdlog::logger>("verbs", sink));
   g_fail_rc = EBUSY;
   { auto pd = detail::adopt(new FakePd, &destroy_fake<FakePd>, "ibv_dealloc_pd", "mlx5_3"); }
-  spdlog::drop("verbs");
-  if (previous) spdlog::register_logger(previous);
+  log::replace_for_test(log::Component::kVerbs, previous);
   EXPECT_NE(out.str().find("ibv_dealloc_pd on mlx5_3 failed: Device or resource busy"), std::string::npos)
       << out.str();
 }

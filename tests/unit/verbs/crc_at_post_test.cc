@@ -53,7 +53,7 @@ TEST_P(CrcAtPost, CombinedIcrcsMatchAndOnlyFullSegmentsUseThem) {
   auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
   if (c.op == WrOpcode::kSend) {
     RecvWr r{7, {reinterpret_cast<uint64_t>(dst.data()), c.bytes, dmr->lkey()}};
-    ASSERT_TRUE(b.qp->post_recv({&r, 1}).is_ok());
+    ASSERT_TRUE(b.qp->post_recv({&r, 1}).ok());
   }
   SendWr w;
   w.opcode = c.op;
@@ -61,7 +61,7 @@ TEST_P(CrcAtPost, CombinedIcrcsMatchAndOnlyFullSegmentsUseThem) {
   w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
   w.rkey = dmr->rkey();
   const NicCounters a0 = a.dev->counters(), b0 = b.dev->counters();
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   auto wc = wait_completions(*a.scq, 1);
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
@@ -107,7 +107,7 @@ TEST(CrcAtPostChange, BufferChangedAfterPostArrivesAsChanged) {
   w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
   w.rkey = dmr->rkey();
   const NicCounters b0 = b.dev->counters();
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   // Against the verbs contract (a send buffer is the NIC's until its completion), but it must not
   // lose the message: the CRC computed at post no longer matches these bytes.
   std::memset(src.data() + kBytes - 8192, 0x5A, 4096);
@@ -165,14 +165,14 @@ TEST(CrcAtPostChange, DeregisterWhileAnotherThreadPostsNeverReadsUnmappedMemory)
     smr.reset();
     munmap(mem, kBytes);
     poster.join();
-    ASSERT_TRUE(posted.is_ok()) << posted.message();
+    ASSERT_TRUE(posted.ok()) << posted.message();
     // The WRITE fails (its region is gone) and puts the QP in ERR: connect the pair afresh.
     auto wc = wait_completions(*a.scq, 1);
     ASSERT_EQ(wc.size(), 1u);
     EXPECT_EQ(wc[0].status, WcStatus::kLocalProtectionError) << "round " << round;
     const QpAttr reset;  // state kReset
-    ASSERT_TRUE(a.qp->modify(reset, kQpState).is_ok());
-    ASSERT_TRUE(b.qp->modify(reset, kQpState).is_ok());
+    ASSERT_TRUE(a.qp->modify(reset, kQpState).ok());
+    ASSERT_TRUE(b.qp->modify(reset, kQpState).ok());
     connect_pair(a, b, o);
   }
   EXPECT_GE(overlaps, kOverlapsWanted) << "too few deregistrations began during a post to test anything";

@@ -38,13 +38,13 @@ class DatapathCounters : public ::testing::Test {
     fill_pattern(src, seed);
     auto smr = a_.pd->reg_mr(src.data(), bytes, 0);
     auto dmr = b_.pd->reg_mr(dst.data(), bytes, kAccessLocalWrite | kAccessRemoteWrite);
-    if (!smr.is_ok() || !dmr.is_ok()) return false;
+    if (!smr.ok() || !dmr.ok()) return false;
     SendWr w;
     w.opcode = WrOpcode::kRdmaWrite;
     w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(bytes), smr.value()->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w.rkey = dmr.value()->rkey();
-    if (!a_.qp->post_send({&w, 1}).is_ok()) return false;
+    if (!a_.qp->post_send({&w, 1}).ok()) return false;
     auto wc = wait_completions(*a_.scq, 1);
     return wc.size() == 1 && wc[0].status == WcStatus::kSuccess && dst == src;
   }

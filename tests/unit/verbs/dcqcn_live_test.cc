@@ -29,7 +29,7 @@ TEST(DcqcnLive, SoftNicTakesNewParametersWhileAQpMovesData) {
     w.sge = {reinterpret_cast<uint64_t>(src.data() + offset), 150'000, smr->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data() + offset);
     w.rkey = dmr->rkey();
-    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   };
   write_half(0);
 
@@ -37,7 +37,7 @@ TEST(DcqcnLive, SoftNicTakesNewParametersWhileAQpMovesData) {
   next.rate_ai_mbps = 42;
   next.cnp_dscp = 40;
   next.max_rate_mbps = 50'000;
-  ASSERT_TRUE(a.dev->set_dcqcn_params(next).is_ok());
+  ASSERT_TRUE(a.dev->set_dcqcn_params(next).ok());
   EXPECT_EQ(*a.dev->dcqcn_params(), next);
   EXPECT_EQ(*b.dev->dcqcn_params(), config.dcqcn);  // per NIC
 

@@ -69,7 +69,7 @@ TEST(DcqcnSamples, OneSamplePerRtsQpMatchingTheReactionPoint) {
 
   QpAttr err;
   err.state = QpState::kError;
-  ASSERT_TRUE(a.qp->modify(err, kQpState).is_ok());
+  ASSERT_TRUE(a.qp->modify(err, kQpState).ok());
   EXPECT_TRUE(a.dev->dcqcn_samples().empty()) << "a QP in ERROR sends nothing";
 }
 
@@ -130,7 +130,7 @@ TimedWrite timed_write(Endpoint& a, Endpoint& b, size_t bytes, std::chrono::mill
   w.rkey = dmr->rkey();
   TimedWrite r;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!a.qp->post_send({&w, 1}).is_ok()) return r;
+  if (!a.qp->post_send({&w, 1}).ok()) return r;
   auto wcs = wait_completions(*a.scq, 1, timeout);
   r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (wcs.size() == 1) r.status = wcs[0].status;

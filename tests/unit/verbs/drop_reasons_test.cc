@@ -27,7 +27,7 @@ TEST(DropReasons, EachDropIsCountedOnceUnderItsReason) {
   auto idle = std::move(e.pd->create_qp(ia).value());
   QpAttr init;
   init.state = QpState::kInit;
-  ASSERT_TRUE(idle->modify(init, kQpState | kQpAccessFlags).is_ok());
+  ASSERT_TRUE(idle->modify(init, kQpState | kQpAccessFlags).ok());
   const uint16_t nic = e.dev->query_port(1).value().udp_port;
   const uint32_t qpn = e.qp->qp_num();
 

@@ -53,7 +53,7 @@ class ErrorTest : public ::testing::TestWithParam<std::string> {
   }
   /// Posts one WR on a's QP and returns the status of its completion (kGeneralError if none came).
   WcStatus run_one(const SendWr& w) {
-    if (!a_.qp->post_send({&w, 1}).is_ok()) return WcStatus::kGeneralError;
+    if (!a_.qp->post_send({&w, 1}).ok()) return WcStatus::kGeneralError;
     auto wcs = wait_completions(*a_.scq, 1);
     return wcs.size() == 1 ? wcs[0].status : WcStatus::kGeneralError;
   }
@@ -86,7 +86,7 @@ TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
   wrs[1].rkey ^= 0x100;  // a key no region has (soft: another table entry)
   std::fill(local_.begin(), local_.end(), 0x33);
   wrs[0].remote_addr += 4096;  // the good write lands in the upper half
-  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  ASSERT_TRUE(a_.qp->post_send(wrs).ok());
   auto wcs = wait_completions(*a_.scq, 3);
   ASSERT_EQ(wcs.size(), 3u);
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
@@ -104,7 +104,7 @@ TEST_P(ErrorTest, WrongRkeyFailsThenFlushes) {
   }
   // Posting in ERR is allowed and completes as flushed.
   SendWr late = write(9, 1);
-  ASSERT_TRUE(a_.qp->post_send({&late, 1}).is_ok());
+  ASSERT_TRUE(a_.qp->post_send({&late, 1}).ok());
   auto more = wait_completions(*a_.scq, 1);
   ASSERT_EQ(more.size(), 1u);
   EXPECT_EQ(more[0].status, WcStatus::kWrFlushed);
@@ -150,7 +150,7 @@ TEST_P(ErrorTest, SendLongerThanReceiveBuffer) {
   RecvWr r;
   r.wr_id = 5;
   r.sge = {reinterpret_cast<uint64_t>(remote_.data()), 10, remote_mr_->lkey()};
-  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
+  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).ok());
   SendWr w = write(1, 11);
   w.opcode = WrOpcode::kSend;
   // IB spec: a SEND longer than the receive buffer is an Invalid Request (NAK to the requester,
@@ -186,7 +186,7 @@ TEST_P(ErrorTest, RnrRetryExceeded) {
 TEST_P(ErrorTest, RnrThenReceivePostedSucceeds) {
   SendWr w = write(1, 16);
   w.opcode = WrOpcode::kSend;
-  ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a_.qp->post_send({&w, 1}).ok());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (a_.dev->counters().rnr_nak_retry_err == a_before_.rnr_nak_retry_err &&
          std::chrono::steady_clock::now() < deadline) {
@@ -196,7 +196,7 @@ TEST_P(ErrorTest, RnrThenReceivePostedSucceeds) {
   RecvWr r;
   r.wr_id = 5;
   r.sge = {reinterpret_cast<uint64_t>(remote_.data()), 16, remote_mr_->lkey()};
-  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
+  ASSERT_TRUE(b_.qp->post_recv({&r, 1}).ok());
   auto wcs = wait_completions(*a_.scq, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
@@ -217,7 +217,7 @@ TEST_P(ErrorTest, PeerGoneRetryExceededThenFlushed) {
   SendWr wrs[2] = {write(1, 16), write(2, 16)};
   remote_mr_.reset();
   b_.reset();  // the peer disappears: nothing answers
-  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  ASSERT_TRUE(a_.qp->post_send(wrs).ok());
   auto wcs = wait_completions(*a_.scq, 2);
   ASSERT_EQ(wcs.size(), 2u);
   EXPECT_EQ(wcs[0].status, WcStatus::kRetryExceeded) << to_string(wcs[0].status);
@@ -254,7 +254,7 @@ struct QpToSilentPeer {
     w.sge = {reinterpret_cast<uint64_t>(buf.data()), static_cast<uint32_t>(buf.size()), mr->lkey()};
     w.remote_addr = 0x1000;
     w.rkey = 0x77;
-    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   }
   /// The next packet on the wire, decoded (ICRC verified); false after 2 s.
   bool next(roce::Packet* pkt) {
@@ -305,7 +305,7 @@ TEST(AckRequests, OnlyTheLastPacketOfAMessageOnAnIdleQpAsks) {
 TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {
   SendWr wrs[3] = {write(1, 8), write(2, 8), write(3, 8)};
   wrs[0].signaled = wrs[1].signaled = false;
-  ASSERT_TRUE(a_.qp->post_send(wrs).is_ok());
+  ASSERT_TRUE(a_.qp->post_send(wrs).ok());
   auto wcs = wait_completions(*a_.scq, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].wr_id, 3u);

@@ -141,7 +141,7 @@ inline void open_connected(Endpoint& e, const FakePeer& peer, const ConnectOptio
   std::string skip;
   make_endpoint(e, open_device("soft", soft_config(), &skip));
   ASSERT_TRUE(e.dev) << skip;
-  ASSERT_TRUE(connect_qp(*e.qp, port_of(peer), peer_qpn, o.sq_psn, o.rq_psn, o).is_ok());
+  ASSERT_TRUE(connect_qp(*e.qp, port_of(peer), peer_qpn, o.sq_psn, o.rq_psn, o).ok());
 }
 
 }  // namespace rdmad::verbs::test

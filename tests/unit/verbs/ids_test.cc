@@ -53,7 +53,7 @@ TEST(SoftIds, AFreedEntryTakenAgainGetsAnotherKey) {
   std::vector<uint8_t> buf(64);
   std::vector<std::unique_ptr<MemoryRegion>> mrs;
   for (uint32_t i = 1; i < kMrTable; ++i) mrs.push_back(std::move(pd->reg_mr(buf.data(), buf.size(), 0).value()));
-  ASSERT_FALSE(pd->reg_mr(buf.data(), buf.size(), 0).is_ok()) << "table full";
+  ASSERT_FALSE(pd->reg_mr(buf.data(), buf.size(), 0).ok()) << "table full";
   // One free entry: every registration takes it, and never with the key it had just before.
   uint32_t previous = mrs.back()->rkey();
   std::set<uint32_t> seen{previous};
@@ -87,7 +87,7 @@ TEST(SoftIds, QpNumbersAreRandom24BitAndNeverSpecial) {
     qpns.insert(q);
   }
   EXPECT_EQ(qpns.size(), kQpTable);
-  ASSERT_FALSE(pd->create_qp(ia).is_ok()) << "table full";
+  ASSERT_FALSE(pd->create_qp(ia).ok()) << "table full";
   // Sequential numbering from 0x100 is gone: at most a few of the old numbers by chance.
   int old_numbers = 0;
   for (uint32_t q = 0x100; q < 0x100 + kQpTable; ++q) old_numbers += qpns.count(q);

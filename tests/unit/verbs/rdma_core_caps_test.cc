@@ -27,11 +27,11 @@ TEST(RdmaCoreCapabilities, NoDeviceAdvertisesNothingAndOpenSaysWhy) {
   EXPECT_EQ(c.max_qp_wr, 0u);
   EXPECT_EQ(c.max_cq_depth, 0u);
   auto r = registry().open("rdma_core", DeviceConfig{});
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "no RDMA device: ibv_get_device_list found 0 devices");
   DeviceConfig named;
   named.name = "mlx5_0";
-  EXPECT_FALSE(registry().open("rdma_core", named).is_ok());
+  EXPECT_FALSE(registry().open("rdma_core", named).ok());
 }
 
 TEST(RdmaCoreCapabilities, DeviceMatchesBehaviour) {
@@ -43,19 +43,19 @@ TEST(RdmaCoreCapabilities, DeviceMatchesBehaviour) {
   make_endpoint(e, std::move(d), 16);
   // fd -1: EBADF (an error, not "not supported") exactly where the probe said dma-buf works.
   auto dm = e.pd->reg_dmabuf_mr(-1, 0, 4096, 0, kAccessLocalWrite);
-  ASSERT_FALSE(dm.is_ok());
+  ASSERT_FALSE(dm.ok());
   EXPECT_EQ(dm.status().code() == StatusCode::kNotSupported, !caps.dmabuf_mr) << dm.status().message();
   EXPECT_FALSE(caps.software_cc);
   EXPECT_GT(caps.max_mr_size, 0u);
-  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).is_ok());
+  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).ok());
   QpInitAttr ia;
   ia.send_cq = e.scq.get();
   ia.recv_cq = e.rcq.get();
   ia.max_send_wr = caps.max_qp_wr + 1;
-  EXPECT_FALSE(e.pd->create_qp(ia).is_ok()) << "max_qp_wr + 1 accepted";
+  EXPECT_FALSE(e.pd->create_qp(ia).ok()) << "max_qp_wr + 1 accepted";
   std::vector<uint8_t> buf(1 << 20);
   auto mr = e.pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteRead);
-  ASSERT_TRUE(mr.is_ok()) << mr.status().message();
+  ASSERT_TRUE(mr.ok()) << mr.status().message();
   const rdma_core::SplitKeys* keys = rdma_core::region_slices(*mr.value());
   ASSERT_NE(keys, nullptr);
   EXPECT_EQ(keys->count, 1u);

@@ -51,7 +51,7 @@ TEST(ReadRewind, AllResponsesAfterARewindReRequestNothing) {
   rd.sge = {reinterpret_cast<uint64_t>(buf.data()), 2048, mr->lkey()};
   rd.remote_addr = 0x1000;
   rd.rkey = 0x77;
-  ASSERT_TRUE(a.qp->post_send({&rd, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&rd, 1}).ok());
   roce::Packet req;
   ASSERT_TRUE(next(&req));
   ASSERT_EQ(req.bth.opcode, roce::Opcode::kReadRequest);
@@ -84,7 +84,7 @@ TEST(ReadRewind, AllResponsesAfterARewindReRequestNothing) {
   w.sge = {reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
   w.remote_addr = 0x1000;
   w.rkey = 0x77;
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   roce::Packet p;
   do {
     ASSERT_TRUE(next(&p)) << "the WRITE never left";
@@ -122,7 +122,7 @@ TEST(ReadRewind, ALaterReadAnsweredFirstCompletesWithTheEarlierOne) {
   }
   rd[0].sge = {reinterpret_cast<uint64_t>(buf.data()), 2048, mr->lkey()};         // two responses
   rd[1].sge = {reinterpret_cast<uint64_t>(buf.data() + 2048), 1024, mr->lkey()};  // one
-  ASSERT_TRUE(a.qp->post_send(rd).is_ok());
+  ASSERT_TRUE(a.qp->post_send(rd).ok());
   roce::Packet req;
   ASSERT_TRUE(next(&req));
   const uint32_t p0 = req.bth.psn;

@@ -83,14 +83,14 @@ class RegionGone : public ::testing::Test {
       RecvWr r;
       r.wr_id = 9;
       r.sge = {b_buf.addr(), static_cast<uint32_t>(bytes), bmr->lkey()};
-      ASSERT_TRUE(b_.qp->post_recv({&r, 1}).is_ok());
+      ASSERT_TRUE(b_.qp->post_recv({&r, 1}).ok());
     }
     SendWr w;
     w.opcode = op;
     w.sge = {a_buf.addr(), static_cast<uint32_t>(bytes), amr->lkey()};
     w.remote_addr = b_buf.addr();
     w.rkey = bmr->rkey();
-    ASSERT_TRUE(a_.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(a_.qp->post_send({&w, 1}).ok());
     ASSERT_NO_FATAL_FAILURE(wait_started(read ? *a_.dev : *b_.dev, bytes));
     if (gone == Side::kRequester) {
       amr.reset();

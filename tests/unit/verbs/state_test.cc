@@ -22,43 +22,43 @@ TEST_P(StateTest, IllegalTransitionsAreRejected) {
   a.state = QpState::kInit;
   // ibverbs' required attributes (types.h): ib_core refuses RESET → INIT without access flags on
   // every device, so the interface does too.
-  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok()) << "RESET → INIT needs the access flags";
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).ok()) << "RESET → INIT needs the access flags";
   EXPECT_EQ(e_.qp->query().state, QpState::kReset);
   a.state = QpState::kRtr;
-  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok());  // RESET → RTR
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).ok());  // RESET → RTR
   a.state = QpState::kRts;
-  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok());  // RESET → RTS
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).ok());  // RESET → RTS
   a.state = QpState::kInit;
-  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).is_ok());
+  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).ok());
   EXPECT_EQ(e_.qp->query().state, QpState::kInit);
   a.state = QpState::kRtr;
-  EXPECT_FALSE(e_.qp->modify(a, kQpState).is_ok()) << "INIT → RTR needs the path attributes";
+  EXPECT_FALSE(e_.qp->modify(a, kQpState).ok()) << "INIT → RTR needs the path attributes";
   a.path_mtu_bytes = 1000;
   a.dest_gid = *Gid::from_ip("127.0.0.1");
-  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).is_ok()) << "bad MTU";
+  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).ok()) << "bad MTU";
   EXPECT_EQ(e_.qp->query().state, QpState::kInit);
   a.state = QpState::kRts;
-  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpSqPsn).is_ok());  // INIT → RTS
+  EXPECT_FALSE(e_.qp->modify(a, kQpState | kQpSqPsn).ok());  // INIT → RTS
 }
 
 TEST_P(StateTest, PostSendOutsideRtsFails) {
   SendWr w;
-  EXPECT_FALSE(e_.qp->post_send({&w, 1}).is_ok());
+  EXPECT_FALSE(e_.qp->post_send({&w, 1}).ok());
   QpAttr a;
   a.state = QpState::kInit;
-  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).is_ok());
-  EXPECT_FALSE(e_.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).ok());
+  EXPECT_FALSE(e_.qp->post_send({&w, 1}).ok());
 }
 
 TEST_P(StateTest, ErrorFlushesPostedReceives) {
   QpAttr a;
   a.state = QpState::kInit;
-  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).is_ok());
+  ASSERT_TRUE(e_.qp->modify(a, kQpState | kQpAccessFlags).ok());
   RecvWr r[3];
   for (int i = 0; i < 3; ++i) r[i].wr_id = 10 + i;
-  ASSERT_TRUE(e_.qp->post_recv(r).is_ok());
+  ASSERT_TRUE(e_.qp->post_recv(r).ok());
   a.state = QpState::kError;
-  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).ok());
   auto wcs = wait_completions(*e_.rcq, 3);
   ASSERT_EQ(wcs.size(), 3u);
   for (int i = 0; i < 3; ++i) {
@@ -66,7 +66,7 @@ TEST_P(StateTest, ErrorFlushesPostedReceives) {
     EXPECT_EQ(wcs[i].status, WcStatus::kWrFlushed);
   }
   a.state = QpState::kReset;
-  ASSERT_TRUE(e_.qp->modify(a, kQpState).is_ok());
+  ASSERT_TRUE(e_.qp->modify(a, kQpState).ok());
   EXPECT_EQ(e_.qp->query().state, QpState::kReset);
 }
 
@@ -96,14 +96,14 @@ INSTANTIATE_TEST_SUITE_P(Verbs, StateTest, ::testing::Values("soft", "rdma_core"
 
 TEST(Registry, UnknownBackendIsAnError) {
   auto r = registry().open("nosuch", DeviceConfig{});
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("nosuch"), std::string::npos);
   EXPECT_NE(registry().find("soft"), nullptr);
 }
 
 TEST(Registry, SoftBadAddressIsAnError) {
   auto r = registry().open("soft", soft_config("not-an-ip"));
-  EXPECT_FALSE(r.is_ok());
+  EXPECT_FALSE(r.ok());
 }
 
 // Every advertised capability of the soft backend behaves as advertised.
@@ -127,18 +127,18 @@ TEST(Capabilities, SoftMatchesBehaviour) {
   ia.send_cq = e.scq.get();
   ia.recv_cq = e.rcq.get();
   ia.max_send_wr = caps.max_qp_wr + 1;
-  EXPECT_FALSE(e.pd->create_qp(ia).is_ok()) << "max_qp_wr + 1 accepted";
+  EXPECT_FALSE(e.pd->create_qp(ia).ok()) << "max_qp_wr + 1 accepted";
   ia.max_send_wr = 4;
   ia.max_recv_wr = 4;
   std::vector<std::unique_ptr<QueuePair>> qps;
   for (uint32_t i = 1; i < caps.max_qp; ++i) {  // make_endpoint already made one
     auto q = e.pd->create_qp(ia);
-    ASSERT_TRUE(q.is_ok()) << "qp " << i << ": " << q.status().message();
+    ASSERT_TRUE(q.ok()) << "qp " << i << ": " << q.status().message();
     qps.push_back(std::move(q.value()));
   }
   auto over = e.pd->create_qp(ia);
   EXPECT_EQ(over.status().code(), StatusCode::kNoResource);
-  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).is_ok());
+  EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).ok());
 }
 
 }  // namespace

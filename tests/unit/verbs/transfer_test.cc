@@ -57,7 +57,7 @@ TEST_P(TransferTest, ByteExact) {
   Endpoint& dst_ep = read ? a : b;
   auto src_mr = src_ep.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite | kAccessRemoteRead);
   auto dst_mr = dst_ep.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite);
-  ASSERT_TRUE(src_mr.is_ok() && dst_mr.is_ok());
+  ASSERT_TRUE(src_mr.ok() && dst_mr.ok());
 
   const bool two_sided = c.op == WrOpcode::kSend || c.op == WrOpcode::kSendWithImm ||
                          c.op == WrOpcode::kRdmaWriteWithImm;
@@ -65,7 +65,7 @@ TEST_P(TransferTest, ByteExact) {
     RecvWr r;
     r.wr_id = 77;
     if (c.op != WrOpcode::kRdmaWriteWithImm) r.sge = {reinterpret_cast<uint64_t>(dst.data()), c.size, dst_mr->get()->lkey()};
-    ASSERT_TRUE(b.qp->post_recv({&r, 1}).is_ok());
+    ASSERT_TRUE(b.qp->post_recv({&r, 1}).ok());
   }
   SendWr w;
   w.wr_id = 42;
@@ -80,7 +80,7 @@ TEST_P(TransferTest, ByteExact) {
     w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
     w.rkey = dst_mr->get()->rkey();
   }
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   auto wcs = wait_completions(*a.scq, 1);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].wr_id, 42u);
@@ -154,7 +154,7 @@ TEST(TransferV6, WriteThenReadBackOverIpv6) {
   w[1] = w[0];
   w[1].opcode = WrOpcode::kRdmaRead;
   w[1].sge = {reinterpret_cast<uint64_t>(back.data()), 100'000, bmr->lkey()};
-  ASSERT_TRUE(a.qp->post_send(w).is_ok());
+  ASSERT_TRUE(a.qp->post_send(w).ok());
   auto wcs = wait_completions(*a.scq, 2);
   ASSERT_EQ(wcs.size(), 2u);
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
@@ -186,7 +186,7 @@ TEST(TransferSpin, PingPongWithCompletionSpin) {
     w.sge = {reinterpret_cast<uint64_t>(src.data()), 64, smr->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(remote.data() + i * 64);
     w.rkey = rmr->rkey();
-    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
     auto wcs = wait_completions(*a.scq, 1, std::chrono::milliseconds(5000));
     ASSERT_EQ(wcs.size(), 1u) << "round trip " << i;
     ASSERT_EQ(wcs[0].status, WcStatus::kSuccess);
@@ -207,7 +207,7 @@ std::vector<WorkCompletion> wait_notified(CompletionQueue& cq, size_t n) {
   };
   while (out.size() < n) {
     if (take() > 0) continue;
-    EXPECT_TRUE(cq.request_notify().is_ok());
+    EXPECT_TRUE(cq.request_notify().ok());
     if (take() > 0) continue;
     pollfd p{cq.notify_fd(), POLLIN, 0};
     if (::poll(&p, 1, 5000) <= 0) {
@@ -236,7 +236,7 @@ TEST(TransferNotify, SleepingConsumerWakesForEveryCompletion) {
     r.wr_id = i;
     r.sge = {reinterpret_cast<uint64_t>(dst.data() + i * src.size()), static_cast<uint32_t>(src.size()),
              dmr->lkey()};
-    ASSERT_TRUE(b.qp->post_recv({&r, 1}).is_ok());
+    ASSERT_TRUE(b.qp->post_recv({&r, 1}).ok());
   }
   std::jthread receiver([&] {  // joins on every exit, also a failed ASSERT below
     auto got = wait_notified(*b.rcq, kMessages);
@@ -253,7 +253,7 @@ TEST(TransferNotify, SleepingConsumerWakesForEveryCompletion) {
     w.wr_id = i;
     w.opcode = WrOpcode::kSend;
     w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey()};
-    ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+    ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
     auto wcs = wait_notified(*a.scq, 1);  // the source buffer is reused: one message at a time
     ASSERT_EQ(wcs.size(), 1u) << "message " << i;
     ASSERT_EQ(wcs[0].status, WcStatus::kSuccess);
@@ -268,7 +268,7 @@ TEST(TransferNotify, SleepingConsumerWakesForEveryCompletion) {
   auto rmr = std::move(b.pd->reg_mr(dst.data(), 64, kAccessLocalWrite | kAccessRemoteWrite).value());
   w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
   w.rkey = rmr->rkey();
-  ASSERT_TRUE(a.qp->post_send({&w, 1}).is_ok());
+  ASSERT_TRUE(a.qp->post_send({&w, 1}).ok());
   ASSERT_EQ(wait_completions(*a.scq, 1).size(), 1u);
   pollfd p{a.scq->notify_fd(), POLLIN, 0};
   EXPECT_EQ(::poll(&p, 1, 0), 0);

@@ -75,7 +75,7 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
     return nullptr;
   }
   auto r = b->open(config);
-  if (!r.is_ok()) {
+  if (!r.ok()) {
     *skip_reason = "cannot open a " + backend + " device: " + r.status().message();
     return nullptr;
   }
@@ -93,7 +93,7 @@ inline void make_endpoint(Endpoint& e, std::unique_ptr<Device> dev, uint32_t dep
   ia.send_cq = e.scq.get();
   ia.recv_cq = e.rcq.get();
   auto qp = e.pd->create_qp(ia);
-  ASSERT_TRUE(qp.is_ok()) << qp.status().message();
+  ASSERT_TRUE(qp.ok()) << qp.status().message();
   e.qp = std::move(qp.value());
 }
 
@@ -117,7 +117,7 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
   a.state = QpState::kInit;
   a.access_flags = o.access;
   Status st = local.modify(a, kQpState | kQpAccessFlags);
-  if (!st.is_ok()) return st;
+  if (!st.ok()) return st;
   a.state = QpState::kRtr;
   a.path_mtu_bytes = o.mtu;
   a.dest_qp_num = remote_qpn;
@@ -129,7 +129,7 @@ inline Status connect_qp(QueuePair& local, const PortInfo& remote_port, uint32_t
   a.max_dest_rd_atomic = 16;
   st = local.modify(a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer |
                            kQpMaxDestRdAtomic);
-  if (!st.is_ok()) return st;
+  if (!st.ok()) return st;
   a.state = QpState::kRts;
   a.sq_psn = sq_psn;
   a.timeout = o.timeout;
@@ -144,9 +144,9 @@ inline void connect_pair(Endpoint& a, Endpoint& b, const ConnectOptions& o = {})
   auto pa = a.dev->query_port(1).value();
   auto pb = b.dev->query_port(1).value();
   const Status sa = connect_qp(*a.qp, pb, b.qp->qp_num(), o.sq_psn, o.rq_psn, o);
-  ASSERT_TRUE(sa.is_ok()) << sa.message();
+  ASSERT_TRUE(sa.ok()) << sa.message();
   const Status sb = connect_qp(*b.qp, pa, a.qp->qp_num(), o.rq_psn, o.sq_psn, o);
-  ASSERT_TRUE(sb.is_ok()) << sb.message();
+  ASSERT_TRUE(sb.ok()) << sb.message();
 }
 
 /// Polls until n completions arrived or the deadline passed.

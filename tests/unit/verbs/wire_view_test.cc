@@ -36,13 +36,13 @@ std::map<uint32_t, uint16_t> source_ports(const DeviceConfig& config, int qps) {
     ia.send_cq = ia.recv_cq = cq.get();
     list.push_back(std::move(pd->create_qp(ia).value()));
     ConnectOptions o;
-    EXPECT_TRUE(connect_qp(*list.back(), peer_port, 0x500 + static_cast<uint32_t>(i), 0, 0, o).is_ok());
+    EXPECT_TRUE(connect_qp(*list.back(), peer_port, 0x500 + static_cast<uint32_t>(i), 0, 0, o).ok());
     SendWr w;
     w.opcode = WrOpcode::kRdmaWrite;
     w.sge = {reinterpret_cast<uint64_t>(&byte), 1, mr->lkey()};
     w.remote_addr = 0x1000;
     w.rkey = 1;
-    EXPECT_TRUE(list.back()->post_send({&w, 1}).is_ok());
+    EXPECT_TRUE(list.back()->post_send({&w, 1}).ok());
   }
   std::map<uint32_t, uint16_t> out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -93,7 +93,7 @@ TEST(WireView, MaxRdAtomicBoundsReadRequestsInFlight) {
     ConnectOptions o;
     o.max_rd_atomic = limit;
     o.timeout = 18;  // ~1 s: no retransmission during the test
-    ASSERT_TRUE(connect_qp(*qp, port_of(peer), 0x600, 100, 0, o).is_ok());
+    ASSERT_TRUE(connect_qp(*qp, port_of(peer), 0x600, 100, 0, o).ok());
     std::vector<uint8_t> local(5 * 64, 0);
     auto mr = std::move(pd->reg_mr(local.data(), local.size(), kAccessLocalWrite).value());
     for (uint64_t i = 0; i < 5; ++i) {
@@ -103,7 +103,7 @@ TEST(WireView, MaxRdAtomicBoundsReadRequestsInFlight) {
       w.sge = {reinterpret_cast<uint64_t>(local.data() + i * 64), 64, mr->lkey()};
       w.remote_addr = 0x10000 + i * 64;
       w.rkey = 7;
-      ASSERT_TRUE(qp->post_send({&w, 1}).is_ok());
+      ASSERT_TRUE(qp->post_send({&w, 1}).ok());
     }
     const size_t expect = limit < 5 ? limit : 5;
     std::set<uint32_t> psns;

@@ -124,8 +124,8 @@ int run(const Options& o) {
   Peer a, b;
   std::vector<std::string> failures;
   auto check = [&](const Status& st) {
-    if (!st.is_ok()) failures.push_back(st.message());
-    return st.is_ok();
+    if (!st.ok()) failures.push_back(st.message());
+    return st.ok();
   };
   if (!check(in_netns(o.a_netns, [&] { return a.open(registry, "soft", nic_config(o.a, o)); })) ||
       !check(in_netns(o.b_netns, [&] { return b.open(registry, "soft", nic_config(o.b, o)); })) ||

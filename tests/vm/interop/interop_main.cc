@@ -138,7 +138,7 @@ int serve(const Options& o, Peer& peer, Clock::time_point deadline) {
     ch->send(hello(name, mtu, peer.region()));
     const CounterMap before = soft_counters(peer.counters());
     const Status st = run_phase(peer, *ch, make_phase(name, mtu), true, remote, deadline);
-    if (!st.is_ok()) {
+    if (!st.ok()) {
       std::printf("interop: soft: %s: counters at the failure: %s\n", name.c_str(),
                   to_line(delta(before, soft_counters(peer.counters()))).c_str());
       return report("soft", {st.message()});
@@ -171,7 +171,7 @@ int run_guest(const Options& o, Peer& peer, Clock::time_point deadline) {
   auto line = ch->receive(deadline, &err);
   if (!line || !parse_hello(*line, &name, &mtu, &remote)) return report("rxe", {"bad hello: " + err});
   const Status st = run_phase(peer, *ch, make_phase(name, mtu), false, remote, deadline);
-  if (!st.is_ok()) {
+  if (!st.ok()) {
     std::printf("interop: rxe: %s: counters at the failure: %s\n", name.c_str(),
                 to_line(delta(before, read_hw_counters(counters_dir))).c_str());
     return report("rxe", {st.message()});
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
     cfg.name = o.device;
   }
   vm::Peer peer;
-  if (auto st = peer.open(registry, soft ? "soft" : "rdma_core", cfg); !st.is_ok()) {
+  if (auto st = peer.open(registry, soft ? "soft" : "rdma_core", cfg); !st.ok()) {
     std::fprintf(stderr, "interop: %s\n", st.message().c_str());
     return 1;
   }

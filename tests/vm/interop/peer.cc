@@ -67,25 +67,25 @@ bool QpInfo::parse(const std::string& line, QpInfo* out) {
 Status Peer::open(const verbs::BackendRegistry& registry, const std::string& backend,
                   const verbs::DeviceConfig& config) {
   auto dev = registry.open(backend, config);
-  if (!dev.is_ok()) return Status::error("open " + backend + " device: " + dev.status().message());
+  if (!dev.ok()) return Status::error("open " + backend + " device: " + dev.status().message());
   dev_ = std::move(dev.value());
   auto port = dev_->query_port(1);
-  if (!port.is_ok()) return Status::error("query_port: " + port.status().message());
+  if (!port.ok()) return Status::error("query_port: " + port.status().message());
   port_ = port.value();
   auto pd = dev_->alloc_pd();
-  if (!pd.is_ok()) return Status::error("alloc_pd: " + pd.status().message());
+  if (!pd.ok()) return Status::error("alloc_pd: " + pd.status().message());
   pd_ = std::move(pd.value());
   auto scq = dev_->create_cq(4 * kQueueDepth);
   auto rcq = dev_->create_cq(4 * kQueueDepth);
-  if (!scq.is_ok() || !rcq.is_ok()) return Status::error("create_cq failed");
+  if (!scq.ok() || !rcq.ok()) return Status::error("create_cq failed");
   scq_ = std::move(scq.value());
   rcq_ = std::move(rcq.value());
   buf_ = std::make_unique<uint8_t[]>(2 * kAreaBytes);
   auto mr = pd_->reg_mr(buf_.get(), 2 * kAreaBytes,
                         verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead);
-  if (!mr.is_ok()) return Status::error("reg_mr: " + mr.status().message());
+  if (!mr.ok()) return Status::error("reg_mr: " + mr.status().message());
   mr_ = std::move(mr.value());
-  return Status::ok();
+  return Status::success();
 }
 
 Peer::~Peer() {  // QP -> CQ -> MR -> PD -> device
@@ -107,10 +107,10 @@ Status Peer::create_qp(uint32_t psn) {
   ia.send_cq = scq_.get();
   ia.recv_cq = rcq_.get();
   auto qp = pd_->create_qp(ia);
-  if (!qp.is_ok()) return Status::error("create_qp: " + qp.status().message());
+  if (!qp.ok()) return Status::error("create_qp: " + qp.status().message());
   qp_ = std::move(qp.value());
   psn_ = psn & 0xFFFFFF;
-  return Status::ok();
+  return Status::success();
 }
 
 QpInfo Peer::local() const { return {qp_->qp_num(), psn_, port_.gid, port_.udp_port}; }
@@ -121,7 +121,7 @@ Status Peer::connect(const QpInfo& remote, uint32_t mtu, uint8_t timeout) {
   a.state = QpState::kInit;
   a.access_flags = kAccessRemoteWrite | kAccessRemoteRead;
   Status st = qp_->modify(a, kQpState | kQpAccessFlags);
-  if (!st.is_ok()) return Status::error("modify to INIT: " + st.message());
+  if (!st.ok()) return Status::error("modify to INIT: " + st.message());
   a.state = QpState::kRtr;
   a.path_mtu_bytes = mtu;
   a.dest_qp_num = remote.qpn;
@@ -132,7 +132,7 @@ Status Peer::connect(const QpInfo& remote, uint32_t mtu, uint8_t timeout) {
   a.max_dest_rd_atomic = 16;
   st = qp_->modify(
       a, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv | kQpMinRnrTimer | kQpMaxDestRdAtomic);
-  if (!st.is_ok()) return Status::error("modify to RTR (mtu " + std::to_string(mtu) + "): " + st.message());
+  if (!st.ok()) return Status::error("modify to RTR (mtu " + std::to_string(mtu) + "): " + st.message());
   a.state = QpState::kRts;
   a.sq_psn = psn_;
   a.timeout = timeout;
@@ -140,8 +140,8 @@ Status Peer::connect(const QpInfo& remote, uint32_t mtu, uint8_t timeout) {
   a.rnr_retry = 7;
   a.max_rd_atomic = 16;
   st = qp_->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxRdAtomic);
-  if (!st.is_ok()) return Status::error("modify to RTS: " + st.message());
-  return Status::ok();
+  if (!st.ok()) return Status::error("modify to RTS: " + st.message());
+  return Status::success();
 }
 
 Status Peer::initiate(const Case& c, uint64_t seed, const RegionInfo& remote, Time deadline) {
@@ -167,9 +167,9 @@ Status Peer::initiate(const Case& c, uint64_t seed, const RegionInfo& remote, Ti
   }
   size_t posted = 0;
   Status st = qp_->post_send(wrs, &posted);
-  if (!st.is_ok()) return Status::error("post_send " + describe(c) + ": " + st.message());
+  if (!st.ok()) return Status::error("post_send " + describe(c) + ": " + st.message());
   st = wait(*scq_, c.count, false, c, seed, deadline);
-  if (!st.is_ok() || c.op != WrOpcode::kRdmaRead) return st;
+  if (!st.ok() || c.op != WrOpcode::kRdmaRead) return st;
   return check_area(dst(), c, seed, "read into the initiator");
 }
 
@@ -192,18 +192,18 @@ Status Peer::prepare(const Case& c, uint64_t seed) {
       recvs.push_back(r);
     }
   }
-  if (recvs.empty()) return Status::ok();
+  if (recvs.empty()) return Status::success();
   Status st = qp_->post_recv(recvs);
-  if (!st.is_ok()) return Status::error("post_recv " + describe(c) + ": " + st.message());
-  return Status::ok();
+  if (!st.ok()) return Status::error("post_recv " + describe(c) + ": " + st.message());
+  return Status::success();
 }
 
 Status Peer::check(const Case& c, uint64_t seed, Time deadline) {
   if (needs_receive(c.op)) {
     Status st = wait(*rcq_, c.count, true, c, seed, deadline);
-    if (!st.is_ok()) return st;
+    if (!st.ok()) return st;
   }
-  if (!writes_target(c.op)) return Status::ok();
+  if (!writes_target(c.op)) return Status::success();
   return check_area(dst(), c, seed, "written into the target");
 }
 
@@ -218,7 +218,7 @@ Status Peer::wait(verbs::CompletionQueue& cq, uint32_t n, bool recv, const Case&
   while (got < n) {
     const size_t m = cq.poll(wc);
     if (m == 0 && can_sleep && !armed) {
-      armed = can_sleep = cq.request_notify().is_ok();
+      armed = can_sleep = cq.request_notify().ok();
       continue;  // poll once more after arming: a completion that came first raises no event
     }
     for (size_t i = 0; i < m; ++i, ++got) {
@@ -257,7 +257,7 @@ Status Peer::wait(verbs::CompletionQueue& cq, uint32_t n, bool recv, const Case&
       }
     }
   }
-  return Status::ok();
+  return Status::success();
 }
 
 Status Peer::check_area(const uint8_t* area, const Case& c, uint64_t seed, const char* what) const {
@@ -282,7 +282,7 @@ Status Peer::check_area(const uint8_t* area, const Case& c, uint64_t seed, const
       }
     }
   }
-  return Status::ok();
+  return Status::success();
 }
 
 }  // namespace rdmad::vm

@@ -26,7 +26,7 @@ Status expect(Channel& ch, const std::string& word, Clock::time_point deadline, 
     return Status::error("the peer failed: " + got->substr(std::min<size_t>(5, got->size())));
   if (got->rfind(word, 0) != 0) return Status::error("expected '" + word + "', got '" + *got + "'");
   if (line != nullptr) *line = *got;
-  return Status::ok();
+  return Status::success();
 }
 
 std::string announce(size_t i, const Case& c, uint64_t seed) {
@@ -38,21 +38,21 @@ Status run_case(Peer& peer, Channel& ch, size_t i, const Case& c, uint64_t seed,
                 const RegionInfo& remote, Clock::time_point deadline) {
   if (initiator) {
     if (!ch.send(announce(i, c, seed))) return Status::error("channel closed");
-    if (Status st = expect(ch, "ready", deadline, nullptr); !st.is_ok()) return st;
-    if (Status st = peer.initiate(c, seed, remote, deadline); !st.is_ok()) return fail(ch, st);
+    if (Status st = expect(ch, "ready", deadline, nullptr); !st.ok()) return st;
+    if (Status st = peer.initiate(c, seed, remote, deadline); !st.ok()) return fail(ch, st);
     if (!ch.send("check")) return Status::error("channel closed");
     return expect(ch, "ok", deadline, nullptr);
   }
   std::string line;
-  if (Status st = expect(ch, "case", deadline, &line); !st.is_ok()) return st;
+  if (Status st = expect(ch, "case", deadline, &line); !st.ok()) return st;
   if (line != announce(i, c, seed))
     return fail(ch,
                 Status::error("plans differ: got '" + line + "', expected '" + announce(i, c, seed) + "'"));
-  if (Status st = peer.prepare(c, seed); !st.is_ok()) return fail(ch, st);
+  if (Status st = peer.prepare(c, seed); !st.ok()) return fail(ch, st);
   if (!ch.send("ready")) return Status::error("channel closed");
-  if (Status st = expect(ch, "check", deadline, nullptr); !st.is_ok()) return st;
-  if (Status st = peer.check(c, seed, deadline); !st.is_ok()) return fail(ch, st);
-  return ch.send("ok") ? Status::ok() : Status::error("channel closed");
+  if (Status st = expect(ch, "check", deadline, nullptr); !st.ok()) return st;
+  if (Status st = peer.check(c, seed, deadline); !st.ok()) return fail(ch, st);
+  return ch.send("ok") ? Status::success() : Status::error("channel closed");
 }
 
 // Both QPs are created, their numbers exchanged (soft side first), both taken to RTS, and neither
@@ -60,15 +60,15 @@ Status run_case(Peer& peer, Channel& ch, size_t i, const Case& c, uint64_t seed,
 // dropped, and the clean phase allows no resends.
 Status connect_mtu(Peer& peer, Channel& ch, const Phase& phase, uint32_t mtu, bool soft,
                    Clock::time_point deadline) {
-  if (Status st = peer.create_qp(static_cast<uint32_t>(case_seed(phase.name, mtu, 0xABCDEF))); !st.is_ok())
+  if (Status st = peer.create_qp(static_cast<uint32_t>(case_seed(phase.name, mtu, 0xABCDEF))); !st.ok())
     return fail(ch, st);
   std::string line;
   QpInfo remote;
   if (soft) ch.send(peer.local().to_line());
-  if (Status st = expect(ch, "qp", deadline, &line); !st.is_ok()) return st;
+  if (Status st = expect(ch, "qp", deadline, &line); !st.ok()) return st;
   if (!QpInfo::parse(line, &remote)) return fail(ch, Status::error("bad qp line '" + line + "'"));
   if (!soft) ch.send(peer.local().to_line());
-  if (Status st = peer.connect(remote, mtu, phase.timeout); !st.is_ok()) return fail(ch, st);
+  if (Status st = peer.connect(remote, mtu, phase.timeout); !st.ok()) return fail(ch, st);
   ch.send("rts");
   return expect(ch, "rts", deadline, nullptr);
 }
@@ -84,7 +84,7 @@ Status run_phase(Peer& peer, Channel& ch, const Phase& phase, bool soft, const R
                  Clock::time_point deadline) {
   for (uint32_t mtu : phase.mtus) {
     const auto start = Clock::now();
-    if (Status st = connect_mtu(peer, ch, phase, mtu, soft, deadline); !st.is_ok()) {
+    if (Status st = connect_mtu(peer, ch, phase, mtu, soft, deadline); !st.ok()) {
       return Status::error(phase.name + " mtu " + std::to_string(mtu) + ": " + st.message());
     }
     const auto cases = phase.cases(mtu);
@@ -95,7 +95,7 @@ Status run_phase(Peer& peer, Channel& ch, const Phase& phase, bool soft, const R
       const auto case_deadline = std::min(deadline, Clock::now() + kCaseSeconds);
       const Status st = run_case(peer, ch, i, c, case_seed(phase.name, mtu, i), c.soft_initiates == soft,
                                  remote, case_deadline);
-      if (!st.is_ok()) {
+      if (!st.ok()) {
         return Status::error(phase.name + " mtu " + std::to_string(mtu) + " case " + std::to_string(i) +
                              " (" + (c.soft_initiates ? "soft -> rxe" : "rxe -> soft") +
                              "): " + st.message());
@@ -106,7 +106,7 @@ Status run_phase(Peer& peer, Channel& ch, const Phase& phase, bool soft, const R
                 seconds);
     std::fflush(stdout);
   }
-  return Status::ok();
+  return Status::success();
 }
 
 }  // namespace rdmad::vm

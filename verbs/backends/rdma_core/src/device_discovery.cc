@@ -1,3 +1,4 @@
+#include "rdmad/base/log.h"
 #include "rdmad/verbs/rdma_core/device_discovery.h"
 
 #include <fmt/format.h>
@@ -30,10 +31,7 @@ uint32_t mtu_bytes(int ibv_mtu) {
 
 namespace {
 
-std::shared_ptr<spdlog::logger> logger() {
-  auto log = spdlog::get("verbs");
-  return log ? log : spdlog::default_logger();
-}
+std::shared_ptr<spdlog::logger> logger() { return log::get(log::Component::kVerbs); }
 
 // Fills what only the device knows (or knows better than sysfs): state and active MTU.
 void enrich_from_verbs(ibv_device* dev, DeviceInfo& info, std::vector<std::string>& warnings) {

@@ -1,3 +1,4 @@
+#include "rdmad/base/log.h"
 #include "rdmad/verbs/rdma_core/handles.h"
 
 #include <fmt/format.h>
@@ -23,8 +24,7 @@ namespace detail {
 void log_destroy_failure(const char* verb, const std::string& device, int rc, int saved_errno) {
   // Destroy verbs return the errno value; ibv_close_device returns -1 and sets errno.
   const int e = rc > 0 ? rc : (saved_errno != 0 ? saved_errno : EIO);
-  auto log = spdlog::get("verbs");
-  if (!log) log = spdlog::default_logger();
+  auto log = log::get(log::Component::kVerbs);
   log->error("{} on {} failed: {}", verb, device, std::strerror(e));
 }
 

@@ -6,7 +6,7 @@
 
 namespace rdmad::verbs::rdma_core {
 
-nic_cc::Result<GidMatch, std::string> gid_match_from_config(const DeviceConfig& config,
+base::Result<GidMatch, std::string> gid_match_from_config(const DeviceConfig& config,
                                                             const nic_cc::SysfsRoot& root,
                                                             std::string_view port_netdev) {
   GidMatch m;

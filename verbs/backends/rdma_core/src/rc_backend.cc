@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rdmad/base/log.h"
 #include "rc_objects.h"
 #include "rdmad/verbs/rdma_core/device_mapping.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
@@ -58,7 +59,7 @@ Result<std::unique_ptr<Device>> open_device(const DeviceConfig& config) {
   if (auto match = gid_match_from_config(config, state->root, ""); !match)
     return Status::error(match.error());
   const GidChoice gid = state->select_gid_now(config.port);
-  if (auto log = spdlog::get("verbs")) {
+  if (auto log = log::get(log::Component::kVerbs)) {
     log->info(
         "{} port {}: source gid {}", state->sysfs.name, config.port,
         gid.ok() ? fmt::format("{} ({})", format_gid(gid.entry->gid), gid.reason) : "none: " + gid.reason);

@@ -51,7 +51,7 @@ Status RcCompletionQueue::request_notify() {
   if (!channel_) return Status::not_supported("completion notification: no completion channel");
   const int rc = ibv_req_notify_cq(cq_.get(), 0);
   if (rc != 0) return Status::error(fmt::format("ibv_req_notify_cq: {}", std::strerror(rc)));
-  return Status::ok();
+  return Status::success();
 }
 
 void RcCompletionQueue::ack_notify() {
@@ -76,7 +76,7 @@ Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
   PathConfig path;
   if (mask & kQpAv) {
     auto p = state_->path_config();
-    if (!p.is_ok()) return p.status();
+    if (!p.ok()) return p.status();
     path = p.value();
     path.dlid = attr.dest_lid;
     if (!path.roce && path.dlid == 0) {
@@ -104,7 +104,7 @@ Status RcQueuePair::modify(const QpAttr& attr, uint32_t mask) {
   if (!r) return Status::error(r.error().message());
   merge_qp_attr(attr, mask, attr_);
   qp_state_.store(attr_.state, std::memory_order_release);
-  return Status::ok();
+  return Status::success();
 }
 
 QpAttr RcQueuePair::query() const {
@@ -139,7 +139,7 @@ Status RcQueuePair::post_send(std::span<const SendWr> wrs, size_t* posted) {
     }
   }
   if (posted != nullptr) *posted = wrs.size();
-  return Status::ok();
+  return Status::success();
 }
 
 Status RcQueuePair::post_recv(std::span<const RecvWr> wrs, size_t* posted) {
@@ -163,7 +163,7 @@ Status RcQueuePair::post_recv(std::span<const RecvWr> wrs, size_t* posted) {
     }
   }
   if (posted != nullptr) *posted = wrs.size();
-  return Status::ok();
+  return Status::success();
 }
 
 }  // namespace rdmad::verbs::rdma_core

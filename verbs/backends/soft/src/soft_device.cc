@@ -62,7 +62,7 @@ class SoftCq final : public CompletionQueue {
   Status request_notify() override {
     if (shared_->event_fd < 0) return Status::not_supported("completion notification: eventfd failed");
     shared_->armed.store(true, std::memory_order_seq_cst);  // before the caller's next poll()
-    return Status::ok();
+    return Status::success();
   }
   void ack_notify() override {
     uint64_t v;
@@ -130,7 +130,7 @@ class SoftQp final : public QueuePair {
   Status finish_post(size_t n, size_t wanted, size_t* posted) {
     if (posted) *posted = n;
     if (n > 0) nic_->doorbell();
-    return n == wanted ? Status::ok() : Status(StatusCode::kNoResource, {});
+    return n == wanted ? Status::success() : Status(StatusCode::kNoResource, {});
   }
 
   std::shared_ptr<SoftNic> nic_;
@@ -146,7 +146,7 @@ class SoftPd final : public ProtectionDomain {
     uint32_t key = 0;
     Status st;
     nic_->run([&] { st = nic_->add_mr(addr, length, access, id_, &key); });
-    if (!st.is_ok()) return st;
+    if (!st.ok()) return st;
     return std::unique_ptr<MemoryRegion>(
         std::make_unique<SoftMr>(nic_, reinterpret_cast<uint64_t>(addr), length, key, access));
   }
@@ -166,7 +166,7 @@ class SoftPd final : public ProtectionDomain {
     auto shared = std::make_shared<QpShared>(attr.max_send_wr, std::max<uint32_t>(attr.max_recv_wr, 1));
     Result<QpContext*> ctx = Status::error("unreached");
     nic_->run([&] { ctx = nic_->add_qp(id_, shared, scq->shared(), rcq->shared()); });
-    if (!ctx.is_ok()) return ctx.status();
+    if (!ctx.ok()) return ctx.status();
     return std::unique_ptr<QueuePair>(std::make_unique<SoftQp>(nic_, shared, (*ctx)->qpn));
   }
 
@@ -252,7 +252,7 @@ class SoftDevice final : public Device {
   }
   Status set_dcqcn_params(const cc::DcqcnParams& params) override {
     nic_->run([&] { nic_->set_dcqcn_params(params); });
-    return Status::ok();
+    return Status::success();
   }
 
  private:

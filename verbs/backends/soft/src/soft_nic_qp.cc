@@ -49,7 +49,7 @@ Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_i
     e.last_key = k;
     *key = k;
     e.key.store(k, std::memory_order_release);
-    return Status::ok();
+    return Status::success();
   }
   return Status::no_resource("soft nic: memory region table full");
 }
@@ -174,7 +174,7 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     q.dest_gid = a.dest_gid;
     q.dest_udp_port = a.dest_udp_port;
   }
-  if (!(mask & kQpState) || to == qp->state) return Status::ok();
+  if (!(mask & kQpState) || to == qp->state) return Status::success();
 
   if (to == QpState::kReset) {
     QpShared& s = *qp->shared;
@@ -229,7 +229,7 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   qp->state = to;
   q.state = to;
   qp->shared->state.store(to, std::memory_order_release);
-  return Status::ok();
+  return Status::success();
 }
 
 QpAttr SoftNic::query_qp(uint32_t qpn) {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmad/nic_cc/result.h"
+#include "rdmad/base/result.h"
 
 namespace rdmad::nic_cc {
 
@@ -24,7 +24,7 @@ struct SysfsError {
 };
 
 template <class T>
-using SysfsResult = Result<T, SysfsError>;
+using SysfsResult = base::Result<T, SysfsError>;
 
 class SysfsRoot {
  public:

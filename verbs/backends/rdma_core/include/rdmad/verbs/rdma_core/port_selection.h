@@ -15,7 +15,7 @@ namespace rdmad::verbs::rdma_core {
 /// The GID rule the config asks for: a fixed gid_index when set (>= 0); otherwise bound to
 /// gid_netdev (or the port's own netdev when empty) and the VLANs on top of it, of the fabric's
 /// family, inside gid_cidr when set. Error text for a malformed CIDR.
-nic_cc::Result<GidMatch, std::string> gid_match_from_config(const DeviceConfig& config,
+base::Result<GidMatch, std::string> gid_match_from_config(const DeviceConfig& config,
                                                             const nic_cc::SysfsRoot& root,
                                                             std::string_view port_netdev);
 

@@ -2,7 +2,7 @@
 // Errors of libibverbs calls, converted at the boundary: which verb, on which device, errno.
 #include <string>
 
-#include "rdmad/nic_cc/result.h"
+#include "rdmad/base/result.h"
 
 namespace rdmad::verbs::rdma_core {
 
@@ -15,7 +15,7 @@ struct VerbsError {
 };
 
 template <class T>
-using VerbsResult = nic_cc::Result<T, VerbsError>;
+using VerbsResult = base::Result<T, VerbsError>;
 
 // Builds a VerbsError from the current errno (or `fallback_err` when errno is 0, as some providers
 // return NULL without setting it).

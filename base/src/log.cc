@@ -1,0 +1,121 @@
+#include "rdmad/base/log.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include <spdlog/pattern_formatter.h>
+#include "rdmad/base/assert.h"
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace rdmad::log {
+namespace {
+
+constexpr size_t kCount = std::size(kComponents);
+
+// "%*" → the syslog priority of the message level, as sd-daemon(3) prefixes expect.
+class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    static constexpr const char* kPrio[] = {"<7>", "<7>", "<6>", "<4>", "<3>", "<2>", "<6>"};
+    const auto i = static_cast<size_t>(msg.level);
+    const char* p = i < std::size(kPrio) ? kPrio[i] : "<6>";
+    dest.append(p, p + 3);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SyslogPriorityFlag>(); }
+};
+
+struct Loggers {
+  std::mutex mu;  // setup() against a first use on another thread
+  std::array<std::shared_ptr<spdlog::logger>, kCount> by_component;
+};
+
+Loggers& loggers() {
+  static Loggers l;
+  return l;
+}
+
+// Builds every logger; the caller holds loggers().mu.
+void build(Loggers& l, spdlog::level::level_enum level, bool journal) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(journal ? spdlog::color_mode::never
+                                                                           : spdlog::color_mode::automatic);
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  if (journal) {
+    formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("%*[%n] %v");
+  } else {
+    formatter->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%-5l%$ [%n] %v");
+  }
+  sink->set_formatter(std::move(formatter));
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::string n(kComponents[i]);
+    spdlog::drop(n);
+    auto logger = std::make_shared<spdlog::logger>(n, sink);
+    logger->set_level(level);
+    logger->flush_on(spdlog::level::info);
+    spdlog::register_logger(logger);
+    l.by_component[i] = std::move(logger);
+  }
+  spdlog::set_default_logger(l.by_component[0]);
+}
+
+}  // namespace
+
+std::string_view name(Component component) { return kComponents[static_cast<size_t>(component)]; }
+
+bool stderr_is_journal() {
+  // JOURNAL_STREAM is "device:inode" of the journal stream; only trust it if it is our stderr
+  // (a child that inherited the variable but not the fd must not use the journal format).
+  const char* js = std::getenv("JOURNAL_STREAM");
+  if (js == nullptr) return false;
+  unsigned long long dev = 0;
+  unsigned long long ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  if (fstat(STDERR_FILENO, &st) != 0) return false;
+  return st.st_dev == dev && st.st_ino == ino;
+}
+
+void setup(spdlog::level::level_enum level, std::optional<bool> journal) {
+  auto& l = loggers();
+  std::lock_guard lock(l.mu);
+  build(l, level, journal.value_or(stderr_is_journal()));
+}
+
+void set_level(spdlog::level::level_enum level) {
+  spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });
+}
+
+std::optional<spdlog::level::level_enum> parse_level(std::string_view name) {
+  const auto level = spdlog::level::from_str(std::string(name));
+  // from_str maps unknown names to "off"; only accept "off" when it was asked for.
+  if (level == spdlog::level::off && name != "off") return std::nullopt;
+  return level;
+}
+
+std::shared_ptr<spdlog::logger> get(Component component) {
+  auto& l = loggers();
+  std::lock_guard lock(l.mu);
+  if (!l.by_component[0]) build(l, spdlog::level::info, stderr_is_journal());
+  return l.by_component[static_cast<size_t>(component)];
+}
+
+std::shared_ptr<spdlog::logger> get(std::string_view component) {
+  for (size_t i = 0; i < kCount; ++i) {
+    if (kComponents[i] == component) return get(static_cast<Component>(i));
+  }
+  RDMAD_BUG("no logger component named '{}'", component);
+}
+
+std::shared_ptr<spdlog::logger> replace_for_test(Component component, std::shared_ptr<spdlog::logger> logger) {
+  auto previous = get(component);
+  std::lock_guard lock(loggers().mu);
+  loggers().by_component[static_cast<size_t>(component)] = std::move(logger);
+  return previous;
+}
+
+}  // namespace rdmad::log
