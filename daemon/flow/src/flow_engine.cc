@@ -57,50 +57,23 @@ FlowEngine::~FlowEngine() {
 void FlowEngine::start() {
   running_ = true;
   thread_ = std::thread([this] { loop(); });
+  commands_.attach(thread_.get_id());
 }
 
 void FlowEngine::stop() {
   if (!thread_.joinable()) return;
   running_ = false;
-  uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof(one));
+  wake();
   thread_.join();
-  run_commands();
+  commands_.detach();  // what the thread left queued runs here; later commands run on their callers
 }
 
-void FlowEngine::run_sync(const std::function<void()>& f) {
-  if (!thread_.joinable()) {
-    f();
-    return;
-  }
-  std::unique_lock lock(mu_);
-  const uint64_t ticket = ++commands_queued_;
-  commands_.push_back(f);
+void FlowEngine::wake() {
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
-  cv_.wait(lock, [&] { return commands_done_ >= ticket || !running_; });
-  if (commands_done_ < ticket) {  // stopped meanwhile: run it here, the thread is gone
-    lock.unlock();
-    if (thread_.joinable()) thread_.join();
-    run_commands();
-  }
 }
 
-bool FlowEngine::run_commands() {
-  std::deque<std::function<void()>> batch;
-  {
-    std::lock_guard lock(mu_);
-    if (commands_.empty()) return false;
-    batch.swap(commands_);
-  }
-  for (auto& f : batch) f();
-  {
-    std::lock_guard lock(mu_);
-    commands_done_ += batch.size();
-  }
-  cv_.notify_all();
-  return true;
-}
+void FlowEngine::run_sync(const std::function<void()>& f) { commands_.run_sync(f); }
 
 uint64_t FlowEngine::now_us() const {
   return static_cast<uint64_t>(
@@ -111,7 +84,7 @@ uint64_t FlowEngine::now_us() const {
 void FlowEngine::loop() {
   uint64_t last_progress = now_us();
   while (running_.load(std::memory_order_relaxed)) {
-    bool progress = run_commands();
+    bool progress = commands_.drain();
     progress |= poll_flows();
     progress |= poll_cqs();
     const uint64_t now = now_us();
@@ -140,7 +113,6 @@ void FlowEngine::loop() {
     }
     sleep_until_work(in_flight_ > 0);
   }
-  cv_.notify_all();
 }
 
 void FlowEngine::sleep_until_work(bool in_flight) {

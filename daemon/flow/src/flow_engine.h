@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "rdmad/balancer/balancer.h"
+#include "rdmad/base/command_queue.h"
 #include "rdmad/flow_ring.h"
 #include "rdmad/ipc/registration_service.h"
 #include "rdmad/peer/wire.h"
@@ -192,7 +193,7 @@ class FlowEngine {
 
  private:
   void loop();
-  bool run_commands();
+  void wake();
   bool poll_flows();
   bool poll_cqs();
   bool plan_and_post(Peer& p);
@@ -245,11 +246,8 @@ class FlowEngine {
   std::thread thread_;
   std::atomic<bool> running_{false};
   int wake_fd_ = -1;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> commands_;
-  uint64_t commands_done_ = 0;
-  uint64_t commands_queued_ = 0;
+  // Commands from the control thread (run_sync); the engine drains it every pass.
+  base::CommandQueue commands_{64, [this] { wake(); }};
   std::vector<verbs::WorkCompletion> wc_buf_;
   std::vector<balancer::Chunk> chunk_buf_;
   uint16_t next_peer_gen_ = 1;
