@@ -40,7 +40,7 @@
 #include <thread>
 #include <vector>
 
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 #include "rdmad/ipc/unix_server.h"
 #include "rdmad/rdmad.h"
 

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 
 namespace rdmad::flow {
 namespace {

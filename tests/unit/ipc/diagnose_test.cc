@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "rdmad/ipc/nic_topology.h"
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 
 namespace rdmad::ipc {

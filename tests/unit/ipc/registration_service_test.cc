@@ -11,7 +11,7 @@
 #include <set>
 
 #include "rdmad/ipc/dmabuf.h"
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 
 namespace rdmad::ipc {

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 #include "rdmad/ipc/unix_server.h"
 
 namespace rdmad::test {

@@ -1,6 +1,6 @@
 // What the client service needs from the transport layer: registering memory on NICs and
-// describing the NICs. The daemon adapts its verbs backends to these interfaces; SoftRegistrar
-// and StaticNicInventory are the in-tree implementations used by the soft backend and the tests.
+// describing the NICs. The daemon adapts its verbs backends to these interfaces; the tests' doubles
+// are in tests/support/doubles/.
 #pragma once
 
 #include <cstdint>
@@ -73,14 +73,5 @@ class NicInventory {
   virtual size_t count() const { return nics().size(); }
 };
 
-class StaticNicInventory final : public NicInventory {
- public:
-  explicit StaticNicInventory(std::vector<NicDescriptor> nics) : nics_(std::move(nics)) {}
-  std::vector<NicDescriptor> nics() const override { return nics_; }
-  size_t count() const override { return nics_.size(); }
-
- private:
-  std::vector<NicDescriptor> nics_;
-};
 
 }  // namespace rdmad::ipc

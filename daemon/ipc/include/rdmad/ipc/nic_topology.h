@@ -17,7 +17,7 @@ Result<std::vector<uint32_t>> nearest_nics(const std::vector<NicDescriptor>& nic
                                            const proto::NearestNicsRequest& where, const std::string& root);
 
 // Locality classes of a buffer to a NIC, nearer is smaller (NCCL's PIX/PXB, PHB, SYS).
-// The numbering is the balancer's PciDistance (daemon/balancer), which the flow engine feeds with it.
+// The numbering is the balancer's PciDistance (balancer/), which the flow engine feeds with it.
 enum class Locality : uint8_t { kSameSwitch = 0, kHostBridge = 1, kCrossSocket = 2 };
 
 // The locality of a buffer to each NIC (indexed like nics). GPU memory: by the PCI tree under

@@ -1,11 +1,13 @@
-// Registration semantics of the soft backend: host memory is already mapped by the service, so a
-// registration records the range and hands out per-NIC lkey/rkey pairs; dma-buf is refused
-// because a user-space NIC cannot reach device memory.
+// Test doubles of the client service's transport interfaces. SoftRegistrar: host memory is already
+// mapped by the service, so a registration records the range and hands out per-NIC lkey/rkey
+// pairs; dma-buf is refused. StaticNicInventory: a fixed list of NICs.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "rdmad/ipc/memory_registrar.h"
 
@@ -37,6 +39,16 @@ class SoftRegistrar final : public MemoryRegistrar {
   uint64_t next_id_ = 1;
   uint32_t next_key_ = 0x100;
   std::map<uint64_t, Region> regions_;
+};
+
+class StaticNicInventory final : public NicInventory {
+ public:
+  explicit StaticNicInventory(std::vector<NicDescriptor> nics) : nics_(std::move(nics)) {}
+  std::vector<NicDescriptor> nics() const override { return nics_; }
+  size_t count() const override { return nics_.size(); }
+
+ private:
+  std::vector<NicDescriptor> nics_;
 };
 
 }  // namespace rdmad::ipc

@@ -1,4 +1,4 @@
-#include "rdmad/ipc/soft_registrar.h"
+#include "support/doubles/soft_registrar.h"
 
 namespace rdmad::ipc {
 
