@@ -4,9 +4,10 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "port_metrics.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/family_set.h"
-#include "port_metrics.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -122,13 +123,14 @@ void NicInventory::log_ports(const Nic& nic) const {
   for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
     const auto port_result = nic.device->query_port(p);
     if (!port_result.is_ok()) {
-      log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
+      log->warn("cannot query port nic={} port={} error={}", n.name, p, base::q(port_result.status().message()));
       continue;
     }
     const verbs::PortInfo* port = &port_result.value();
-    log->info("nic {}: backend {} device {} port {}: {} {} {} Mb/s mtu {} gid {} udp {}", n.name, n.backend,
-              nic.device->info().name, p, link_layer_name(port->link_layer), state_name(port->state),
-              port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(), port->udp_port);
+    log->info("nic port nic={} backend={} device={} port={} link_layer={} state={} speed_mbps={} mtu={} gid={} udp_port={}",
+              n.name, n.backend, nic.device->info().name, p, link_layer_name(port->link_layer),
+              state_name(port->state), port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(),
+              port->udp_port);
   }
 }
 
@@ -146,7 +148,8 @@ void NicInventory::failed(Nic& nic, const std::string& why, Clock::time_point no
   auto log = log::get("verbs");
   // Logged when it starts and when the reason changes, not at every retry.
   if (changed)
-    log->warn("nic {}: device {} is out of service: {}; retrying with back-off", nic.config.name, nic.config.device, why);
+    log->warn("nic out of service nic={} device={} error={} retry=backoff", nic.config.name, nic.config.device,
+              base::q(why));
 }
 
 bool NicInventory::open(const config::Config& config, std::string& error) {
@@ -172,7 +175,7 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     log_ports(nic);
     nics_.push_back(std::move(nic));
   }
-  if (nics_.empty()) log->info("no [[nic]] configured");
+  if (nics_.empty()) log->info("no nics configured");
   return true;
 }
 
@@ -186,7 +189,7 @@ std::vector<size_t> NicInventory::retry(Clock::time_point now) {
       failed(nic, device.status().message(), now);
       continue;
     }
-    log::get("verbs")->info("nic {}: device {} is in service after {} failed open(s)", nic.config.name,
+    log::get("verbs")->info("nic in service nic={} device={} failed_opens={}", nic.config.name,
                             nic.config.device, nic.failed_opens);
     nic.device = std::move(device.value());
     nic.out_of_service.clear();

@@ -13,6 +13,7 @@
 
 #include "engine_state.h"
 #include "peer_domain.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/peer_session.h"
 #include "service_state.h"
@@ -254,7 +255,7 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
   auto d = PeerDomain::open(next_domain_id_++, devices, options_.slice_reader);
   if (!d.is_ok()) {
     *error = d.status().message();
-    flow_log()->error("peer {}: {}", peer, *error);
+    flow_log()->error("peer flow error peer={} error={}", peer, base::q(*error));
     return nullptr;
   }
   return domains_.emplace(peer, std::move(d.value())).first->second.get();

@@ -33,7 +33,7 @@ TEST(DcqcnMetrics, ConnectedFlowIsSampledAtLineRate) {
 
   std::smatch m;
   const std::string out = pair.a->output();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics url=http://127\.0\.0\.1:(\d+)/metrics)")));
   const int port = std::stoi(m[1]);
   // The first samples land within a second of the QPs reaching RTS.
   const auto deadline = std::chrono::steady_clock::now() + 10s;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "rc_objects.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/verbs/rdma_core/device_mapping.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
@@ -59,9 +60,8 @@ Result<std::unique_ptr<Device>> open_device(const DeviceConfig& config) {
     return Status::error(match.error());
   const GidChoice gid = state->select_gid_now(config.port);
   if (auto log = spdlog::get("verbs")) {
-    log->info(
-        "{} port {}: source gid {}", state->sysfs.name, config.port,
-        gid.ok() ? fmt::format("{} ({})", format_gid(gid.entry->gid), gid.reason) : "none: " + gid.reason);
+    log->info("source gid device={} port={} gid={} reason={}", state->sysfs.name, config.port,
+              gid.ok() ? format_gid(gid.entry->gid) : std::string("none"), rdmad::base::q(gid.reason));
   }
   return std::unique_ptr<Device>(new RcDevice(std::move(state)));
 }
