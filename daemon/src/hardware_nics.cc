@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "port_metric_table.h"
 #include "port_metrics.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/daemon/logging.h"
@@ -209,22 +210,20 @@ class HardwareNics::Collector final : public prometheus::Collectable {
           // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
           // names dashboards know).
           for (const auto& [counter, value] : hw.value().values) {
-            f.counter("rdmad_hw_counter_total", "The port's driver counters as sysfs hw_counters/ shows them.",
-                      {{"device", d.name}, {"port", port}, {"counter", counter}}, static_cast<double>(value));
+            f.add(port_metric::kHwCounter, {{"device", d.name}, {"port", port}, {"counter", counter}},
+                  static_cast<double>(value));
           }
         }
         add_port_counters(f, l, v);
         if (st != nullptr) {
           for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
-            f.gauge("rdmad_cc_misconfigured",
-                    "1 while a congestion-control misconfiguration is seen on the port, by reason.",
-                    {{"device", d.name}, {"port", port}, {"reason", reason}}, st->findings.count(reason) ? 1 : 0);
+            f.add(port_metric::kCcMisconfigured, {{"device", d.name}, {"port", port}, {"reason", reason}},
+                  st->findings.count(reason) ? 1 : 0);
           }
           if (!st->cc_info.empty()) {
             metrics::LabelList info = l;
             for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
-            f.gauge("rdmad_cc_params_info", "Always 1; the NIC's DCQCN parameters in force as labels (mlx5 knobs).",
-                    info, 1);
+            f.add(port_metric::kCcParamsInfo, info, 1);
           }
         }
       }

@@ -4,10 +4,12 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "port_metric_table.h"
 #include "port_metrics.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/daemon/logging.h"
 #include "rdmad/metrics/family_set.h"
+#include "rdmad/metrics/metric.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -55,26 +57,19 @@ class NicCollector final : public prometheus::Collectable {
       // Counters are per device; soft NICs have one port.
       const verbs::NicCounters c = nic.device->counters();
       const metrics::LabelList l = {{"device", device}, {"port", "1"}};
-      auto counter = [&](const char* name, const char* help, uint64_t v) {
-        f.counter(name, help, l, static_cast<double>(v));
-      };
+      auto counter = [&](const metrics::Metric& m, uint64_t v) { f.add(m, l, static_cast<double>(v)); };
       add_port_counters(f, l,
                         {c.rx_bytes, c.tx_bytes, c.rx_packets, c.tx_packets, c.np_cnp_sent,
                          c.np_ecn_marked_roce_packets, c.rp_cnp_handled, c.rp_cnp_ignored, c.out_of_sequence,
                          c.packet_seq_err, c.local_ack_timeout_err});
-      counter("rdmad_retransmitted_packets_total", "Packets retransmitted.", c.retransmitted_packets);
-      counter("rdmad_duplicate_requests_total", "Requests received with an already-seen PSN.", c.duplicate_request);
-      counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
-      counter("rdmad_remote_access_errors_total", "Remote access errors detected as responder.",
-              c.resp_remote_access_errors);
-      // The sum of rdmad_rx_dropped_packets_total over its reasons.
-      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive, for any reason.", c.rx_dropped);
+      counter(port_metric::kRetransmitted, c.retransmitted_packets);
+      counter(port_metric::kDuplicateRequests, c.duplicate_request);
+      counter(port_metric::kRnrNakReceived, c.rnr_nak_retry_err);
+      counter(port_metric::kRemoteAccessErrors, c.resp_remote_access_errors);
+      counter(port_metric::kRxDropped, c.rx_dropped);
       add_rx_drops(f, l, c.rx_dropped_by_reason);
-      // The software datapath's own thread: its rate is the share of a core it uses (1.0 = saturated).
-      f.counter("rdmad_datapath_cpu_seconds_total", "CPU time used by the NIC's software datapath thread.", l,
-                static_cast<double>(c.datapath_cpu_ns) / 1e9);
-      counter("rdmad_datapath_sleeps_total", "Times the software datapath thread slept with nothing to do.",
-              c.datapath_sleeps);
+      f.add(port_metric::kDatapathCpu, l, static_cast<double>(c.datapath_cpu_ns) / 1e9);
+      counter(port_metric::kDatapathSleeps, c.datapath_sleeps);
     }
     return f.take();
   }
@@ -215,29 +210,31 @@ std::shared_ptr<prometheus::Collectable> NicInventory::collector() const {
   return std::make_shared<NicCollector>(nics_);
 }
 
+std::vector<double> dcqcn_rate_buckets_bits_per_second() {
+  return {10e6, 100e6, 1e9, 10e9, 25e9, 50e9, 100e9, 200e9, 400e9};
+}
+
 void NicInventory::add_dcqcn_metrics(prometheus::Registry& registry) {
-  auto& rate = prometheus::BuildHistogram()
-                   .Name("rdmad_dcqcn_rate_mbps")
-                   .Help("Pacing rate of the software reaction point per QP, sampled every second")
-                   .Register(registry);
-  auto& alpha = prometheus::BuildHistogram()
-                    .Name("rdmad_dcqcn_alpha")
-                    .Help("DCQCN α per QP, sampled every second")
-                    .Register(registry);
-  const prometheus::Histogram::BucketBoundaries rate_buckets{10,    100,    1000,   10000, 25000,
-                                                             50000, 100000, 200000, 400000};
+  auto& rate = metrics::build_histogram(port_metric::kDcqcnRate, registry);
+  auto& rate_mbps = metrics::build_histogram(port_metric::kDcqcnRateMbpsDeprecated, registry);
+  auto& alpha = metrics::build_histogram(port_metric::kDcqcnAlpha, registry);
+  const prometheus::Histogram::BucketBoundaries rate_buckets = dcqcn_rate_buckets_bits_per_second();
+  prometheus::Histogram::BucketBoundaries mbps_buckets;
+  for (double b : rate_buckets) mbps_buckets.push_back(b / 1e6);
   const prometheus::Histogram::BucketBoundaries alpha_buckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
   for (const Nic& nic : nics_) {
     if (nic.config.backend != "soft" || !nic.in_service()) continue;
     // Soft NICs have one port.
     const prometheus::Labels labels{{"device", nic.device->info().name}, {"port", "1"}};
-    dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &alpha.Add(labels, alpha_buckets)});
+    dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &rate_mbps.Add(labels, mbps_buckets),
+                      &alpha.Add(labels, alpha_buckets)});
   }
 }
 
 void NicInventory::sample_dcqcn() {
   for (const DcqcnHistograms& h : dcqcn_) {
     for (const verbs::DcqcnSample& s : h.device->dcqcn_samples()) {
+      h.rate->Observe(s.rate_mbps * 1e6);
       h.rate_mbps->Observe(s.rate_mbps);
       h.alpha->Observe(s.alpha);
     }

@@ -12,6 +12,7 @@
 #include <prometheus/registry.h>
 
 #include "engine_state.h"
+#include "flow_metric_table.h"
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/peer/peer_channel.h"
@@ -46,10 +47,7 @@ bool FlowService::start(std::string& error) {
     cqs.back() = cq.value().get();
     cqs_.back() = std::move(cq.value());
   }
-  duration_ = &prometheus::BuildHistogram()
-                   .Name("rdmad_transfer_duration_seconds")
-                   .Help("Time from taking a flow request to writing its completion")
-                   .Register(registry_)
+  duration_ = &metrics::build_histogram(metric::kTransferDuration, registry_)
                    .Add({}, prometheus::Histogram::BucketBoundaries{1e-5, 1e-4, 1e-3, 4e-3, 16e-3, 64e-3, 0.25,
                                                                     1.0, 4.0, 16.0});
   std::weak_ptr<int> alive = alive_;
