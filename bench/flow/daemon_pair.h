@@ -155,7 +155,7 @@ class Daemon {
   // unavailable.
   double metric_sum(const std::string& name) const {
     const std::string log_text = read_all(log_);
-    const std::string key = "serving metrics at http://127.0.0.1:";
+    const std::string key = "serving metrics url=http://127.0.0.1:";
     const size_t at = log_text.find(key);
     if (at == std::string::npos) return -1;
     const int port = std::atoi(log_text.c_str() + at + key.size());

@@ -133,8 +133,9 @@ class NodeCollector : public prometheus::Collectable {
       for (size_t i = 0; i < nic.flows.size(); ++i) {
         const metrics::LabelList fl = {{"device", device}, {"port", "1"}, {"flow", std::to_string(i)}};
         const auto& fw = nic.flows[i];
-        f.gauge("rdmad_flow_rate_mbps", "Current DCQCN rate of the flow.", fl, double(fw.rate_mbps));
-        f.gauge("rdmad_flow_target_rate_mbps", "DCQCN target rate of the flow.", fl, double(fw.target_mbps));
+        f.gauge("rdmad_flow_rate_bits_per_second", "Current DCQCN rate of the flow.", fl, double(fw.rate_mbps) * 1e6);
+        f.gauge("rdmad_flow_target_rate_bits_per_second", "DCQCN target rate of the flow.", fl,
+                double(fw.target_mbps) * 1e6);
         f.counter("rdmad_flow_cnp_received_total", "CNPs applied to the flow.", fl, double(fw.cnps));
         f.counter("rdmad_flow_transmitted_bytes_total", "Bytes sent by the flow.", fl, double(fw.bytes));
       }
@@ -180,7 +181,7 @@ class NodeCollector : public prometheus::Collectable {
 
   static void balancer_series(metrics::FamilySet& f, const metrics::LabelList& l, const NodeState::Nic& nic) {
     const char* gauges[] = {"rdmad_balancer_flows", "rdmad_balancer_weight", "rdmad_balancer_load_ratio",
-                            "rdmad_balancer_headroom_mbps", "rdmad_balancer_pinned_flows"};
+                            "rdmad_balancer_headroom_bits_per_second", "rdmad_balancer_pinned_flows"};
     const char* counters[] = {"rdmad_balancer_assigned_total", "rdmad_balancer_moved_total",
                               "rdmad_balancer_rejected_total", "rdmad_balancer_rebalances_total",
                               "rdmad_balancer_failovers_total"};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/nic_cc/cc_port_status.h"
 
 namespace rdmad::daemon {
@@ -98,7 +99,7 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
       cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
     if (auto st = t.soft->set_dcqcn_params(p); !st.ok())
       return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
-    log->info("nic {}: dcqcn set live: {}", t.nic->name, cc::describe(p));
+    log->info("dcqcn set live nic={} params={}", t.nic->name, base::q(cc::describe(p)));
     return ipc::Ok{};
   }
   const nic_cc::SysfsRoot root(config_.daemon.sysfs_root);
@@ -111,11 +112,11 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
   }
   const auto report = nic_cc::apply_cc_params(root, *t.hardware, desired, only);
   hardware_.note_cc_params(t.nic->device, static_cast<unsigned>(t.nic->port), report.effective);
-  for (const auto* c : report.applied()) log->info("nic {}: set {}", t.nic->name, c->text());
+  for (const auto* c : report.applied()) log->info("cc knob set nic={} change={}", t.nic->name, base::q(c->text()));
   std::string problems;
   for (const auto* c : report.problems()) problems += (problems.empty() ? "" : "; ") + c->text();
   if (!problems.empty()) {
-    log->warn("nic {}: cc set: {}", t.nic->name, problems);
+    log->warn("cc set failed nic={} problems={}", t.nic->name, base::q(problems));
     return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, problems)};
   }
   return ipc::Ok{};

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "rdmad/base/log_fields.h"
 #include "rdmad/config/loader.h"
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
@@ -36,29 +37,31 @@ Daemon::Daemon(config::Config config, std::string config_path, BackendHook backe
 
 bool Daemon::start() {
   auto log = log::get("daemon");
-  log->info("rdmad {} (commit {}) starting with {}", kVersion, kCommit,
-            config_path_.empty() ? std::string("the embedded default configuration") : config_path_);
+  log->info("rdmad starting version={} commit={} config={}", kVersion, kCommit,
+            base::q(config_path_.empty() ? std::string("embedded-default") : config_path_));
 
   std::error_code ec;
   std::filesystem::create_directories(config_.daemon.runtime_dir, ec);
   if (ec) {
-    log->error("cannot create runtime directory {}: {}", config_.daemon.runtime_dir, ec.message());
+    log->error("cannot create runtime directory path={} error={}", base::q(config_.daemon.runtime_dir),
+               base::q(ec.message()));
     return false;
   }
 
   std::string error;
   exporter_ = metrics::Exporter::start(config_.metrics.listen, error);
   if (!exporter_) {
-    log::get("metrics")->error("{}", error);
+    log::get("metrics")->error("cannot serve metrics error={}", base::q(error));
     return false;
   }
   const double now_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);
   metrics_->set_node_labels(config_.metrics.labels);
-  log::get("metrics")->info("serving metrics at {}", exporter_->url());
+  log::get("metrics")->info("serving metrics url={}", base::q(exporter_->url()));
 
-  log::get("cc")->info("dcqcn profile {}: {}", config_.cc.profile, cc::describe(config_.cc.params));
+  log::get("cc")->info("dcqcn parameters profile={} params={}", config_.cc.profile,
+                       base::q(cc::describe(config_.cc.params)));
   hardware_ = std::make_unique<HardwareNics>(nic_cc::SysfsRoot(config_.daemon.sysfs_root), config_);
   hardware_->start();
   hardware_->poll();
@@ -67,7 +70,7 @@ bool Daemon::start() {
 
   nics_ = std::make_unique<NicInventory>(backends_);
   if (!nics_->open(config_, error)) {
-    log::get("verbs")->error("{}", error);
+    log::get("verbs")->error("cannot open nics error={}", base::q(error));
     return false;
   }
   nic_collector_ = nics_->collector();
@@ -128,13 +131,14 @@ bool Daemon::start_client_service() {
   std::string error;
   registrar_ = std::make_unique<VerbsRegistrar>(*nics_, backends_);
   if (!registrar_->start(error)) {
-    log::get("ipc")->error("{}", error);
+    log::get("ipc")->error("cannot start registrar error={}", base::q(error));
     return false;
   }
   client_nics_ = std::make_unique<ClientNicList>(*nics_, *hardware_);
   ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *client_nics_, exporter_->registry());
   if (auto r = ipc_->start(); !r.ok()) {
-    log::get("ipc")->error("client socket {}: {}", config_.daemon.socket_path, r.error().message);
+    log::get("ipc")->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
+                           base::q(r.error().message));
     return false;
   }
   ipc_->set_diagnose_extra(
@@ -154,7 +158,7 @@ int Daemon::run() {
   wait_for_signal();
   watchdog_interval_ = notifier_.watchdog_interval();
   if (watchdog_interval_.count() > 0) {
-    log::get("daemon")->info("systemd watchdog every {} ms", watchdog_interval_.count() / 1000);
+    log::get("daemon")->info("systemd watchdog interval_ms={}", watchdog_interval_.count() / 1000);
     arm_watchdog();
   }
   arm_nic_poll();
@@ -183,7 +187,7 @@ void Daemon::wait_for_signal() {
       wait_for_signal();
       return;
     }
-    log::get("daemon")->info("received {}, shutting down", strsignal(sig));
+    log::get("daemon")->info("shutting down signal={}", base::q(strsignal(sig)));
     io_.stop();
   });
 }
@@ -212,9 +216,9 @@ void Daemon::retry_nics() {
     const Nic& nic = nics_->nics()[i];
     std::string error;
     if (device_events_) device_events_->nic_opened(i);
-    if (registrar_ && !registrar_->nic_opened(i, error)) log::get("ipc")->error("{}", error);
+    if (registrar_ && !registrar_->nic_opened(i, error)) log::get("ipc")->error("cannot register on nic nic={} error={}", nic.config.name, base::q(error));
     error.clear();
-    if (flows_ && !flows_->nic_opened(i, nic.device.get(), error)) log::get("flow")->error("{}", error);
+    if (flows_ && !flows_->nic_opened(i, nic.device.get(), error)) log::get("flow")->error("cannot carry flows on nic nic={} error={}", nic.config.name, base::q(error));
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "rdmad/base/log_fields.h"
 #include "rdmad/config/loader.h"
 #include "rdmad/daemon/daemon.h"
 #include "rdmad/base/log.h"
@@ -65,7 +66,7 @@ void Daemon::reload_in_background() {
     return;
   }
   if (reload_in_flight_) {
-    if (!reload_again_) log->info("reload already in progress; one more will follow it");
+    if (!reload_again_) log->info("reload queued reason=in_progress");
     reload_again_ = true;
     return;
   }
@@ -74,7 +75,7 @@ void Daemon::reload_in_background() {
     reload_mailbox_->io = &io_;
   }
   notifier_.reloading();
-  log->info("reloading {}", config_path_);
+  log->info("reloading config={}", base::q(config_path_));
   const uint64_t seq = ++reload_seq_;
   reload_in_flight_ = true;
   try {
@@ -98,7 +99,7 @@ void Daemon::finish_reload(uint64_t seq, config::LoadResult next) {
   reload_in_flight_ = false;
   if (seq < applied_seq_) {
     // rdmactl reload read the file after this read began and applied it already.
-    log::get("daemon")->info("background reload superseded by a later one; ignored");
+    log::get("daemon")->info("reload ignored reason=superseded");
     notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   } else {
     applied_seq_ = seq;
@@ -113,12 +114,12 @@ void Daemon::finish_reload(uint64_t seq, config::LoadResult next) {
 ipc::Result<ipc::Ok> Daemon::reload() {
   auto log = log::get("daemon");
   if (config_path_.empty()) {
-    log->warn("reload requested but the daemon runs on the embedded default configuration; nothing to re-read");
+    log->warn("reload skipped reason=embedded_default_config");
     metrics_->reload_succeeded();
     return ipc::Ok{};
   }
   notifier_.reloading();
-  log->info("reloading {}", config_path_);
+  log->info("reloading config={}", base::q(config_path_));
   applied_seq_ = ++reload_seq_;
   return apply_loaded(load_with_environment(config_path_));
 }
@@ -128,10 +129,11 @@ ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
   if (!next.ok()) {
     auto config_log = log::get("config");
     for (size_t i = 0; i < next.errors.size() && i < kErrorsLogged; ++i)
-      config_log->error("{}", next.errors[i].to_string());
+      config_log->error("config error error={}", base::q(next.errors[i].to_string()));
     if (next.errors.size() > kErrorsLogged)
-      config_log->error("... and {} more error(s) in {}", next.errors.size() - kErrorsLogged, config_path_);
-    log->error("reload failed with {} error(s); still running on the previous configuration", next.errors.size());
+      config_log->error("config errors not shown count={} config={}", next.errors.size() - kErrorsLogged,
+                        base::q(config_path_));
+    log->error("reload failed errors={} running=previous_config", next.errors.size());
     metrics_->reload_failed();
     notifier_.ready("reload failed; running on the previous configuration");
     std::string text =
@@ -148,7 +150,7 @@ ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
 void Daemon::apply_live(const config::Config& next) {
   auto log = log::get("daemon");
   if (next.daemon.log_level != config_.daemon.log_level) {
-    log->info("log level {} -> {}", config_.daemon.log_level, next.daemon.log_level);
+    log->info("log level changed from={} to={}", config_.daemon.log_level, next.daemon.log_level);
     log::set_level(*log::parse_level(next.daemon.log_level));
   }
   if (next.metrics.labels != config_.metrics.labels) {
@@ -157,7 +159,7 @@ void Daemon::apply_live(const config::Config& next) {
   }
   // Keys that need a restart: say so once instead of half-applying them.
   auto restart_needed = [&](const char* key, bool changed) {
-    if (changed) log->warn("{} changed; it takes effect at the next restart", key);
+    if (changed) log->warn("restart needed key={}", key);
   };
   restart_needed("metrics.listen", next.metrics.listen != config_.metrics.listen);
   restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);

@@ -1,6 +1,7 @@
 #include "rdmad/daemon/device_events.h"
 
 #include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/verbs/rdma_core/address_watcher.h"
 
 namespace rdmad::daemon {
@@ -45,8 +46,8 @@ void DeviceEventMonitor::start() {
   if (!hardware) return;
   auto w = verbs::rdma_core::AddressWatcher::open();
   if (!w) {
-    log::get("verbs")->warn("cannot watch address changes ({}); RoCEv2 GIDs are re-read only when QPs connect",
-                            w.error().message());
+    log::get("verbs")->warn("cannot watch address changes error={} gids=reread_at_connect",
+                            base::q(w.error().message()));
     return;
   }
   addresses_ = std::make_unique<verbs::rdma_core::AddressWatcher>(std::move(w.value()));
@@ -89,31 +90,31 @@ void DeviceEventMonitor::handle(size_t index, const verbs::DeviceEvent& e) {
   const bool our_port = e.port == 0 || e.port == nic.port();
   switch (e.kind) {
     case K::kPortActive:
-      log->info("nic {}: port {} is ACTIVE ({})", nic.config.name, e.port, e.text);
+      log->info("port active nic={} port={} event={}", nic.config.name, e.port, base::q(e.text));
       if (our_port) check_gids("port active");
       if (our_port && port_sink_) port_sink_(index, true);
       break;
     case K::kPortDown:
-      log->warn("nic {}: port {} went DOWN ({})", nic.config.name, e.port, e.text);
+      log->warn("port down nic={} port={} event={}", nic.config.name, e.port, base::q(e.text));
       if (our_port && port_sink_) port_sink_(index, false);
       break;
     case K::kPortChanged:
-      log->info("nic {}: port {} changed ({})", nic.config.name, e.port, e.text);
+      log->info("port changed nic={} port={} event={}", nic.config.name, e.port, base::q(e.text));
       if (our_port) check_gids(e.text.c_str());
       break;
     case K::kQpFatal:
-      log->warn("nic {}: qp 0x{:x} failed ({})", nic.config.name, e.qp_num, e.text);
+      log->warn("qp failed nic={} qpn=0x{:x} event={}", nic.config.name, e.qp_num, base::q(e.text));
       if (qp_sink_ && e.qp_num != 0) qp_sink_(index, e.qp_num);
       break;
-    case K::kCqError: log->warn("nic {}: completion queue error ({})", nic.config.name, e.text); break;
+    case K::kCqError: log->warn("completion queue error nic={} event={}", nic.config.name, base::q(e.text)); break;
     case K::kDeviceFatal:
-      log->error("nic {}: device lost ({}); its queue pairs and registrations are gone", nic.config.name, e.text);
+      log->error("device lost nic={} event={} lost=qps,registrations", nic.config.name, base::q(e.text));
       break;
     case K::kOther:
       if (e.qp_num != 0) {
-        log->info("nic {}: qp 0x{:x}: {}", nic.config.name, e.qp_num, e.text);
+        log->info("qp event nic={} qpn=0x{:x} event={}", nic.config.name, e.qp_num, base::q(e.text));
       } else {
-        log->debug("nic {}: event {}", nic.config.name, e.text);
+        log->debug("device event nic={} event={}", nic.config.name, base::q(e.text));
       }
       break;
   }
@@ -134,8 +135,8 @@ void DeviceEventMonitor::check_gids(const char* why) {
     ++counts_[nic.config.name + "/gid_changed"];
     // The kernel updates GID tables after the address change it announces (ib_core's work queue),
     // so the same change may be seen here twice: once by rtnetlink, once by IBV_EVENT_GID_CHANGE.
-    log::get("verbs")->info("nic {}: source gid {} -> {} ({})", nic.config.name, before,
-                            now == verbs::Gid{} ? std::string("none") : now.to_ip_string(), why);
+    log::get("verbs")->info("source gid changed nic={} from={} to={} cause={}", nic.config.name, before,
+                            now == verbs::Gid{} ? std::string("none") : now.to_ip_string(), base::q(why));
     if (gid_sink_) gid_sink_(i);
   }
 }

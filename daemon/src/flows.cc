@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "rdmad/base/log_fields.h"
 #include "rdmad/daemon/daemon.h"
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/exporter.h"
@@ -92,7 +93,7 @@ bool Daemon::start_flows() {
   const std::string node = options.peer.node_id;
   for (const auto& p : options.peer.peers) {
     if (p.node_id == node) {
-      log::get("flow")->error("[[peers]] lists node {}, which is this node (its host name); set [peer] node_id", node);
+      log::get("flow")->error("peers list this node node_id={} fix=\"set [peer] node_id\"", node);
       return false;
     }
   }
@@ -100,7 +101,7 @@ bool Daemon::start_flows() {
                                                exporter_->registry());
   std::string error;
   if (!flows_->start(error)) {
-    log::get("flow")->error("flows: {}", error);
+    log::get("flow")->error("cannot start flows error={}", base::q(error));
     flows_.reset();
     return false;
   }
@@ -112,7 +113,7 @@ bool Daemon::start_flows() {
     device_events_->set_qp_sink([this](size_t nic, uint32_t qpn) { flows_->qp_failed(nic, qpn); });
     device_events_->set_gid_sink([this](size_t nic) { flows_->gid_changed(nic); });
   }
-  log::get("flow")->info("node {}: peer channel on {}:{} ({}), {} peer(s) to dial, {} NIC(s), policy {}", node,
+  log::get("flow")->info("flows started node_id={} listen={}:{} security={} peers={} nics={} policy={}", node,
                          config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
                          config_.nics.size(), config_.flow.policy);
   return true;

@@ -5,14 +5,16 @@
 
 #include <fmt/format.h>
 
+#include "port_metric_table.h"
+#include "port_metrics.h"
 #include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/metrics/family_set.h"
 #include "rdmad/nic_cc/cc_enable.h"
 #include "rdmad/nic_cc/cc_health.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 #include "rdmad/nic_cc/cc_port_status.h"
 #include "rdmad/verbs/rdma_core/device_discovery.h"
-#include "port_metrics.h"
 
 namespace rdmad::daemon {
 namespace rc = verbs::rdma_core;
@@ -44,10 +46,10 @@ void HardwareNics::start() {
   auto log = log::get("verbs");
   auto found = rc::discover_devices(root_);
   if (!found.ok()) {
-    log->error("rdma device discovery failed: {}", found.error().message());
+    log->error("rdma device discovery failed error={}", base::q(found.error().message()));
   } else {
     devices_ = std::move(found.value().devices);
-    for (const auto& w : found.value().warnings) log->warn("{}", w);
+    for (const auto& w : found.value().warnings) log->warn("rdma device discovery warning detail={}", base::q(w));
   }
   std::set<std::string> names;
   for (const auto& d : devices_) names.insert(d.name);
@@ -56,20 +58,20 @@ void HardwareNics::start() {
   for (const auto& n : config_.nics) {
     if (n.backend != "rdma_core" || names.count(n.device)) continue;
     if (!root_.exists("/sys/class/infiniband/" + n.device)) {
-      log->error("nic {}: rdma device {} not found (not listed by libibverbs, no /sys/class/infiniband/{})", n.name,
-                 n.device, n.device);
+      log->error("rdma device not found nic={} device={} searched=libibverbs,/sys/class/infiniband", n.name,
+                 n.device);
       continue;
     }
     devices_.push_back(rc::read_device_sysfs(root_, n.device));
     names.insert(n.device);
   }
   if (devices_.empty()) {
-    log->info("no RDMA devices found (libibverbs lists none); hardware NIC management is idle");
+    log->info("no rdma devices found hardware_management=idle");
     return;
   }
   std::lock_guard lock(mu_);
   for (const auto& d : devices_) {
-    for (const std::string& line : rc::describe(d)) log->info("{}", line);
+    for (const std::string& line : rc::describe(d)) log->info("rdma port found device={} detail={}", d.name, base::q(line));
     for (const auto& p : d.ports) {
       PortState& st = ports_[PortKey{d.name, p.port}];
       st.netdev = p.netdev;
@@ -85,15 +87,17 @@ void HardwareNics::start() {
 void HardwareNics::inspect_and_apply(const rc::DeviceInfo& d, const rc::PortInfo& p, PortState& st) {
   auto log = log::get("cc");
   const auto status = nic_cc::inspect_cc(root_, p.netdev, d.pci_address);
-  log->info("{} port {}: {}", d.name, p.port, status.summary());
+  log->info("cc status device={} port={} summary={}", d.name, p.port, base::q(status.summary()));
   if (!status.location) return;
   const config::NicSection* n = configured(d.name);
   cc::DcqcnParams in_force = status.readout->params;
   if (n != nullptr && n->cc_apply) {
     const auto report = nic_cc::apply_cc_params(root_, *status.location, config_.cc.params);
-    for (const auto* c : report.applied()) log->info("{} port {}: set {}", d.name, p.port, c->text());
-    for (const auto* c : report.problems()) log->warn("{} port {}: {}", d.name, p.port, c->text());
-    log->info("{} port {}: applied [cc] profile {}: {} knob(s) changed, {} not taken", d.name, p.port,
+    for (const auto* c : report.applied())
+      log->info("cc knob set device={} port={} change={}", d.name, p.port, base::q(c->text()));
+    for (const auto* c : report.problems())
+      log->warn("cc knob not set device={} port={} problem={}", d.name, p.port, base::q(c->text()));
+    log->info("cc profile applied device={} port={} profile={} changed={} not_taken={}", d.name, p.port,
               config_.cc.profile, report.applied().size(), report.problems().size());
     in_force = report.effective;
   }
@@ -126,9 +130,12 @@ void HardwareNics::poll() {
     std::map<std::string, std::string> now;
     for (const auto& f : nic_cc::check_cc_health(in)) now[reason_of(f.kind)] = f.text;
     for (const auto& [reason, text] : now)
-      if (!st.findings.count(reason)) log->warn("cc misconfiguration: {}", text);
+      if (!st.findings.count(reason))
+        log->warn("cc misconfiguration device={} port={} reason={} detail={}", key.device, key.port, reason,
+                  base::q(text));
     for (const auto& [reason, text] : st.findings)
-      if (!now.count(reason)) log->info("{} port {}: {} resolved", key.device, key.port, reason);
+      if (!now.count(reason))
+        log->info("cc misconfiguration resolved device={} port={} reason={}", key.device, key.port, reason);
     st.findings = std::move(now);
     st.last = std::move(hw.value());
   }
@@ -203,22 +210,20 @@ class HardwareNics::Collector final : public prometheus::Collectable {
           // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
           // names dashboards know).
           for (const auto& [counter, value] : hw.value().values) {
-            f.counter("rdmad_hw_counter_total", "The port's driver counters as sysfs hw_counters/ shows them.",
-                      {{"device", d.name}, {"port", port}, {"counter", counter}}, static_cast<double>(value));
+            f.add(port_metric::kHwCounter, {{"device", d.name}, {"port", port}, {"counter", counter}},
+                  static_cast<double>(value));
           }
         }
         add_port_counters(f, l, v);
         if (st != nullptr) {
           for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
-            f.gauge("rdmad_cc_misconfigured",
-                    "1 while a congestion-control misconfiguration is seen on the port, by reason.",
-                    {{"device", d.name}, {"port", port}, {"reason", reason}}, st->findings.count(reason) ? 1 : 0);
+            f.add(port_metric::kCcMisconfigured, {{"device", d.name}, {"port", port}, {"reason", reason}},
+                  st->findings.count(reason) ? 1 : 0);
           }
           if (!st->cc_info.empty()) {
             metrics::LabelList info = l;
             for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
-            f.gauge("rdmad_cc_params_info", "Always 1; the NIC's DCQCN parameters in force as labels (mlx5 knobs).",
-                    info, 1);
+            f.add(port_metric::kCcParamsInfo, info, 1);
           }
         }
       }

@@ -4,9 +4,12 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "rdmad/base/log.h"
-#include "rdmad/metrics/family_set.h"
+#include "port_metric_table.h"
 #include "port_metrics.h"
+#include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
+#include "rdmad/metrics/family_set.h"
+#include "rdmad/metrics/metric.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -54,26 +57,19 @@ class NicCollector final : public prometheus::Collectable {
       // Counters are per device; soft NICs have one port.
       const verbs::NicCounters c = nic.device->counters();
       const metrics::LabelList l = {{"device", device}, {"port", "1"}};
-      auto counter = [&](const char* name, const char* help, uint64_t v) {
-        f.counter(name, help, l, static_cast<double>(v));
-      };
+      auto counter = [&](const metrics::Metric& m, uint64_t v) { f.add(m, l, static_cast<double>(v)); };
       add_port_counters(f, l,
                         {c.rx_bytes, c.tx_bytes, c.rx_packets, c.tx_packets, c.np_cnp_sent,
                          c.np_ecn_marked_roce_packets, c.rp_cnp_handled, c.rp_cnp_ignored, c.out_of_sequence,
                          c.packet_seq_err, c.local_ack_timeout_err});
-      counter("rdmad_retransmitted_packets_total", "Packets retransmitted.", c.retransmitted_packets);
-      counter("rdmad_duplicate_requests_total", "Requests received with an already-seen PSN.", c.duplicate_request);
-      counter("rdmad_rnr_nak_received_total", "RNR NAKs received.", c.rnr_nak_retry_err);
-      counter("rdmad_remote_access_errors_total", "Remote access errors detected as responder.",
-              c.resp_remote_access_errors);
-      // The sum of rdmad_rx_dropped_packets_total over its reasons.
-      counter("rdmad_port_rx_dropped_packets_total", "Packets dropped on receive, for any reason.", c.rx_dropped);
+      counter(port_metric::kRetransmitted, c.retransmitted_packets);
+      counter(port_metric::kDuplicateRequests, c.duplicate_request);
+      counter(port_metric::kRnrNakReceived, c.rnr_nak_retry_err);
+      counter(port_metric::kRemoteAccessErrors, c.resp_remote_access_errors);
+      counter(port_metric::kRxDropped, c.rx_dropped);
       add_rx_drops(f, l, c.rx_dropped_by_reason);
-      // The software datapath's own thread: its rate is the share of a core it uses (1.0 = saturated).
-      f.counter("rdmad_datapath_cpu_seconds_total", "CPU time used by the NIC's software datapath thread.", l,
-                static_cast<double>(c.datapath_cpu_ns) / 1e9);
-      counter("rdmad_datapath_sleeps_total", "Times the software datapath thread slept with nothing to do.",
-              c.datapath_sleeps);
+      f.add(port_metric::kDatapathCpu, l, static_cast<double>(c.datapath_cpu_ns) / 1e9);
+      counter(port_metric::kDatapathSleeps, c.datapath_sleeps);
     }
     return f.take();
   }
@@ -122,13 +118,14 @@ void NicInventory::log_ports(const Nic& nic) const {
   for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
     const auto port_result = nic.device->query_port(p);
     if (!port_result.ok()) {
-      log->warn("nic {}: port {}: {}", n.name, p, port_result.status().message());
+      log->warn("cannot query port nic={} port={} error={}", n.name, p, base::q(port_result.status().message()));
       continue;
     }
     const verbs::PortInfo* port = &port_result.value();
-    log->info("nic {}: backend {} device {} port {}: {} {} {} Mb/s mtu {} gid {} udp {}", n.name, n.backend,
-              nic.device->info().name, p, link_layer_name(port->link_layer), state_name(port->state),
-              port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(), port->udp_port);
+    log->info("nic port nic={} backend={} device={} port={} link_layer={} state={} speed_mbps={} mtu={} gid={} udp_port={}",
+              n.name, n.backend, nic.device->info().name, p, link_layer_name(port->link_layer),
+              state_name(port->state), port->speed_mbps, port->active_mtu_bytes, port->gid.to_ip_string(),
+              port->udp_port);
   }
 }
 
@@ -146,7 +143,8 @@ void NicInventory::failed(Nic& nic, const std::string& why, Clock::time_point no
   auto log = log::get("verbs");
   // Logged when it starts and when the reason changes, not at every retry.
   if (changed)
-    log->warn("nic {}: device {} is out of service: {}; retrying with back-off", nic.config.name, nic.config.device, why);
+    log->warn("nic out of service nic={} device={} error={} retry=backoff", nic.config.name, nic.config.device,
+              base::q(why));
 }
 
 bool NicInventory::open(const config::Config& config, std::string& error) {
@@ -172,7 +170,7 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
     log_ports(nic);
     nics_.push_back(std::move(nic));
   }
-  if (nics_.empty()) log->info("no [[nic]] configured");
+  if (nics_.empty()) log->info("no nics configured");
   return true;
 }
 
@@ -186,7 +184,7 @@ std::vector<size_t> NicInventory::retry(Clock::time_point now) {
       failed(nic, device.status().message(), now);
       continue;
     }
-    log::get("verbs")->info("nic {}: device {} is in service after {} failed open(s)", nic.config.name,
+    log::get("verbs")->info("nic in service nic={} device={} failed_opens={}", nic.config.name,
                             nic.config.device, nic.failed_opens);
     nic.device = std::move(device.value());
     nic.out_of_service.clear();
@@ -212,29 +210,31 @@ std::shared_ptr<prometheus::Collectable> NicInventory::collector() const {
   return std::make_shared<NicCollector>(nics_);
 }
 
+std::vector<double> dcqcn_rate_buckets_bits_per_second() {
+  return {10e6, 100e6, 1e9, 10e9, 25e9, 50e9, 100e9, 200e9, 400e9};
+}
+
 void NicInventory::add_dcqcn_metrics(prometheus::Registry& registry) {
-  auto& rate = prometheus::BuildHistogram()
-                   .Name("rdmad_dcqcn_rate_mbps")
-                   .Help("Pacing rate of the software reaction point per QP, sampled every second")
-                   .Register(registry);
-  auto& alpha = prometheus::BuildHistogram()
-                    .Name("rdmad_dcqcn_alpha")
-                    .Help("DCQCN α per QP, sampled every second")
-                    .Register(registry);
-  const prometheus::Histogram::BucketBoundaries rate_buckets{10,    100,    1000,   10000, 25000,
-                                                             50000, 100000, 200000, 400000};
+  auto& rate = metrics::build_histogram(port_metric::kDcqcnRate, registry);
+  auto& rate_mbps = metrics::build_histogram(port_metric::kDcqcnRateMbpsDeprecated, registry);
+  auto& alpha = metrics::build_histogram(port_metric::kDcqcnAlpha, registry);
+  const prometheus::Histogram::BucketBoundaries rate_buckets = dcqcn_rate_buckets_bits_per_second();
+  prometheus::Histogram::BucketBoundaries mbps_buckets;
+  for (double b : rate_buckets) mbps_buckets.push_back(b / 1e6);
   const prometheus::Histogram::BucketBoundaries alpha_buckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
   for (const Nic& nic : nics_) {
     if (nic.config.backend != "soft" || !nic.in_service()) continue;
     // Soft NICs have one port.
     const prometheus::Labels labels{{"device", nic.device->info().name}, {"port", "1"}};
-    dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &alpha.Add(labels, alpha_buckets)});
+    dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &rate_mbps.Add(labels, mbps_buckets),
+                      &alpha.Add(labels, alpha_buckets)});
   }
 }
 
 void NicInventory::sample_dcqcn() {
   for (const DcqcnHistograms& h : dcqcn_) {
     for (const verbs::DcqcnSample& s : h.device->dcqcn_samples()) {
+      h.rate->Observe(s.rate_mbps * 1e6);
       h.rate_mbps->Observe(s.rate_mbps);
       h.alpha->Observe(s.alpha);
     }

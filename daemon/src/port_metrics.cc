@@ -1,34 +1,33 @@
 #include "port_metrics.h"
 
+#include "port_metric_table.h"
+
 namespace rdmad::daemon {
 
 void add_port_info(metrics::FamilySet& f, const PortInfoValues& v) {
   const metrics::LabelList l = {{"device", v.device}, {"port", v.port}};
-  f.gauge("rdmad_nic_info", "Always 1; one series per NIC port with its backend and link layer.",
-          {{"device", v.device}, {"port", v.port}, {"backend", v.backend}, {"link_layer", v.link_layer},
-           {"nic", v.nic}},
-          1);
-  f.gauge("rdmad_state_id", "Port state as sysfs numbers it (1 DOWN, 2 INIT, 4 ACTIVE).", l, v.state_id);
-  f.gauge("rdmad_rate_bytes_per_second", "Port link speed in bytes per second.", l, v.rate_bytes_per_second);
+  f.add(port_metric::kNicInfo,
+        {{"device", v.device}, {"port", v.port}, {"backend", v.backend}, {"link_layer", v.link_layer}, {"nic", v.nic}},
+        1);
+  f.add(port_metric::kStateId, l, v.state_id);
+  f.add(port_metric::kRate, l, v.rate_bytes_per_second);
 }
 
 void add_port_counters(metrics::FamilySet& f, const metrics::LabelList& l, const PortCounterValues& v) {
-  auto c = [&](const char* name, const char* help, const std::optional<uint64_t>& x) {
-    if (x) f.counter(name, help, l, static_cast<double>(*x));
+  auto c = [&](const metrics::Metric& m, const std::optional<uint64_t>& x) {
+    if (x) f.add(m, l, static_cast<double>(*x));
   };
-  c("rdmad_port_data_received_bytes_total", "Bytes received.", v.rx_bytes);
-  c("rdmad_port_data_transmitted_bytes_total", "Bytes transmitted.", v.tx_bytes);
-  c("rdmad_port_packets_received_total", "Packets received.", v.rx_packets);
-  c("rdmad_port_packets_transmitted_total", "Packets transmitted.", v.tx_packets);
-  c("rdmad_np_cnp_packets_sent_total", "CNPs sent by the notification point.", v.np_cnp_sent);
-  c("rdmad_np_ecn_marked_roce_packets_received_total", "CE-marked RoCEv2 packets received.", v.np_ecn_marked);
-  c("rdmad_rp_cnp_packets_handled_total", "CNPs applied by the reaction point.", v.rp_cnp_handled);
-  c("rdmad_rp_cnp_ignored_packets_received_total",
-    "CNPs received from a QP's peer but not applied (congestion control off).", v.rp_cnp_ignored);
-  c("rdmad_out_of_sequence_packets_received_total", "Requests received with a PSN beyond the expected one.",
-    v.out_of_sequence);
-  c("rdmad_packet_sequence_errors_total", "PSN sequence error NAKs received.", v.packet_seq_err);
-  c("rdmad_local_ack_timeout_errors_total", "Requester retransmission timeouts.", v.local_ack_timeout_err);
+  c(port_metric::kRxBytes, v.rx_bytes);
+  c(port_metric::kTxBytes, v.tx_bytes);
+  c(port_metric::kRxPackets, v.rx_packets);
+  c(port_metric::kTxPackets, v.tx_packets);
+  c(port_metric::kNpCnpSent, v.np_cnp_sent);
+  c(port_metric::kNpEcnMarked, v.np_ecn_marked);
+  c(port_metric::kRpCnpHandled, v.rp_cnp_handled);
+  c(port_metric::kRpCnpIgnored, v.rp_cnp_ignored);
+  c(port_metric::kOutOfSequence, v.out_of_sequence);
+  c(port_metric::kPacketSeqErr, v.packet_seq_err);
+  c(port_metric::kLocalAckTimeoutErr, v.local_ack_timeout_err);
 }
 
 void add_rx_drops(metrics::FamilySet& f, const metrics::LabelList& labels,
@@ -37,9 +36,7 @@ void add_rx_drops(metrics::FamilySet& f, const metrics::LabelList& labels,
   l.emplace_back("reason", "");
   for (size_t r = 0; r < verbs::kRxDropReasons; ++r) {
     l.back().second = verbs::kRxDropReasonNames[r];
-    f.counter("rdmad_rx_dropped_packets_total",
-              "Packets the software datapath dropped on receive, by reason (docs/verbs.md, \"Drop reasons\").", l,
-              static_cast<double>(by_reason[r]));
+    f.add(port_metric::kRxDroppedByReason, l, static_cast<double>(by_reason[r]));
   }
 }
 

@@ -1,31 +1,30 @@
 #include "rdmad/metrics/daemon_metrics.h"
 
+#include "rdmad/metrics/metric.h"
+
 namespace rdmad::metrics {
+namespace {
+
+// The process's families, declared once.
+constexpr Metric kConfigReloads{"rdmad_config_reloads_total", "Configuration reloads (SIGHUP), by result.",
+                                Kind::kCounter};
+constexpr Metric kNodeInfo{"rdmad_node_info", "Always 1; carries the constant labels of [metrics] labels.",
+                           Kind::kGauge};
+constexpr Metric kBuildInfo{"rdmad_build_info", "Always 1; the version and commit of the running daemon.",
+                            Kind::kGauge};
+constexpr Metric kStartTime{"rdmad_start_time_seconds", "Start time of the daemon since the Unix epoch, in seconds.",
+                            Kind::kGauge};
+
+}  // namespace
 
 DaemonMetrics::DaemonMetrics(prometheus::Registry& registry, const std::string& version, const std::string& commit,
                              double start_time_seconds)
-    : reloads_(prometheus::BuildCounter()
-                   .Name("rdmad_config_reloads_total")
-                   .Help("Configuration reloads (SIGHUP), by result.")
-                   .Register(registry)),
+    : reloads_(build_counter(kConfigReloads, registry)),
       reload_ok_(reloads_.Add({{"result", "ok"}})),
       reload_error_(reloads_.Add({{"result", "error"}})),
-      node_info_(prometheus::BuildGauge()
-                     .Name("rdmad_node_info")
-                     .Help("Always 1; carries the constant labels of [metrics] labels.")
-                     .Register(registry)) {
-  prometheus::BuildGauge()
-      .Name("rdmad_build_info")
-      .Help("Always 1; the version and commit of the running daemon.")
-      .Register(registry)
-      .Add({{"version", version}, {"commit", commit}})
-      .Set(1);
-  prometheus::BuildGauge()
-      .Name("rdmad_start_time_seconds")
-      .Help("Start time of the daemon since the Unix epoch, in seconds.")
-      .Register(registry)
-      .Add({})
-      .Set(start_time_seconds);
+      node_info_(build_gauge(kNodeInfo, registry)) {
+  build_gauge(kBuildInfo, registry).Add({{"version", version}, {"commit", commit}}).Set(1);
+  build_gauge(kStartTime, registry).Add({}).Set(start_time_seconds);
   set_node_labels({});
 }
 

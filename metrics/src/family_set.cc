@@ -29,6 +29,14 @@ void FamilySet::gauge(std::string_view name, std::string_view help, const LabelL
   add(name, help, prometheus::MetricType::Gauge, labels).gauge.value = value;
 }
 
+void FamilySet::add(const Metric& m, const LabelList& labels, double value) {
+  if (m.kind == Kind::kCounter) {
+    counter(m.name, m.help, labels, value);
+  } else {
+    gauge(m.name, m.help, labels, value);
+  }
+}
+
 std::vector<prometheus::MetricFamily> FamilySet::take() {
   index_.clear();
   return std::move(families_);

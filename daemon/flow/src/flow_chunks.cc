@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine_state.h"
+#include "rdmad/base/log_fields.h"
 
 namespace rdmad::flow {
 namespace {
@@ -185,11 +186,10 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   if (!was_dead) {
     if (fault == balancer::Balancer::Fault::kPath) {
       lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
-      flow_log()->warn("nic {} to peer {}: {}; {} chunks moved to other NICs", nic_names_[nic], p.name, reason,
+      flow_log()->warn("path failed nic={} peer={} reason={} chunks_moved={}", nic_names_[nic], p.name, base::q(reason),
                        moved.size());
     } else {
-      flow_log()->info("nic {} to peer {}: {} (the peer refused a request; not a path failure): rebuilding "
-                       "its queue pair, {} chunks moved to other NICs",
+      flow_log()->info("request refused by peer nic={} peer={} reason={} action=rebuild_qp chunks_moved={}",
                        nic_names_[nic], p.name, reason, moved.size());
     }
     hooks_.lane_failed(p.name, nic, reason, rebuild_cause(fault));

@@ -245,7 +245,7 @@ void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePai
   size_t slot = 0;
   while (slot < peers_.size() && peers_[slot]) ++slot;
   if (slot >= 256) {
-    flow_log()->error("flow engine: more than 256 peers; {} is not served", name);
+    flow_log()->error("peer not served peer={} reason=over_256_peers", name);
     return;
   }
   if (slot == peers_.size()) peers_.emplace_back();

@@ -12,7 +12,9 @@
 #include <prometheus/registry.h>
 
 #include "engine_state.h"
+#include "flow_metric_table.h"
 #include "peer_domain.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/peer_session.h"
 #include "service_state.h"
@@ -45,10 +47,7 @@ bool FlowService::start(std::string& error) {
     cqs.back() = cq.value().get();
     cqs_.back() = std::move(cq.value());
   }
-  duration_ = &prometheus::BuildHistogram()
-                   .Name("rdmad_transfer_duration_seconds")
-                   .Help("Time from taking a flow request to writing its completion")
-                   .Register(registry_)
+  duration_ = &metrics::build_histogram(metric::kTransferDuration, registry_)
                    .Add({}, prometheus::Histogram::BucketBoundaries{1e-5, 1e-4, 1e-3, 4e-3, 16e-3, 64e-3, 0.25,
                                                                     1.0, 4.0, 16.0});
   std::weak_ptr<int> alive = alive_;
@@ -254,7 +253,7 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
   auto d = PeerDomain::open(next_domain_id_++, devices, options_.slice_reader);
   if (!d.ok()) {
     *error = d.status().message();
-    flow_log()->error("peer {}: {}", peer, *error);
+    flow_log()->error("peer flow error peer={} error={}", peer, base::q(*error));
     return nullptr;
   }
   return domains_.emplace(peer, std::move(d.value())).first->second.get();

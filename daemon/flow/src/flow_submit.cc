@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine_state.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 
 namespace rdmad::flow {
@@ -50,7 +51,7 @@ void FlowEngine::fail_flow(Flow& f, const char* why) {
   f.failed = true;
   f.header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kFailed));
   counters_.flow_errors.fetch_add(1, std::memory_order_relaxed);
-  base::log_limited(*flow_log(), g_ring_log, spdlog::level::warn, "flow {}: {}; the flow is failed", f.setup.id, why);
+  base::log_limited(*flow_log(), g_ring_log, spdlog::level::warn, "flow failed flow={} reason={}", f.setup.id, base::q(why));
   uint64_t one = 1;
   (void)!::write(f.setup.completion_fd, &one, sizeof(one));
 }
@@ -218,7 +219,7 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
     // It advertised more receives than we ever would: a misbehaving peer; nothing of ours grows.
     counters_.credits_refused.fetch_add(1, std::memory_order_relaxed);
     base::log_limited(*flow_log(), g_credit_log, spdlog::level::warn,
-                      "peer {}: receive credit refused: it holds max_receives_per_peer here", name);
+                      "receive credit refused peer={} reason=max_receives_per_peer", name);
     return;
   }
   ++p->credits_held;

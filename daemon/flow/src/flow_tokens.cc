@@ -9,6 +9,7 @@
 
 #include "engine_state.h"
 #include "peer_domain.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 #include "rdmad/peer/peer_channel.h"
 #include "rdmad/peer/peer_session.h"
@@ -87,8 +88,8 @@ bool FlowService::grant(std::map<Token, Export>::iterator it) {
     if (!made.ok()) {
       auto done = std::move(e.done);
       e.done = nullptr;
-      base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "export to peer {}: {}", e.peer,
-                        made.error().message);
+      base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "export refused peer={} error={}", e.peer,
+                        base::q(made.error().message));
       drop_export(it, false);
       if (done) done(made.error());
       return false;
@@ -166,8 +167,8 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       }
       if (refused != nullptr) {
         counters_.grants_refused.fetch_add(1, std::memory_order_relaxed);
-        base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "grant from peer {} refused: {}", peer,
-                          refused);
+        base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "grant refused peer={} error={}", peer,
+                          base::q(refused));
         channel_->send(peer, peer::MessageType::kGrantAck,
                        peer::encode(peer::GrantAck{g->token, static_cast<uint32_t>(RDMAD_ERR_NO_RESOURCE)}));
         return;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "log.h"
+#include "rdmad/base/log_fields.h"
 
 namespace rdmad::ipc {
 namespace {
@@ -82,7 +83,7 @@ void Connection::on_timer() {
   // A connection costs a descriptor and a table entry: one that never says hello, or that holds
   // nothing and says nothing, gives them back.
   if (version_ == 0) {
-    ipc_log()->debug("client pid {} sent no hello within {} ms; closing", peer_.pid, core_.config_.hello_timeout_ms);
+    ipc_log()->debug("client closed pid={} reason=no_hello timeout_ms={}", peer_.pid, core_.config_.hello_timeout_ms);
     close();
     return;
   }
@@ -95,7 +96,7 @@ void Connection::on_timer() {
     arm_timer(since < idle ? std::chrono::duration_cast<std::chrono::milliseconds>(idle - since) : idle);
     return;
   }
-  ipc_log()->debug("client pid {} idle for {} ms and holding nothing; closing", peer_.pid, idle_ms);
+  ipc_log()->debug("client closed pid={} reason=idle idle_ms={}", peer_.pid, idle_ms);
   close();
 }
 
@@ -158,14 +159,14 @@ bool Connection::read_one() {
   ReceivedFds fds(msg);
   last_rx_ = std::chrono::steady_clock::now();
   if (n <= 0 || (msg.msg_flags & MSG_TRUNC) != 0) {  // EOF, error, or a frame longer than any valid one
-    if (n > 0) ipc_log()->debug("client pid {} sent an oversized frame; closing", peer_.pid);
+    if (n > 0) ipc_log()->debug("client closed pid={} reason=oversized_frame", peer_.pid);
     close();
     return false;
   }
   DecodedRequest req = decode_request({rx_.data(), static_cast<size_t>(n)}, fds.count(),
                                       (msg.msg_flags & MSG_CTRUNC) != 0, version_);
   if (req.action == DecodeAction::kClose) {
-    ipc_log()->debug("client pid {}: {}; closing", peer_.pid, req.reason);
+    ipc_log()->debug("client closed pid={} reason=bad_frame error={}", peer_.pid, base::q(req.reason));
     core_.metrics_.request(0, RDMAD_ERR_PROTOCOL);
     close();
     return false;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "rdmad/metrics/metric.h"
+
 namespace rdmad::ipc {
 namespace {
 
@@ -16,40 +18,38 @@ constexpr const char* kResultNames[] = {
     "connection", "version",          "no_resource", "system", "cuda",          "lost",
     "peer",       "remote_access"};
 
+// The client service's families, declared once.
+using metrics::Kind;
+using metrics::Metric;
+constexpr Metric kClientsConnected{"rdmad_clients_connected", "Client connections open on the Unix socket",
+                                   Kind::kGauge};
+constexpr Metric kQuotaUsageMaxRatio{"rdmad_quota_usage_max_ratio",
+                                     "Highest per-uid quota usage (pinned bytes or registration count over the "
+                                     "quota), 0..1; no uid label by design",
+                                     Kind::kGauge};
+constexpr Metric kRegistrationDuration{"rdmad_registration_duration_seconds",
+                                       "Time to serve a memory registration request, validation to reply",
+                                       Kind::kHistogram};
+constexpr Metric kClientRequests{"rdmad_client_requests_total", "Client requests by operation and result",
+                                 Kind::kCounter};
+constexpr Metric kRegistrations{"rdmad_registrations", "Memory regions registered for clients (after deduplication)",
+                                Kind::kGauge};
+constexpr Metric kRegisteredBytes{"rdmad_registered_bytes",
+                                  "Bytes registered for clients, page-rounded (after deduplication)", Kind::kGauge};
+
 size_t kind_index(rdmad_mem_kind kind) { return kind == RDMAD_MEM_GPU ? 1 : 0; }
 
 }  // namespace
 
 IpcMetrics::IpcMetrics(prometheus::Registry& registry)
-    : clients_(prometheus::BuildGauge()
-                   .Name("rdmad_clients_connected")
-                   .Help("Client connections open on the Unix socket")
-                   .Register(registry)
-                   .Add({})),
-      quota_ratio_(prometheus::BuildGauge()
-                       .Name("rdmad_quota_usage_max_ratio")
-                       .Help("Highest per-uid quota usage (pinned bytes or registration count over the quota), 0..1; "
-                             "no uid label by design")
-                       .Register(registry)
-                       .Add({})),
-      duration_(prometheus::BuildHistogram()
-                    .Name("rdmad_registration_duration_seconds")
-                    .Help("Time to serve a memory registration request, validation to reply")
-                    .Register(registry)
+    : clients_(metrics::build_gauge(kClientsConnected, registry).Add({})),
+      quota_ratio_(metrics::build_gauge(kQuotaUsageMaxRatio, registry).Add({})),
+      duration_(metrics::build_histogram(kRegistrationDuration, registry)
                     .Add({}, prometheus::Histogram::BucketBoundaries{1e-6, 4e-6, 16e-6, 64e-6, 256e-6, 1e-3,
                                                                      4e-3, 16e-3, 64e-3, 0.25, 1.0, 4.0})),
-      requests_(prometheus::BuildCounter()
-                    .Name("rdmad_client_requests_total")
-                    .Help("Client requests by operation and result")
-                    .Register(registry)) {
-  auto& regions = prometheus::BuildGauge()
-                      .Name("rdmad_registrations")
-                      .Help("Memory regions registered for clients (after deduplication)")
-                      .Register(registry);
-  auto& bytes = prometheus::BuildGauge()
-                    .Name("rdmad_registered_bytes")
-                    .Help("Bytes registered for clients, page-rounded (after deduplication)")
-                    .Register(registry);
+      requests_(metrics::build_counter(kClientRequests, registry)) {
+  auto& regions = metrics::build_gauge(kRegistrations, registry);
+  auto& bytes = metrics::build_gauge(kRegisteredBytes, registry);
   const char* kinds[] = {"host", "gpu"};
   for (size_t i = 0; i < 2; ++i) {
     regions_[i] = &regions.Add({{"kind", kinds[i]}});

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 #include "rdmad/ipc/dmabuf.h"
 #include "rdmad/ipc/request_decoder.h"
@@ -150,8 +151,8 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
     lock.unlock();
     auto made = make_region(fd, req, key, aligned, pinned);
     if (!made.ok() && made.error().status == RDMAD_ERR_NO_RESOURCE)
-      base::log_limited(*ipc_log(), g_table_log, spdlog::level::warn, "registration for uid {} refused: {}", peer.uid,
-                        made.error().message);
+      base::log_limited(*ipc_log(), g_table_log, spdlog::level::warn, "registration refused uid={} error={}",
+                        peer.uid, base::q(made.error().message));
     lock.lock();
     Usage& again = usage_[peer.uid];
     --again.registrations;

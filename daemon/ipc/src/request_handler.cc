@@ -6,6 +6,7 @@
 
 #include "connection.h"
 #include "log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/ipc/diagnose.h"
 #include "rdmad/ipc/nic_topology.h"
 
@@ -91,7 +92,7 @@ std::span<const std::byte> UnixServer::Core::handle(Connection& conn, DecodedReq
   rdmad_status status = req.status;
   std::span<const std::byte> frame;
   if (req.action == DecodeAction::kReplyError) {
-    ipc_log()->debug("client pid {} request {}: {}", conn.peer().pid, type, req.reason);
+    ipc_log()->debug("client request refused pid={} type={} error={}", conn.peer().pid, type, base::q(req.reason));
     frame = write_error(out, conn.version() != 0 ? conn.version() : proto::kVersionMin, req.header.request_id,
                         status, req.reason);
   } else {

@@ -18,6 +18,7 @@
 
 #include "connection.h"
 #include "log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 
 namespace rdmad::ipc {
@@ -88,7 +89,7 @@ bool UnixServer::Core::adopt_systemd_socket() {
       boost::system::error_code ec;
       acceptor_.assign(SeqPacket(), fd, ec);
       if (!ec) {
-        ipc_log()->info("serving clients on {} (systemd socket activation)", config_.socket_path);
+        ipc_log()->info("serving clients socket={} activation=systemd", base::q(config_.socket_path));
         return true;
       }
     }
@@ -120,7 +121,7 @@ Result<Ok> UnixServer::Core::bind_socket() {
   }
   acceptor_.listen(SOMAXCONN, ec);
   if (ec) return Error{RDMAD_ERR_SYSTEM, "listen " + path + ": " + ec.message()};
-  ipc_log()->info("serving clients on {} (mode {:o})", path, config_.socket_mode);
+  ipc_log()->info("serving clients socket={} mode=0{:o}", base::q(path), config_.socket_mode);
   return Ok{};
 }
 
@@ -131,8 +132,7 @@ Result<Ok> UnixServer::Core::start() {
   fds_.set(limit, kFdReserve);
   service_.set_fd_budget(&fds_);
   if (config_.max_clients > fds_.total()) {
-    ipc_log()->warn("max_clients {} lowered to {}: the file-descriptor limit is {} and {} are kept for the daemon "
-                    "(raise LimitNOFILE=)",
+    ipc_log()->warn("max clients lowered from={} to={} fd_limit={} fd_reserved={} fix=\"raise LimitNOFILE=\"",
                     config_.max_clients, fds_.total(), limit, kFdReserve);
     config_.max_clients = static_cast<uint32_t>(fds_.total());
   }
@@ -141,7 +141,7 @@ Result<Ok> UnixServer::Core::start() {
   if (!activated_) {
     auto bound = bind_socket();
     if (!bound.ok()) {
-      ipc_log()->error("{}", bound.error().message);
+      ipc_log()->error("cannot bind client socket error={}", base::q(bound.error().message));
       stop();
       return bound;
     }
@@ -157,7 +157,7 @@ void UnixServer::Core::start_workers() {
     size_t n = config_.workers;
     if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<ServiceWorker>());
-    ipc_log()->debug("serving client connections on {} worker thread(s)", n);
+    ipc_log()->debug("client workers started threads={}", n);
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
     ServiceWorker& w = *workers_[i];
@@ -197,7 +197,8 @@ void UnixServer::Core::accept_out_of_fds() {
   }
   accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
   base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn,
-                    "accept: {}; refusing new clients for {} ms", std::strerror(errno), accept_backoff_.count());
+                    "client accept failed error={} pause_ms={}", base::q(std::strerror(errno)),
+                    accept_backoff_.count());
   accept_retry_.expires_after(accept_backoff_);
   accept_retry_.async_wait([this](boost::system::error_code tec) {
     if (!tec && !stopped_) accept_next();
@@ -208,7 +209,7 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(accepted.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    ipc_log()->warn("SO_PEERCRED: {}", std::strerror(errno));
+    ipc_log()->warn("cannot read client credentials call=SO_PEERCRED error={}", base::q(std::strerror(errno)));
     return;
   }
   // The connection lives on the next worker from here on (round-robin).
@@ -217,15 +218,15 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
   SeqPacket::socket socket(workers_[worker]->io);
   socket.assign(SeqPacket(), accepted.release(), ec);
   if (ec) {
-    ipc_log()->warn("serving a client: {}", ec.message());
+    ipc_log()->warn("cannot serve client error={}", base::q(ec.message()));
     return;
   }
   Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
   auto conn = std::make_shared<Connection>(std::move(socket), peer, worker, *this);
   FrameBuffer buf;
   auto refuse = [&](rdmad_status status, const std::string& why) {
-    base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn, "refused client uid {} pid {}: {}", cred.uid,
-                      cred.pid, why);
+    base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn, "client refused uid={} pid={} reason={}",
+                      cred.uid, cred.pid, base::q(why));
     metrics_.request(0, status);
     conn->refuse(write_error(buf, proto::kVersionMin, 0, status, why));
   };

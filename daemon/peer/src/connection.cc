@@ -7,6 +7,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 #include "rdmad/peer/peer_channel.h"
 
@@ -184,7 +185,8 @@ void Connection::refuse(const std::string& reason, uint64_t* counter) {
   // An established connection's loss is logged once, by the channel, with this reason. Anything
   // before that a stranger can cause at will: rate-limited.
   if (!established_) {
-    base::log_limited(*channel_->log_, channel_->stranger_log_, spdlog::level::warn, "peer {}: {}", describe(), reason);
+    base::log_limited(*channel_->log_, channel_->stranger_log_, spdlog::level::warn, "peer refused peer={} reason={}",
+                      base::q(describe()), base::q(reason));
   }
   close(reason);
 }

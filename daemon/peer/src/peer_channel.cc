@@ -5,6 +5,7 @@
 
 #include "connection.h"
 #include "peer_log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/peer/auth.h"
 #include "tls_context.h"
 
@@ -72,10 +73,10 @@ bool PeerChannel::start(std::string& error) {
   }
   listen_port_ = acceptor_.local_endpoint().port();
   running_ = true;
-  log_->log(tls_ ? spdlog::level::info : spdlog::level::warn, "peer channel of node {} listening on {}:{} ({})",
-            config_.node_id, config_.listen_host, listen_port_, describe_security(tls_.get()));
+  log_->log(tls_ ? spdlog::level::info : spdlog::level::warn, "peer channel listening node_id={} listen={}:{} security={}",
+            config_.node_id, config_.listen_host, listen_port_, base::q(describe_security(tls_.get())));
   if (is_wildcard(address)) {
-    log_->warn("peer channel accepts connections on every address ({}): prefer this node's management or NIC address",
+    log_->warn("peer channel on every address listen={} fix=\"listen on this node's management or NIC address\"",
                config_.listen_host);
   }
   accept();
@@ -148,8 +149,8 @@ void PeerChannel::on_accept_error(const boost::system::error_code& ec) {
   // accepting again at once fails again at once (that loop once wrote 2.45 M log lines in 10 s).
   // Pause with a growing delay; the backlog holds the waiting peers meanwhile.
   accept_delay_ = std::clamp(accept_delay_ * 2, kAcceptDelayMin, kAcceptDelayMax);
-  base::log_limited(*log_, accept_log_, spdlog::level::warn, "peer: accept failed: {}; accepting again in {} ms",
-                    ec.message(), accept_delay_.count());
+  base::log_limited(*log_, accept_log_, spdlog::level::warn, "peer accept failed error={} pause_ms={}",
+                    base::q(ec.message()), accept_delay_.count());
   accept_pause_.expires_after(accept_delay_);
   accept_pause_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& e) {
     if (alive.expired() || e == asio::error::operation_aborted || !running_) return;
@@ -167,8 +168,8 @@ void PeerChannel::admit(tcp::socket socket) {
   if (accepted_.size() >= config_.max_handshakes || from_source >= config_.max_handshakes_per_source) {
     counters_.connections_refused++;
     base::log_limited(*log_, accept_log_, spdlog::level::warn,
-                      "peer: refused a connection from {}: {} connections in their handshake, {} from that address "
-                      "(limits {} and {})",
+                      "peer connection refused source={} handshakes={} from_source={} limit={} "
+                      "limit_per_source={}",
                       source, accepted_.size(), from_source, config_.max_handshakes, config_.max_handshakes_per_source);
     // A reset, not a FIN: no TIME_WAIT or half-closed state kept for a flood.
     socket.set_option(asio::socket_base::linger(true, 0), ec);
@@ -202,10 +203,10 @@ void PeerChannel::check_credentials() {
       if (auto next = TlsContext::load(config_, &error)) {
         tls_ = std::move(next);
         counters_.credential_reloads++;
-        log_->info("peer credentials changed on disk and were reloaded ({})", describe_security(tls_.get()));
+        log_->info("peer credentials reloaded security={}", base::q(describe_security(tls_.get())));
       } else {
         base::log_limited(*log_, peer_log_, spdlog::level::err,
-                          "peer credentials changed on disk but do not load; keeping the previous ones: {}", error);
+                          "peer credentials not reloaded error={} kept=previous", base::q(error));
       }
     }
     check_credentials();
@@ -216,7 +217,7 @@ void PeerChannel::dial(Dialer& d) {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(d.address.host, ec);
   if (ec) {
-    log_->error("peer {}: '{}' is not an IP address; not dialling it", d.address.node_id, d.address.host);
+    log_->error("peer not dialled peer={} host={} reason=not_an_ip_address", d.address.node_id, base::q(d.address.host));
     return;
   }
   d.connection =
@@ -227,7 +228,7 @@ void PeerChannel::dial(Dialer& d) {
 void PeerChannel::schedule_redial(Dialer& d) {
   if (!running_ || d.connection || connected(d.address.node_id)) return;
   const auto delay = d.backoff->next();
-  log_->debug("peer {}: redialling in {} ms", d.address.node_id, delay.count());
+  log_->debug("peer redial peer={} delay_ms={}", d.address.node_id, delay.count());
   d.timer->expires_after(delay);
   d.timer->async_wait([this, &d, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
     // A handler already queued when the channel stopped or went away must not touch it (or d).
@@ -253,7 +254,7 @@ void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
         old.role() != c->role() && Connection::Clock::now() - old.established_at() < config_.handshake_timeout;
     if (!cross_dial) {
       base::log_limited(*log_, peer_log_, spdlog::level::warn,
-                        "peer {}: refused: {} is already connected on another connection", c->describe(), peer);
+                        "peer connection refused peer={} reason=already_connected", base::q(c->describe()));
       c->close("duplicate connection: already connected");
       return;
     }
@@ -273,8 +274,9 @@ void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   for (auto& d : dialers_) {
     if (d->address.node_id == peer) d->backoff->reset();
   }
-  base::log_limited(*log_, peer_log_, spdlog::level::info, "peer {}: connected ({}, {})", c->describe(),
-                    c->role() == Connection::Role::kInitiator ? "dialled" : "accepted", describe_security(tls_.get()));
+  base::log_limited(*log_, peer_log_, spdlog::level::info, "peer connected peer={} role={} security={}",
+                    base::q(c->describe()), c->role() == Connection::Role::kInitiator ? "dialled" : "accepted",
+                    base::q(describe_security(tls_.get())));
   if (handlers_.on_up) handlers_.on_up(peer, c->role() == Connection::Role::kInitiator);
 }
 
@@ -286,7 +288,8 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
     if (it != established_.end() && it->second == c) {
       established_.erase(it);
       counters_.peers_connected = established_.size();
-      base::log_limited(*log_, peer_log_, spdlog::level::warn, "peer {}: lost: {}", c->describe(), reason);
+      base::log_limited(*log_, peer_log_, spdlog::level::warn, "peer lost peer={} reason={}", base::q(c->describe()),
+                        base::q(reason));
       if (handlers_.on_down) handlers_.on_down(peer, reason);
     }
   }
@@ -294,8 +297,8 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
     if (d->connection == c) {
       d->connection.reset();
       if (!was_established && !d->failed_before) {
-        base::log_limited(*log_, peer_log_, spdlog::level::info, "peer {}: cannot connect yet: {}", d->address.node_id,
-                          reason);
+        base::log_limited(*log_, peer_log_, spdlog::level::info, "peer not connected yet peer={} reason={}",
+                          d->address.node_id, base::q(reason));
       }
       d->failed_before = !was_established;
     }

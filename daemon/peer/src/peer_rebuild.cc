@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "peer_log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/peer/peer_session.h"
 
 namespace rdmad::peer {
@@ -35,11 +36,11 @@ bool PeerSession::rebuild(const std::string& peer, uint16_t nic_index, RebuildCa
   auto eps = p.qps->prepare_nic(nic_index);
   if (!eps.ok()) {
     counters_.rebuild_failures++;
-    peer_logger()->error("peer {}: rebuild of NIC {} failed: {}", peer, nic_index, eps.status().message());
+    peer_logger()->error("qp rebuild failed peer={} nic={} error={}", peer, nic_index, base::q(eps.status().message()));
     return false;
   }
   p.rebuilds[nic_index] = Rebuild{.offered = true, .cause = cause, .remote = {}};
-  peer_logger()->info("peer {}: rebuilding the QPs of NIC {}", peer, nic_index);
+  peer_logger()->info("qp rebuild started peer={} nic={}", peer, nic_index);
   send_rebuild(peer, EndpointsKind::kRebuildOffer, p.session, nic_index, cause, std::move(eps.value()));
   return true;
 }
@@ -48,7 +49,7 @@ void PeerSession::on_rebuild(const std::string& peer, const Endpoints& m) {
   auto it = peers_.find(peer);
   if (it == peers_.end() || it->second.state != State::kReady || it->second.session != m.session) {
     counters_.rebuild_stale++;
-    log_peer_message(spdlog::level::warn, "peer {}: ignoring a rebuild message of session {} (not the ready session)",
+    log_peer_message(spdlog::level::warn, "qp rebuild message ignored peer={} session={} reason=not_the_ready_session",
                      peer, m.session);
     return;
   }
@@ -68,7 +69,7 @@ void PeerSession::on_rebuild_offer(const std::string& peer, Peer& p, const Endpo
   auto r = p.rebuilds.find(nic);
   if (r != p.rebuilds.end() && r->second.offered && channel_.config().node_id < peer) {
     // Both sides offered this NIC at once: the smaller node id's offer wins, this one is dropped.
-    peer_logger()->info("peer {}: both sides rebuild NIC {}; keeping this side's offer", peer, nic);
+    peer_logger()->info("qp rebuild crossed peer={} nic={} kept=own_offer", peer, nic);
     return;
   }
   if (nic >= p.qps->nics().size() || !all_of_nic(m.endpoints, nic)) {
@@ -91,7 +92,7 @@ void PeerSession::on_rebuild_answer(const std::string& peer, Peer& p, const Endp
   auto r = p.rebuilds.find(nic);
   if (r == p.rebuilds.end() || !r->second.offered) {
     counters_.rebuild_failures++;
-    log_peer_message(spdlog::level::err, "peer {}: rebuild answer for NIC {} without an outstanding offer", peer, nic);
+    log_peer_message(spdlog::level::err, "qp rebuild message ignored peer={} nic={} reason=answer_without_offer", peer, nic);
     return;
   }
   if (m.endpoints.empty()) return rebuild_failed(peer, p, nic, "the peer could not rebuild its QPs");
@@ -113,7 +114,7 @@ void PeerSession::on_rebuild_ack(const std::string& peer, Peer& p, const Endpoin
   auto r = p.rebuilds.find(nic);
   if (r == p.rebuilds.end() || r->second.offered) {
     counters_.rebuild_failures++;
-    log_peer_message(spdlog::level::err, "peer {}: rebuild acknowledgement for NIC {} without an outstanding answer",
+    log_peer_message(spdlog::level::err, "qp rebuild message ignored peer={} nic={} reason=ack_without_answer",
                      peer, nic);
     return;
   }
@@ -131,7 +132,7 @@ void PeerSession::on_rebuild_ack(const std::string& peer, Peer& p, const Endpoin
 void PeerSession::rebuild_failed(const std::string& peer, Peer& p, uint16_t nic, const std::string& why) {
   counters_.rebuild_failures++;
   p.rebuilds.erase(nic);
-  log_peer_message(spdlog::level::err, "peer {}: rebuild of NIC {} failed: {}", peer, nic, why);
+  log_peer_message(spdlog::level::err, "qp rebuild failed peer={} nic={} error={}", peer, nic, base::q(why));
 }
 
 void PeerSession::rebuilt(const std::string& peer, Peer& p, uint16_t nic) {
@@ -139,7 +140,7 @@ void PeerSession::rebuilt(const std::string& peer, Peer& p, uint16_t nic) {
     counters_.rebuilds_request_refused++;
   p.rebuilds.erase(nic);
   counters_.rebuilds++;
-  peer_logger()->info("peer {}: the QPs of NIC {} are rebuilt", peer, nic);
+  peer_logger()->info("qp rebuild done peer={} nic={}", peer, nic);
   if (on_nic_rebuilt_) on_nic_rebuilt_(peer, nic, *p.qps);
 }
 

@@ -1,6 +1,7 @@
 #include "rdmad/peer/peer_session.h"
 
 #include "peer_log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 
 namespace rdmad::peer {
@@ -118,19 +119,19 @@ void PeerSession::on_ack(const std::string& peer, const Endpoints& m) {
 void PeerSession::become_ready(const std::string& peer, Peer& p) {
   p.state = State::kReady;
   counters_.sessions_ready++;
-  peer_logger()->info("peer {}: {} RC QPs up", peer, p.qps->qps().size());
+  peer_logger()->info("qps up peer={} qps={}", peer, p.qps->qps().size());
   if (on_ready_) on_ready_(peer, *p.qps);
 }
 
 void PeerSession::log_left_out(const std::string& peer, const QpConnector& qps) {
   for (const std::string& why : qps.left_out())
     base::log_limited(*peer_logger(), g_bring_up_log, spdlog::level::info,
-                      "peer {}: {}: no QPs on this rail until its port is ACTIVE", peer, why);
+                      "qp bring-up waits peer={} reason={} until=port_active", peer, base::q(why));
 }
 
 void PeerSession::fail(const std::string& peer, const std::string& why) {
   counters_.setup_failures++;
-  base::log_limited(*peer_logger(), g_bring_up_log, spdlog::level::err, "peer {}: QP bring-up failed: {}", peer, why);
+  base::log_limited(*peer_logger(), g_bring_up_log, spdlog::level::err, "qp bring-up failed peer={} error={}", peer, base::q(why));
   peers_.erase(peer);
   // Start over on a fresh connection (redialled with back-off by the dialling side).
   channel_.disconnect(peer, "QP bring-up failed");

@@ -1,6 +1,6 @@
 // The DCQCN histograms of a real daemon: two peered rdmad processes with one soft NIC each and a
-// flow between them; the daemon samples its QPs every second into rdmad_dcqcn_rate_mbps and
-// rdmad_dcqcn_alpha.
+// flow between them; the daemon samples its QPs every second into rdmad_dcqcn_rate_bits_per_second
+// (and, for one release, the deprecated rdmad_dcqcn_rate_mbps) and rdmad_dcqcn_alpha.
 #include "integration/flow/flow_cluster.h"
 
 namespace rdmad::test {
@@ -33,19 +33,23 @@ TEST(DcqcnMetrics, ConnectedFlowIsSampledAtLineRate) {
 
   std::smatch m;
   const std::string out = pair.a->output();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics url=http://127\.0\.0\.1:(\d+)/metrics)")));
   const int port = std::stoi(m[1]);
   // The first samples land within a second of the QPs reaching RTS.
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   std::string body;
-  while (series(body, "rdmad_dcqcn_rate_mbps_count") <= 0 && std::chrono::steady_clock::now() < deadline) {
+  while (series(body, "rdmad_dcqcn_rate_bits_per_second_count") <= 0 && std::chrono::steady_clock::now() < deadline) {
     usleep(20'000);
     body = scrape(port);
   }
-  const double count = series(body, "rdmad_dcqcn_rate_mbps_count");
+  const double count = series(body, "rdmad_dcqcn_rate_bits_per_second_count");
   ASSERT_GT(count, 0) << body << pair.a->output();
   // Loopback marks nothing: every flow is at the soft NIC's line rate (100 Gb/s), none below.
-  EXPECT_EQ(series(body, "rdmad_dcqcn_rate_mbps_bucket", ",le=\"50000\""), 0) << body;
+  EXPECT_EQ(series(body, "rdmad_dcqcn_rate_bits_per_second_bucket", ",le=\"50000000000\""), 0) << body;
+  EXPECT_EQ(series(body, "rdmad_dcqcn_rate_bits_per_second_bucket", ",le=\"100000000000\""), count) << body;
+  EXPECT_EQ(series(body, "rdmad_dcqcn_rate_bits_per_second_sum"), count * 100e9) << body;
+  // The deprecated Mb/s twin has the same samples (a scrape is one snapshot of both).
+  EXPECT_EQ(series(body, "rdmad_dcqcn_rate_mbps_count"), count) << body;
   EXPECT_EQ(series(body, "rdmad_dcqcn_rate_mbps_bucket", ",le=\"100000\""), count) << body;
   EXPECT_EQ(series(body, "rdmad_dcqcn_rate_mbps_sum"), count * 100000) << body;
   // One α per rate sample, and α ≤ 1.

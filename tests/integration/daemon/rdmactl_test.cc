@@ -50,7 +50,7 @@ class Rdmactl : public ::testing::Test {
     ASSERT_TRUE(daemon_->wait_for_output("] ready", 15s)) << daemon_->output();
     std::smatch m;
     const std::string out = daemon_->output();
-    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics url=http://127\.0\.0\.1:(\d+)/metrics)")));
     metrics_port_ = std::stoi(m[1]);
   }
   void TearDown() override {
@@ -111,7 +111,7 @@ TEST_F(Rdmactl, StatusShowsAnInsecurePeerChannel) {
   EXPECT_NE(json.output.find("\"peer_channel\":\"insecure\",\"peer_channel_insecure\":true"), std::string::npos)
       << json.output;
   // The daemon said so at start-up too, at warning.
-  EXPECT_NE(daemon_->output().find("warning [peer] peer channel of node nodeA listening on 127.0.0.1:"), std::string::npos)
+  EXPECT_NE(daemon_->output().find("warning [peer] peer channel listening node_id=nodeA listen=127.0.0.1:"), std::string::npos)
       << daemon_->output();
   EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_peer_channel_insecure 1", 5s));
 }
@@ -315,11 +315,11 @@ TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
   knob >> written;
   EXPECT_EQ(written, 9);
   EXPECT_TRUE(std::regex_search(run({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
-  EXPECT_NE(d.output().find("nic rail0: set rpg_ai_rate: 5 -> 9"), std::string::npos) << d.output();
+  EXPECT_NE(d.output().find("cc knob set nic=rail0 change=\"rpg_ai_rate: 5 -> 9\""), std::string::npos) << d.output();
   // The metrics follow the change.
   std::smatch m;
   const std::string out = d.output();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)")));
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics url=http://127\.0\.0\.1:(\d+)/metrics)")));
   EXPECT_TRUE(metrics_contain(std::stoi(m[1]), "rpg_ai_rate=\"9\"", 5s));
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(10s), 0) << d.output();

@@ -80,8 +80,8 @@ mkdir -p "$root/run/rdmad"
 in_root chown rdmad:rdmad /run/rdmad
 chroot --userspec=rdmad:rdmad "$root" /usr/sbin/rdmad --config /tmp/rdmad-test.toml >"$work/rdmad.log" 2>&1 &
 daemon_pid=$!
-poll 10 grep -q 'serving metrics at http://127.0.0.1:' "$work/rdmad.log" || fail "packaged rdmad did not start: $(cat "$work/rdmad.log")"
-port=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$work/rdmad.log" | head -1)
+poll 10 grep -q 'serving metrics url=http://127.0.0.1:' "$work/rdmad.log" || fail "packaged rdmad did not start: $(cat "$work/rdmad.log")"
+port=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$work/rdmad.log" | head -1)
 body=$(curl -fsS "http://127.0.0.1:$port/metrics") || fail "scrape of the packaged daemon"
 version=$("$RDMAD" --version | sed -n 's/^rdmad \([^ ]*\) .*/\1/p')
 echo "$body" | grep -q "^rdmad_build_info{.*version=\"$version\"} 1$" || fail "no rdmad_build_info version $version in: $body"

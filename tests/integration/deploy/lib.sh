@@ -30,7 +30,7 @@ use_work_dir() {
 # start_rdmad CONFIG_DIR [EXTRA_TOML] [RDMAD_BINARY]: starts rdmad on a config in CONFIG_DIR
 # (runtime directory and socket under CONFIG_DIR/run, metrics on 127.0.0.1:0, then EXTRA_TOML:
 # [[nic]] tables, [peer], ...), waits until it is ready, and sets RDMAD_PID, RDMAD_PORT (from
-# the "serving metrics at" line) and RDMAD_SOCK. More [daemon] keys: RDMAD_DAEMON_KEYS=... start_rdmad.
+# the "serving metrics url=" line) and RDMAD_SOCK. More [daemon] keys: RDMAD_DAEMON_KEYS=... start_rdmad.
 start_rdmad() {
   local dir=$1 extra=${2:-} bin=${3:-$RDMAD}
   mkdir -p "$dir/run"
@@ -47,5 +47,5 @@ TOML
   RDMAD_PID=$!
   RDMAD_SOCK="$dir/run/rdmad.sock"
   poll 10 grep -q '\] ready' "$dir/rdmad.log" || fail "rdmad did not start: $(cat "$dir/rdmad.log")"
-  RDMAD_PORT=$(sed -n 's|.*serving metrics at http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$dir/rdmad.log" | head -1)
+  RDMAD_PORT=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$dir/rdmad.log" | head -1)
 }

@@ -131,7 +131,7 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
   EXPECT_EQ(c->status, RDMAD_OK);
   EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
   EXPECT_GE(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0), 1.0);
-  EXPECT_NE(fp.a()->output().find("nic node-a0 to peer node-b"), std::string::npos) << fp.a()->output();
+  EXPECT_NE(fp.a()->output().find("path failed nic=node-a0 peer=node-b"), std::string::npos) << fp.a()->output();
 
   // The path comes back: NIC 0 carries chunks again.
   ASSERT_TRUE(fp.fabric->start());
@@ -180,7 +180,7 @@ TEST(FlowFailover, QpFatalEventFailsTheLaneOverMidTransferAndItIsRebuilt) {
   EXPECT_EQ(c->status, RDMAD_OK);
   EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
   EXPECT_TRUE(eventually([&] { return nic1("rdmad_balancer_failovers_total") >= 1; }, 10s)) << pair.a->output();
-  EXPECT_NE(pair.a->output().find("nic node-a1 to peer node-b: queue pair failed (asynchronous QP fatal event)"),
+  EXPECT_NE(pair.a->output().find("path failed nic=node-a1 peer=node-b reason=\"queue pair failed (asynchronous QP fatal event)\""),
             std::string::npos)
       << pair.a->output();
   EXPECT_EQ(pair.a->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(-1), 0.0);

@@ -114,7 +114,7 @@ class Node {
     }
     std::smatch m;
     const std::string out = proc_->output();
-    if (!std::regex_search(out, m, std::regex(R"(serving metrics at http://127\.0\.0\.1:(\d+)/metrics)"))) return false;
+    if (!std::regex_search(out, m, std::regex(R"(serving metrics url=http://127\.0\.0\.1:(\d+)/metrics)"))) return false;
     metrics_port_ = std::stoi(m[1]);
     return true;
   }

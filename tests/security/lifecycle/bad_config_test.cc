@@ -130,7 +130,7 @@ TEST(ReloadBadFile, FifoOnReloadDoesNotBlockClients) {
   ASSERT_EQ(::unlink(cfg.c_str()), 0);
   ASSERT_EQ(::mkfifo(cfg.c_str(), 0600), 0);
   d.process().signal(SIGHUP);
-  ASSERT_TRUE(d.process().wait_for_output("reloading " + cfg, 5s)) << d.process().output();
+  ASSERT_TRUE(d.process().wait_for_output("reloading config=" + cfg, 5s)) << d.process().output();
   {
     // A stalled control thread never accepts: the old daemon left every client waiting forever.
     Watchdog w(10s, "a client of a daemon reloading a FIFO", [&] { d.process().signal(SIGKILL); });

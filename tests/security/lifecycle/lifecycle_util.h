@@ -60,7 +60,7 @@ class Daemon {
     }
     std::smatch m;
     const std::string out = proc_->output();
-    if (std::regex_search(out, m, std::regex(R"(serving metrics at http://127\.0\.0\.1:(\d+)/metrics)")))
+    if (std::regex_search(out, m, std::regex(R"(serving metrics url=http://127\.0\.0\.1:(\d+)/metrics)")))
       port_ = std::stoi(m[1]);
   }
   Subprocess& process() { return *proc_; }

@@ -4,6 +4,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <sstream>
+#include <thread>
 
 namespace rdmad::base {
 namespace {
@@ -42,6 +43,18 @@ TEST(LogLimiter, AFloodWritesABoundedNumberOfLinesWithTheSuppressedCount) {
   EXPECT_EQ(written, 2);
   EXPECT_EQ(out.str(), "refused peer 0\nrefused peer 1\n");
   EXPECT_EQ(limiter.suppressed_total(), 99998u);
+}
+
+TEST(LogLimiter, TheNextLineWrittenCarriesTheSuppressedCountAsAField) {
+  std::ostringstream out;
+  spdlog::logger log("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  log.set_pattern("%v");
+  LogLimiter limiter(50ms, 1);
+  for (int i = 0; i < 3; ++i) log_limited(log, limiter, spdlog::level::warn, "peer refused peer={}", i);
+  std::this_thread::sleep_for(60ms);  // the next interval
+  EXPECT_TRUE(log_limited(log, limiter, spdlog::level::warn, "peer refused peer={}", 3));
+  // The count is one more key=value field, so the line keeps the shape of docs/operations.md.
+  EXPECT_EQ(out.str(), "peer refused peer=0\npeer refused peer=3 suppressed=2\n");
 }
 
 TEST(LogLimiter, LinesBelowTheLoggersLevelAreNotCounted) {

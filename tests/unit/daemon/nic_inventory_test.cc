@@ -8,28 +8,12 @@
 #include <set>
 
 #include "rdmad/base/log.h"
+#include "stub_device.h"
 
 namespace rdmad::daemon {
 namespace {
 
 using namespace std::chrono_literals;
-
-class StubDevice final : public verbs::Device {
- public:
-  explicit StubDevice(std::string name) { info_.name = std::move(name); }
-  const verbs::DeviceInfo& info() const override { return info_; }
-  verbs::Result<verbs::PortInfo> query_port(uint8_t) const override { return verbs::PortInfo{}; }
-  verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> alloc_pd() override {
-    return verbs::Status::not_supported("stub");
-  }
-  verbs::Result<std::unique_ptr<verbs::CompletionQueue>> create_cq(uint32_t) override {
-    return verbs::Status::not_supported("stub");
-  }
-  verbs::NicCounters counters() const override { return {}; }
-
- private:
-  verbs::DeviceInfo info_;
-};
 
 // "rdma_core" here: a backend whose devices open only once `present` names them.
 struct Backend {

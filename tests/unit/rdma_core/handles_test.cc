@@ -84,7 +84,8 @@ TEST_F(RdmaCoreHandleOrder, FailedDestroyIsLoggedWithVerbDeviceAndErrno) {
   g_fail_rc = EBUSY;
   { auto pd = detail::adopt(new FakePd, &destroy_fake<FakePd>, "ibv_dealloc_pd", "mlx5_3"); }
   log::replace_for_test(log::Component::kVerbs, previous);
-  EXPECT_NE(out.str().find("ibv_dealloc_pd on mlx5_3 failed: Device or resource busy"), std::string::npos)
+  EXPECT_NE(out.str().find("verbs call failed call=ibv_dealloc_pd device=mlx5_3 error=\"Device or resource busy\""),
+            std::string::npos)
       << out.str();
 }
 

@@ -52,7 +52,7 @@ else
   check sh -c 'echo 1 >/proc/sys/net/ipv4/conf/eth1/promote_secondaries'
   check ip addr add 10.2.0.11/24 dev eth1
   check ip addr del 10.2.0.1/24 dev eth1
-  check wait_until 30 grep -qE 'nic rail1: source gid .* -> (::ffff:)?10\.2\.0\.11 ' "$run_dir/rdmad.log"
+  check wait_until 30 grep -qE 'source gid changed nic=rail1 from=\S+ to=(::ffff:)?10\.2\.0\.11 ' "$run_dir/rdmad.log"
   check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
   before=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
   check "$client" initiator --peer vm1 --dir "$dir" --phase again --bytes $bytes --seed 5 --request 131072
@@ -106,7 +106,7 @@ check metric_at_least rdmad_hw_counter_total 'counter="rcvd_pkts"' 1
 curl -s "$metrics_url" | grep -E '^rdmad_(nic_info|hw_counter_total|balancer_bytes_sent_total|balancer_failovers_total|peer_rebuilds_total)' | head -40
 
 # What the daemon saw (shown with --verbose): port events, failovers, rebuilds.
-grep -E "\[(verbs|flow|peer)\].*(port|failed|rebuil|moved|gid|QPs)" "$run_dir/rdmad.log" | grep -v redialling | tail -n 30
+grep -E "\[(verbs|flow|peer)\].*(port|failed|rebuil|moved|gid|qps)" "$run_dir/rdmad.log" | grep -v "peer redial" | tail -n 30
 
 # Stay up until the other guest is done with this daemon too.
 touch "$dir/finished-$guest"

@@ -40,8 +40,9 @@ class LogLimiter {
   uint64_t total_ = 0;
 };
 
-/// Writes `fmt` at `level` through `limiter`; a line after suppressed ones ends with
-/// "(N similar lines suppressed)". Returns whether it was written.
+/// Writes `fmt` at `level` through `limiter`; a line after suppressed ones ends with the field
+/// " suppressed=N" (the lines like it left out since the last one written). Returns whether it was
+/// written.
 template <typename... Args>
 bool log_limited(spdlog::logger& log, LogLimiter& limiter, spdlog::level::level_enum level,
                  fmt::format_string<Args...> format, Args&&... args) {
@@ -49,7 +50,7 @@ bool log_limited(spdlog::logger& log, LogLimiter& limiter, spdlog::level::level_
   uint64_t suppressed = 0;
   if (!limiter.allow(LogLimiter::Clock::now(), &suppressed)) return false;
   std::string line = fmt::format(format, std::forward<Args>(args)...);
-  if (suppressed > 0) line += fmt::format(" ({} similar lines suppressed)", suppressed);
+  if (suppressed > 0) line += fmt::format(" suppressed={}", suppressed);
   log.log(level, "{}", line);
   return true;
 }

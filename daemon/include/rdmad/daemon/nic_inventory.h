@@ -44,6 +44,10 @@ struct Nic {
 /// with the NIC's cnp_dscp, an rdma_core NIC's address as the GID rule, its DSCP and SL).
 verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config);
 
+/// The buckets of rdmad_dcqcn_rate_bits_per_second: 10 Mb/s to 400 Gb/s, in bits per second (the
+/// deprecated rdmad_dcqcn_rate_mbps has the same ones in Mb/s).
+std::vector<double> dcqcn_rate_buckets_bits_per_second();
+
 class NicInventory {
  public:
   using Clock = std::chrono::steady_clock;
@@ -63,8 +67,9 @@ class NicInventory {
   std::vector<size_t> retry(Clock::time_point now);
   // Reads counters and port state from every NIC when Prometheus scrapes.
   std::shared_ptr<prometheus::Collectable> collector() const;
-  // Registers rdmad_dcqcn_rate_mbps and rdmad_dcqcn_alpha on `registry` with one child per soft NIC
-  // port, so the families show (empty) before any QP is up. Call once, after open(). Hardware NICs
+  // Registers rdmad_dcqcn_rate_bits_per_second (and its deprecated Mb/s twin, rdmad_dcqcn_rate_mbps,
+  // for one release) and rdmad_dcqcn_alpha on `registry` with one child per soft NIC port, so the
+  // families show (empty) before any QP is up. Call once, after open(). Hardware NICs
   // have none: their DCQCN runs in firmware (nic_cc reports its configuration).
   void add_dcqcn_metrics(prometheus::Registry& registry);
   // Observes the rate and α of every QP in RTS on every soft NIC (the daemon calls it every second).
@@ -75,7 +80,8 @@ class NicInventory {
  private:
   struct DcqcnHistograms {
     const verbs::Device* device;
-    prometheus::Histogram* rate_mbps;
+    prometheus::Histogram* rate;       // bits per second
+    prometheus::Histogram* rate_mbps;  // deprecated: the same samples in Mb/s
     prometheus::Histogram* alpha;
   };
   void log_ports(const Nic& nic) const;

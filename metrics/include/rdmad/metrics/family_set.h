@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rdmad/metrics/metric.h"
+
 namespace rdmad::metrics {
 
 using LabelList = std::vector<std::pair<std::string, std::string>>;
@@ -19,6 +21,9 @@ class FamilySet {
   // node builds over 10,000 series per scrape).
   void counter(std::string_view name, std::string_view help, const LabelList& labels, double value);
   void gauge(std::string_view name, std::string_view help, const LabelList& labels, double value);
+  // One series of a declared counter or gauge (histograms are kept by prometheus-cpp, never built
+  // at scrape time).
+  void add(const Metric& m, const LabelList& labels, double value);
   // The families in first-use order.
   std::vector<prometheus::MetricFamily> take();
 

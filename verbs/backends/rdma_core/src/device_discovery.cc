@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "rdmad/base/log_fields.h"
 #include "rdmad/verbs/rdma_core/handles.h"
 
 namespace rdmad::verbs::rdma_core {
@@ -64,7 +65,7 @@ VerbsResult<DiscoveredDevices> discover_devices(const nic_cc::SysfsRoot& root) {
   if (list == nullptr) {
     // ENOSYS: the kernel has no RDMA support at all, which is the same as having no devices.
     if (errno == ENOSYS || errno == 0) {
-      logger()->info("no rdma devices: the kernel has no rdma support");
+      logger()->info("no rdma devices found reason=no_kernel_rdma_support");
       return out;
     }
     return last_error("ibv_get_device_list", "");
@@ -76,7 +77,7 @@ VerbsResult<DiscoveredDevices> discover_devices(const nic_cc::SysfsRoot& root) {
     out.devices.push_back(std::move(info));
   }
   if (out.devices.empty()) logger()->info("no rdma devices found");
-  for (const auto& w : out.warnings) logger()->warn("{}", w);
+  for (const auto& w : out.warnings) logger()->warn("rdma device discovery warning detail={}", rdmad::base::q(w));
   return out;
 }
 

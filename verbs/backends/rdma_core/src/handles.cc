@@ -1,5 +1,6 @@
 #include "rdmad/base/log.h"
 #include "rdmad/verbs/rdma_core/handles.h"
+#include "rdmad/base/log_fields.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -25,7 +26,7 @@ void log_destroy_failure(const char* verb, const std::string& device, int rc, in
   // Destroy verbs return the errno value; ibv_close_device returns -1 and sets errno.
   const int e = rc > 0 ? rc : (saved_errno != 0 ? saved_errno : EIO);
   auto log = log::get(log::Component::kVerbs);
-  log->error("{} on {} failed: {}", verb, device, std::strerror(e));
+  log->error("verbs call failed call={} device={} error={}", verb, device, rdmad::base::q(std::strerror(e)));
 }
 
 }  // namespace detail

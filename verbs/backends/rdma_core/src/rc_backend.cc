@@ -8,6 +8,7 @@
 
 #include "rdmad/base/log.h"
 #include "rc_objects.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/verbs/rdma_core/device_mapping.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
@@ -60,9 +61,8 @@ Result<std::unique_ptr<Device>> open_device(const DeviceConfig& config) {
     return Status::error(match.error());
   const GidChoice gid = state->select_gid_now(config.port);
   if (auto log = log::get(log::Component::kVerbs)) {
-    log->info(
-        "{} port {}: source gid {}", state->sysfs.name, config.port,
-        gid.ok() ? fmt::format("{} ({})", format_gid(gid.entry->gid), gid.reason) : "none: " + gid.reason);
+    log->info("source gid device={} port={} gid={} reason={}", state->sysfs.name, config.port,
+              gid.ok() ? format_gid(gid.entry->gid) : std::string("none"), rdmad::base::q(gid.reason));
   }
   return std::unique_ptr<Device>(new RcDevice(std::move(state)));
 }
