@@ -90,6 +90,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
       tx_(local_ip_.v6, config.udp_offload && enable_udp_gro(fd_)),
       rx_(tx_.offload()),
       qps_(kMaxQps),
+      wheel_(kWheelSlotNs, 0, cc::TimingWheel::kMaxLevels, now_ns()),
       mrs_(std::make_unique<MrEntry[]>(kMaxMrs)) {
   sockaddr_storage sa{};
   socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
@@ -118,6 +119,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
   active_.reserve(kMaxQps);
+  all_qps_.reserve(kMaxQps);
   thread_ = std::thread([this] {
     // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
     std::string name = "rdmad-soft" + std::to_string(id_);
@@ -217,25 +219,15 @@ void SoftNic::loop() {
     const uint64_t completions_before = completions_pushed_;
     const uint64_t tx_before = counters_.tx_packets;
     const uint64_t rx_before = counters_.rx_packets;
+    ++passes_;
     bool work = drain_commands();
     work |= rx_burst(now);
-    TimeNs next_deadline = cc::kNever;
-    // Round robin: each QP sends a few packets per round so one long message does not starve others.
+    const uint64_t seq_before_tx = doorbell_seq_.load();  // collect_posted sees every post counted here
+    collect_posted();
+    // Timers first: a retransmit timeout or a pacing departure due now sends in this pass's rounds.
+    fire_timers(now);
     bool tx_drained = false;  // a round found nothing to send: every QP is out of work, window or tokens
-    const uint64_t seq_before_tx = doorbell_seq_.load();  // requester_tx sees every post counted here
-    for (int round = 0; round < 16 && !tx_drained; ++round) {
-      bool progress = false;
-      for (QpContext* qp : active_) {
-        progress |= responder_tx(*qp, now, 16);
-        progress |= requester_tx(*qp, now, 16);
-      }
-      work |= progress;
-      tx_drained = !progress;
-    }
-    for (QpContext* qp : active_) {
-      check_timers(*qp, now, &next_deadline);
-      if (config_.cc_enabled) cc_timers(*qp, now, &next_deadline);
-    }
+    work |= transmit(now, &tx_drained);
     flush_tx();
     uint64_t seq = doorbell_seq_.load();
     if (seq != seen_seq) {
@@ -261,7 +253,7 @@ void SoftNic::loop() {
       __builtin_ia32_pause();
 #endif
     } else if (now - last_work >= spin_ns) {
-      idle_wait(now, next_deadline, seen_seq);
+      idle_wait(now, wheel_.next_expiry_hint_ns(), seen_seq);
       last_work = now_ns();
     }
   }
