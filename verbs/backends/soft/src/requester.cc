@@ -141,12 +141,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     if (s.error == WcStatus::kSuccess && !check_local(qp, wr.sge, wr.opcode == WrOpcode::kRdmaRead)) {
       s.error = WcStatus::kLocalProtectionError;
     }
-    if (s.error != WcStatus::kSuccess) {
-      // At the head it fails now (nothing else may bring the QP back: its packets may all be
-      // acknowledged); behind it, once the WRs before it complete.
-      if (qp.send_idx == sq.head()) complete_sends(qp);
-      break;
-    }
+    if (s.error != WcStatus::kSuccess) break;
     if (wr.opcode == WrOpcode::kRdmaRead && psn_diff(s.read_next_psn, qp.send_psn) > 0) {
       qp.send_psn = s.read_next_psn;  // re-request only what has not arrived
       if (psn_diff(qp.send_psn, end_psn(s)) >= 0) {
@@ -224,6 +219,10 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     on_data_sent(qp, now, bytes + kWireOverheadBytes);
     ++sent;
   }
+  // The loop may have stepped over a READ already answered in full (its responses came after a
+  // rewind) or found the head's region gone: complete or fail it now. No packet or timer may
+  // bring the QP back for it (everything sent can already be acknowledged).
+  complete_sends(qp);
   return sent > 0;
 }
 
