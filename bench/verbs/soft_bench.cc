@@ -10,9 +10,13 @@
 //      the posting thread, which computes payload CRCs at post).
 // Each throughput round also runs the soft NICs with crc_at_post = false ("dp crc": the datapath
 // computes every ICRC itself), so the column soft/dp is that change's A/B in the same round.
-// Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all, default all]
+//   4. (only with `idle`) the cost of QPs that do nothing: 64 KiB WRITE throughput and 64 B round
+//      trip on one busy QP while 0, 64 and 1023 more QP pairs between the same two NICs sit
+//      connected and idle (a NIC holds at most 1024 QPs).
+// Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all|idle, default all]
 //                         [rounds, default 3]
-//   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself.
+//   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself; idle: only part 4,
+//   `rounds` times.
 //   RDMAD_BENCH_SPAN=N makes the soft WRITEs cycle through N message-sized slices of a larger
 //   source region (payload from memory instead of cache; TCP and the floor still reuse one buffer).
 //   RDMAD_BENCH_CPU=1 also prints, for every soft throughput run, the share of a core the
@@ -83,25 +87,47 @@ void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t comp
   e.qp = std::move(e.pd->create_qp(ia).value());
 }
 
+// Takes `x` to RTS towards QP `dest_qpn` at port `p`.
+void connect_qp(QueuePair& x, const PortInfo& p, uint32_t dest_qpn, uint32_t mtu) {
+  QpAttr at;
+  at.state = QpState::kInit;
+  at.access_flags = kAccessRemoteWrite;
+  RDMAD_ASSERT(x.modify(at, kQpState | kQpAccessFlags).ok(), "modify failed");
+  at.state = QpState::kRtr;
+  at.path_mtu_bytes = mtu;
+  at.dest_qp_num = dest_qpn;
+  at.rq_psn = 0;
+  at.dest_gid = p.gid;
+  at.dest_udp_port = p.udp_port;
+  RDMAD_ASSERT(x.modify(at, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).ok(), "modify failed");
+  at.state = QpState::kRts;
+  at.sq_psn = 0;
+  at.timeout = 14;
+  RDMAD_ASSERT(x.modify(at, kQpState | kQpSqPsn | kQpTimeout).ok(), "modify failed");
+}
+
 void connect(Ep& a, Ep& b, uint32_t mtu) {
-  for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
-    PortInfo p = y->dev->query_port(1).value();
-    QpAttr at;
-    at.state = QpState::kInit;
-    at.access_flags = kAccessRemoteWrite;
-    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpAccessFlags).ok(), "modify failed");
-    at.state = QpState::kRtr;
-    at.path_mtu_bytes = mtu;
-    at.dest_qp_num = y->qp->qp_num();
-    at.rq_psn = 0;
-    at.dest_gid = p.gid;
-    at.dest_udp_port = p.udp_port;
-    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpAv).ok(), "modify failed");
-    at.state = QpState::kRts;
-    at.sq_psn = 0;
-    at.timeout = 14;
-    RDMAD_ASSERT(x->qp->modify(at, kQpState | kQpSqPsn | kQpTimeout).ok(), "modify failed");
+  connect_qp(*a.qp, b.dev->query_port(1).value(), b.qp->qp_num(), mtu);
+  connect_qp(*b.qp, a.dev->query_port(1).value(), a.qp->qp_num(), mtu);
+}
+
+// `n` more QP pairs between a's and b's NICs, connected and left idle (part 4).
+std::vector<std::unique_ptr<QueuePair>> idle_pairs(Ep& a, Ep& b, int n) {
+  std::vector<std::unique_ptr<QueuePair>> qps;
+  const PortInfo pa = a.dev->query_port(1).value(), pb = b.dev->query_port(1).value();
+  QpInitAttr ia;
+  ia.max_send_wr = 16;
+  for (int i = 0; i < n; ++i) {
+    ia.send_cq = ia.recv_cq = a.cq.get();
+    auto x = std::move(a.pd->create_qp(ia).value());
+    ia.send_cq = ia.recv_cq = b.cq.get();
+    auto y = std::move(b.pd->create_qp(ia).value());
+    connect_qp(*x, pb, y->qp_num(), 4096);
+    connect_qp(*y, pa, x->qp_num(), 4096);
+    qps.push_back(std::move(x));
+    qps.push_back(std::move(y));
   }
+  return qps;
 }
 
 // Polls `cq`; when it is empty, arms it, polls once more, and sleeps on its notification fd until
@@ -126,11 +152,12 @@ struct WriteResult {
 };
 
 WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, bool udp_offload,
-                                  bool crc_at_post = true) {
+                                  bool crc_at_post = true, int idle_qps = 0) {
   Ep a, b;
   open_ep(reg, a, udp_offload, 0, crc_at_post);
   open_ep(reg, b, udp_offload, 0, crc_at_post);
   connect(a, b, 4096);
+  auto idle = idle_pairs(a, b, idle_qps);
   // RDMAD_BENCH_SPAN=N: successive WRs read N different message-sized slices of the source, so
   // that with N · msg well above the caches the payload comes from memory, as in a large transfer.
   const char* span_env = std::getenv("RDMAD_BENCH_SPAN");
@@ -182,6 +209,7 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
                  (c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) / 1e9 / secs, (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns) / 1e9 / secs,
                  poster_cpu / secs);
   }
+  idle.clear();  // before the QPs' devices
   if (c1a.retransmitted_packets > c0a.retransmitted_packets) {
     std::fprintf(stderr, "  (%llu retransmitted packets)\n",
                  static_cast<unsigned long long>(c1a.retransmitted_packets - c0a.retransmitted_packets));
@@ -317,11 +345,12 @@ Lat percentiles(std::vector<double>& v) {
   return {v[v.size() / 2], v[v.size() * 99 / 100]};
 }
 
-Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us) {
+Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us, int idle_qps = 0) {
   Ep a, b;
   open_ep(reg, a, true, completion_spin_us);
   open_ep(reg, b, true, completion_spin_us);
   connect(a, b, 1024);
+  auto idle = idle_pairs(a, b, idle_qps);
   std::vector<uint8_t> src(64, 1), dst(64, 0);
   auto smr = std::move(a.pd->reg_mr(src.data(), 64, 0).value());
   auto dmr = std::move(b.pd->reg_mr(dst.data(), 64, kAccessLocalWrite | kAccessRemoteWrite).value());
@@ -339,7 +368,27 @@ Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us)
     }
     if (i >= 1000) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
+  idle.clear();
   return percentiles(us);
+}
+
+// Part 4: one busy QP among `idle` idle pairs, `rounds` times.
+void idle_scaling(BackendRegistry& reg, double seconds, int rounds) {
+  std::printf("%-36s %10s %10s %10s\n", "1 busy QP among N idle pairs", "N = 0", "N = 64", "N = 1023");
+  for (int r = 0; r < rounds; ++r) {
+    double gbps[3], p50[3], p99[3];
+    const int ns[3] = {0, 64, 1023};
+    for (int k = 0; k < 3; ++k) {
+      gbps[k] = soft_write_throughput(reg, size_t{64} << 10, seconds, true, true, ns[k]).gbps;
+      const Lat l = soft_write_rtt(reg, 5000, 0, ns[k]);
+      p50[k] = l.p50_us;
+      p99[k] = l.p99_us;
+    }
+    std::printf("round %-2d WRITE 64 KiB Gb/s %16.2f %10.2f %10.2f\n", r + 1, gbps[0], gbps[1], gbps[2]);
+    std::printf("round %-2d 64 B round trip p50 us %11.1f %10.1f %10.1f\n", r + 1, p50[0], p50[1], p50[2]);
+    std::printf("round %-2d 64 B round trip p99 us %11.1f %10.1f %10.1f\n", r + 1, p99[0], p99[1], p99[2]);
+    std::fflush(stdout);
+  }
 }
 
 // busy_client: the client polls its socket (MSG_DONTWAIT) instead of blocking in recv, as the soft
@@ -379,12 +428,16 @@ int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const std::string part = argc > 2 ? argv[2] : "all";
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
-  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt") || rounds < 1) {
-    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all] [rounds >= 1]\n");
+  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt" && part != "idle") || rounds < 1) {
+    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all|idle] [rounds >= 1]\n");
     return 2;
   }
   BackendRegistry reg;
   rdmad::verbs::soft::register_backend(reg);
+  if (part == "idle") {
+    idle_scaling(reg, seconds, rounds);
+    return 0;
+  }
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
   // "dp crc": the same soft NICs with crc_at_post = false (the datapath computes every ICRC).
   if (part != "rtt") {

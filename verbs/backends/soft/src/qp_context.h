@@ -3,6 +3,7 @@
 // only touches QpShared (the SPSC rings, and the payload CRCs it computes at post).
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -89,6 +90,16 @@ struct Response {
   uint32_t rkey = 0;      // READ: the key checked again before each response packet
 };
 
+/// The timers each QP keeps on its NIC's timing wheel (SoftNic::arm); the wheel names them
+/// qp_index(qpn) · kQpTimers + kind.
+enum QpTimer : uint32_t {
+  kRetransmitTimer,    // the go-back-N timeout; checked lazily, re-armed when progress moved it
+  kSendTimer,          // the QP may send again: the pacer's next departure, or the end of an RNR wait
+  kReactionTimer,      // the DCQCN reaction point's next event (increase timer, deferred cut)
+  kNotificationTimer,  // the notification point's deferred CNP
+  kQpTimers,
+};
+
 struct QpContext {
   uint32_t qpn = 0;
   uint32_t pd_id = 0;
@@ -139,6 +150,13 @@ struct QpContext {
   cc::NpState np;
   cc::PacerState pacer;
   double paced_rate_mbps = 0;  // the rate the pacer's current gap was set at
+
+  // ---- datapath scheduling (soft_nic_timers.cc) ----
+  bool active = false;   // on SoftNic::active_: a loop pass gives it a transmit turn
+  bool cq_full = false;  // a completion did not fit its CQ: retry every pass until it does
+  // When each wheel timer is due; kNever: not scheduled. A timer is re-armed only to an earlier
+  // time; one that fires early (its state moved on) re-arms at the real time.
+  std::array<TimeNs, kQpTimers> timer_due{cc::kNever, cc::kNever, cc::kNever, cc::kNever};
 };
 
 }  // namespace rdmad::verbs::soft

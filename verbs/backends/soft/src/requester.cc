@@ -101,7 +101,10 @@ void SoftNic::complete_sends(QpContext& qp) {
     if (wr.signaled) {
       WorkCompletion wc{wr.wr_id, WcStatus::kSuccess, wc_opcode(wr.opcode), false, qp.qpn,
                         wr.opcode == WrOpcode::kRdmaRead ? wr.sge.length : 0, 0};
-      if (!push_completion(*qp.send_cq, wc)) return;  // CQ full: retry on the next pass
+      if (!push_completion(*qp.send_cq, wc)) {
+        qp.cq_full = true;  // retry on the next pass
+        return;
+      }
     }
     release_send(*qp.shared);
   }
@@ -203,7 +206,10 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
       if (last) ++qp.send_idx;
     }
     if (p.bth.ack_req) qp.last_ack_req_ns = now;
-    if (qp.una_psn == qp.sent_hi) qp.last_progress_ns = now;  // the timer starts with the first packet
+    if (qp.una_psn == qp.sent_hi) {  // the timer starts with the first packet
+      qp.last_progress_ns = now;
+      if (qp.attr.timeout != 0) arm(qp, kRetransmitTimer, now + timeout_ns(qp.attr.timeout));
+    }
     if (psn_diff(qp.send_psn, qp.sent_hi) > 0) {
       qp.sent_hi = qp.send_psn;
     } else {
@@ -213,6 +219,10 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
     on_data_sent(qp, now, bytes + kWireOverheadBytes);
     ++sent;
   }
+  // The loop may have stepped over a READ already answered in full (its responses came after a
+  // rewind) or found the head's region gone: complete or fail it now. No packet or timer may
+  // bring the QP back for it (everything sent can already be acknowledged).
+  complete_sends(qp);
   return sent > 0;
 }
 
@@ -366,31 +376,25 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
   drop(RxDropReason::kOutOfWindow);
 }
 
-void SoftNic::check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
-  if (qp.state != QpState::kRts) return;
-  if (qp.rnr_until_ns > now) *next_deadline = std::min(*next_deadline, qp.rnr_until_ns);
-  if (qp.send_idx < qp.accepted && !may_send_data(qp, now)) {
-    *next_deadline = std::min(*next_deadline, qp.pacer.next_departure_ns);
-  }
-  if (psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
+// The retransmit timer is armed when a packet goes out with nothing outstanding and stays armed
+// while anything is; ACKs only move last_progress_ns, and the timer, when it fires, re-arms at the
+// deadline that moved (one wheel operation per timeout, not one per ACK).
+void SoftNic::retransmit_timer(QpContext& qp, TimeNs now) {
+  if (qp.state != QpState::kRts || psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
   const TimeNs timeout = timeout_ns(qp.attr.timeout);
-  TimeNs deadline = qp.last_progress_ns + timeout;
-  if (now >= deadline) {
-    ++counters_.local_ack_timeout_err;
-    if (qp.retries_left == 0) {
-      fail_head(qp, WcStatus::kRetryExceeded);
-      return;
-    }
-    --qp.retries_left;
-    qp.gbn_active = false;
-    go_back_n(qp, qp.una_psn);
-    qp.last_progress_ns = now;
-    // The resend happens in the transmit step, which this pass has run already: pass again now
-    // rather than at the next timeout.
-    *next_deadline = now;
-    deadline = now + timeout;
+  const TimeNs deadline = qp.last_progress_ns + timeout;
+  if (now < deadline) return arm(qp, kRetransmitTimer, deadline);
+  ++counters_.local_ack_timeout_err;
+  activate(qp);  // to resend, or to flush what fail_head left for a full CQ
+  if (qp.retries_left == 0) {
+    fail_head(qp, WcStatus::kRetryExceeded);
+    return;
   }
-  *next_deadline = std::min(*next_deadline, deadline);
+  --qp.retries_left;
+  qp.gbn_active = false;
+  go_back_n(qp, qp.una_psn);
+  qp.last_progress_ns = now;
+  arm(qp, kRetransmitTimer, now + timeout);
 }
 
 }  // namespace rdmad::verbs::soft

@@ -15,6 +15,7 @@
 
 #include "rdmad/verbs/soft/soft_backend.h"
 #include "soft_nic.h"
+#include "test_hooks.h"
 
 namespace rdmad::verbs::soft {
 namespace {
@@ -129,7 +130,7 @@ class SoftQp final : public QueuePair {
  private:
   Status finish_post(size_t n, size_t wanted, size_t* posted) {
     if (posted) *posted = n;
-    if (n > 0) nic_->doorbell();
+    if (n > 0) nic_->doorbell(qpn_);
     return n == wanted ? Status::success() : Status(StatusCode::kNoResource, {});
   }
 
@@ -254,6 +255,11 @@ class SoftDevice final : public Device {
     nic_->run([&] { nic_->set_dcqcn_params(params); });
     return Status::success();
   }
+  PassStats pass_stats() const {
+    PassStats s;
+    nic_->run([&] { s = {nic_->passes_for_test(), nic_->qps_visited_for_test()}; });
+    return s;
+  }
 
  private:
   std::shared_ptr<SoftNic> nic_;
@@ -263,6 +269,8 @@ class SoftDevice final : public Device {
 };
 
 }  // namespace
+
+PassStats pass_stats_for_test(const Device& dev) { return dynamic_cast<const SoftDevice&>(dev).pass_stats(); }
 
 BackendInfo backend_info() {
   BackendInfo b;

@@ -17,6 +17,7 @@ void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
   if (!config_.cc_enabled) return;
   rp_.on_bytes_sent(qp.rp, now, bytes);
   if (rp_.at_line_rate(qp.rp)) return;
+  arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
   // A user-space thread wakes late (timer slack, scheduling); departures owed since then may go
   // out back to back, up to kPacingCatchUpNs worth, so the achieved rate is the DCQCN rate.
   TimeNs from = std::max(qp.pacer.next_departure_ns, now - kPacingCatchUpNs);
@@ -25,10 +26,17 @@ void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
 }
 
 void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
-  if (np_.on_ce_packet(qp.np, now)) send_cnp(qp);
+  if (np_.on_ce_packet(qp.np, now)) {
+    send_cnp(qp);
+  } else {
+    arm(qp, kNotificationTimer, np_.deferred_cnp_due(qp.np));
+  }
 }
 
-void SoftNic::on_cnp(QpContext& qp, TimeNs now) { rp_.on_cnp(qp.rp, now); }
+void SoftNic::on_cnp(QpContext& qp, TimeNs now) {
+  rp_.on_cnp(qp.rp, now);
+  arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
+}
 
 void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
   // config_.dcqcn is read only here and on this thread (send_cnp, dcqcn_params() through run()).
@@ -44,29 +52,38 @@ void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
     cc::RpState& s = qp->rp;
     if (s.rate_mbps >= old_max || s.rate_mbps > new_max) s.rate_mbps = new_max;
     if (s.target_mbps >= old_max || s.target_mbps > new_max) s.target_mbps = new_max;
+    // The new parameters move every event: the timers look again in the next pass and re-arm.
+    arm(*qp, kReactionTimer, loop_now_);
+    arm(*qp, kNotificationTimer, loop_now_);
   }
 }
 
-void SoftNic::cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline) {
+void SoftNic::notification_timer(QpContext& qp, TimeNs now) {
+  if (!config_.cc_enabled) return;
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
-  TimeNs due = np_.deferred_cnp_due(qp.np);
-  if (due <= now && np_.on_timer(qp.np, now)) send_cnp(qp);
-  due = np_.deferred_cnp_due(qp.np);
-  if (due < *next_deadline) *next_deadline = due;
-  TimeNs rp_due = rp_.next_event_ns(qp.rp);
-  if (rp_due <= now) {
-    rp_.on_timer(qp.rp, now);
-    rp_due = rp_.next_event_ns(qp.rp);
-  }
-  if (rp_due < *next_deadline) *next_deadline = rp_due;
+  if (np_.deferred_cnp_due(qp.np) <= now && np_.on_timer(qp.np, now)) send_cnp(qp);
+  arm(qp, kNotificationTimer, np_.deferred_cnp_due(qp.np));
+}
+
+void SoftNic::reaction_timer(QpContext& qp, TimeNs now) {
+  if (!config_.cc_enabled) return;
+  if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
+  rp_.on_timer(qp.rp, now);
+  arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
+  repace(qp, now);
+}
+
+void SoftNic::repace(QpContext& qp, TimeNs now) {
   // An increase (here, or applied when the rates were sampled) also speeds up the departure the
-  // pacer holds back; this pass's transmit step has run, so the new time goes into the deadline.
+  // pacer holds back; the QP then sends at the new time (at once if back at line rate).
   const double rate = rp_.rate_mbps(qp.rp);
-  if (rate > qp.paced_rate_mbps && qp.pacer.next_departure_ns > now) {
-    pacer_.on_rate_raised(qp.pacer, now, qp.paced_rate_mbps, rate);
-    qp.paced_rate_mbps = rate;
-    const TimeNs send_at = rp_.at_line_rate(qp.rp) ? now : qp.pacer.next_departure_ns;
-    if (send_at < *next_deadline) *next_deadline = send_at;
+  if (!(rate > qp.paced_rate_mbps) || qp.pacer.next_departure_ns <= now) return;
+  pacer_.on_rate_raised(qp.pacer, now, qp.paced_rate_mbps, rate);
+  qp.paced_rate_mbps = rate;
+  if (rp_.at_line_rate(qp.rp)) {
+    activate(qp);
+  } else {
+    arm(qp, kSendTimer, qp.pacer.next_departure_ns);
   }
 }
 
@@ -77,6 +94,7 @@ void SoftNic::dcqcn_samples(std::vector<DcqcnSample>& out) {
     // Applies the increase events and a deferred cut that fell due since the datapath last touched
     // the flow, so an idle flow reports the rate it would send at now.
     rp_.on_timer(qp->rp, now);
+    arm(*qp, kReactionTimer, now);  // the next pass re-paces a rate this raised
     out.push_back({rp_.rate_mbps(qp->rp), rp_.target_mbps(qp->rp), rp_.alpha(qp->rp, now)});
   }
 }

@@ -61,7 +61,7 @@ void SoftNic::remove_mr(uint32_t key) {
 }
 
 void SoftNic::shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const {
-  for (const QpContext* qp : active_) out.push_back(qp->shared);
+  for (const QpContext* qp : all_qps_) out.push_back(qp->shared);
 }
 
 bool SoftNic::find_mr(uint32_t key, MrView* out) const {
@@ -116,7 +116,9 @@ Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> sha
     qp->recv_cq = std::move(rcq);
     QpContext* raw = qp.get();
     qps_[i] = std::move(qp);
-    active_.push_back(raw);
+    all_qps_.push_back(raw);
+    // Setup may allocate; the datapath's inserts then only reuse the wheel's storage.
+    wheel_.grow((i + 1) * kQpTimers);
     return raw;
   }
   return Status::no_resource("soft nic: queue pair table full");
@@ -125,6 +127,8 @@ Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> sha
 void SoftNic::remove_qp(uint32_t qpn) {
   QpContext* qp = qp_by_num(qpn);
   if (qp == nullptr) return;
+  cancel_timers(*qp);
+  std::erase(all_qps_, qp);
   std::erase(active_, qp);
   qps_[qp_index(qpn)].reset();
 }
@@ -138,6 +142,13 @@ QpContext* SoftNic::qp_by_num(uint32_t qpn) {
 Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   QpContext* qp = qp_by_num(qpn);
   if (qp == nullptr) return Status::error("soft nic: no such qp");
+  Status st = modify_state(*qp, a, mask);
+  after_modify(*qp);
+  return st;
+}
+
+Status SoftNic::modify_state(QpContext& ctx, const QpAttr& a, uint32_t mask) {
+  QpContext* qp = &ctx;
   QpState to = (mask & kQpState) ? a.state : qp->state;
   if ((mask & kQpState) && !legal_transition(qp->state, to)) {
     return Status::error("soft nic: illegal qp transition " + std::string(to_string(qp->state)) + " -> " +
@@ -182,7 +193,9 @@ Status SoftNic::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     RecvWr r;
     while (s.rq.pop(&r)) {
     }
+    cancel_timers(*qp);
     QpContext fresh;
+    fresh.active = qp->active;  // it stays on active_ until its next turn
     fresh.qpn = qp->qpn;
     fresh.pd_id = qp->pd_id;
     fresh.shared = std::move(qp->shared);
@@ -270,14 +283,20 @@ void SoftNic::flush(QpContext& qp) {
   while (!s.sq.empty()) {
     const SendWr& wr = s.sq.at(s.sq.head());
     WorkCompletion wc{wr.wr_id, WcStatus::kWrFlushed, WcOpcode::kSend, false, qp.qpn, 0, 0};
-    if (!push_completion(*qp.send_cq, wc)) break;  // CQ full: the next pass continues
+    if (!push_completion(*qp.send_cq, wc)) {
+      qp.cq_full = true;  // the next pass continues
+      break;
+    }
     release_send(s);
   }
   qp.accepted = qp.send_idx = s.sq.head();
   while (!s.rq.empty()) {
     const RecvWr& wr = s.rq.at(s.rq.head());
     WorkCompletion wc{wr.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, false, qp.qpn, 0, 0};
-    if (!push_completion(*qp.recv_cq, wc)) break;
+    if (!push_completion(*qp.recv_cq, wc)) {
+      qp.cq_full = true;
+      break;
+    }
     s.rq.release();
   }
   qp.recv_active = false;

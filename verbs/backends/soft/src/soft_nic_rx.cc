@@ -62,6 +62,7 @@ void SoftNic::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, Time
     on_cnp(*qp, now);
     return;
   }
+  activate(*qp);  // an ACK may open the window or complete WRs, a request queues a response
   if ((ip.tos & roce::kEcnMask) == roce::kEcnCe && pkt.bth.opcode != roce::Opcode::kAcknowledge) {
     ++counters_.np_ecn_marked_roce_packets;
     if (config_.cc_enabled) on_ce_marked(*qp, now);
