@@ -79,7 +79,7 @@ TEST(BaseCommandQueue, BoundedQueueServesManyProducersExactlyOnce) {
       for (int i = 0; i < 200; ++i) {
         q.run_sync([&, p, i] {
           ++counts[p * 200 + i];
-          max_queued = std::max(max_queued.load(), q.queued_for_test());
+          max_queued = std::max(max_queued.load(), q.queued());
         });
       }
     });
@@ -100,8 +100,8 @@ TEST(BaseCommandQueue, DetachRunsWhatTheStoppedConsumerLeftQueued) {
   std::atomic<bool> ran{false};
   std::thread producer([&] { q.run_sync([&] { ran = true; }); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (q.queued_for_test() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  ASSERT_EQ(q.queued_for_test(), 1u);
+  while (q.queued() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(q.queued(), 1u);
   EXPECT_FALSE(ran.load());
   stop = true;
   consumer.join();

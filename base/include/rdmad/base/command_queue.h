@@ -34,7 +34,8 @@ class CommandQueue {
   void attach(std::thread::id consumer);
   void detach();
 
-  size_t queued_for_test() const { return pending_.load(); }
+  // Commands waiting now (the consumer's check before it sleeps).
+  size_t queued() const { return pending_.load(std::memory_order_acquire); }
 
  private:
   struct Slot {

@@ -90,6 +90,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
       tx_(local_ip_.v6, config.udp_offload && enable_udp_gro(fd_)),
       rx_(tx_.offload()),
       qps_(kMaxQps),
+      wheel_(kWheelSlotNs, 0, cc::TimingWheel::kMaxLevels, now_ns()),
       mrs_(std::make_unique<MrEntry[]>(kMaxMrs)) {
   sockaddr_storage sa{};
   socklen_t len = make_sockaddr(local_ip_, config.udp_port, &sa);
@@ -118,6 +119,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
   active_.reserve(kMaxQps);
+  all_qps_.reserve(kMaxQps);
   thread_ = std::thread([this] {
     // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
     std::string name = "rdmad-soft" + std::to_string(id_);
@@ -125,6 +127,7 @@ SoftNic::SoftNic(const DeviceConfig& config)
     prctl(PR_SET_TIMERSLACK, 1UL);  // pacing and retransmission deadlines are µs-scale
     loop();
   });
+  commands_.attach(thread_.get_id());
 }
 
 SoftNic::~SoftNic() {
@@ -133,6 +136,7 @@ SoftNic::~SoftNic() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t r = write(event_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
+  commands_.detach();
   close(fd_);
   for (const SourceSocket& s : sources_) close(s.fd);
   close(event_fd_);
@@ -171,20 +175,7 @@ const SourceSocket& SoftNic::source_for(uint32_t qpn, uint32_t dest_qpn) const {
   return sources_[(v >> 32) % sources_.size()];
 }
 
-void SoftNic::run(const std::function<void()>& fn) {
-  if (std::this_thread::get_id() == thread_.get_id()) {
-    fn();
-    return;
-  }
-  Command cmd{&fn, {}};
-  auto done = cmd.done.get_future();
-  {
-    std::lock_guard lock(command_mutex_);
-    while (!commands_.push(&cmd)) std::this_thread::yield();
-  }
-  doorbell();
-  done.wait();
-}
+void SoftNic::run(const std::function<void()>& fn) { commands_.run_sync(fn); }
 
 void SoftNic::doorbell() {
   doorbell_seq_.fetch_add(1);
@@ -192,17 +183,6 @@ void SoftNic::doorbell() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = write(event_fd_, &one, sizeof one);
   }
-}
-
-bool SoftNic::drain_commands() {
-  Command* cmd = nullptr;
-  bool any = false;
-  while (commands_.pop(&cmd)) {
-    (*cmd->fn)();
-    cmd->done.set_value();
-    any = true;
-  }
-  return any;
 }
 
 void SoftNic::loop() {
@@ -217,25 +197,15 @@ void SoftNic::loop() {
     const uint64_t completions_before = completions_pushed_;
     const uint64_t tx_before = counters_.tx_packets;
     const uint64_t rx_before = counters_.rx_packets;
-    bool work = drain_commands();
+    ++passes_;
+    bool work = commands_.drain();
     work |= rx_burst(now);
-    TimeNs next_deadline = cc::kNever;
-    // Round robin: each QP sends a few packets per round so one long message does not starve others.
+    const uint64_t seq_before_tx = doorbell_seq_.load();  // collect_posted sees every post counted here
+    collect_posted();
+    // Timers first: a retransmit timeout or a pacing departure due now sends in this pass's rounds.
+    fire_timers(now);
     bool tx_drained = false;  // a round found nothing to send: every QP is out of work, window or tokens
-    const uint64_t seq_before_tx = doorbell_seq_.load();  // requester_tx sees every post counted here
-    for (int round = 0; round < 16 && !tx_drained; ++round) {
-      bool progress = false;
-      for (QpContext* qp : active_) {
-        progress |= responder_tx(*qp, now, 16);
-        progress |= requester_tx(*qp, now, 16);
-      }
-      work |= progress;
-      tx_drained = !progress;
-    }
-    for (QpContext* qp : active_) {
-      check_timers(*qp, now, &next_deadline);
-      if (config_.cc_enabled) cc_timers(*qp, now, &next_deadline);
-    }
+    work |= transmit(now, &tx_drained);
     flush_tx();
     uint64_t seq = doorbell_seq_.load();
     if (seq != seen_seq) {
@@ -261,7 +231,7 @@ void SoftNic::loop() {
       __builtin_ia32_pause();
 #endif
     } else if (now - last_work >= spin_ns) {
-      idle_wait(now, next_deadline, seen_seq);
+      idle_wait(now, wheel_.next_expiry_hint_ns(), seen_seq);
       last_work = now_ns();
     }
   }
@@ -281,7 +251,7 @@ NicCounters SoftNic::counters() const {
 void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
   sleeping_.store(true);
   TimeNs wait_ns = next_deadline == cc::kNever ? 100'000'000 : next_deadline - now;
-  if (wait_ns > 0 && commands_.empty()) {
+  if (wait_ns > 0 && commands_.queued() == 0) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {event_fd_, POLLIN, 0}};
     timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
     // Posts that raced with going to sleep bumped doorbell_seq_ before reading sleeping_: the loop

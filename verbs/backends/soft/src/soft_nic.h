@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -16,9 +15,11 @@
 
 #include "ids.h"
 #include "qp_context.h"
+#include "rdmad/base/command_queue.h"
 #include "rdmad/cc/notification_point.h"
 #include "rdmad/cc/pacer.h"
 #include "rdmad/cc/reaction_point.h"
+#include "rdmad/cc/timing_wheel.h"
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/registry.h"
@@ -37,6 +38,10 @@ inline constexpr uint32_t kResponseDepth = 64;
 inline constexpr TimeNs kPacingCatchUpNs = 200'000;
 // Ethernet + IPv4 + UDP + BTH + ICRC + FCS around a payload, counted by the pacer and DCQCN.
 inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
+// Granularity of the NIC's timing wheel: a timer fires at most this late. Below the pacing gap of
+// a 4 KiB packet at 32 Gb/s and the shortest retransmit timeout (8 µs); a pacer woken late sends
+// the departures it owes back to back (kPacingCatchUpNs), so the rate does not suffer.
+inline constexpr TimeNs kWheelSlotNs = 1000;
 
 /// A send-only socket bound to one UDP source port.
 struct SourceSocket {
@@ -89,6 +94,8 @@ class SoftNic {
   void run(const std::function<void()>& fn);
   /// Tells a sleeping datapath that new work was posted.
   void doorbell();
+  /// Same, for work posted to the QP with this number: the next pass gives it a transmit turn.
+  void doorbell(uint32_t qpn);
 
   // ---- posting threads ----
   /// Computes the payload CRCs of `wr`, about to be pushed to `s.sq` (the send queue has room),
@@ -116,9 +123,14 @@ class SoftNic {
   /// Rebuilds the reaction and notification points from new parameters; per-QP state is kept.
   void set_dcqcn_params(const cc::DcqcnParams& params);
 
+  /// Loop passes run, and QP visits (transmit turns and timers handled) they made: a pass costs
+  /// O(QPs with work), and these show it.
+  uint64_t passes_for_test() const { return passes_; }
+  uint64_t qps_visited_for_test() const { return qps_visited_; }
+
  private:
   void loop();
-  bool drain_commands();
+  Status modify_state(QpContext& qp, const QpAttr& attr, uint32_t mask);
   void idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq);
 
   // receive side (soft_nic_rx.cc)
@@ -140,7 +152,7 @@ class SoftNic {
   uint32_t past_received_reads(QpContext& qp, uint32_t psn);
   void complete_sends(QpContext& qp);
   void go_back_n(QpContext& qp, uint32_t psn);
-  void check_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
+  void retransmit_timer(QpContext& qp, TimeNs now);
   void fail_head(QpContext& qp, WcStatus status);
   // responder (responder.cc)
   void on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now);
@@ -153,7 +165,27 @@ class SoftNic {
   void on_data_sent(QpContext& qp, TimeNs now, size_t bytes);
   void on_ce_marked(QpContext& qp, TimeNs now);
   void on_cnp(QpContext& qp, TimeNs now);
-  void cc_timers(QpContext& qp, TimeNs now, TimeNs* next_deadline);
+  void reaction_timer(QpContext& qp, TimeNs now);
+  void notification_timer(QpContext& qp, TimeNs now);
+  /// Brings the departure the pacer holds back forward to a rate the reaction point raised.
+  void repace(QpContext& qp, TimeNs now);
+  // scheduling (soft_nic_timers.cc): which QPs a pass visits
+  /// Puts the QP on active_ (no-op if it is there).
+  void activate(QpContext& qp);
+  /// Schedules one of the QP's timers at `due` unless it is already due no later; kNever: no-op.
+  void arm(QpContext& qp, QpTimer timer, TimeNs due);
+  void cancel_timers(QpContext& qp);
+  /// Activates the QPs posted to since the last call (doorbell(qpn)).
+  void collect_posted();
+  /// Runs the wheel's timers due by `now`.
+  void fire_timers(TimeNs now);
+  /// The transmit rounds of a pass over active_; true if anything was sent. `drained`: the last
+  /// round sent nothing.
+  bool transmit(TimeNs now, bool* drained);
+  /// Takes a QP that sent nothing off active_, arming what will bring it back.
+  void park(QpContext& qp, TimeNs now);
+  /// A modify: the QP gets a pass and its retransmit timer a look (state or timeout may have changed).
+  void after_modify(QpContext& qp);
   // common (soft_nic_qp.cc)
   /// A copy of the region with this key, if registered. Any thread may call it (seqlock read).
   bool find_mr(uint32_t key, MrView* out) const;
@@ -197,17 +229,20 @@ class SoftNic {
   uint16_t relay_port_ = 0;   // 0: no relay
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
   std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from
+  std::vector<QpContext*> all_qps_;  // every QP (control path: shared_qps)
+  // QPs a pass gives a transmit turn: posted to, received a packet, woken by a timer, or still
+  // sending. Everything else waits on the wheel, so a pass costs O(QPs with work), not O(QPs).
   std::vector<QpContext*> active_;
+  cc::TimingWheel wheel_;  // every QP's timers (QpTimer); sized at QP creation
+  // One bit per QP table entry, set by posting threads (doorbell(qpn)) and taken by collect_posted.
+  std::array<std::atomic<uint64_t>, kMaxQps / 64> posted_{};
+  uint64_t passes_ = 0;
+  uint64_t qps_visited_ = 0;
   std::unique_ptr<MrEntry[]> mrs_;  // kMaxMrs entries
   // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
   std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
 
-  struct Command {
-    const std::function<void()>* fn;
-    std::promise<void> done;
-  };
-  std::mutex command_mutex_;  // serialises control-side producers; never taken by the datapath
-  SpscRing<Command*> commands_{64};
+  base::CommandQueue commands_{64, [this] { doorbell(); }};  // run(): control threads -> datapath
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> doorbell_seq_{0};
