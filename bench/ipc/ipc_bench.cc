@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "support/doubles/soft_registrar.h"
-#include "rdmad/ipc/unix_server.h"
+#include "rdmad/daemon/clients/unix_server.h"
 #include "rdmad/rdmad.h"
 
 namespace {

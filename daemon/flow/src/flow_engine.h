@@ -24,8 +24,8 @@
 #include "rdmad/balancer/balancer.h"
 #include "rdmad/base/command_queue.h"
 #include "rdmad/flow_ring.h"
-#include "rdmad/ipc/registration_service.h"
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/peer/wire.h"
 #include "rdmad/verbs/device.h"
 
 namespace prometheus {

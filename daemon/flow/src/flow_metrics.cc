@@ -4,8 +4,8 @@
 
 #include "flow_metric_table.h"
 #include "rdmad/metrics/family_set.h"
-#include "rdmad/peer/peer_channel.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
 
 namespace rdmad::flow {

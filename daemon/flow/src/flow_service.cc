@@ -1,5 +1,5 @@
 // FlowService: lifecycle, flows (rings and fds) and the peer sessions.
-#include "rdmad/flow/flow_service.h"
+#include "rdmad/daemon/flow/flow_service.h"
 
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -15,8 +15,8 @@
 #include "flow_metric_table.h"
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/peer/peer_channel.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
 
 namespace rdmad::flow {

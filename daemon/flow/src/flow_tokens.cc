@@ -11,8 +11,8 @@
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
-#include "rdmad/peer/peer_channel.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
 
 namespace rdmad::flow {

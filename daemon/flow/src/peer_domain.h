@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "rdmad/flow/mr_slices.h"
-#include "rdmad/ipc/registration_service.h"
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/flow/mr_slices.h"
+#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/peer/wire.h"
 #include "rdmad/protocol.h"
 #include "rdmad/verbs/device.h"
 

@@ -1,7 +1,7 @@
 // FlowService's private records.
 #pragma once
 
-#include "rdmad/flow/flow_service.h"
+#include "rdmad/daemon/flow/flow_service.h"
 #include "flow_engine.h"
 
 namespace rdmad::flow {

@@ -1,4 +1,4 @@
-#include "rdmad/peer/backoff.h"
+#include "rdmad/daemon/peer/backoff.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 
 namespace rdmad::peer {
 

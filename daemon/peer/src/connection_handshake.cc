@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "connection.h"
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 
 namespace rdmad::peer {
 

@@ -1,4 +1,4 @@
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 
 #include <algorithm>
 #include <functional>
@@ -6,7 +6,7 @@
 #include "connection.h"
 #include "peer_log.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/peer/auth.h"
+#include "rdmad/daemon/peer/auth.h"
 #include "tls_context.h"
 
 namespace rdmad::peer {

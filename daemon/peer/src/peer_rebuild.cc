@@ -5,7 +5,7 @@
 
 #include "peer_log.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_session.h"
 
 namespace rdmad::peer {
 

@@ -1,4 +1,4 @@
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_session.h"
 
 #include "peer_log.h"
 #include "rdmad/base/log_fields.h"

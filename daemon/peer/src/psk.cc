@@ -1,4 +1,4 @@
-#include "rdmad/peer/psk.h"
+#include "rdmad/daemon/peer/psk.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "rdmad/config/credential_file.h"
-#include "rdmad/peer/auth.h"
+#include "rdmad/daemon/peer/auth.h"
 
 namespace rdmad::peer {
 

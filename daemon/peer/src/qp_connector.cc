@@ -1,9 +1,9 @@
-#include "rdmad/peer/qp_connector.h"
+#include "rdmad/daemon/peer/qp_connector.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "rdmad/peer/auth.h"
+#include "rdmad/daemon/peer/auth.h"
 
 namespace rdmad::peer {
 

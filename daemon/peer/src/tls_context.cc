@@ -8,7 +8,7 @@
 
 #include <boost/asio/buffer.hpp>
 
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer {
 

@@ -22,8 +22,8 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "rdmad/config/credential_file.h"
-#include "rdmad/peer/peer_config.h"
-#include "rdmad/peer/psk.h"
+#include "rdmad/daemon/peer/peer_config.h"
+#include "rdmad/daemon/peer/psk.h"
 
 namespace rdmad::peer {
 

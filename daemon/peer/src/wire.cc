@@ -1,4 +1,4 @@
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 #include "byte_codec.h"
 

@@ -1,7 +1,7 @@
 // Flow frames: grants of remote memory, their acknowledgement and revocation, posted receive
 // buffers and send completions.
 #include "byte_codec.h"
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer {
 using codec::decode_with;

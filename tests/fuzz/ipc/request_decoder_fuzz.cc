@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "rdmad/ipc/request_decoder.h"
+#include "rdmad/daemon/clients/request_decoder.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "../corpus_dir.h"
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 using namespace rdmad::peer;
 using rdmad::fuzz::write_seed;

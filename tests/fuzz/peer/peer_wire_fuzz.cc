@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <thread>
 
-#include "rdmad/fabric/fabric.h"
+#include "rdmad/tools/fabric/fabric.h"
 #include "udp_peer.h"
 
 namespace rdmad::fabric::test {

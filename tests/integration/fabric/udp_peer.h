@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "rdmad/fabric/endpoint.h"
+#include "rdmad/tools/fabric/endpoint.h"
 
 namespace rdmad::fabric::test {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "peer_test_util.h"
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 #include "support/temp_dir.h"
 
 namespace rdmad::peer::test {

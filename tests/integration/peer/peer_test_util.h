@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/peer/peer_channel.h"
-#include "rdmad/peer/peer_config.h"
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_config.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer::test {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "peer_test_util.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_session.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 #include "unit/verbs/verbs_test_util.h"
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "peer_test_util.h"
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 #include "support/temp_dir.h"
 #include "test_pki.h"
 

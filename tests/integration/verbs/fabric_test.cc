@@ -11,7 +11,7 @@
 #include <numeric>
 
 #include "unit/verbs/verbs_test_util.h"
-#include "rdmad/fabric/fabric.h"
+#include "rdmad/tools/fabric/fabric.h"
 #include "support/free_port.h"
 
 namespace rdmad::verbs::test {

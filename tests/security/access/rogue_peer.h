@@ -21,7 +21,7 @@
 #include <boost/asio/post.hpp>
 
 #include "integration/peer/peer_test_util.h"
-#include "rdmad/peer/peer_session.h"
+#include "rdmad/daemon/peer/peer_session.h"
 #include "rdmad/verbs/soft/soft_backend.h"
 
 namespace rdmad::security {

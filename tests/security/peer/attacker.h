@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer::test {
 

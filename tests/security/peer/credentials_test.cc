@@ -12,7 +12,7 @@
 
 #include "attacker.h"
 #include "peer_test_util.h"
-#include "rdmad/peer/peer_channel.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 #include "support/temp_dir.h"
 #include "tcp_relay.h"
 #include "test_pki.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "rdmad/ipc/memory_registrar.h"
+#include "rdmad/daemon/clients/memory_registrar.h"
 
 namespace rdmad::ipc {
 

@@ -6,7 +6,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "rdmad/base/log.h"
-#include "rdmad/daemon/nic_inventory.h"
+#include "rdmad/daemon/nics/nic_inventory.h"
 #include "stub_device.h"
 
 namespace rdmad::daemon {

@@ -1,6 +1,6 @@
 // DeviceEventMonitor with a device whose events arrive on a real eventfd (this machine has no RDMA
 // device to raise real ones; the rdma_core backend hands out its context's async fd the same way).
-#include "rdmad/daemon/device_events.h"
+#include "rdmad/daemon/nics/device_events.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // HardwareNics against fixture sysfs trees shaped like real hosts (tests/data/sysfs/).
-#include "rdmad/daemon/hardware_nics.h"
+#include "rdmad/daemon/nics/hardware_nics.h"
 
 #include <filesystem>
 #include <fstream>

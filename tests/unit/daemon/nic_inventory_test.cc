@@ -1,7 +1,7 @@
 // NicInventory: every [[nic]] keeps its slot (its index) whether it opened or not; a hardware NIC
 // that failed to open is out of service with the reason and opened again on a later poll, with
 // back-off; a soft NIC that cannot open is a start-up error. And what each [[nic]] is opened with.
-#include "rdmad/daemon/nic_inventory.h"
+#include "rdmad/daemon/nics/nic_inventory.h"
 
 #include <gtest/gtest.h>
 

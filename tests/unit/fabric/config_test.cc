@@ -1,8 +1,8 @@
-#include "rdmad/fabric/config.h"
+#include "rdmad/tools/fabric/config.h"
 
 #include <gtest/gtest.h>
 
-#include "rdmad/fabric/port_stats.h"
+#include "rdmad/tools/fabric/port_stats.h"
 
 namespace rdmad::fabric {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "rdmad/ipc/request_decoder.h"
+#include "rdmad/daemon/clients/request_decoder.h"
 
 namespace rdmad::ipc {
 namespace {

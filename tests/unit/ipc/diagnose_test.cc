@@ -1,12 +1,12 @@
 // GPUDirect diagnosis and NIC locality against fake /proc and /sys trees.
-#include "rdmad/ipc/diagnose.h"
+#include "rdmad/daemon/clients/diagnose.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "rdmad/ipc/nic_topology.h"
+#include "rdmad/daemon/clients/nic_topology.h"
 #include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "raw_client.h"
-#include "rdmad/ipc/fd_budget.h"
+#include "rdmad/daemon/clients/fd_budget.h"
 #include "server_fixture.h"
 
 namespace rdmad::ipc {

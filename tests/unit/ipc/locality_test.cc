@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmad/ipc/nic_topology.h"
-#include "rdmad/ipc/registration_service.h"
+#include "rdmad/daemon/clients/nic_topology.h"
+#include "rdmad/daemon/clients/registration_service.h"
 #include "support/temp_dir.h"
 
 namespace rdmad::ipc {

@@ -1,5 +1,5 @@
 // The registration table alone: range checks, quotas, deduplication, ownership, release.
-#include "rdmad/ipc/registration_service.h"
+#include "rdmad/daemon/clients/registration_service.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <set>
 
-#include "rdmad/ipc/dmabuf.h"
+#include "rdmad/daemon/clients/dmabuf.h"
 #include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 

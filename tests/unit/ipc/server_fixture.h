@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "support/doubles/soft_registrar.h"
-#include "rdmad/ipc/unix_server.h"
+#include "rdmad/daemon/clients/unix_server.h"
 
 namespace rdmad::test {
 

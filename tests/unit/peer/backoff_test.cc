@@ -1,7 +1,7 @@
 // Reconnect back-off: doubling, cap, jitter bounds, reset, determinism for a seed.
 #include <gtest/gtest.h>
 
-#include "rdmad/peer/backoff.h"
+#include "rdmad/daemon/peer/backoff.h"
 
 namespace rdmad::peer {
 namespace {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "rdmad/peer/auth.h"
-#include "rdmad/peer/psk.h"
+#include "rdmad/daemon/peer/auth.h"
+#include "rdmad/daemon/peer/psk.h"
 #include "support/temp_dir.h"
 
 namespace rdmad::peer {

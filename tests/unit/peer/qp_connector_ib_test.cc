@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "rdmad/peer/qp_connector.h"
+#include "rdmad/daemon/peer/qp_connector.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
 #include "rdmad/verbs/rdma_core/wr_mapping.h"
 #include "unit/nic_cc/sysfs_fixture.h"

@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer {
 namespace {

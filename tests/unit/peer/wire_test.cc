@@ -1,7 +1,7 @@
 // The peer wire format: round trips, and every malformed input is rejected (never read past the end).
 #include <gtest/gtest.h>
 
-#include "rdmad/peer/wire.h"
+#include "rdmad/daemon/peer/wire.h"
 
 namespace rdmad::peer {
 namespace {

@@ -1,4 +1,4 @@
-#include "rdmad/fabric/config.h"
+#include "rdmad/tools/fabric/config.h"
 
 #include <cctype>
 #include <charconv>

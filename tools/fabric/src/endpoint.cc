@@ -1,4 +1,4 @@
-#include "rdmad/fabric/endpoint.h"
+#include "rdmad/tools/fabric/endpoint.h"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "rdmad/fabric/fabric.h"
+#include "rdmad/tools/fabric/fabric.h"
 
 #include "port.h"
 

@@ -10,7 +10,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "rdmad/fabric/fabric.h"
+#include "rdmad/tools/fabric/fabric.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include "packet_ring.h"
 #include "rdmad/cc/red_marker.h"
-#include "rdmad/fabric/config.h"
-#include "rdmad/fabric/port_stats.h"
+#include "rdmad/tools/fabric/config.h"
+#include "rdmad/tools/fabric/port_stats.h"
 #include "reseal.h"
 #include "udp_batch.h"
 

@@ -1,4 +1,4 @@
-#include "rdmad/fabric/port_stats.h"
+#include "rdmad/tools/fabric/port_stats.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-#include "rdmad/fabric/endpoint.h"
+#include "rdmad/tools/fabric/endpoint.h"
 #include "rdmad/roce/ip_udp.h"
 
 namespace rdmad::fabric {

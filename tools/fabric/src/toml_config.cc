@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "rdmad/fabric/config.h"
+#include "rdmad/tools/fabric/config.h"
 
 namespace rdmad::fabric {
 namespace {

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "rdmad/fabric/endpoint.h"
+#include "rdmad/tools/fabric/endpoint.h"
 
 namespace rdmad::fabric {
 

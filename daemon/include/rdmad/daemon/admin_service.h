@@ -7,10 +7,10 @@
 #include <string>
 
 #include "rdmad/config/config.h"
-#include "rdmad/daemon/hardware_nics.h"
-#include "rdmad/daemon/nic_inventory.h"
-#include "rdmad/flow/flow_service.h"
-#include "rdmad/ipc/admin_handler.h"
+#include "rdmad/daemon/nics/hardware_nics.h"
+#include "rdmad/daemon/nics/nic_inventory.h"
+#include "rdmad/daemon/flow/flow_service.h"
+#include "rdmad/daemon/clients/admin_handler.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 
 namespace rdmad::daemon {

@@ -1,0 +1,35 @@
+// What the operator's requests (rdmactl) need from the daemon beyond the client service: the
+// node's flows, the DCQCN parameters of its NICs and a configuration reload. The socket server
+// decodes and validates the requests and checks that the peer may make them (uid 0 or the
+// daemon's uid); the handler owns the semantics. Called on the control io_context.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rdmad/daemon/clients/result.h"
+#include "rdmad/protocol.h"
+
+namespace rdmad::ipc {
+
+struct CcShown {
+  proto::CcShowReply head{};  // knob_count is set by the server from knobs.size()
+  std::vector<proto::CcKnob> knobs;
+};
+
+class AdminHandler {
+ public:
+  virtual ~AdminHandler() = default;
+  // Every client's flows with ids above `after`, ascending; *more when some were left out.
+  virtual std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) = 0;
+  // One NIC's DCQCN parameters in force (by name, or the cursor-th NIC when the name is empty).
+  virtual Result<CcShown> cc_show(const proto::CcShowRequest& req) = 0;
+  // Validates every knob and value first, then applies them live to one NIC or every NIC.
+  virtual Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) = 0;
+  // Re-reads the configuration file, as SIGHUP does; the error lists what was wrong with it.
+  virtual Result<Ok> reload() = 0;
+  // One opened NIC's port, address, counters and software DCQCN summary (by name or cursor).
+  virtual Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) = 0;
+};
+
+}  // namespace rdmad::ipc

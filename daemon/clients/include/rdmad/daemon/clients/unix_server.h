@@ -1,0 +1,65 @@
+// The client service's Unix socket: SOCK_SEQPACKET, mode and group from config (or adopted from
+// systemd socket activation), peer credentials checked on accept on the control-plane io_context,
+// each connection then served by one of config.workers threads of its own (round-robin, no thread
+// per client). Flow, admin, NIC and diagnose requests, the flow and admin handlers and connection
+// cleanup run on the control io_context. Not thread-safe: call it, and run that io_context, from
+// one thread; stop() waits for the workers.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rdmad/daemon/clients/admin_handler.h"
+#include "rdmad/daemon/clients/fd_budget.h"
+#include "rdmad/daemon/clients/flow_handler.h"
+#include "rdmad/daemon/clients/ipc_config.h"
+#include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/result.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace rdmad::ipc {
+
+class UnixServer {
+ public:
+  UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+             NicInventory& inventory, prometheus::Registry& registry);
+  ~UnixServer();
+  UnixServer(const UnixServer&) = delete;
+  UnixServer& operator=(const UnixServer&) = delete;
+
+  // Binds (or adopts the systemd-passed socket for config.socket_path) and starts accepting.
+  Result<Ok> start();
+  // Stops accepting, drops every connection (releasing its registrations) and removes the socket
+  // file it created. Idempotent.
+  void stop();
+
+  bool socket_activated() const;
+  size_t client_count() const;
+  const RegistrationService& service() const;
+  RegistrationService& registrations();
+  // Serves the flow requests (open, close, export, import, revoke); without one they are refused
+  // as not supported. The handler must outlive the server or be reset to nullptr first.
+  void set_flow_handler(FlowHandler* handler);
+  // More diagnose lines (the daemon's congestion-control checks), appended to the GPUDirect ones.
+  void set_diagnose_extra(std::function<std::string()> extra);
+  // Serves the operator's requests (flows, cc show/set, reload); without one they are refused as
+  // not supported (the node-wide registration list needs none). Same lifetime rule as above.
+  void set_admin_handler(AdminHandler* handler);
+  const IpcConfig& config() const;
+  // The descriptors clients may make the daemon hold (flows take theirs from it too).
+  FdBudget& fd_budget();
+
+  class Core;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace rdmad::ipc

@@ -1,0 +1,153 @@
+#include "rdmad/daemon/clients/client_service.h"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rdmad/daemon/clients/verbs_mapping.h"
+
+namespace rdmad::daemon {
+
+using ipc::to_client_status;
+using ipc::to_verbs_access;
+
+VerbsRegistrar::VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends)
+    : nics_(nics), backends_(backends) {}
+
+bool VerbsRegistrar::start(std::string& error) {
+  std::lock_guard lock(mu_);
+  for (const Nic& nic : nics_.nics()) {
+    pds_.emplace_back();
+    if (!nic.in_service()) continue;  // nic_opened() gives it one
+    auto pd = nic.device->alloc_pd();
+    if (!pd.ok()) {
+      error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
+      return false;
+    }
+    pds_.back() = std::move(pd.value());
+  }
+  return true;
+}
+
+bool VerbsRegistrar::nic_opened(size_t index, std::string& error) {
+  const Nic& nic = nics_.nics().at(index);
+  auto pd = nic.device->alloc_pd();
+  if (!pd.ok()) {
+    error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  pds_.at(index) = std::move(pd.value());
+  return true;
+}
+
+template <class RegisterFn>
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
+  std::lock_guard lock(mu_);
+  ipc::MemoryRegion region{next_id_, {}};
+  std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
+  for (uint32_t i = 0; i < pds_.size(); ++i) {
+    const bool asked = nic_mask != 0 && (nic_mask & (1u << i)) != 0;
+    if (nic_mask != 0 && !asked) continue;
+    if (!pds_[i]) {
+      // Every NIC in service when none is named; a NIC asked for by name must be there.
+      if (!asked) continue;
+      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("{}: nic {} is out of service: {}", what,
+                                                         nics_.nics()[i].config.name,
+                                                         nics_.nics()[i].out_of_service)};
+    }
+    auto mr = fn(*pds_[i]);
+    if (!mr.ok()) {
+      // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
+      return ipc::Error{to_client_status(mr.status().code()),
+                        fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
+                                    nics_.nics()[i].config.backend, mr.status().message())};
+    }
+    region.keys.push_back({i, mr.value()->lkey(), mr.value()->rkey()});
+    mrs.push_back(std::move(mr.value()));
+  }
+  if (mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
+  regions_.emplace(next_id_++, std::move(mrs));
+  return region;
+}
+
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_host(void* addr, uint64_t length, uint32_t access,
+                                                             uint32_t nic_mask) {
+  return register_on(nic_mask, "register host memory", [&](verbs::ProtectionDomain& pd) {
+    return pd.reg_mr(addr, length, to_verbs_access(access));
+  });
+}
+
+ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, uint64_t offset, uint64_t length,
+                                                               uint64_t iova, uint32_t access, uint32_t nic_mask) {
+  return register_on(nic_mask, "register dma-buf", [&](verbs::ProtectionDomain& pd) {
+    return pd.reg_dmabuf_mr(fd, offset, length, iova, to_verbs_access(access));
+  });
+}
+
+void VerbsRegistrar::deregister(uint64_t mr_id) {
+  std::lock_guard lock(mu_);
+  regions_.erase(mr_id);
+}
+
+ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
+  if (nic_index >= nics_.nics().size()) return {false, "no such NIC"};
+  const Nic& nic = nics_.nics()[nic_index];
+  const verbs::BackendInfo* b = backends_.find(nic.config.backend);
+  if (b != nullptr && b->caps.dmabuf_mr) return {true, fmt::format("backend {} registers dma-buf", nic.config.backend)};
+  if (nic.config.backend == "soft")
+    return {faults_in_pages() == false,
+            faults_in_pages() ? "a soft NIC next to hardware NICs: dma-buf needs every NIC to register it"
+                              : "the soft backend maps the dma-buf (an exporter that allows mmap; GPU memory "
+                                "needs the rdma_core backend and GPUDirect)"};
+  return {false, fmt::format("backend {} cannot register dma-buf on this device", nic.config.backend)};
+}
+
+std::string VerbsRegistrar::backend_name() const {
+  std::set<std::string> names;
+  for (const Nic& n : nics_.nics()) names.insert(n.config.backend);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
+}
+
+uint64_t VerbsRegistrar::mr_capacity() const {
+  uint64_t least = 0;
+  for (const Nic& n : nics_.nics()) {
+    const verbs::BackendInfo* b = backends_.find(n.config.backend);
+    if (b == nullptr || b->caps.max_mr == 0) continue;
+    least = least == 0 ? b->caps.max_mr : std::min<uint64_t>(least, b->caps.max_mr);
+  }
+  return least;
+}
+
+bool VerbsRegistrar::faults_in_pages() const {
+  for (const Nic& n : nics_.nics())
+    if (n.config.backend != "soft") return true;
+  return false;
+}
+
+std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
+  std::vector<ipc::NicDescriptor> out;
+  for (const Nic& nic : inventory_.nics()) {
+    ipc::NicDescriptor d;
+    d.name = nic.config.name;
+    d.backend = nic.config.backend;
+    // An out-of-service NIC is listed, link down (diagnose says why): indices never shift.
+    if (!nic.in_service()) {
+      d.link_state = RDMAD_LINK_DOWN;
+    } else if (auto port = nic.device->query_port(nic.port()); port.ok()) {
+      d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
+      d.speed_mbps = port.value().speed_mbps;
+    }
+    for (const auto& hw : hardware_.devices()) {
+      if (hw.name == nic.config.device) {
+        d.pci_address = hw.pci_address;
+        d.numa_node = hw.numa_node;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace rdmad::daemon

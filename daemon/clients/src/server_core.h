@@ -1,0 +1,128 @@
+// Private state of UnixServer shared by the acceptor and the connections. Threads: the acceptor,
+// the connection table and the flow/admin/NIC requests live on the control io_context; each
+// connection lives on one worker (its own io_context and thread) that serves the registration
+// requests itself and hands everything else to the control thread.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <array>
+#include <boost/asio/basic_seq_packet_socket.hpp>
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/basic_endpoint.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "frame_writer.h"
+#include "rdmad/daemon/clients/fd_budget.h"
+#include "rdmad/daemon/clients/ipc_metrics.h"
+#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/request_decoder.h"
+#include "rdmad/daemon/clients/unix_server.h"
+
+namespace rdmad::ipc {
+
+class Connection;
+
+// File descriptors that go out with a reply (SCM_RIGHTS); owned by whoever produced them.
+struct ReplyFds {
+  std::array<int, proto::kMaxFdsPerFrame> fds{};
+  size_t count = 0;
+};
+
+// AF_UNIX SOCK_SEQPACKET for Asio (Boost 1.74 has no local::seq_packet_protocol).
+class SeqPacket {
+ public:
+  using endpoint = boost::asio::local::basic_endpoint<SeqPacket>;
+  using socket = boost::asio::basic_seq_packet_socket<SeqPacket>;
+  using acceptor = boost::asio::basic_socket_acceptor<SeqPacket>;
+  int type() const { return SOCK_SEQPACKET; }
+  int protocol() const { return 0; }
+  int family() const { return AF_UNIX; }
+};
+
+// One thread serving its share of the client connections.
+struct ServiceWorker {
+  boost::asio::io_context io{1};
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::thread thread;
+  // Never opened: constructing it creates the io_context's reactor (epoll, eventfd, timerfd) now
+  // rather than with the first connection, so the server's fd use does not grow with clients.
+  SeqPacket::socket reactor_anchor{io};
+};
+
+// Requests a worker serves itself (the registration table is thread-safe); the others touch state
+// of the control thread (flows, NICs, the daemon's admin handler) and are served there.
+bool served_on_worker(uint16_t type);
+
+class UnixServer::Core : public std::enable_shared_from_this<Core> {
+ public:
+  Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicInventory& inventory,
+       prometheus::Registry& registry);
+
+  Result<Ok> start();
+  void stop();
+  // Serves one decoded request of `conn`; returns the reply frame (in conn's buffer).
+  // An empty span: the reply is sent later (see FlowHandler::export_memory).
+  std::span<const std::byte> handle(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
+                                    ReplyFds& reply_fds);
+  // Any thread: the connection closed; its flows and registrations are released on the control thread.
+  void connection_closed(uint64_t conn_id);
+  // Worker: serves `req` on the control thread, then resumes `conn` with the reply.
+  void forward_to_control(const std::shared_ptr<Connection>& conn, DecodedRequest req);
+
+  boost::asio::io_context& io_;
+  IpcConfig config_;
+  MemoryRegistrar& registrar_;
+  NicInventory& inventory_;
+  IpcMetrics metrics_;
+  RegistrationService service_;
+  uint64_t instance_id_;
+  FlowHandler* flows_ = nullptr;
+  std::function<std::string()> diagnose_extra_;
+  AdminHandler* admin_ = nullptr;
+  SeqPacket::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
+  bool activated_ = false;
+  bool created_path_ = false;
+  bool stopped_ = false;
+  uint64_t next_conn_id_ = 1;
+  size_t next_worker_ = 0;
+  // Declared before the connections: their sockets belong to the workers' io_contexts.
+  std::vector<std::unique_ptr<ServiceWorker>> workers_;
+  FrameBuffer control_tx_{};  // replies built on the control thread
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections_;
+  std::unordered_map<uid_t, uint32_t> connections_by_uid_;
+  FdBudget fds_;  // what clients may make the daemon hold (fd_budget.h)
+  // Closed to make room when accept runs out of descriptors, so that the client waiting in the
+  // backlog gets an answer (refused) instead of a connection that hangs.
+  int spare_fd_ = -1;
+  std::chrono::milliseconds accept_backoff_{0};
+
+ private:
+  Result<Ok> bind_socket();
+  bool adopt_systemd_socket();
+  void start_workers();
+  void stop_workers();
+  void on_closed(uint64_t conn_id);
+  void accept_next();
+  void on_accept(SeqPacket::socket accepted);
+  // accept() failed for want of descriptors: refuse one waiting client, pause with a growing delay.
+  void accept_out_of_fds();
+  std::span<const std::byte> dispatch(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
+                                      ReplyFds& reply_fds, rdmad_status* status);
+  std::span<const std::byte> dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,
+                                           ReplyFds& reply_fds, rdmad_status* status);
+  std::span<const std::byte> dispatch_admin(Connection& conn, DecodedRequest& req, FrameBuffer& out,
+                                            rdmad_status* status);
+};
+
+}  // namespace rdmad::ipc

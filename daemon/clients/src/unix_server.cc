@@ -1,0 +1,323 @@
+#include "rdmad/daemon/clients/unix_server.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "connection.h"
+#include "log.h"
+#include "rdmad/base/log_fields.h"
+#include "rdmad/base/log_limiter.h"
+
+namespace rdmad::ipc {
+namespace {
+
+uint64_t random_instance_id() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) | rd();
+}
+
+std::vector<gid_t> peer_groups(int fd) {
+  std::vector<gid_t> groups(64);
+  socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) {
+    if (errno != ERANGE) return {};
+    groups.resize(len / sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) return {};
+  }
+  groups.resize(len / sizeof(gid_t));
+  return groups;
+}
+
+bool peer_allowed(const IpcConfig& c, const ucred& cred, const std::vector<gid_t>& groups) {
+  if (cred.uid == 0) return true;
+  if (c.allowed_uids.empty() && c.allowed_gids.empty()) return true;
+  auto has = [](const auto& v, auto x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  if (has(c.allowed_uids, cred.uid) || has(c.allowed_gids, cred.gid)) return true;
+  return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return has(c.allowed_gids, g); });
+}
+
+// A live socket at path means another daemon serves it; a dead one is left over from a crash.
+Result<Ok> clear_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Ok{};
+  if (!S_ISSOCK(st.st_mode)) return Error{RDMAD_ERR_SYSTEM, path + " exists and is not a socket"};
+  int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(probe);
+  if (live) return Error{RDMAD_ERR_SYSTEM, "another daemon is serving " + path};
+  if (unlink(path.c_str()) != 0) return sys_error("unlink stale " + path, errno);
+  return Ok{};
+}
+
+// Log lines a flood of local connections can cause.
+base::LogLimiter g_accept_log;
+
+}  // namespace
+
+UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+                       NicInventory& inventory, prometheus::Registry& registry)
+    : io_(io),
+      config_(std::move(config)),
+      registrar_(registrar),
+      inventory_(inventory),
+      metrics_(registry),
+      service_(config_, registrar_, inventory_, &metrics_),
+      instance_id_(random_instance_id()),
+      acceptor_(io),
+      accept_retry_(io) {}
+
+bool UnixServer::Core::adopt_systemd_socket() {
+  int n = sd_listen_fds(0);
+  for (int fd = SD_LISTEN_FDS_START; n > 0 && fd < SD_LISTEN_FDS_START + n; ++fd) {
+    if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
+      boost::system::error_code ec;
+      acceptor_.assign(SeqPacket(), fd, ec);
+      if (!ec) {
+        ipc_log()->info("serving clients socket={} activation=systemd", base::q(config_.socket_path));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Result<Ok> UnixServer::Core::bind_socket() {
+  const std::string& path = config_.socket_path;
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
+    return Error{RDMAD_ERR_INVALID_ARGUMENT, "socket path empty or longer than 107 bytes: " + path};
+  std::error_code fec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, fec);
+  if (fec) return Error{RDMAD_ERR_SYSTEM, "create " + dir.string() + ": " + fec.message()};
+  auto cleared = clear_stale_socket(path);
+  if (!cleared.ok()) return cleared;
+  boost::system::error_code ec;
+  acceptor_.open(SeqPacket(), ec);
+  if (!ec) acceptor_.bind(SeqPacket::endpoint(path), ec);
+  if (ec) return Error{RDMAD_ERR_SYSTEM, "bind " + path + ": " + ec.message()};
+  created_path_ = true;
+  if (chmod(path.c_str(), config_.socket_mode) != 0) return sys_error("chmod " + path, errno);
+  if (!config_.socket_group.empty()) {
+    group* g = getgrnam(config_.socket_group.c_str());
+    if (g == nullptr)
+      return Error{RDMAD_ERR_INVALID_ARGUMENT, "unknown socket group " + config_.socket_group};
+    if (chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) return sys_error("chown " + path, errno);
+  }
+  acceptor_.listen(SOMAXCONN, ec);
+  if (ec) return Error{RDMAD_ERR_SYSTEM, "listen " + path + ": " + ec.message()};
+  ipc_log()->info("serving clients socket={} mode=0{:o}", base::q(path), config_.socket_mode);
+  return Ok{};
+}
+
+Result<Ok> UnixServer::Core::start() {
+  // Every connection costs a descriptor: raise the limit as far as we may, and never accept more
+  // clients than it allows next to what the daemon keeps for itself.
+  const uint64_t limit = FdBudget::raise_fd_limit();
+  fds_.set(limit, kFdReserve);
+  service_.set_fd_budget(&fds_);
+  if (config_.max_clients > fds_.total()) {
+    ipc_log()->warn("max clients lowered from={} to={} fd_limit={} fd_reserved={} fix=\"raise LimitNOFILE=\"",
+                    config_.max_clients, fds_.total(), limit, kFdReserve);
+    config_.max_clients = static_cast<uint32_t>(fds_.total());
+  }
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  activated_ = config_.systemd_activation && adopt_systemd_socket();
+  if (!activated_) {
+    auto bound = bind_socket();
+    if (!bound.ok()) {
+      ipc_log()->error("cannot bind client socket error={}", base::q(bound.error().message));
+      stop();
+      return bound;
+    }
+  }
+  stopped_ = false;
+  start_workers();
+  accept_next();
+  return Ok{};
+}
+
+void UnixServer::Core::start_workers() {
+  if (workers_.empty()) {
+    size_t n = config_.workers;
+    if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<ServiceWorker>());
+    ipc_log()->debug("client workers started threads={}", n);
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    ServiceWorker& w = *workers_[i];
+    if (w.thread.joinable()) continue;
+    w.io.restart();  // after stop()
+    w.work.emplace(w.io.get_executor());
+    w.thread = std::thread([io = &w.io, i] {
+      pthread_setname_np(pthread_self(), ("rdmad-ipc-" + std::to_string(i)).c_str());
+      io->run();
+    });
+  }
+}
+
+void UnixServer::Core::accept_next() {
+  acceptor_.async_accept([this](boost::system::error_code ec, SeqPacket::socket socket) {
+    if (ec == boost::asio::error::operation_aborted || stopped_) return;
+    if (ec) {
+      accept_out_of_fds();
+      return;
+    }
+    accept_backoff_ = std::chrono::milliseconds(0);
+    on_accept(std::move(socket));
+    accept_next();
+  });
+}
+
+void UnixServer::Core::accept_out_of_fds() {
+  // Out of descriptors (EMFILE/ENFILE) or another accept error: the listener stays readable, so
+  // accepting again at once would spin. Use the spare descriptor to take one waiting client and
+  // close it (it learns at once instead of hanging in the backlog), then pause, longer each time.
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+    int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn,
+                    "client accept failed error={} pause_ms={}", base::q(std::strerror(errno)),
+                    accept_backoff_.count());
+  accept_retry_.expires_after(accept_backoff_);
+  accept_retry_.async_wait([this](boost::system::error_code tec) {
+    if (!tec && !stopped_) accept_next();
+  });
+}
+
+void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(accepted.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    ipc_log()->warn("cannot read client credentials call=SO_PEERCRED error={}", base::q(std::strerror(errno)));
+    return;
+  }
+  // The connection lives on the next worker from here on (round-robin).
+  size_t worker = next_worker_++ % workers_.size();
+  boost::system::error_code ec;
+  SeqPacket::socket socket(workers_[worker]->io);
+  socket.assign(SeqPacket(), accepted.release(), ec);
+  if (ec) {
+    ipc_log()->warn("cannot serve client error={}", base::q(ec.message()));
+    return;
+  }
+  Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
+  auto conn = std::make_shared<Connection>(std::move(socket), peer, worker, *this);
+  FrameBuffer buf;
+  auto refuse = [&](rdmad_status status, const std::string& why) {
+    base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn, "client refused uid={} pid={} reason={}",
+                      cred.uid, cred.pid, base::q(why));
+    metrics_.request(0, status);
+    conn->refuse(write_error(buf, proto::kVersionMin, 0, status, why));
+  };
+  if (!peer_allowed(config_, cred, peer_groups(conn->native_handle())))
+    return refuse(RDMAD_ERR_PERMISSION,
+                  "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad (allowed_uids, allowed_gids)");
+  if (connections_.size() >= config_.max_clients)
+    return refuse(RDMAD_ERR_NO_RESOURCE, "too many clients connected (max_clients " +
+                                             std::to_string(config_.max_clients) + ")");
+  uint32_t& mine = connections_by_uid_[cred.uid];
+  const uint32_t allowed = service_.quota_for(cred.uid).max_connections;
+  if (mine >= allowed) {
+    if (mine == 0) connections_by_uid_.erase(cred.uid);
+    return refuse(RDMAD_ERR_QUOTA, "uid " + std::to_string(cred.uid) + " has " + std::to_string(allowed) +
+                                       " connections open (its connection quota)");
+  }
+  if (!fds_.take(1)) {
+    if (mine == 0) connections_by_uid_.erase(cred.uid);
+    return refuse(RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for clients");
+  }
+  ++mine;
+  connections_.emplace(peer.conn_id, conn);
+  metrics_.client_connected();
+  boost::asio::post(workers_[worker]->io, [conn] { conn->start(); });
+}
+
+void UnixServer::Core::connection_closed(uint64_t conn_id) {
+  boost::asio::post(io_, [weak = weak_from_this(), conn_id] {
+    if (auto core = weak.lock()) core->on_closed(conn_id);
+  });
+}
+
+void UnixServer::Core::on_closed(uint64_t conn_id) {
+  auto it = connections_.find(conn_id);
+  if (it == connections_.end()) return;
+  if (flows_ != nullptr) flows_->connection_closed(conn_id);
+  service_.release_connection(conn_id);
+  metrics_.client_disconnected();
+  const uid_t uid = it->second->peer().uid;
+  if (auto u = connections_by_uid_.find(uid); u != connections_by_uid_.end() && --u->second == 0)
+    connections_by_uid_.erase(u);
+  fds_.give(1);
+  connections_.erase(it);
+}
+
+void UnixServer::Core::stop() {
+  stopped_ = true;
+  boost::system::error_code ec;
+  accept_retry_.cancel();
+  acceptor_.close(ec);
+  if (created_path_) unlink(config_.socket_path.c_str());
+  created_path_ = false;
+  stop_workers();
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+  spare_fd_ = -1;
+}
+
+void UnixServer::Core::stop_workers() {
+  // Each connection is closed on its worker; then the workers finish what is queued and exit.
+  std::vector<std::vector<std::shared_ptr<Connection>>> owned(workers_.size());
+  for (auto& [id, conn] : connections_) owned[conn->worker()].push_back(conn);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    boost::asio::post(workers_[i]->io, [conns = std::move(owned[i])] {
+      for (const auto& c : conns) c->close();
+    });
+    workers_[i]->work.reset();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+  // Released now rather than from the control queue: the owner may destroy the server next.
+  std::vector<uint64_t> ids;
+  for (const auto& [id, conn] : connections_) ids.push_back(id);
+  for (uint64_t id : ids) on_closed(id);
+}
+
+UnixServer::UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
+                       NicInventory& inventory, prometheus::Registry& registry)
+    : core_(std::make_shared<Core>(io, std::move(config), registrar, inventory, registry)) {}
+
+UnixServer::~UnixServer() { core_->stop(); }
+
+Result<Ok> UnixServer::start() { return core_->start(); }
+void UnixServer::stop() { core_->stop(); }
+bool UnixServer::socket_activated() const { return core_->activated_; }
+size_t UnixServer::client_count() const { return core_->connections_.size(); }
+const RegistrationService& UnixServer::service() const { return core_->service_; }
+RegistrationService& UnixServer::registrations() { return core_->service_; }
+void UnixServer::set_flow_handler(FlowHandler* handler) { core_->flows_ = handler; }
+void UnixServer::set_diagnose_extra(std::function<std::string()> extra) { core_->diagnose_extra_ = std::move(extra); }
+void UnixServer::set_admin_handler(AdminHandler* handler) { core_->admin_ = handler; }
+const IpcConfig& UnixServer::config() const { return core_->config_; }
+FdBudget& UnixServer::fd_budget() { return core_->fds_; }
+
+}  // namespace rdmad::ipc

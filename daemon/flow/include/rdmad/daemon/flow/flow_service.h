@@ -1,0 +1,216 @@
+#pragma once
+// Flows between nodes, the control-plane half: the peer channel and QP sessions to other daemons,
+// the client requests that open flows and export or import memory, the tokens, and the metrics.
+// The datapath half is the FlowEngine thread it owns. Everything here runs on the control
+// io_context; the engine is changed only through its run_sync().
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+
+#include "rdmad/balancer/balancer_config.h"
+#include "rdmad/daemon/flow/mr_slices.h"
+#include "rdmad/daemon/clients/fd_budget.h"
+#include "rdmad/daemon/clients/flow_handler.h"
+#include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/peer/peer_config.h"
+#include "rdmad/daemon/peer/qp_connector.h"
+#include "rdmad/verbs/device.h"
+
+namespace prometheus {
+class Registry;
+class Collectable;
+template <typename T>
+class Family;
+class Histogram;
+}  // namespace prometheus
+
+namespace rdmad::peer {
+class PeerChannel;
+class PeerSession;
+struct Grant;
+}  // namespace rdmad::peer
+
+namespace rdmad::flow {
+
+class FlowEngine;
+class PeerDomain;
+struct ExactRegion;
+struct RemoteRange;
+
+struct FlowServiceOptions {
+  peer::PeerConfig peer;
+  peer::QpConnectorOptions qp;
+  balancer::BalancerConfig balancer;
+  uint32_t lane_window_chunks = 8;
+  uint32_t sq_depth = 256;  // defaults for flows that ask for 0
+  uint32_t cq_depth = 512;
+  uint32_t max_flows_per_client = 64;
+  // What one peer may hold here: memory exported to this node (grants), and receive buffers it
+  // advertised for our sends. A peer beyond a limit misbehaves: its message is refused and counted.
+  uint32_t max_grants_per_peer = 4096;
+  uint32_t max_receives_per_peer = 4096;
+  // The slices of MRs a backend splits (exports and receives carry every slice's rkey); empty:
+  // every MR is one.
+  SliceReader slice_reader;
+};
+
+/// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
+struct FlowNic {
+  std::string name;    // [[nic]] name
+  std::string device;  // the device's name (the `device` metric label)
+  verbs::Device* device_ptr = nullptr;  // nullptr while out of service (nic_opened() brings it in)
+  uint8_t port = 1;
+  std::optional<verbs::Gid> advertise_gid;
+  uint16_t advertise_udp_port = 0;
+};
+
+class FlowService final : public ipc::FlowHandler {
+ public:
+  FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
+              ipc::RegistrationService& registrations, prometheus::Registry& registry);
+  ~FlowService() override;
+  FlowService(const FlowService&) = delete;
+  FlowService& operator=(const FlowService&) = delete;
+
+  /// Creates the completion queues, starts the engine thread and the peer channel. False with
+  /// `error` naming the cause (address in use, unreadable key file, ...).
+  bool start(std::string& error);
+  /// Stops the channel and the engine; flows fail, exports are revoked. Idempotent.
+  void stop();
+
+  uint16_t peer_port() const;
+  /// Flows take their descriptors (ring memfd, two eventfds) from `budget` (the client service's).
+  void set_fd_budget(ipc::FdBudget* budget) { fds_ = budget; }
+  /// A NIC's port went down (its lanes to every peer fail over, and are not rebuilt while it is
+  /// down) or came back (its lanes are rebuilt and rejoin after their back-off).
+  void port_changed(size_t nic, bool up);
+  /// One of a NIC's QPs failed on its own (asynchronous QP fatal event): the lane it carries fails
+  /// over and is rebuilt.
+  void qp_failed(size_t nic, uint32_t qp_num);
+  /// A NIC's source GID changed (an address change): its lanes to every ready peer are rebuilt,
+  /// which re-advertises the endpoint with the new GID.
+  void gid_changed(size_t nic);
+  /// A NIC that was out of service at start() opened: it gets its completion queue and a
+  /// protection domain in every peer's domain, and its lanes are brought up. False with `error`.
+  bool nic_opened(size_t nic, verbs::Device* device, std::string& error);
+  /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
+  std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
+  size_t flow_count() const { return flows_.size(); }
+  /// Every client's flows with ids above `after`, ascending, for operators; *more when some were
+  /// left out. State and requests in flight are read from each flow's ring header.
+  std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) const;
+
+  // ipc::FlowHandler
+  ipc::Result<ipc::FlowOpened> open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) override;
+  ipc::Result<ipc::Ok> close_flow(const ipc::Peer& client, uint64_t flow_id) override;
+  void export_memory(const ipc::Peer& client, const proto::ExportRequest& req,
+                     std::function<void(ipc::Result<proto::ExportReply>)> done) override;
+  ipc::Result<proto::ImportReply> import_token(const ipc::Peer& client, const proto::ImportRequest& req) override;
+  ipc::Result<ipc::Ok> revoke(const ipc::Peer& client, const proto::RevokeRequest& req) override;
+  void connection_closed(uint64_t conn_id) override;
+
+  using Token = std::array<uint8_t, 16>;
+
+  /// Read at scrape time from another thread.
+  struct Counters {
+    std::atomic<uint64_t> grants_held{0};      // grants from peers stored here
+    std::atomic<uint64_t> grants_refused{0};   // beyond max_grants_per_peer, or another peer's token
+  };
+
+ private:
+  struct FlowRecord {
+    uint64_t id = 0;
+    uint64_t conn_id = 0;
+    uid_t owner_uid = 0;
+    pid_t owner_pid = 0;
+    std::string peer;
+    uint64_t channel = 0;
+    uint32_t sq_depth = 0;
+    uint32_t cq_depth = 0;
+    void* ring = nullptr;
+    uint64_t ring_bytes = 0;
+    int memfd = -1;
+    int doorbell_fd = -1;
+    int completion_fd = -1;
+  };
+  struct Export {
+    Token token{};
+    uint64_t conn_id = 0;
+    uid_t owner_uid = 0;
+    std::string peer;
+    ipc::PinnedRange range{};
+    // MRs over exactly the range with exactly the rights, in the peer's domain (while it has one).
+    std::unique_ptr<ExactRegion> mrs;
+    uint32_t rights = 0;
+    bool acked = false;
+    std::function<void(ipc::Result<proto::ExportReply>)> done;  // until the peer acknowledged
+  };
+  struct Grant;  // a peer's export to us
+
+  void on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload);
+  void on_peer_ready(const std::string& peer, peer::QpConnector& qps);
+  void on_peer_lost(const std::string& peer);
+  // The peer's connection is gone (ready or not) and its QPs with it: its grants, and its domain
+  // with every MR in it, go too.
+  void on_peer_closed(const std::string& peer);
+  // The peer's domain, opened on first use; nullptr (and *error) when a NIC refuses a PD.
+  PeerDomain* domain_for(const std::string& peer, std::string* error);
+  // Registers the export in its peer's domain (if not yet) and sends the grant; false when it
+  // could not be registered (the export is then failed and dropped).
+  bool grant(std::map<Token, Export>::iterator it);
+  void send_grant(const Export& e);
+  void drop_export(std::map<Token, Export>::iterator it, bool tell_peer);
+  void destroy_flow(FlowRecord& f);
+  peer::LocalNic local_nic(size_t nic) const;
+  bool port_active(size_t nic) const;
+  static constexpr uint32_t kCqDepth = 4096;
+  std::shared_ptr<prometheus::Collectable> make_collector();
+
+  boost::asio::io_context& io_;
+  FlowServiceOptions options_;
+  std::vector<FlowNic> nics_;
+  ipc::RegistrationService& registrations_;
+  prometheus::Registry& registry_;
+  prometheus::Histogram* duration_ = nullptr;
+  std::shared_ptr<prometheus::Collectable> collector_;
+  std::vector<std::unique_ptr<verbs::CompletionQueue>> cqs_;  // by NIC; null while out of service
+  std::vector<peer::LocalNic> local_;  // by NIC, without the per-peer PD
+  // Before the engine, channel and sessions: destroyed after them (receive MRs, QPs).
+  std::map<std::string, std::unique_ptr<PeerDomain>> domains_;
+  uint64_t next_domain_id_ = 1;
+  std::unique_ptr<FlowEngine> engine_;
+  std::unique_ptr<peer::PeerChannel> channel_;
+  std::unique_ptr<peer::PeerSession> session_;
+  std::map<uint64_t, FlowRecord> flows_;
+  std::map<Token, Export> exports_;
+  std::map<Token, std::unique_ptr<Grant>> grants_;
+  std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
+  std::map<std::string, uint32_t> grants_by_peer_;
+  Counters counters_;
+  ipc::FdBudget* fds_ = nullptr;
+  std::map<uid_t, uint32_t> flows_by_uid_;
+  std::map<uid_t, uint32_t> exports_by_uid_;
+  void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }
+  uint64_t next_flow_id_ = 1;
+  uint64_t next_remote_handle_ = 1;
+  bool started_ = false;
+  std::vector<bool> port_down_;  // by NIC
+  std::unique_ptr<boost::asio::steady_timer> congestion_timer_;
+  std::vector<uint64_t> last_cnps_;
+  std::chrono::steady_clock::time_point last_sample_;
+  void sample_congestion();
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted closures check it
+};
+
+}  // namespace rdmad::flow

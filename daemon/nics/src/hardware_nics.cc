@@ -1,0 +1,240 @@
+#include "rdmad/daemon/nics/hardware_nics.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "port_metric_table.h"
+#include "port_metrics.h"
+#include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
+#include "rdmad/metrics/family_set.h"
+#include "rdmad/nic_cc/cc_enable.h"
+#include "rdmad/nic_cc/cc_health.h"
+#include "rdmad/nic_cc/cc_param_store.h"
+#include "rdmad/nic_cc/cc_port_status.h"
+#include "rdmad/verbs/rdma_core/device_discovery.h"
+
+namespace rdmad::daemon {
+namespace rc = verbs::rdma_core;
+
+namespace {
+
+const char* reason_of(nic_cc::CcFindingKind k) {
+  switch (k) {
+    case nic_cc::CcFindingKind::kCnpIgnoredRising: return "cnp_ignored";
+    case nic_cc::CcFindingKind::kRpDisabledOnRocePrio: return "cc_disabled_on_priority";
+    case nic_cc::CcFindingKind::kNpDisabledOnRocePrio: return "np_disabled_on_priority";
+    case nic_cc::CcFindingKind::kCounterWentBackwards: return "counters_reset";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+HardwareNics::HardwareNics(nic_cc::SysfsRoot root, const config::Config& config)
+    : root_(std::move(root)), config_(config) {}
+
+const config::NicSection* HardwareNics::configured(const std::string& device) const {
+  for (const auto& n : config_.nics)
+    if (n.backend == "rdma_core" && n.device == device) return &n;
+  return nullptr;
+}
+
+void HardwareNics::start() {
+  auto log = log::get("verbs");
+  auto found = rc::discover_devices(root_);
+  if (!found.ok()) {
+    log->error("rdma device discovery failed error={}", base::q(found.error().message()));
+  } else {
+    devices_ = std::move(found.value().devices);
+    for (const auto& w : found.value().warnings) log->warn("rdma device discovery warning detail={}", base::q(w));
+  }
+  std::set<std::string> names;
+  for (const auto& d : devices_) names.insert(d.name);
+  // Configured devices that sysfs shows but libibverbs did not list (no provider, or a fixture root):
+  // their CC parameters and counters are still manageable through sysfs.
+  for (const auto& n : config_.nics) {
+    if (n.backend != "rdma_core" || names.count(n.device)) continue;
+    if (!root_.exists("/sys/class/infiniband/" + n.device)) {
+      log->error("rdma device not found nic={} device={} searched=libibverbs,/sys/class/infiniband", n.name,
+                 n.device);
+      continue;
+    }
+    devices_.push_back(rc::read_device_sysfs(root_, n.device));
+    names.insert(n.device);
+  }
+  if (devices_.empty()) {
+    log->info("no rdma devices found hardware_management=idle");
+    return;
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& d : devices_) {
+    for (const std::string& line : rc::describe(d)) log->info("rdma port found device={} detail={}", d.name, base::q(line));
+    for (const auto& p : d.ports) {
+      PortState& st = ports_[PortKey{d.name, p.port}];
+      st.netdev = p.netdev;
+      if (const auto* n = configured(d.name)) {
+        st.nic_name = n->name;
+        st.roce_priority = static_cast<int>(n->roce_priority);
+      }
+      inspect_and_apply(d, p, st);
+    }
+  }
+}
+
+void HardwareNics::inspect_and_apply(const rc::DeviceInfo& d, const rc::PortInfo& p, PortState& st) {
+  auto log = log::get("cc");
+  const auto status = nic_cc::inspect_cc(root_, p.netdev, d.pci_address);
+  log->info("cc status device={} port={} summary={}", d.name, p.port, base::q(status.summary()));
+  if (!status.location) return;
+  const config::NicSection* n = configured(d.name);
+  cc::DcqcnParams in_force = status.readout->params;
+  if (n != nullptr && n->cc_apply) {
+    const auto report = nic_cc::apply_cc_params(root_, *status.location, config_.cc.params);
+    for (const auto* c : report.applied())
+      log->info("cc knob set device={} port={} change={}", d.name, p.port, base::q(c->text()));
+    for (const auto* c : report.problems())
+      log->warn("cc knob not set device={} port={} problem={}", d.name, p.port, base::q(c->text()));
+    log->info("cc profile applied device={} port={} profile={} changed={} not_taken={}", d.name, p.port,
+              config_.cc.profile, report.applied().size(), report.problems().size());
+    in_force = report.effective;
+  }
+  st.cc_info["source"] = status.location->describe();
+  for (const auto& k : cc::mlx5_knobs()) st.cc_info[std::string(k.name)] = std::to_string(k.get(in_force));
+}
+
+void HardwareNics::note_cc_params(const std::string& device, unsigned port, const cc::DcqcnParams& in_force) {
+  std::lock_guard lock(mu_);
+  auto it = ports_.find(PortKey{device, port});
+  if (it == ports_.end() || it->second.cc_info.empty()) return;
+  for (const auto& k : cc::mlx5_knobs()) it->second.cc_info[std::string(k.name)] = std::to_string(k.get(in_force));
+}
+
+void HardwareNics::poll() {
+  auto log = log::get("cc");
+  std::lock_guard lock(mu_);
+  for (auto& [key, st] : ports_) {
+    auto hw = nic_cc::read_hw_counters(root_, key.device, key.port);
+    if (!hw.ok()) continue;  // not every driver has hw_counters
+    nic_cc::CcHealthInput in;
+    in.device = key.device;
+    in.port = key.port;
+    in.roce_priority = st.roce_priority;
+    in.previous = st.last ? &*st.last : nullptr;
+    in.current = &hw.value();
+    if (!st.netdev.empty()) {
+      if (auto en = nic_cc::read_cc_enable(root_, st.netdev); en.ok()) in.enable = en.value();
+    }
+    std::map<std::string, std::string> now;
+    for (const auto& f : nic_cc::check_cc_health(in)) now[reason_of(f.kind)] = f.text;
+    for (const auto& [reason, text] : now)
+      if (!st.findings.count(reason))
+        log->warn("cc misconfiguration device={} port={} reason={} detail={}", key.device, key.port, reason,
+                  base::q(text));
+    for (const auto& [reason, text] : st.findings)
+      if (!now.count(reason))
+        log->info("cc misconfiguration resolved device={} port={} reason={}", key.device, key.port, reason);
+    st.findings = std::move(now);
+    st.last = std::move(hw.value());
+  }
+}
+
+std::string HardwareNics::cc_diagnosis() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& [key, st] : ports_) {
+    const auto source = st.cc_info.find("source");
+    const std::string where = source != st.cc_info.end() ? "DCQCN via " + source->second : "no DCQCN parameters found";
+    if (st.findings.empty()) {
+      out += fmt::format("{} cc {}/{}: {}; no misconfiguration found\n",
+                         source != st.cc_info.end() ? "ok" : "warn", key.device, key.port, where);
+      continue;
+    }
+    for (const auto& [reason, text] : st.findings)
+      out += fmt::format("fail cc {}/{}: {} ({}; {})\n", key.device, key.port, text, reason, where);
+  }
+  return out;
+}
+
+std::vector<std::string> HardwareNics::findings_for_test() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, st] : ports_)
+    for (const auto& [reason, text] : st.findings) out.push_back(fmt::format("{}/{}/{}", key.device, key.port, reason));
+  return out;
+}
+
+class HardwareNics::Collector final : public prometheus::Collectable {
+ public:
+  explicit Collector(const HardwareNics& owner) : owner_(owner) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    metrics::FamilySet f;
+    std::lock_guard lock(owner_.mu_);
+    for (const auto& d : owner_.devices_) {
+      // State and counters are read now: sysfs is the source of truth for hardware ports.
+      const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
+      for (const auto& p : d.ports) {
+        const std::string port = std::to_string(p.port);
+        const metrics::LabelList l = {{"device", d.name}, {"port", port}};
+        const auto it = owner_.ports_.find(PortKey{d.name, p.port});
+        const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
+        int state = p.state;
+        uint64_t rate = p.rate_mbps;
+        for (const auto& fp : fresh.ports)
+          if (fp.port == p.port) state = fp.state, rate = fp.rate_mbps;
+        add_port_info(f, {d.name, port, "rdma_core", std::string(rc::to_string(p.link_layer)),
+                          st ? st->nic_name : "", state, static_cast<double>(rate) * 1e6 / 8});
+        PortCounterValues v;
+        if (auto pc = nic_cc::read_port_counters(owner_.root_, d.name, p.port); pc.ok()) {
+          // counters/port_*_data count 4-byte words; read_port_counters returns bytes.
+          v.rx_bytes = pc.value().rcv_bytes;
+          v.tx_bytes = pc.value().xmit_bytes;
+          v.rx_packets = pc.value().rcv_packets;
+          v.tx_packets = pc.value().xmit_packets;
+        }
+        if (auto hw = nic_cc::read_hw_counters(owner_.root_, d.name, p.port); hw.ok()) {
+          // rxe has no counters/ (no PMA): its packet counts are driver counters of its own names.
+          if (!v.tx_packets) v.tx_packets = hw.value().get("sent_pkts");
+          if (!v.rx_packets) v.rx_packets = hw.value().get("rcvd_pkts");
+          const auto dc = nic_cc::dcqcn_counters(hw.value());
+          v.np_cnp_sent = dc.np_cnp_sent;
+          v.np_ecn_marked = dc.np_ecn_marked_roce_packets;
+          v.rp_cnp_handled = dc.rp_cnp_handled;
+          v.rp_cnp_ignored = dc.rp_cnp_ignored;
+          v.out_of_sequence = dc.out_of_sequence;
+          v.packet_seq_err = dc.packet_seq_err;
+          v.local_ack_timeout_err = dc.local_ack_timeout_err;
+          // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
+          // names dashboards know).
+          for (const auto& [counter, value] : hw.value().values) {
+            f.add(port_metric::kHwCounter, {{"device", d.name}, {"port", port}, {"counter", counter}},
+                  static_cast<double>(value));
+          }
+        }
+        add_port_counters(f, l, v);
+        if (st != nullptr) {
+          for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
+            f.add(port_metric::kCcMisconfigured, {{"device", d.name}, {"port", port}, {"reason", reason}},
+                  st->findings.count(reason) ? 1 : 0);
+          }
+          if (!st->cc_info.empty()) {
+            metrics::LabelList info = l;
+            for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
+            f.add(port_metric::kCcParamsInfo, info, 1);
+          }
+        }
+      }
+    }
+    return f.take();
+  }
+
+ private:
+  const HardwareNics& owner_;
+};
+
+std::shared_ptr<prometheus::Collectable> HardwareNics::collector() const { return std::make_shared<Collector>(*this); }
+
+}  // namespace rdmad::daemon

@@ -1,0 +1,129 @@
+#pragma once
+// The peer control channel: TLS 1.3 over TCP between daemons on the control plane's io_context
+// (no thread per connection). It accepts peers on the configured address and dials the configured
+// ones, authenticates both directions with certificates or a pre-shared key (or, with insecure,
+// not at all), binds each peer's node id to its credential, keeps each connection alive with
+// ping/pong, and redials lost or unreachable peers with exponential back-off and jitter.
+//
+// What strangers can make it spend is bounded: connections still in their handshake (in all and
+// per source address; beyond, closed at accept), the handshake's duration, the bytes queued to a
+// peer, and the log lines they cause (rdmad::base::log_limited). An accept that fails for want of
+// descriptors pauses accepting with a growing delay instead of spinning. An established peer is
+// never displaced by a later connection claiming its id (only a simultaneous cross-dial is
+// resolved, by node id order). All calls from the io_context's thread.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "rdmad/base/log_limiter.h"
+#include "rdmad/daemon/peer/backoff.h"
+#include "rdmad/daemon/peer/peer_config.h"
+#include "rdmad/daemon/peer/wire.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace rdmad::peer {
+
+class Connection;
+class TlsContext;
+
+class PeerChannel {
+ public:
+  struct Handlers {
+    /// A peer finished the handshake. `initiator`: this daemon dialled it.
+    std::function<void(const std::string& peer, bool initiator)> on_up;
+    /// An established peer was lost (closed, dead, protocol error).
+    std::function<void(const std::string& peer, const std::string& reason)> on_down;
+    /// A frame other than the handshake and keepalive frames from an established peer.
+    std::function<void(const std::string& peer, MessageType type, std::span<const uint8_t> payload)> on_message;
+  };
+
+  PeerChannel(boost::asio::io_context& io, PeerConfig config);
+  ~PeerChannel();
+  PeerChannel(const PeerChannel&) = delete;
+  PeerChannel& operator=(const PeerChannel&) = delete;
+
+  void set_handlers(Handlers h) { handlers_ = std::move(h); }
+
+  /// Loads the credentials, binds the listening socket and starts dialling the configured peers.
+  /// A start-up error (no or bad credentials, address in use) returns false with `error` naming
+  /// the cause.
+  bool start(std::string& error);
+  /// Closes every connection and stops listening and dialling.
+  void stop();
+
+  /// Queues a frame to an established peer; false when it is not connected.
+  bool send(const std::string& peer, MessageType type, std::span<const uint8_t> payload);
+  /// Closes the connection to a peer (it is redialled if configured).
+  void disconnect(const std::string& peer, const std::string& reason);
+  bool connected(const std::string& peer) const { return established_.count(peer) != 0; }
+  /// Bytes queued to an established peer and not yet written (0 when not connected); above half
+  /// of send_queue_bytes a producer should hold back.
+  uint64_t queued_bytes(const std::string& peer) const;
+  /// "certificates", "psk" or "insecure" (known after start()).
+  const char* security() const;
+  /// Connections accepted and still in their handshake.
+  size_t handshaking() const { return accepted_.size(); }
+  /// The port bound (useful with listen_port 0).
+  uint16_t listen_port() const { return listen_port_; }
+  const PeerCounters& counters() const { return counters_; }
+  const PeerConfig& config() const { return config_; }
+
+ private:
+  friend class Connection;
+  struct Dialer {
+    PeerAddress address;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+    std::unique_ptr<Backoff> backoff;
+    std::shared_ptr<Connection> connection;  // dialling, handshaking or established
+    bool failed_before = false;
+  };
+
+  void accept();
+  void on_accept_error(const boost::system::error_code& ec);
+  void admit(boost::asio::ip::tcp::socket socket);
+  void check_credentials();
+  void forget_accepted(const std::shared_ptr<Connection>& c);
+  void dial(Dialer& d);
+  void schedule_redial(Dialer& d);
+  // Connection callbacks.
+  void on_established(const std::shared_ptr<Connection>& c);
+  void on_closed(const std::shared_ptr<Connection>& c, const std::string& reason, bool was_established);
+  void on_frame(Connection& c, MessageType type, std::span<const uint8_t> payload);
+
+  boost::asio::io_context& io_;
+  PeerConfig config_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<TlsContext> tls_;  // null: insecure
+  // Log lines strangers, accept failures and established peers cause, each bounded on its own so
+  // that a flood of one kind does not hide the others.
+  base::LogLimiter stranger_log_;
+  base::LogLimiter accept_log_;
+  base::LogLimiter peer_log_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_pause_;
+  std::chrono::milliseconds accept_delay_{0};  // grows while accept keeps failing
+  boost::asio::steady_timer credentials_timer_;
+  uint16_t listen_port_ = 0;
+  bool running_ = false;
+  std::vector<std::unique_ptr<Dialer>> dialers_;
+  std::vector<std::shared_ptr<Connection>> accepted_;  // until established or closed
+  std::map<std::string, uint32_t> accepted_per_source_;  // of those, per source address
+  std::map<std::string, std::shared_ptr<Connection>> established_;
+  PeerCounters counters_;
+  Handlers handlers_;
+  // Handlers hold a weak reference: expired once the channel is destroyed.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace rdmad::peer
