@@ -212,11 +212,48 @@ void TimingWheel::sweep() {
   stale_ = 0;
 }
 
-TimeNs TimingWheel::next_expiry_hint_ns() const {
+bool TimingWheel::drop_stale_front(List& list) {
+  size_t i = 0;
+  while (i < list.size() && gen_[list[i].id] != list[i].gen) ++i;
+  if (i != 0) {
+    list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i));
+    stale_ -= i;
+  }
+  return !list.empty();
+}
+
+// Levels are walked in time order: every level-l slot after the cursor's starts after the cursor's
+// whole level-(l−1) block, so per level the first slot holding a live entry is the candidate and a
+// level whose first such slot starts no earlier than the best so far cannot improve it. A slot
+// whose cascade is still owed (the cursor on its level's block boundary) starts at the cursor.
+TimeNs TimingWheel::next_expiry_hint_ns() {
   if (size_ == 0) return kNever;
-  if (!ready_.empty()) return cursor_ns();
-  const uint64_t t = next_interesting_tick();
-  return t == kNoTick ? kNever : static_cast<TimeNs>(t) * slot_ns_;
+  if (!ready_.empty() && drop_stale_front(ready_)) return cursor_ns();
+  const uint64_t c = cursor_;
+  uint64_t best = kNoTick;
+  for (unsigned l = 0; l < levels_; ++l) {
+    const unsigned shift = kLevelBits * l;
+    const auto idx = static_cast<unsigned>((c >> shift) & (kSlots - 1));
+    // The cursor's own slot: not yet handed back at level 0; its cascade still owed above.
+    const bool own = l == 0 || (c & ((1ULL << shift) - 1)) == 0;
+    const uint64_t block = c & ~((1ULL << (shift + kLevelBits)) - 1);
+    for (unsigned p = find_from(occupied_[l], own ? idx : idx + 1); p < kSlots;
+         p = find_from(occupied_[l], p + 1)) {
+      const uint64_t start = block | (static_cast<uint64_t>(p) << shift);
+      if (start >= best) break;
+      if (drop_stale_front(slots_[l * kSlots + p])) {
+        best = start;
+        break;
+      }
+      occupied_[l][p / 64] &= ~(1ULL << (p % 64));  // held only stale entries: now empty
+    }
+  }
+  if (!overflow_.empty()) {
+    // Re-sorted at the next horizon boundary, or at the cursor's own if that is still owed.
+    const uint64_t boundary = (c & (horizon_ticks_ - 1)) == 0 ? c : (c | (horizon_ticks_ - 1)) + 1;
+    if (boundary < best) best = boundary;
+  }
+  return best == kNoTick ? kNever : static_cast<TimeNs>(best) * slot_ns_;
 }
 
 size_t TimingWheel::misplaced_for_test() const {

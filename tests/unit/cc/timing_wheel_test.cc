@@ -68,6 +68,32 @@ TEST(TimingWheel, CancelAndReschedule) {
   EXPECT_EQ(w.misplaced_for_test(), 0u);
 }
 
+// A caller sleeps until the hint: a timer cancelled or pushed back must not wake it at the old time.
+// The hint skips (and drops) the stale entries, at level 0 and above.
+TEST(TimingWheel, HintSkipsCancelledAndRescheduledTimers) {
+  TimingWheel w(kUs, 3, 4, kUs);  // cursor at tick 1: no cascade owed at 0
+  w.insert(0, 10 * kUs);
+  w.insert(1, 20 * kUs);
+  EXPECT_EQ(w.next_expiry_hint_ns(), 10 * kUs);
+  w.insert(0, 500 * kUs);  // re-armed later
+  EXPECT_EQ(w.next_expiry_hint_ns(), 20 * kUs);
+  w.cancel(1);
+  EXPECT_EQ(w.next_expiry_hint_ns(), 500 * kUs);
+  EXPECT_EQ(w.stale_entries(), 0u);  // the two walked past are gone
+  EXPECT_EQ(w.misplaced_for_test(), 0u);
+  w.insert(1, 3'000 * kUs);      // level 1, slot 2
+  w.insert(2, 2'000'000 * kUs);  // level 2, slot 1
+  w.cancel(0);
+  EXPECT_EQ(w.next_expiry_hint_ns(), 2'048 * kUs);  // the level-1 slot's start
+  w.cancel(1);
+  EXPECT_EQ(w.next_expiry_hint_ns(), 1'048'576 * kUs);  // the level-2 slot's start
+  EXPECT_EQ(w.stale_entries(), 0u);
+  EXPECT_EQ(w.misplaced_for_test(), 0u);
+  Ids out;
+  w.advance(2'000'000 * kUs, out);
+  EXPECT_EQ(out, Ids{2});
+}
+
 TEST(TimingWheel, RescheduleEarlierAndBackToTheSameTime) {
   TimingWheel w(kUs, 1);
   w.insert(0, 50 * kUs);
@@ -355,6 +381,23 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
         prev_now = now;
       }
       ASSERT_EQ(w.size(), ref.size());
+      if (op % 4 == 0) {
+        // The hint never passes the earliest live due slot (or the cursor, for an overdue one) and
+        // is that slot when it lies in the cursor's level-0 block, whatever went stale.
+        const TimeNs hint = w.next_expiry_hint_ns();
+        if (ref.empty()) {
+          ASSERT_EQ(hint, kNever) << "levels " << levels << " op " << op;
+        } else {
+          const TimeNs cursor = w.cursor_ns();
+          const TimeNs due_slot = std::max(cursor, (ref.begin()->first + kUs - 1) / kUs * kUs);
+          ASSERT_LE(hint, due_slot) << "levels " << levels << " op " << op;
+          ASSERT_GE(hint, cursor) << "levels " << levels << " op " << op;
+          const TimeNs block = TimeNs{TimingWheel::kSlots} * kUs;
+          if (cursor % block != 0 && due_slot / block == cursor / block) {
+            ASSERT_EQ(hint, due_slot) << "levels " << levels << " op " << op;
+          }
+        }
+      }
       if (op % 64 == 0) {
         ASSERT_EQ(w.misplaced_for_test(), 0u) << "levels " << levels << " op " << op;
       }

@@ -21,7 +21,7 @@ constexpr int kIdleQps = 200;
 constexpr uint64_t kMaxVisitsPerBusyPass = 20;
 
 PassStats delta(const PassStats& from, const PassStats& to) {
-  return {to.passes - from.passes, to.qps_visited - from.qps_visited};
+  return {to.passes - from.passes, to.qps_visited - from.qps_visited, to.timers_scheduled};
 }
 
 class PassCostTest : public ::testing::Test {
@@ -109,6 +109,23 @@ TEST_F(PassCostTest, BusyQpAmongIdleOnesCostsItsOwnVisits) {
   EXPECT_LE(a.qps_visited, a.passes * kMaxVisitsPerBusyPass) << a.qps_visited << " visits in " << a.passes;
   EXPECT_LE(b.qps_visited, b.passes * kMaxVisitsPerBusyPass) << b.qps_visited << " visits in " << b.passes;
   for (size_t i = 0; i < size_t{kMsg} * kDepth; ++i) ASSERT_EQ(dst_[i], 0x5A) << i;
+}
+
+// The ACK that leaves nothing outstanding cancels the retransmit timer: an idle NIC's loop then
+// sleeps until a packet or a post (BENCHMARKS.md, "Round-trip tail"), not until a timeout that
+// would find nothing to do.
+TEST_F(PassCostTest, NoTimerLeftOnceEverythingIsAcknowledged) {
+  ConnectOptions o;
+  o.timeout = 20;  // 4.3 s: the timer cannot have fired by itself
+  connect_pair(a_, b_, o);
+  for (uint64_t i = 0; i < 3; ++i) {
+    const SendWr w = write(i, 4096, i * 4096);
+    ASSERT_TRUE(a_.qp->post_send({&w, 1}).ok());
+    const auto wcs = wait_completions(*a_.scq, 1);
+    ASSERT_EQ(wcs.size(), 1u);
+    ASSERT_EQ(wcs[0].status, WcStatus::kSuccess) << to_string(wcs[0].status);
+    EXPECT_EQ(pass_stats_for_test(*a_.dev).timers_scheduled, 0u) << "after WRITE " << i;
+  }
 }
 
 TEST_F(PassCostTest, RetransmitTimeoutFiresForAnOtherwiseIdleQp) {

@@ -283,6 +283,9 @@ void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
     qp.retries_left = qp.attr.retry_cnt;
     qp.rnr_left = qp.attr.rnr_retry;
     if (qp.gbn_active && psn_diff(psn, qp.gbn_psn) > 0) qp.gbn_active = false;
+    // Nothing outstanding: the timeout would find nothing to do, and a live entry would cut the
+    // loop's idle sleeps short as its due time nears (BENCHMARKS.md, "Round-trip tail").
+    if (qp.una_psn == qp.sent_hi) disarm(qp, kRetransmitTimer);
   }
   if (implied_nak) {
     ++counters_.implied_nak_seq_err;
@@ -378,7 +381,8 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
 
 // The retransmit timer is armed when a packet goes out with nothing outstanding and stays armed
 // while anything is; ACKs only move last_progress_ns, and the timer, when it fires, re-arms at the
-// deadline that moved (one wheel operation per timeout, not one per ACK).
+// deadline that moved (one wheel operation per timeout, not one per ACK). The ACK that leaves
+// nothing outstanding cancels it (advance_una), so an idle QP has no timer waking the loop.
 void SoftNic::retransmit_timer(QpContext& qp, TimeNs now) {
   if (qp.state != QpState::kRts || psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
   const TimeNs timeout = timeout_ns(qp.attr.timeout);

@@ -257,7 +257,7 @@ class SoftDevice final : public Device {
   }
   PassStats pass_stats() const {
     PassStats s;
-    nic_->run([&] { s = {nic_->passes_for_test(), nic_->qps_visited_for_test()}; });
+    nic_->run([&] { s = {nic_->passes_for_test(), nic_->qps_visited_for_test(), nic_->timers_scheduled_for_test()}; });
     return s;
   }
 

@@ -127,6 +127,7 @@ class SoftNic {
   /// O(QPs with work), and these show it.
   uint64_t passes_for_test() const { return passes_; }
   uint64_t qps_visited_for_test() const { return qps_visited_; }
+  size_t timers_scheduled_for_test() const { return wheel_.size(); }
 
  private:
   void loop();
@@ -174,6 +175,8 @@ class SoftNic {
   void activate(QpContext& qp);
   /// Schedules one of the QP's timers at `due` unless it is already due no later; kNever: no-op.
   void arm(QpContext& qp, QpTimer timer, TimeNs due);
+  /// Unschedules one of the QP's timers (no-op if it is not scheduled).
+  void disarm(QpContext& qp, QpTimer timer);
   void cancel_timers(QpContext& qp);
   /// Activates the QPs posted to since the last call (doorbell(qpn)).
   void collect_posted();

@@ -46,12 +46,14 @@ void SoftNic::arm(QpContext& qp, QpTimer timer, TimeNs due) {
   wheel_.insert(timer_id(qp, timer), due);
 }
 
+void SoftNic::disarm(QpContext& qp, QpTimer timer) {
+  if (qp.timer_due[timer] == cc::kNever) return;
+  wheel_.cancel(timer_id(qp, timer));
+  qp.timer_due[timer] = cc::kNever;
+}
+
 void SoftNic::cancel_timers(QpContext& qp) {
-  for (uint32_t t = 0; t < kQpTimers; ++t) {
-    if (qp.timer_due[t] == cc::kNever) continue;
-    wheel_.cancel(timer_id(qp, static_cast<QpTimer>(t)));
-    qp.timer_due[t] = cc::kNever;
-  }
+  for (uint32_t t = 0; t < kQpTimers; ++t) disarm(qp, static_cast<QpTimer>(t));
 }
 
 void SoftNic::fire_timers(TimeNs now) {

@@ -1,6 +1,7 @@
 #pragma once
 // Test-only views of a soft device's datapath. Tests include this from the backend's src/ (it is
 // not part of the backend's public header).
+#include <cstddef>
 #include <cstdint>
 
 #include "rdmad/verbs/device.h"
@@ -12,6 +13,7 @@ namespace rdmad::verbs::soft {
 struct PassStats {
   uint64_t passes = 0;
   uint64_t qps_visited = 0;
+  size_t timers_scheduled = 0;  // on the NIC's timing wheel, now
 };
 
 /// The pass counts of `dev`, which the soft backend opened (one pass of its own to read them).

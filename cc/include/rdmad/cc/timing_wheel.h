@@ -11,8 +11,10 @@
 // Timers are named by the caller's own dense index (a flow index, say): the wheel keeps one 32-bit
 // generation per timer, 4 bytes, and a slot is an array of 16-byte entries {timer, generation, due}.
 // Cancel and reschedule only bump the timer's generation; the old entry stays where it is and is
-// dropped when it reaches expiry (its generation no longer matches). Cascading therefore copies
-// entries between slot arrays sequentially without touching any per-timer memory, and expiry
+// dropped when it reaches expiry (its generation no longer matches) or when next_expiry_hint_ns()
+// walks past it, so a caller sleeping until the hint is not woken for a timer it cancelled.
+// Cascading therefore copies entries between slot arrays sequentially without touching any
+// per-timer memory, and expiry
 // touches only the timer's generation word (prefetched; 1 M timers are 4 MB). Stale entries are
 // bounded: when they outnumber live ones (plus a slack) the wheel drops them all in one sweep, and
 // it sweeps at least once per 2^31 generation steps so a stale entry never outlives a generation
@@ -71,9 +73,13 @@ class TimingWheel {
     advance(now, [&out](TimerId id, TimeNs) { out.push_back(id); });
   }
 
-  // Earliest slot-start time at which advance() may have work (expiry or cascade); kNever if no
-  // timer is scheduled.
-  TimeNs next_expiry_hint_ns() const;
+  // A lower bound on the earliest live due time, for a caller that sleeps until then: exact (the
+  // due slot's start) for a timer due within the cursor's level-0 block, else the start of the
+  // higher-level slot holding it, whose cascade then refines it; the cursor if an overdue timer
+  // waits; kNever if no timer is scheduled. Cancelled and rescheduled timers' stale entries do not
+  // count: those it walks past are dropped (each once, so amortized O(1)). advance() to any later
+  // time catches up on the cascades skipped. Not from inside an advance() callback.
+  TimeNs next_expiry_hint_ns();
 
   // Scheduled timers.
   size_t size() const { return size_; }
@@ -124,6 +130,9 @@ class TimingWheel {
   bool sweep_due() const { return stale_ > size_ + kStaleSlack || steps_since_sweep_ >= kSweepEverySteps; }
   // Drops every stale entry.
   void sweep();
+  // Drops the stale entries at the front of `list` (up to its first live one); false if it is
+  // now empty.
+  bool drop_stale_front(List& list);
   template <typename F>
   void hand_back(F& on_expire);
 
