@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "rdmad/base/assert.h"
-#include "rdmad/verbs/soft/soft_backend.h"
+#include "rdmad/verbs/registry.h"
 
 using namespace rdmad::verbs;
 using Clock = std::chrono::steady_clock;
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   BackendRegistry reg;
-  rdmad::verbs::soft::register_backend(reg);
+  rdmad::verbs::register_builtin_backends(reg);
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
   // "dp crc": the same soft NICs with crc_at_post = false (the datapath computes every ICRC).
   if (part != "rtt") {

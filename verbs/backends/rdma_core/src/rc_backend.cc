@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "rdmad/base/log.h"
+#include "host_discovery.h"
 #include "rc_objects.h"
 #include "rdmad/verbs/rdma_core/device_mapping.h"
 #include "rdmad/verbs/rdma_core/port_selection.h"
@@ -111,8 +112,16 @@ BackendInfo backend_info() {
   BackendInfo b;
   b.name = "rdma_core";
   b.caps = probe_capabilities();
+  // What the daemon's handling of hardware NICs rests on, whether or not a device is present now.
+  b.caps.registration_faults_in_pages = true;  // ibv_reg_mr pins the pages for the NIC's DMA
+  b.caps.sysfs_ports = true;
+  b.caps.opens_named_device = true;
+  b.caps.address_selects_gid = true;  // the GID of [[nic]] address, re-selected at every use
+  b.caps.retries_failed_open = true;
   b.open = open_device;
   b.list_devices = list_device_names;
+  b.discover = discover_host;
+  b.watch_addresses = watch_addresses;
   return b;
 }
 

@@ -18,6 +18,14 @@ RcMemoryRegion::~RcMemoryRegion() {
   if (table_) table_->remove(keys_.lkeys[0]);
 }
 
+std::optional<RemoteSlices> RcMemoryRegion::remote_slices() const {
+  if (keys_.count <= 1) return std::nullopt;
+  RemoteSlices s;
+  s.slice_bytes = keys_.slice_bytes;
+  s.rkeys.assign(keys_.rkeys.begin(), keys_.rkeys.begin() + static_cast<std::ptrdiff_t>(keys_.count));
+  return s;
+}
+
 RcProtectionDomain::RcProtectionDomain(std::shared_ptr<DeviceState> state, rdma_core::ProtectionDomain pd)
     : state_(std::move(state)), pd_(std::move(pd)), split_(std::make_shared<SplitKeyTable>()) {}
 

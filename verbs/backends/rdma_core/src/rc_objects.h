@@ -64,6 +64,7 @@ class RcMemoryRegion final : public verbs::MemoryRegion {
   uint32_t rkey() const override { return keys_.rkeys[0]; }
   uint32_t access() const override { return access_; }
   const SplitKeys& keys() const { return keys_; }
+  std::optional<RemoteSlices> remote_slices() const override;
 
  private:
   std::vector<rdma_core::MemoryRegion> slices_;

@@ -276,6 +276,15 @@ BackendInfo backend_info() {
   b.caps.max_qp_wr = kMaxWr;
   b.caps.max_cq_depth = kMaxCqDepth;
   b.caps.max_msg_size = 1u << 31;
+  // A user-space NIC: registration only records the range (the datapath reads and writes it through
+  // the daemon's mapping); the NIC is made by open(), bound to its address, and exists nowhere else.
+  b.caps.registration_faults_in_pages = false;
+  b.caps.sysfs_ports = false;
+  b.caps.opens_named_device = false;
+  b.caps.needs_address = true;
+  b.caps.address_selects_gid = false;
+  b.caps.retries_failed_open = false;
+  b.discover = [](const HostScan&) -> Result<HostNics> { return HostNics{}; };
   b.open = [](const DeviceConfig& config) -> Result<std::unique_ptr<Device>> {
     try {
       return std::unique_ptr<Device>(std::make_unique<SoftDevice>(config));
