@@ -208,7 +208,7 @@ class Parser {
       if (!n.name.empty() && !names.insert(n.name).second) {
         error(where, key + ".name", fmt::format("duplicate NIC name '{}'", n.name));
       }
-      if ((n.backend == "soft" || n.backend == "dpdk") && n.address.empty()) {
+      if (n.backend == "soft" && n.address.empty()) {
         error(where, key + ".address", fmt::format("backend {} needs an address (an IPv4 or IPv6 address)", n.backend));
       }
       if (n.gid_index >= 0 && !n.gid_match.empty()) {
@@ -226,11 +226,6 @@ class Parser {
       if (n.backend == "rdma_core" && n.device.empty()) {
         error(where, key + ".device", "backend rdma_core needs a device (an rdma-core device name such as mlx5_0)");
       }
-#ifndef RDMAD_WITH_DPDK
-      if (n.backend == "dpdk") {
-        error(where, key + ".backend", "backend dpdk is not built into this binary (configure with -DRDMAD_WITH_DPDK=ON)");
-      }
-#endif
     }
   }
 
