@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "split_keys.h"  // the backend's own (its src/)
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {

@@ -1,5 +1,5 @@
 #include "rdmad/base/log.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "device_discovery.h"
 
 #include <fmt/format.h>
 #include <infiniband/verbs.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "handles.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -1,5 +1,5 @@
 #include "rdmad/base/log.h"
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "handles.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "rdmad/verbs/rdma_core/address_watcher.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "address_watcher.h"
+#include "device_discovery.h"
 
 namespace rdmad::verbs::rdma_core {
 namespace {

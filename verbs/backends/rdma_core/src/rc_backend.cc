@@ -9,8 +9,8 @@
 #include "rdmad/base/log.h"
 #include "host_discovery.h"
 #include "rc_objects.h"
-#include "rdmad/verbs/rdma_core/device_mapping.h"
-#include "rdmad/verbs/rdma_core/port_selection.h"
+#include "device_mapping.h"
+#include "port_selection.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 
 namespace rdmad::verbs::rdma_core {

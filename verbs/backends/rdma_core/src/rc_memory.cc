@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "rc_objects.h"
-#include "rdmad/verbs/rdma_core/mr_split.h"
+#include "mr_split.h"
 
 namespace rdmad::verbs::rdma_core {
 
