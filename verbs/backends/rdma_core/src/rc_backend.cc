@@ -108,16 +108,30 @@ std::vector<std::string> list_device_names() {
   return names;
 }
 
+namespace {
+
+// What the daemon's handling of hardware NICs rests on, whether or not a device is present now.
+void add_handling(Capabilities& c) {
+  c.registration_faults_in_pages = true;  // ibv_reg_mr pins the pages for the NIC's DMA
+  c.sysfs_ports = true;
+  c.opens_named_device = true;
+  c.address_selects_gid = true;  // the GID of [[nic]] address, re-selected at every use
+  c.retries_failed_open = true;
+}
+
+}  // namespace
+
+Capabilities static_capabilities() {
+  Capabilities c;
+  add_handling(c);
+  return c;
+}
+
 BackendInfo backend_info() {
   BackendInfo b;
   b.name = "rdma_core";
   b.caps = probe_capabilities();
-  // What the daemon's handling of hardware NICs rests on, whether or not a device is present now.
-  b.caps.registration_faults_in_pages = true;  // ibv_reg_mr pins the pages for the NIC's DMA
-  b.caps.sysfs_ports = true;
-  b.caps.opens_named_device = true;
-  b.caps.address_selects_gid = true;  // the GID of [[nic]] address, re-selected at every use
-  b.caps.retries_failed_open = true;
+  add_handling(b.caps);
   b.open = open_device;
   b.list_devices = list_device_names;
   b.discover = discover_host;

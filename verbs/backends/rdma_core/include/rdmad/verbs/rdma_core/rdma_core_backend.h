@@ -26,6 +26,10 @@ std::vector<std::string> list_device_names();
 /// open() fails with "no RDMA device: ibv_get_device_list found 0 devices".
 BackendInfo backend_info();
 
+/// The capabilities that hold whether or not a device is present (how the daemon treats hardware
+/// NICs); the device's features and limits are left at their defaults.
+Capabilities static_capabilities();
+
 /// Adds the rdma_core backend to a registry.
 inline void register_backend(BackendRegistry& registry) { registry.add(backend_info()); }
 
