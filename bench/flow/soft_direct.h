@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "rdmad/base/assert.h"
-#include "rdmad/verbs/soft/soft_backend.h"
+#include "rdmad/verbs/registry.h"
 
 namespace rdmad::bench {
 
@@ -17,7 +17,7 @@ class SoftDirect {
  public:
   // `bytes` of source on device a, `bytes` of destination on device b.
   explicit SoftDirect(size_t bytes) : src_(bytes), dst_(bytes) {
-    verbs::soft::register_backend(reg_);
+    verbs::register_builtin_backends(reg_);
     open(a_);
     open(b_);
     connect(a_, b_);

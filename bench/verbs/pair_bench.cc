@@ -30,8 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
-#include "rdmad/verbs/soft/soft_backend.h"
+#include "rdmad/verbs/registry.h"
 
 using namespace rdmad::verbs;
 using Clock = std::chrono::steady_clock;
@@ -180,11 +179,11 @@ struct Endpoint {
 
 void open_endpoint(const Options& o, Endpoint& e) {
   BackendRegistry reg;
-  soft::register_backend(reg);
-  rdma_core::register_backend(reg);
+  register_builtin_backends(reg);
   DeviceConfig c;
   c.name = o.device;
-  if (o.backend == "soft") {
+  const BackendInfo* backend = reg.find(o.backend);
+  if (backend != nullptr && backend->caps.needs_address) {  // a NIC of its own on the bench's address
     c.address = o.address == "0.0.0.0" ? "127.0.0.1" : o.address;
     c.udp_port = 0;
     c.cc_enabled = false;

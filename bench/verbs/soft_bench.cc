@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "rdmad/base/assert.h"
-#include "rdmad/verbs/soft/soft_backend.h"
+#include "rdmad/verbs/registry.h"
 
 using namespace rdmad::verbs;
 using Clock = std::chrono::steady_clock;
@@ -433,7 +433,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   BackendRegistry reg;
-  rdmad::verbs::soft::register_backend(reg);
+  rdmad::verbs::register_builtin_backends(reg);
   if (part == "idle") {
     idle_scaling(reg, seconds, rounds);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "rdmad/cc/dcqcn_params.h"
 #include "rdmad/config/field.h"
+#include "rdmad/verbs/builtin_backends.h"
 #include "validators.h"
 
 namespace rdmad::config {
@@ -48,6 +49,14 @@ std::vector<Section> make_sections() {
 constexpr int64_t kMaxMs = 3600000;
 // The peer channel's TCP port when [peer] listen is empty.
 constexpr int64_t kDefaultPeerPort = 18515;
+
+// [[nic]] backend takes the names of the backends built into this binary, nothing else.
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& b : verbs::builtin_backends()) names.push_back(b.name);
+  return names;
+}
+std::string backend_choices() { return fmt::format("one of {}", fmt::join(backend_names(), ", ")); }
 
 void add_peer_fields(std::vector<Field>& f) {
   f.push_back({"peer", "enabled", FieldType::kBool, false,
@@ -386,11 +395,11 @@ std::vector<Field> make_fields() {
                "Name of the NIC in logs, metrics (label nic) and the client API.", "a name", true,
                v::identifier(false), [nic](Config& c, size_t i, const Value& x) { nic(c, i).name = as<std::string>(x); }});
   f.push_back({"nic", "backend", FieldType::kString, std::string("rdma_core"),
-               "Transport backend: soft (RoCEv2 over UDP in software), rdma_core (a verbs NIC) or dpdk.",
-               "one of soft, rdma_core, dpdk", false, v::one_of({"soft", "rdma_core", "dpdk"}),
+               "Transport backend: soft (RoCEv2 over UDP in software) or rdma_core (a verbs NIC).",
+               backend_choices(), false, v::one_of(backend_names()),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).backend = as<std::string>(x); }});
   f.push_back({"nic", "address", FieldType::kString, std::string(""),
-               "IP address of the NIC (required for soft and dpdk). For rdma_core it selects the RoCEv2 GID of that "
+               "IP address of the NIC (required for soft). For rdma_core it selects the RoCEv2 GID of that "
                "address (re-selected when addresses change; an address the port does not have leaves the NIC "
                "without a source GID); it cannot be combined with gid_index, and must lie in gid_match when both "
                "are set.",

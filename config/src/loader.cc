@@ -19,6 +19,7 @@
 #include <toml++/toml.h>
 
 #include "rdmad/config/field.h"
+#include "rdmad/verbs/builtin_backends.h"
 #include "peer_rules.h"
 #include "validators.h"
 
@@ -208,29 +209,28 @@ class Parser {
       if (!n.name.empty() && !names.insert(n.name).second) {
         error(where, key + ".name", fmt::format("duplicate NIC name '{}'", n.name));
       }
-      if ((n.backend == "soft" || n.backend == "dpdk") && n.address.empty()) {
+      // What each rule rests on is what the NIC's backend says of itself, never its name.
+      const verbs::BackendDescription* backend = verbs::find_builtin_backend(n.backend);
+      const verbs::Capabilities caps = backend != nullptr ? backend->caps : verbs::Capabilities{};
+      if (caps.needs_address && n.address.empty()) {
         error(where, key + ".address", fmt::format("backend {} needs an address (an IPv4 or IPv6 address)", n.backend));
       }
       if (n.gid_index >= 0 && !n.gid_match.empty()) {
         error(where, key + ".gid_match", "set gid_index or gid_match, not both (a fixed index ignores the match)");
       }
-      if (n.backend == "rdma_core" && !n.address.empty() && n.gid_index >= 0) {
+      if (caps.address_selects_gid && !n.address.empty() && n.gid_index >= 0) {
         error(where, key + ".address",
               "set address or gid_index, not both (the address selects the GID; a fixed index ignores it)");
       }
-      if (n.backend == "rdma_core" && !n.address.empty() && !n.gid_match.empty() &&
+      if (caps.address_selects_gid && !n.address.empty() && !n.gid_match.empty() &&
           !validators::address_in_cidr(n.address, n.gid_match)) {
         error(where, key + ".address",
               fmt::format("address {} is not inside gid_match {}: no GID could be selected", n.address, n.gid_match));
       }
-      if (n.backend == "rdma_core" && n.device.empty()) {
-        error(where, key + ".device", "backend rdma_core needs a device (an rdma-core device name such as mlx5_0)");
+      if (caps.opens_named_device && n.device.empty()) {
+        error(where, key + ".device",
+              fmt::format("backend {} needs a device (an rdma-core device name such as mlx5_0)", n.backend));
       }
-#ifndef RDMAD_WITH_DPDK
-      if (n.backend == "dpdk") {
-        error(where, key + ".backend", "backend dpdk is not built into this binary (configure with -DRDMAD_WITH_DPDK=ON)");
-      }
-#endif
     }
   }
 

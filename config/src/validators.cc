@@ -12,8 +12,11 @@
 namespace rdmad::config::validators {
 
 Validator one_of(std::initializer_list<const char*> choices) {
-  std::vector<std::string> c(choices.begin(), choices.end());
-  return [c](const Value& v) -> std::string {
+  return one_of(std::vector<std::string>(choices.begin(), choices.end()));
+}
+
+Validator one_of(std::vector<std::string> c) {
+  return [c = std::move(c)](const Value& v) -> std::string {
     const auto& s = std::get<std::string>(v);
     if (std::find(c.begin(), c.end(), s) != c.end()) return "";
     return fmt::format("one of {}", fmt::join(c, ", "));

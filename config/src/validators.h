@@ -13,6 +13,7 @@ namespace rdmad::config::validators {
 using Validator = std::function<std::string(const Value&)>;
 
 Validator one_of(std::initializer_list<const char*> choices);
+Validator one_of(std::vector<std::string> choices);
 Validator int_range(int64_t min, int64_t max);
 Validator power_of_two(int64_t min, int64_t max);  // an integer power of two in [min, max]
 Validator double_range(double min, double max);     // a finite number in [min, max]

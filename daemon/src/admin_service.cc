@@ -39,21 +39,20 @@ AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) cons
       return t;
     }
   }
-  if (nic.backend != "rdma_core") {
+  // Only NICs whose ports the kernel has keep DCQCN in firmware, managed through sysfs.
+  const verbs::BackendInfo* b = nics_.backends().find(nic.backend);
+  if (b == nullptr || !b->caps.sysfs_ports) {
     t.unavailable = fmt::format("backend {} runs no DCQCN of its own", nic.backend);
     return t;
   }
-  for (const auto& d : hardware_.devices()) {
-    if (d.name != nic.device) continue;
-    for (const auto& p : d.ports) {
-      if (p.port != static_cast<unsigned>(nic.port)) continue;
-      auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p.netdev, d.pci_address);
-      if (status.location)
-        t.hardware = status.location;
-      else
-        t.unavailable = status.summary();
-      return t;
-    }
+  for (const verbs::HostNic& p : hardware_.ports()) {
+    if (p.device != nic.device || p.port != static_cast<unsigned>(nic.port)) continue;
+    auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p.netdev, p.pci);
+    if (status.location)
+      t.hardware = status.location;
+    else
+      t.unavailable = status.summary();
+    return t;
   }
   t.unavailable = fmt::format("device {} port {} not found", nic.device, nic.port);
   return t;

@@ -15,8 +15,6 @@
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
-#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
-#include "rdmad/verbs/soft/soft_backend.h"
 #include "rdmad/version.h"
 
 namespace rdmad::daemon {
@@ -28,8 +26,7 @@ Daemon::Daemon(config::Config config, std::string config_path, BackendHook backe
       watchdog_timer_(io_),
       nic_poll_timer_(io_),
       dcqcn_sample_timer_(io_) {
-  verbs::soft::register_backend(backends_);
-  verbs::rdma_core::register_backend(backends_);
+  verbs::register_builtin_backends(backends_);
   if (backends) backends(backends_);
 }
 
@@ -62,7 +59,7 @@ bool Daemon::start() {
 
   log::get("cc")->info("dcqcn parameters profile={} params={}", config_.cc.profile,
                        base::q(cc::describe(config_.cc.params)));
-  hardware_ = std::make_unique<HardwareNics>(nic_cc::SysfsRoot(config_.daemon.sysfs_root), config_);
+  hardware_ = std::make_unique<HardwareNics>(backends_, nic_cc::SysfsRoot(config_.daemon.sysfs_root), config_);
   hardware_->start();
   hardware_->poll();
   hardware_collector_ = hardware_->collector();

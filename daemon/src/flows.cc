@@ -7,7 +7,6 @@
 #include "rdmad/daemon/daemon.h"
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/exporter.h"
-#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/types.h"
 
 namespace rdmad::daemon {
@@ -59,12 +58,9 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   o.max_receives_per_peer = static_cast<uint32_t>(f.max_receives_per_peer);
   // rdma_core holds registrations over 3.5 GiB as several MRs: peers get every slice's rkey.
   o.slice_reader = [](const verbs::MemoryRegion& mr) -> std::optional<flow::MrSlices> {
-    const verbs::rdma_core::SplitKeys* keys = verbs::rdma_core::region_slices(mr);
-    if (keys == nullptr || keys->count <= 1) return std::nullopt;
-    flow::MrSlices s;
-    s.slice_bytes = keys->slice_bytes;
-    s.rkeys.assign(keys->rkeys.begin(), keys->rkeys.begin() + static_cast<std::ptrdiff_t>(keys->count));
-    return s;
+    auto slices = mr.remote_slices();
+    if (!slices) return std::nullopt;
+    return flow::MrSlices{slices->slice_bytes, std::move(slices->rkeys)};
   };
   return o;
 }

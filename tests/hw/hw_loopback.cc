@@ -5,8 +5,8 @@
 #include <chrono>
 
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/gid_selector.h"
-#include "rdmad/verbs/rdma_core/qp_attrs.h"
+#include "gid_selector.h"
+#include "qp_attrs.h"
 
 namespace rdmad::verbs::rdma_core::hw {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/verbs/rdma_core/device_info.h"
-#include "rdmad/verbs/rdma_core/gid_table.h"
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "device_info.h"
+#include "gid_table.h"
+#include "handles.h"
 
 namespace rdmad::verbs::rdma_core::hw {
 

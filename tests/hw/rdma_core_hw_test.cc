@@ -15,11 +15,11 @@
 #include "hw_loopback.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 #include "rdmad/nic_cc/port_counters.h"
-#include "rdmad/verbs/rdma_core/device_caps.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
-#include "rdmad/verbs/rdma_core/dmabuf_probe.h"
-#include "rdmad/verbs/rdma_core/gid_selector.h"
-#include "rdmad/verbs/rdma_core/mr_split.h"
+#include "device_caps.h"
+#include "device_discovery.h"
+#include "dmabuf_probe.h"
+#include "gid_selector.h"
+#include "mr_split.h"
 
 namespace rdmad::verbs::rdma_core {
 namespace {

@@ -96,7 +96,9 @@ ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
   const Nic& nic = nics_.nics()[nic_index];
   const verbs::BackendInfo* b = backends_.find(nic.config.backend);
   if (b != nullptr && b->caps.dmabuf_mr) return {true, fmt::format("backend {} registers dma-buf", nic.config.backend)};
-  if (nic.config.backend == "soft")
+  // A user-space NIC reaches a dma-buf through the daemon's mapping of it, which is registered as
+  // host memory on every NIC: possible only where no NIC needs the dma-buf itself.
+  if (b != nullptr && !b->caps.registration_faults_in_pages)
     return {faults_in_pages() == false,
             faults_in_pages() ? "a soft NIC next to hardware NICs: dma-buf needs every NIC to register it"
                               : "the soft backend maps the dma-buf (an exporter that allows mmap; GPU memory "
@@ -121,8 +123,10 @@ uint64_t VerbsRegistrar::mr_capacity() const {
 }
 
 bool VerbsRegistrar::faults_in_pages() const {
-  for (const Nic& n : nics_.nics())
-    if (n.config.backend != "soft") return true;
+  for (const Nic& n : nics_.nics()) {
+    const verbs::BackendInfo* b = backends_.find(n.config.backend);
+    if (b == nullptr || b->caps.registration_faults_in_pages) return true;
+  }
   return false;
 }
 
@@ -139,10 +143,10 @@ std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
       d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
       d.speed_mbps = port.value().speed_mbps;
     }
-    for (const auto& hw : hardware_.devices()) {
-      if (hw.name == nic.config.device) {
-        d.pci_address = hw.pci_address;
-        d.numa_node = hw.numa_node;
+    for (const verbs::HostNic& hw : hardware_.ports()) {
+      if (hw.device == nic.config.device) {
+        d.pci_address = hw.pci;
+        d.numa_node = hw.numa;
       }
     }
     out.push_back(std::move(d));

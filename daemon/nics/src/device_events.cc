@@ -2,9 +2,14 @@
 
 #include "rdmad/base/log.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/verbs/rdma_core/address_watcher.h"
 
 namespace rdmad::daemon {
+namespace {
+
+// The NIC's source GID follows the host's addresses (re-selected by the backend at every use).
+bool gid_follows_addresses(const Nic& nic) { return nic.backend != nullptr && nic.backend->caps.address_selects_gid; }
+
+}  // namespace
 
 const char* to_string(verbs::DeviceEvent::Kind k) {
   using K = verbs::DeviceEvent::Kind;
@@ -37,20 +42,21 @@ DeviceEventMonitor::~DeviceEventMonitor() {
 }
 
 void DeviceEventMonitor::start() {
-  bool hardware = false;
+  const verbs::BackendInfo* watcher = nullptr;  // address changes are host-wide: one watch serves all
   const auto& nics = nics_.nics();
   for (size_t i = 0; i < nics.size(); ++i) {
-    hardware |= nics[i].config.backend == "rdma_core";
+    if (watcher == nullptr && gid_follows_addresses(nics[i]) && nics[i].backend->watch_addresses)
+      watcher = nics[i].backend;
     if (nics[i].in_service()) watch(i);
   }
-  if (!hardware) return;
-  auto w = verbs::rdma_core::AddressWatcher::open();
-  if (!w) {
+  if (watcher == nullptr) return;
+  auto w = watcher->watch_addresses();
+  if (!w.ok()) {
     log::get("verbs")->warn("cannot watch address changes error={} gids=reread_at_connect",
-                            base::q(w.error().message()));
+                            base::q(w.status().message()));
     return;
   }
-  addresses_ = std::make_unique<verbs::rdma_core::AddressWatcher>(std::move(w.value()));
+  addresses_ = std::move(w.value());
   address_fd_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, addresses_->fd());
   arm_addresses();
 }
@@ -61,7 +67,7 @@ void DeviceEventMonitor::nic_opened(size_t nic_index) {
 
 void DeviceEventMonitor::watch(size_t i) {
   const Nic& nic = nics_.nics()[i];
-  if (nic.config.backend == "rdma_core") {
+  if (gid_follows_addresses(nic)) {
     const auto p = nic.device->query_port(nic.port());
     if (p.ok()) gids_[i] = p.value().gid;
   }
@@ -124,7 +130,7 @@ void DeviceEventMonitor::check_gids(const char* why) {
   const auto& nics = nics_.nics();
   for (size_t i = 0; i < nics.size(); ++i) {
     const Nic& nic = nics[i];
-    if (nic.config.backend != "rdma_core" || !nic.in_service()) continue;
+    if (!gid_follows_addresses(nic) || !nic.in_service()) continue;
     const auto p = nic.device->query_port(nic.port());
     if (!p.ok()) continue;
     const verbs::Gid now = p.value().gid;
@@ -144,7 +150,7 @@ void DeviceEventMonitor::check_gids(const char* why) {
 void DeviceEventMonitor::arm_addresses() {
   address_fd_->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
     if (ec) return;
-    if (addresses_->drain().any()) check_gids("addresses changed");
+    if (addresses_->drain()) check_gids("addresses changed");
     arm_addresses();
   });
 }

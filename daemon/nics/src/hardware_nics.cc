@@ -7,17 +7,15 @@
 
 #include "port_metric_table.h"
 #include "port_metrics.h"
-#include "rdmad/base/log.h"
 #include "rdmad/base/log_fields.h"
+#include "rdmad/base/log.h"
 #include "rdmad/metrics/family_set.h"
 #include "rdmad/nic_cc/cc_enable.h"
 #include "rdmad/nic_cc/cc_health.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 #include "rdmad/nic_cc/cc_port_status.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
 
 namespace rdmad::daemon {
-namespace rc = verbs::rdma_core;
 
 namespace {
 
@@ -33,71 +31,82 @@ const char* reason_of(nic_cc::CcFindingKind k) {
 
 }  // namespace
 
-HardwareNics::HardwareNics(nic_cc::SysfsRoot root, const config::Config& config)
-    : root_(std::move(root)), config_(config) {}
+HardwareNics::HardwareNics(const verbs::BackendRegistry& backends, nic_cc::SysfsRoot root,
+                           const config::Config& config)
+    : root_(std::move(root)), config_(config), backends_(backends) {}
 
 const config::NicSection* HardwareNics::configured(const std::string& device) const {
-  for (const auto& n : config_.nics)
-    if (n.backend == "rdma_core" && n.device == device) return &n;
+  for (const auto& n : config_.nics) {
+    const verbs::BackendInfo* b = backends_.find(n.backend);
+    if (b != nullptr && b->caps.sysfs_ports && n.device == device) return &n;
+  }
   return nullptr;
+}
+
+void HardwareNics::discover(const verbs::BackendInfo& b) {
+  auto log = log::get("verbs");
+  verbs::HostScan scan;
+  scan.sysfs_root = root_.root().string();
+  for (const auto& n : config_.nics)
+    if (n.backend == b.name) scan.devices.push_back(n.device);
+  auto found = b.discover(scan);
+  if (!found.ok()) {
+    log->error("rdma device discovery failed error={}", base::q(found.status().message()));
+    // The configured devices are still manageable through sysfs.
+    scan.sysfs_only = true;
+    found = b.discover(scan);
+    if (!found.ok()) return;
+  }
+  for (const auto& w : found.value().warnings) log->warn("rdma device discovery warning detail={}", base::q(w));
+  const verbs::HostNics& host = found.value();
+  for (const auto& n : config_.nics) {
+    if (n.backend != b.name) continue;
+    if (std::find(host.devices.begin(), host.devices.end(), n.device) != host.devices.end()) continue;
+    log->error("rdma device not found nic={} device={} searched=libibverbs,/sys/class/infiniband", n.name,
+               n.device);
+  }
+  for (const std::string& d : host.devices) backend_of_.emplace(d, &b);
+  for (const std::string& line : host.notes) log->info("rdma device note detail={}", base::q(line));
+  host_ports_.insert(host_ports_.end(), host.ports.begin(), host.ports.end());
 }
 
 void HardwareNics::start() {
   auto log = log::get("verbs");
-  auto found = rc::discover_devices(root_);
-  if (!found.ok()) {
-    log->error("rdma device discovery failed error={}", base::q(found.error().message()));
-  } else {
-    devices_ = std::move(found.value().devices);
-    for (const auto& w : found.value().warnings) log->warn("rdma device discovery warning detail={}", base::q(w));
+  for (const std::string& name : backends_.names()) {
+    const verbs::BackendInfo* b = backends_.find(name);
+    if (b->caps.sysfs_ports && b->discover) discover(*b);
   }
-  std::set<std::string> names;
-  for (const auto& d : devices_) names.insert(d.name);
-  // Configured devices that sysfs shows but libibverbs did not list (no provider, or a fixture root):
-  // their CC parameters and counters are still manageable through sysfs.
-  for (const auto& n : config_.nics) {
-    if (n.backend != "rdma_core" || names.count(n.device)) continue;
-    if (!root_.exists("/sys/class/infiniband/" + n.device)) {
-      log->error("rdma device not found nic={} device={} searched=libibverbs,/sys/class/infiniband", n.name,
-                 n.device);
-      continue;
-    }
-    devices_.push_back(rc::read_device_sysfs(root_, n.device));
-    names.insert(n.device);
-  }
-  if (devices_.empty()) {
+  if (backend_of_.empty()) {
     log->info("no rdma devices found hardware_management=idle");
     return;
   }
   std::lock_guard lock(mu_);
-  for (const auto& d : devices_) {
-    for (const std::string& line : rc::describe(d)) log->info("rdma port found device={} detail={}", d.name, base::q(line));
-    for (const auto& p : d.ports) {
-      PortState& st = ports_[PortKey{d.name, p.port}];
-      st.netdev = p.netdev;
-      if (const auto* n = configured(d.name)) {
-        st.nic_name = n->name;
-        st.roce_priority = static_cast<int>(n->roce_priority);
-      }
-      inspect_and_apply(d, p, st);
+  for (const verbs::HostNic& p : host_ports_) {
+    log->info("rdma port found device={} port={} detail={}", p.device, p.port, base::q(p.summary));
+    PortState& st = ports_[PortKey{p.device, p.port}];
+    st.netdev = p.netdev;
+    if (const auto* n = configured(p.device)) {
+      st.nic_name = n->name;
+      st.roce_priority = static_cast<int>(n->roce_priority);
     }
+    inspect_and_apply(p, st);
   }
 }
 
-void HardwareNics::inspect_and_apply(const rc::DeviceInfo& d, const rc::PortInfo& p, PortState& st) {
+void HardwareNics::inspect_and_apply(const verbs::HostNic& p, PortState& st) {
   auto log = log::get("cc");
-  const auto status = nic_cc::inspect_cc(root_, p.netdev, d.pci_address);
-  log->info("cc status device={} port={} summary={}", d.name, p.port, base::q(status.summary()));
+  const auto status = nic_cc::inspect_cc(root_, p.netdev, p.pci);
+  log->info("cc status device={} port={} summary={}", p.device, p.port, base::q(status.summary()));
   if (!status.location) return;
-  const config::NicSection* n = configured(d.name);
+  const config::NicSection* n = configured(p.device);
   cc::DcqcnParams in_force = status.readout->params;
   if (n != nullptr && n->cc_apply) {
     const auto report = nic_cc::apply_cc_params(root_, *status.location, config_.cc.params);
     for (const auto* c : report.applied())
-      log->info("cc knob set device={} port={} change={}", d.name, p.port, base::q(c->text()));
+      log->info("cc knob set device={} port={} change={}", p.device, p.port, base::q(c->text()));
     for (const auto* c : report.problems())
-      log->warn("cc knob not set device={} port={} problem={}", d.name, p.port, base::q(c->text()));
-    log->info("cc profile applied device={} port={} profile={} changed={} not_taken={}", d.name, p.port,
+      log->warn("cc knob not set device={} port={} problem={}", p.device, p.port, base::q(c->text()));
+    log->info("cc profile applied device={} port={} profile={} changed={} not_taken={}", p.device, p.port,
               config_.cc.profile, report.applied().size(), report.problems().size());
     in_force = report.effective;
   }
@@ -173,58 +182,66 @@ class HardwareNics::Collector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
     std::lock_guard lock(owner_.mu_);
-    for (const auto& d : owner_.devices_) {
-      // State and counters are read now: sysfs is the source of truth for hardware ports.
-      const auto fresh = rc::read_device_sysfs(owner_.root_, d.name);
-      for (const auto& p : d.ports) {
-        const std::string port = std::to_string(p.port);
-        const metrics::LabelList l = {{"device", d.name}, {"port", port}};
-        const auto it = owner_.ports_.find(PortKey{d.name, p.port});
-        const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
-        int state = p.state;
-        uint64_t rate = p.rate_mbps;
-        for (const auto& fp : fresh.ports)
-          if (fp.port == p.port) state = fp.state, rate = fp.rate_mbps;
-        add_port_info(f, {d.name, port, "rdma_core", std::string(rc::to_string(p.link_layer)),
-                          st ? st->nic_name : "", state, static_cast<double>(rate) * 1e6 / 8});
-        PortCounterValues v;
-        if (auto pc = nic_cc::read_port_counters(owner_.root_, d.name, p.port); pc.ok()) {
-          // counters/port_*_data count 4-byte words; read_port_counters returns bytes.
-          v.rx_bytes = pc.value().rcv_bytes;
-          v.tx_bytes = pc.value().xmit_bytes;
-          v.rx_packets = pc.value().rcv_packets;
-          v.tx_packets = pc.value().xmit_packets;
+    // A device's ports are consecutive in host_ports_: each device is read once.
+    std::string device;
+    const verbs::BackendInfo* backend = nullptr;
+    verbs::Result<verbs::HostNics> fresh = verbs::HostNics{};
+    for (const verbs::HostNic& p : owner_.host_ports_) {
+      if (p.device != device || backend == nullptr) {
+        // State and counters are read now: sysfs is the source of truth for hardware ports.
+        device = p.device;
+        backend = owner_.backend_of_.at(device);
+        fresh = backend->discover(verbs::HostScan{owner_.root_.root().string(), {device}, true});
+      }
+      const std::string port = std::to_string(p.port);
+      const metrics::LabelList l = {{"device", device}, {"port", port}};
+      const auto it = owner_.ports_.find(PortKey{device, p.port});
+      const PortState* st = it == owner_.ports_.end() ? nullptr : &it->second;
+      int state = p.link.state;
+      uint64_t rate = p.link.speed_mbps;
+      if (fresh.ok()) {
+        for (const auto& fp : fresh.value().ports)
+          if (fp.port == p.port) state = fp.link.state, rate = fp.link.speed_mbps;
+      }
+      add_port_info(f, {device, port, backend->name, std::string(verbs::to_string(p.link.layer)),
+                        st ? st->nic_name : "", state, static_cast<double>(rate) * 1e6 / 8});
+      PortCounterValues v;
+      if (auto pc = nic_cc::read_port_counters(owner_.root_, device, p.port); pc.ok()) {
+        // counters/port_*_data count 4-byte words; read_port_counters returns bytes.
+        v.rx_bytes = pc.value().rcv_bytes;
+        v.tx_bytes = pc.value().xmit_bytes;
+        v.rx_packets = pc.value().rcv_packets;
+        v.tx_packets = pc.value().xmit_packets;
+      }
+      if (auto hw = nic_cc::read_hw_counters(owner_.root_, device, p.port); hw.ok()) {
+        // rxe has no counters/ (no PMA): its packet counts are driver counters of its own names.
+        if (!v.tx_packets) v.tx_packets = hw.value().get("sent_pkts");
+        if (!v.rx_packets) v.rx_packets = hw.value().get("rcvd_pkts");
+        const auto dc = nic_cc::dcqcn_counters(hw.value());
+        v.np_cnp_sent = dc.np_cnp_sent;
+        v.np_ecn_marked = dc.np_ecn_marked_roce_packets;
+        v.rp_cnp_handled = dc.rp_cnp_handled;
+        v.rp_cnp_ignored = dc.rp_cnp_ignored;
+        v.out_of_sequence = dc.out_of_sequence;
+        v.packet_seq_err = dc.packet_seq_err;
+        v.local_ack_timeout_err = dc.local_ack_timeout_err;
+        // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
+        // names dashboards know).
+        for (const auto& [counter, value] : hw.value().values) {
+          f.add(port_metric::kHwCounter, {{"device", device}, {"port", port}, {"counter", counter}},
+                static_cast<double>(value));
         }
-        if (auto hw = nic_cc::read_hw_counters(owner_.root_, d.name, p.port); hw.ok()) {
-          // rxe has no counters/ (no PMA): its packet counts are driver counters of its own names.
-          if (!v.tx_packets) v.tx_packets = hw.value().get("sent_pkts");
-          if (!v.rx_packets) v.rx_packets = hw.value().get("rcvd_pkts");
-          const auto dc = nic_cc::dcqcn_counters(hw.value());
-          v.np_cnp_sent = dc.np_cnp_sent;
-          v.np_ecn_marked = dc.np_ecn_marked_roce_packets;
-          v.rp_cnp_handled = dc.rp_cnp_handled;
-          v.rp_cnp_ignored = dc.rp_cnp_ignored;
-          v.out_of_sequence = dc.out_of_sequence;
-          v.packet_seq_err = dc.packet_seq_err;
-          v.local_ack_timeout_err = dc.local_ack_timeout_err;
-          // Every driver counter as it is (rxe's and mlx5's differ; the ones above are the mlx5
-          // names dashboards know).
-          for (const auto& [counter, value] : hw.value().values) {
-            f.add(port_metric::kHwCounter, {{"device", d.name}, {"port", port}, {"counter", counter}},
-                  static_cast<double>(value));
-          }
+      }
+      add_port_counters(f, l, v);
+      if (st != nullptr) {
+        for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
+          f.add(port_metric::kCcMisconfigured, {{"device", device}, {"port", port}, {"reason", reason}},
+                st->findings.count(reason) ? 1 : 0);
         }
-        add_port_counters(f, l, v);
-        if (st != nullptr) {
-          for (const char* reason : {"cnp_ignored", "cc_disabled_on_priority", "np_disabled_on_priority"}) {
-            f.add(port_metric::kCcMisconfigured, {{"device", d.name}, {"port", port}, {"reason", reason}},
-                  st->findings.count(reason) ? 1 : 0);
-          }
-          if (!st->cc_info.empty()) {
-            metrics::LabelList info = l;
-            for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
-            f.add(port_metric::kCcParamsInfo, info, 1);
-          }
+        if (!st->cc_info.empty()) {
+          metrics::LabelList info = l;
+          for (const auto& [knob, value] : st->cc_info) info.emplace_back(knob, value);
+          f.add(port_metric::kCcParamsInfo, info, 1);
         }
       }
     }

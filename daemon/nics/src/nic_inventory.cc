@@ -42,9 +42,9 @@ class NicCollector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
     for (const Nic& nic : nics_) {
-      // Hardware ports are exported from sysfs by HardwareNics (the kernel's counters are the truth);
-      // only hardware NICs can be out of service.
-      if (nic.config.backend == "rdma_core" || !nic.in_service()) continue;
+      // Kernel ports are exported from sysfs by HardwareNics (the kernel's counters are the truth);
+      // only such NICs can be out of service.
+      if (nic.backend == nullptr || nic.backend->caps.sysfs_ports || !nic.in_service()) continue;
       const std::string device = nic.device->info().name;
       for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
         const auto port_result = nic.device->query_port(p);
@@ -80,9 +80,11 @@ class NicCollector final : public prometheus::Collectable {
 
 }  // namespace
 
-verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config) {
+verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config,
+                                      const verbs::BackendInfo* backend) {
+  const verbs::Capabilities caps = backend != nullptr ? backend->caps : verbs::Capabilities{};
   verbs::DeviceConfig dc;
-  dc.name = n.backend == "rdma_core" ? n.device : n.name;
+  dc.name = caps.opens_named_device ? n.device : n.name;
   dc.address = n.address;
   dc.udp_port = static_cast<uint16_t>(n.udp_port);
   // Peers reach an advertised NIC through a relay (an rdmad-fabric port) that forwards from the
@@ -99,7 +101,7 @@ verbs::DeviceConfig device_config_for(const config::NicSection& n, const config:
   dc.port = static_cast<uint8_t>(n.port);
   dc.gid_index = static_cast<int>(n.gid_index);
   dc.gid_cidr = n.gid_match;
-  if (n.backend == "rdma_core" && !n.address.empty()) {
+  if (caps.address_selects_gid && !n.address.empty()) {
     // The address names the GID: the one entry whose address it is (the loader made sure it lies
     // in gid_match, and that no gid_index is set).
     const bool v6 = n.address.find(':') != std::string::npos;
@@ -153,9 +155,10 @@ bool NicInventory::open(const config::Config& config, std::string& error) {
   for (const config::NicSection& n : config.nics) {
     Nic nic;
     nic.config = n;
-    nic.device_config = device_config_for(n, config);
+    nic.backend = registry_.find(n.backend);
+    nic.device_config = device_config_for(n, config, nic.backend);
     auto device = registry_.open(n.backend, nic.device_config);
-    if (!device.ok() && n.backend == "rdma_core") {
+    if (!device.ok() && nic.backend != nullptr && nic.backend->caps.retries_failed_open) {
       // A hardware NIC can be absent or not yet usable (driver loading, no provider): its CC
       // management and counters still work through sysfs; its datapath waits for retry().
       failed(nic, device.status().message(), now);
@@ -223,8 +226,8 @@ void NicInventory::add_dcqcn_metrics(prometheus::Registry& registry) {
   for (double b : rate_buckets) mbps_buckets.push_back(b / 1e6);
   const prometheus::Histogram::BucketBoundaries alpha_buckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
   for (const Nic& nic : nics_) {
-    if (nic.config.backend != "soft" || !nic.in_service()) continue;
-    // Soft NICs have one port.
+    // Only a DCQCN that runs in the backend has a state to sample; such NICs have one port.
+    if (nic.backend == nullptr || !nic.backend->caps.software_cc || !nic.in_service()) continue;
     const prometheus::Labels labels{{"device", nic.device->info().name}, {"port", "1"}};
     dcqcn_.push_back({nic.device.get(), &rate.Add(labels, rate_buckets), &rate_mbps.Add(labels, mbps_buckets),
                       &alpha.Add(labels, alpha_buckets)});

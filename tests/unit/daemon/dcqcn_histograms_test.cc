@@ -15,11 +15,16 @@ namespace {
 std::string scrape_after_one_sample() {
   log::setup(spdlog::level::off);
   verbs::BackendRegistry backends;
-  backends.add({"soft", {}, [](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
-                  // One QP pacing at 25 Gb/s.
-                  return std::unique_ptr<verbs::Device>(new StubDevice(c.name, {{25000, 40000, 0.5}}));
-                },
-                [] { return std::vector<std::string>{}; }});
+  verbs::BackendInfo soft;
+  soft.name = "soft";
+  soft.caps.software_cc = true;  // the histograms are of backends that pace in software
+  soft.caps.needs_address = true;
+  soft.open = [](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+    // One QP pacing at 25 Gb/s.
+    return std::unique_ptr<verbs::Device>(new StubDevice(c.name, {{25000, 40000, 0.5}}));
+  };
+  soft.list_devices = [] { return std::vector<std::string>{}; };
+  backends.add(std::move(soft));
   config::Config cfg;
   config::NicSection n;
   n.name = "soft0";

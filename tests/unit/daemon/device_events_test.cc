@@ -59,13 +59,14 @@ class EventDevice final : public verbs::Device {
 };
 
 // Registers backend `name`, whose devices are EventDevices; *last is the one opened last.
-void add_event_backend(verbs::BackendRegistry& registry, const std::string& name, EventDevice** last) {
-  registry.add({name, {}, [last](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+void add_event_backend(verbs::BackendRegistry& registry, const std::string& name, EventDevice** last,
+                       verbs::Capabilities caps = {}) {
+  registry.add({name, caps, [last](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                   auto d = std::make_unique<EventDevice>();
                   if (last != nullptr) *last = d.get();
                   return std::unique_ptr<verbs::Device>(std::move(d));
                 },
-                [] { return std::vector<std::string>{}; }});
+                [] { return std::vector<std::string>{}; }, nullptr, nullptr});
 }
 
 TEST(DeviceEventMonitor, EventsAreReadFromTheDescriptorAndCountedOnce) {
@@ -109,15 +110,18 @@ TEST(DeviceEventMonitor, PortQpAndGidChangesReachTheSinksWithTheNicIndex) {
   log::setup(spdlog::level::off);
   EventDevice* dev = nullptr;
   verbs::BackendRegistry registry;
-  // Registered as rdma_core: the monitor re-reads GIDs of hardware NICs only.
-  add_event_backend(registry, "rdma_core", &dev);
+  // A backend whose address selects the GID (as rdma_core's): the monitor re-reads only such GIDs.
+  verbs::Capabilities hardware;
+  hardware.opens_named_device = true;
+  hardware.address_selects_gid = true;
+  add_event_backend(registry, "hardware", &dev, hardware);
   add_event_backend(registry, "soft", nullptr);
   config::Config cfg;
   cfg.nics.resize(2);
   cfg.nics[0].name = "soft0";
   cfg.nics[0].backend = "soft";
   cfg.nics[1].name = "rail1";
-  cfg.nics[1].backend = "rdma_core";
+  cfg.nics[1].backend = "hardware";
   cfg.nics[1].device = "ev0";
   cfg.nics[1].port = 1;
   NicInventory nics(registry);

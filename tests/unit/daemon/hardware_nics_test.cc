@@ -18,6 +18,16 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kTrees = fs::path(RDMAD_SOURCE_DIR) / "tests/data/sysfs";
 
+// The backends the daemon has: the rdma_core one finds the fixture's devices in sysfs.
+const verbs::BackendRegistry& backends() {
+  static const verbs::BackendRegistry r = [] {
+    verbs::BackendRegistry reg;
+    verbs::register_builtin_backends(reg);
+    return reg;
+  }();
+  return r;
+}
+
 config::Config load(const std::string& toml) {
   auto r = config::load_string(toml, "test.toml");
   EXPECT_TRUE(r.ok()) << (r.errors.empty() ? "" : r.errors[0].to_string());
@@ -49,10 +59,10 @@ class HardwareNicsTest : public ::testing::Test {
 
 TEST_F(HardwareNicsTest, ConfiguredDeviceIsFoundInSysfsAndExported) {
   const auto cfg = load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\n");
-  HardwareNics hw(nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"), cfg);
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"), cfg);
   hw.start();
-  ASSERT_EQ(hw.devices().size(), 1u);
-  EXPECT_EQ(hw.devices()[0].name, "mlx5_0");
+  ASSERT_EQ(hw.ports().size(), 1u);
+  EXPECT_EQ(hw.ports()[0].device, "mlx5_0");
   const std::string text = scrape(hw);
   EXPECT_NE(text.find("rdmad_nic_info{device=\"mlx5_0\",port=\"1\",backend=\"rdma_core\",link_layer=\"Ethernet\",nic=\"rail0\"} 1"),
             std::string::npos)
@@ -65,7 +75,7 @@ TEST_F(HardwareNicsTest, ConfiguredDeviceIsFoundInSysfsAndExported) {
 
 TEST_F(HardwareNicsTest, PortCountersAreBytesNotWords) {
   const auto cfg = load("[[nic]]\nname = \"n\"\ndevice = \"mlx5_0\"\n");
-  HardwareNics hw(nic_cc::SysfsRoot(kTrees / "procfs"), cfg);
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(kTrees / "procfs"), cfg);
   hw.start();
   const std::string text = scrape(hw);
   // procfs fixture: port_xmit_data 2880761508848 words -> 11523046035392 bytes.
@@ -77,7 +87,7 @@ TEST_F(HardwareNicsTest, PortCountersAreBytesNotWords) {
 TEST_F(HardwareNicsTest, CcDisabledOnTheRocePriorityIsAFindingAndAMetric) {
   // The vendor fixture has RP and NP switched off on priority 5.
   const auto cfg = load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\nroce_priority = 5\n");
-  HardwareNics hw(nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"), cfg);
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"), cfg);
   hw.start();
   hw.poll();
   const auto f = hw.findings_for_test();
@@ -87,7 +97,7 @@ TEST_F(HardwareNicsTest, CcDisabledOnTheRocePriorityIsAFindingAndAMetric) {
             std::string::npos)
       << text;
   // Priority 3 is enabled: no finding.
-  HardwareNics ok(nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"),
+  HardwareNics ok(backends(), nic_cc::SysfsRoot(kTrees / "roce-vendor-ecn"),
                   load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\nroce_priority = 3\n"));
   ok.start();
   ok.poll();
@@ -97,7 +107,7 @@ TEST_F(HardwareNicsTest, CcDisabledOnTheRocePriorityIsAFindingAndAMetric) {
 TEST_F(HardwareNicsTest, RisingCnpIgnoredIsDetectedBetweenPolls) {
   test::TempDir dir;
   const fs::path root = copy_tree("roce-vendor-ecn", dir);
-  HardwareNics hw(nic_cc::SysfsRoot(root), load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\n"));
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(root), load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\n"));
   hw.start();
   hw.poll();
   EXPECT_TRUE(hw.findings_for_test().empty());
@@ -114,7 +124,7 @@ TEST_F(HardwareNicsTest, RisingCnpIgnoredIsDetectedBetweenPolls) {
 TEST_F(HardwareNicsTest, CcApplyWritesTheProfileAndReportsWhatIsInForce) {
   test::TempDir dir;
   const fs::path root = copy_tree("roce-vendor-ecn", dir);
-  HardwareNics hw(nic_cc::SysfsRoot(root),
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(root),
                   load("[cc]\nprofile = \"mlx5\"\nrpg_time_reset = 55\nrpg_ai_rate = 40\n"
                        "[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\ncc_apply = true\n"));
   hw.start();
@@ -128,7 +138,7 @@ TEST_F(HardwareNicsTest, CcApplyWritesTheProfileAndReportsWhatIsInForce) {
 TEST_F(HardwareNicsTest, WithoutCcApplyNothingIsWritten) {
   test::TempDir dir;
   const fs::path root = copy_tree("roce-vendor-ecn", dir);
-  HardwareNics hw(nic_cc::SysfsRoot(root),
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(root),
                   load("[cc]\nrpg_time_reset = 55\n[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\n"));
   hw.start();
   EXPECT_EQ(read(fs::canonical(root / "sys/class/net/eth0/ecn/roce_rp/rpg_time_reset")), "300");
@@ -138,10 +148,10 @@ TEST_F(HardwareNicsTest, WithoutCcApplyNothingIsWritten) {
 // the port series (it has no counters/), and its PCI function is the virtio NIC's.
 TEST_F(HardwareNicsTest, RxeDriverCountersAndPacketsAreExported) {
   const auto cfg = load("[[nic]]\nname = \"rail0\"\ndevice = \"rxe0\"\n");
-  HardwareNics hw(nic_cc::SysfsRoot(kTrees / "rxe-virtio"), cfg);
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(kTrees / "rxe-virtio"), cfg);
   hw.start();
-  ASSERT_EQ(hw.devices().size(), 1u) << "the configured one (libibverbs lists none on this host)";
-  EXPECT_EQ(hw.devices()[0].pci_address, "0000:00:05.0");
+  ASSERT_EQ(hw.ports().size(), 1u) << "the configured one (libibverbs lists none on this host)";
+  EXPECT_EQ(hw.ports()[0].pci, "0000:00:05.0");
   const std::string text = scrape(hw);
   EXPECT_NE(text.find("rdmad_hw_counter_total{device=\"rxe0\",port=\"1\",counter=\"rcvd_pkts\"} 2862"),
             std::string::npos)
@@ -157,10 +167,10 @@ TEST_F(HardwareNicsTest, RxeDriverCountersAndPacketsAreExported) {
 
 TEST_F(HardwareNicsTest, NoDevicesIsANormalState) {
   test::TempDir dir;
-  HardwareNics hw(nic_cc::SysfsRoot(dir.path()), load(""));
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(dir.path()), load(""));
   hw.start();
   hw.poll();
-  EXPECT_TRUE(hw.devices().empty());
+  EXPECT_TRUE(hw.ports().empty());
   EXPECT_EQ(scrape(hw), "");
 }
 

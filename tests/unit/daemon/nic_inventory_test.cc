@@ -15,24 +15,38 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// "rdma_core" here: a backend whose devices open only once `present` names them.
+// What the daemon's handling of a hardware NIC rests on (as the rdma_core backend advertises).
+verbs::Capabilities hardware_caps() {
+  verbs::Capabilities c;
+  c.registration_faults_in_pages = true;
+  c.sysfs_ports = true;
+  c.opens_named_device = true;
+  c.address_selects_gid = true;
+  c.retries_failed_open = true;
+  return c;
+}
+
+// `hardware` here: a backend whose devices open only once `present` names them.
 struct Backend {
   std::set<std::string> present;
   std::vector<std::string> opened;  // every attempt, by device name
   std::vector<verbs::DeviceConfig> configs;
   verbs::BackendRegistry registry;
-  Backend() {
-    registry.add({"rdma_core", {}, [this](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+  explicit Backend(const std::string& hardware = "rdma_core") {
+    registry.add({hardware, hardware_caps(), [this](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                     opened.push_back(c.name);
                     configs.push_back(c);
                     if (!present.count(c.name)) return verbs::Status::error("no RDMA device named '" + c.name + "'");
                     return std::unique_ptr<verbs::Device>(new StubDevice(c.name));
                   },
-                  [] { return std::vector<std::string>{}; }});
-    registry.add({"soft", {}, [](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+                  [] { return std::vector<std::string>{}; }, nullptr, nullptr});
+    verbs::Capabilities soft;
+    soft.needs_address = true;
+    soft.software_cc = true;
+    registry.add({"soft", soft, [](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                     return verbs::Status::error("address not local");
                   },
-                  [] { return std::vector<std::string>{}; }});
+                  [] { return std::vector<std::string>{}; }, nullptr, nullptr});
   }
 };
 
@@ -130,7 +144,9 @@ TEST(NicInventory, EachNicIsOpenedWithItsDscpSlCnpDscpAndAddress) {
   n.dscp = 46;
   n.sl = 3;
   n.cnp_dscp = 40;
-  verbs::DeviceConfig dc = device_config_for(n, cfg);
+  Backend b;
+  const verbs::BackendInfo* hw = b.registry.find("rdma_core");
+  verbs::DeviceConfig dc = device_config_for(n, cfg, hw);
   EXPECT_EQ(dc.name, "mlx5_0");
   EXPECT_EQ(dc.dscp, 46);
   EXPECT_EQ(dc.sl, 3);
@@ -140,24 +156,48 @@ TEST(NicInventory, EachNicIsOpenedWithItsDscpSlCnpDscpAndAddress) {
   n.address = "fd00::7";
   n.gid_match.clear();
   n.cnp_dscp = -1;
-  dc = device_config_for(n, cfg);
+  dc = device_config_for(n, cfg, hw);
   EXPECT_EQ(dc.gid_cidr, "fd00::7/128");
   EXPECT_TRUE(dc.gid_ipv6);
   EXPECT_EQ(dc.dcqcn.cnp_dscp, 48) << "-1 takes [cc] cnp_dscp";
   n.address.clear();
   n.gid_match = "10.2.0.0/16";
-  EXPECT_EQ(device_config_for(n, cfg).gid_cidr, "10.2.0.0/16");
+  EXPECT_EQ(device_config_for(n, cfg, hw).gid_cidr, "10.2.0.0/16");
   // A soft NIC's address is its own (not a GID rule); its CNPs carry the NIC's cnp_dscp too.
   config::NicSection s;
   s.name = "soft0";
   s.backend = "soft";
   s.address = "127.0.0.2";
   s.cnp_dscp = 10;
-  dc = device_config_for(s, cfg);
+  dc = device_config_for(s, cfg, b.registry.find("soft"));
   EXPECT_EQ(dc.name, "soft0");
   EXPECT_EQ(dc.address, "127.0.0.2");
   EXPECT_TRUE(dc.gid_cidr.empty());
   EXPECT_EQ(dc.dcqcn.cnp_dscp, 10);
+}
+
+// What a NIC's backend advertises decides how it is treated, not the backend's name: a hardware
+// backend of another name is kept out of service and retried, opened by its device and port, and
+// its address names a GID.
+TEST(NicInventory, TreatmentFollowsTheBackendsCapabilitiesNotItsName) {
+  log::setup(spdlog::level::off);
+  Backend b("other_hw");
+  config::Config cfg;
+  config::NicSection n = rdma_nic("rail0", "mlx5_0");
+  n.backend = "other_hw";
+  n.port = 2;
+  n.address = "10.1.0.7";
+  cfg.nics = {n};
+  NicInventory nics(b.registry);
+  std::string error;
+  ASSERT_TRUE(nics.open(cfg, error)) << error;
+  ASSERT_EQ(nics.nics().size(), 1u);
+  EXPECT_FALSE(nics.nics()[0].in_service()) << "out of service, not a start-up error";
+  EXPECT_EQ(nics.nics()[0].port(), 2);
+  EXPECT_EQ(nics.nics()[0].device_config.name, "mlx5_0");
+  EXPECT_EQ(nics.nics()[0].device_config.gid_cidr, "10.1.0.7/32");
+  b.present = {"mlx5_0"};
+  EXPECT_EQ(nics.retry(NicInventory::Clock::now()), std::vector<size_t>{0});
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "rdmad/daemon/peer/qp_connector.h"
-#include "rdmad/verbs/rdma_core/port_selection.h"
-#include "rdmad/verbs/rdma_core/wr_mapping.h"
+#include "port_selection.h"
+#include "wr_mapping.h"
 #include "unit/nic_cc/sysfs_fixture.h"
 
 namespace rdmad::peer {

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/address_watcher.h"
+#include "address_watcher.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/async_event.h"
+#include "async_event.h"
 
 #include <gtest/gtest.h>
 

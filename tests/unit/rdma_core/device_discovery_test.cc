@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "device_discovery.h"
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/gid_selector.h"
+#include "gid_selector.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "handles.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "rdmad/base/log.h"
-#include "rdmad/verbs/rdma_core/dmabuf_probe.h"
+#include "dmabuf_probe.h"
 
 namespace rdmad::verbs::rdma_core {
 namespace {

@@ -1,10 +1,10 @@
 // From fixture hosts to the interface's PortInfo, NicCounters and Capabilities.
-#include "rdmad/verbs/rdma_core/port_selection.h"
+#include "port_selection.h"
 
 #include <gtest/gtest.h>
 
-#include "rdmad/verbs/rdma_core/device_mapping.h"
-#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "device_mapping.h"
+#include "split_keys.h"
 #include "unit/nic_cc/sysfs_fixture.h"
 
 namespace rdmad::verbs::rdma_core {

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/qp_attrs.h"
+#include "qp_attrs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Keys of a registration split into several MRs: SGE translation onto slices and the lock-free table.
-#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "split_keys.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The adapter's translations between the verbs interface and libibverbs, field by field.
-#include "rdmad/verbs/rdma_core/wr_mapping.h"
+#include "wr_mapping.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,9 @@
 // The ibverbs QP state machine and the registry/capability contract.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
@@ -139,6 +142,60 @@ TEST(Capabilities, SoftMatchesBehaviour) {
   auto over = e.pd->create_qp(ia);
   EXPECT_EQ(over.status().code(), StatusCode::kNoResource);
   EXPECT_FALSE(e.dev->create_cq(caps.max_cq_depth + 1).ok());
+}
+
+// Pages of [p, p + bytes) that are resident (mincore).
+size_t resident_pages(void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((bytes + page - 1) / page);
+  if (mincore(p, bytes, v.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+// The capabilities that say how the daemon treats the soft backend's NICs behave as advertised.
+TEST(Capabilities, SoftHandlingMatchesBehaviour) {
+  const BackendInfo* b = registry().find("soft");
+  ASSERT_NE(b, nullptr);
+  const Capabilities& caps = b->caps;
+  // registration_faults_in_pages: registering leaves untouched pages untouched.
+  EXPECT_FALSE(caps.registration_faults_in_pages);
+  Endpoint e;
+  std::string skip;
+  DeviceConfig named = soft_config();
+  named.name = "rail-x";
+  make_endpoint(e, open_device("soft", named, &skip));
+  const size_t bytes = 64 * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  {
+    auto mr = e.pd->reg_mr(mem, bytes, kAccessLocalWrite);
+    ASSERT_TRUE(mr.ok()) << mr.status().message();
+    EXPECT_EQ(resident_pages(mem, bytes), 0u) << "the soft backend faulted pages in";
+  }
+  munmap(mem, bytes);
+  // opens_named_device: false, the NIC is made and takes the name it is given.
+  EXPECT_FALSE(caps.opens_named_device);
+  EXPECT_EQ(e.dev->info().name, "rail-x");
+  EXPECT_EQ(e.dev->info().port_count, 1);
+  // needs_address: without one there is nothing to bind.
+  EXPECT_TRUE(caps.needs_address);
+  EXPECT_FALSE(registry().open("soft", soft_config("")).ok());
+  // address_selects_gid: false, the GID is the address itself, and nothing moves it.
+  EXPECT_FALSE(caps.address_selects_gid);
+  EXPECT_EQ(e.dev->query_port(1).value().gid.to_ip_string(), "127.0.0.1");
+  EXPECT_FALSE(b->watch_addresses);
+  // sysfs_ports: false, the host has no ports of this backend.
+  EXPECT_FALSE(caps.sysfs_ports);
+  ASSERT_TRUE(b->discover);
+  auto host = b->discover(HostScan{});
+  ASSERT_TRUE(host.ok());
+  EXPECT_TRUE(host.value().ports.empty());
+  // retries_failed_open: false, an open that failed fails again (a wrong configuration).
+  EXPECT_FALSE(caps.retries_failed_open);
+  EXPECT_FALSE(registry().open("soft", soft_config("192.0.2.1")).ok());
+  EXPECT_FALSE(registry().open("soft", soft_config("192.0.2.1")).ok());
 }
 
 }  // namespace

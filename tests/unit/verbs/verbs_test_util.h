@@ -69,7 +69,8 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
     *skip_reason = "backend '" + backend + "' is not built into this binary";
     return nullptr;
   }
-  if (backend != "soft" && b->list_devices().empty()) {
+  // A backend that opens an existing device skips where the host has none.
+  if (b->caps.opens_named_device && b->list_devices().empty()) {
     // The backend's own reason ("no RDMA device: ibv_get_device_list found 0 devices").
     *skip_reason = b->open(config).status().message();
     return nullptr;

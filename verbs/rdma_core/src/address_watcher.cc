@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/address_watcher.h"
+#include "address_watcher.h"
 
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>

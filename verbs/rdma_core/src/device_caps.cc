@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/device_caps.h"
+#include "device_caps.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

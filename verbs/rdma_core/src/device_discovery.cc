@@ -1,5 +1,5 @@
 #include "rdmad/base/log.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "device_discovery.h"
 
 #include <fmt/format.h>
 #include <infiniband/verbs.h>
@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "handles.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/verbs/rdma_core/handles.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/device_info.h"
+#include "device_info.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
-#include "rdmad/verbs/rdma_core/device_mapping.h"
+#include "device_mapping.h"
 
-#include "rdmad/verbs/rdma_core/device_discovery.h"
-#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "device_discovery.h"
+#include "split_keys.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/dmabuf_probe.h"
+#include "dmabuf_probe.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/gid_table.h"
+#include "gid_table.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

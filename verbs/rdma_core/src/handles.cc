@@ -1,5 +1,6 @@
 #include "rdmad/base/log.h"
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "handles.h"
+
 #include "rdmad/base/log_fields.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/mr_split.h"
+#include "mr_split.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "rdmad/verbs/rdma_core/port_selection.h"
+#include "port_selection.h"
 
 #include <fmt/format.h>
 
-#include "rdmad/verbs/rdma_core/device_mapping.h"
+#include "device_mapping.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -7,10 +7,11 @@
 #include <cstring>
 
 #include "rdmad/base/log.h"
+#include "host_discovery.h"
 #include "rc_objects.h"
+#include "device_mapping.h"
+#include "port_selection.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/verbs/rdma_core/device_mapping.h"
-#include "rdmad/verbs/rdma_core/port_selection.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 
 namespace rdmad::verbs::rdma_core {
@@ -107,12 +108,34 @@ std::vector<std::string> list_device_names() {
   return names;
 }
 
+namespace {
+
+// What the daemon's handling of hardware NICs rests on, whether or not a device is present now.
+void add_handling(Capabilities& c) {
+  c.registration_faults_in_pages = true;  // ibv_reg_mr pins the pages for the NIC's DMA
+  c.sysfs_ports = true;
+  c.opens_named_device = true;
+  c.address_selects_gid = true;  // the GID of [[nic]] address, re-selected at every use
+  c.retries_failed_open = true;
+}
+
+}  // namespace
+
+Capabilities static_capabilities() {
+  Capabilities c;
+  add_handling(c);
+  return c;
+}
+
 BackendInfo backend_info() {
   BackendInfo b;
   b.name = "rdma_core";
   b.caps = probe_capabilities();
+  add_handling(b.caps);
   b.open = open_device;
   b.list_devices = list_device_names;
+  b.discover = discover_host;
+  b.watch_addresses = watch_addresses;
   return b;
 }
 

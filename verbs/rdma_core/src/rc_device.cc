@@ -5,9 +5,9 @@
 
 #include "rc_objects.h"
 #include "rdmad/nic_cc/port_counters.h"
-#include "rdmad/verbs/rdma_core/async_event.h"
-#include "rdmad/verbs/rdma_core/device_mapping.h"
-#include "rdmad/verbs/rdma_core/port_selection.h"
+#include "async_event.h"
+#include "device_mapping.h"
+#include "port_selection.h"
 
 namespace rdmad::verbs::rdma_core {
 

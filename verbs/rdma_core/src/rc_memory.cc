@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "rc_objects.h"
-#include "rdmad/verbs/rdma_core/mr_split.h"
+#include "mr_split.h"
 
 namespace rdmad::verbs::rdma_core {
 
@@ -16,6 +16,14 @@ RcMemoryRegion::RcMemoryRegion(std::vector<rdma_core::MemoryRegion> slices, Spli
 RcMemoryRegion::~RcMemoryRegion() {
   // Unpublish before the MRs go, so no post translates onto a dead key.
   if (table_) table_->remove(keys_.lkeys[0]);
+}
+
+std::optional<RemoteSlices> RcMemoryRegion::remote_slices() const {
+  if (keys_.count <= 1) return std::nullopt;
+  RemoteSlices s;
+  s.slice_bytes = keys_.slice_bytes;
+  s.rkeys.assign(keys_.rkeys.begin(), keys_.rkeys.begin() + static_cast<std::ptrdiff_t>(keys_.count));
+  return s;
 }
 
 RcProtectionDomain::RcProtectionDomain(std::shared_ptr<DeviceState> state, rdma_core::ProtectionDomain pd)

@@ -9,12 +9,12 @@
 
 #include "rdmad/nic_cc/sysfs_root.h"
 #include "rdmad/verbs/device.h"
-#include "rdmad/verbs/rdma_core/device_caps.h"
-#include "rdmad/verbs/rdma_core/device_info.h"
-#include "rdmad/verbs/rdma_core/gid_selector.h"
-#include "rdmad/verbs/rdma_core/handles.h"
-#include "rdmad/verbs/rdma_core/split_keys.h"
-#include "rdmad/verbs/rdma_core/wr_mapping.h"
+#include "device_caps.h"
+#include "device_info.h"
+#include "gid_selector.h"
+#include "handles.h"
+#include "split_keys.h"
+#include "wr_mapping.h"
 #include "rdmad/verbs/registry.h"
 
 namespace rdmad::verbs::rdma_core {
@@ -64,6 +64,7 @@ class RcMemoryRegion final : public verbs::MemoryRegion {
   uint32_t rkey() const override { return keys_.rkeys[0]; }
   uint32_t access() const override { return access_; }
   const SplitKeys& keys() const { return keys_; }
+  std::optional<RemoteSlices> remote_slices() const override;
 
  private:
   std::vector<rdma_core::MemoryRegion> slices_;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "rc_objects.h"
-#include "rdmad/verbs/rdma_core/device_discovery.h"
+#include "device_discovery.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/split_keys.h"
+#include "split_keys.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "rdmad/verbs/rdma_core/wr_mapping.h"
+#include "wr_mapping.h"
 
 #include <arpa/inet.h>
 

@@ -272,18 +272,33 @@ class SoftDevice final : public Device {
 
 PassStats pass_stats_for_test(const Device& dev) { return dynamic_cast<const SoftDevice&>(dev).pass_stats(); }
 
+Capabilities static_capabilities() {
+  Capabilities c;
+  c.dmabuf_mr = false;
+  c.software_cc = true;
+  c.ipv6 = true;
+  c.max_mr_size = uint64_t{1} << 40;
+  c.max_mr = kMaxMrs - 1;  // entry 0 is never used
+  c.max_qp = kMaxQps;
+  c.max_qp_wr = kMaxWr;
+  c.max_cq_depth = kMaxCqDepth;
+  c.max_msg_size = 1u << 31;
+  // A user-space NIC: registration only records the range (the datapath reads and writes it through
+  // the daemon's mapping); the NIC is made by open(), bound to its address, and exists nowhere else.
+  c.registration_faults_in_pages = false;
+  c.sysfs_ports = false;
+  c.opens_named_device = false;
+  c.needs_address = true;
+  c.address_selects_gid = false;
+  c.retries_failed_open = false;
+  return c;
+}
+
 BackendInfo backend_info() {
   BackendInfo b;
   b.name = "soft";
-  b.caps.dmabuf_mr = false;
-  b.caps.software_cc = true;
-  b.caps.ipv6 = true;
-  b.caps.max_mr_size = uint64_t{1} << 40;
-  b.caps.max_mr = kMaxMrs - 1;  // entry 0 is never used
-  b.caps.max_qp = kMaxQps;
-  b.caps.max_qp_wr = kMaxWr;
-  b.caps.max_cq_depth = kMaxCqDepth;
-  b.caps.max_msg_size = 1u << 31;
+  b.caps = static_capabilities();
+  b.discover = [](const HostScan&) -> Result<HostNics> { return HostNics{}; };
   b.open = [](const DeviceConfig& config) -> Result<std::unique_ptr<Device>> {
     try {
       return std::unique_ptr<Device>(std::make_unique<SoftDevice>(config));

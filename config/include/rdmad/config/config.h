@@ -31,8 +31,8 @@ struct CcSection {
 
 struct NicSection {
   std::string name;
-  std::string backend;  // soft | rdma_core | dpdk
-  std::string address;  // IP address (soft, dpdk); optional for rdma_core (selects the GID of that address)
+  std::string backend;  // a backend of the registry: soft | rdma_core
+  std::string address;  // IP address (soft); optional for rdma_core (selects the GID of that address)
   std::string device;   // rdma-core device name (rdma_core)
   int64_t port = 1;     // device port number (rdma_core)
   int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)

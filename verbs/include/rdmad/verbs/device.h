@@ -21,6 +21,14 @@
 
 namespace rdmad::verbs {
 
+/// A registration a backend holds as several MRs behind one handle (rdma_core splits those over
+/// its per-MR limit): slice k covers bytes [k·slice_bytes, (k+1)·slice_bytes) and answers to
+/// rkeys[k] only, so a peer needs every slice's rkey (rkeys are chosen by the NIC).
+struct RemoteSlices {
+  uint64_t slice_bytes = 0;
+  std::vector<uint32_t> rkeys;  // slice 0 first
+};
+
 class MemoryRegion {
  public:
   virtual ~MemoryRegion() = default;
@@ -29,6 +37,8 @@ class MemoryRegion {
   virtual uint32_t lkey() const = 0;
   virtual uint32_t rkey() const = 0;
   virtual uint32_t access() const = 0;
+  /// The slices of a split registration; nullopt when rkey() covers it all. Setup path (allocates).
+  virtual std::optional<RemoteSlices> remote_slices() const { return std::nullopt; }
 };
 
 class CompletionQueue {

@@ -33,10 +33,10 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   void deregister(uint64_t mr_id) override;
   ipc::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override;
-  // False when every NIC is a soft one (a user-space NIC pins nothing).
+  // False when no NIC's registration faults pages in (user-space NICs such as soft pin nothing).
   bool faults_in_pages() const override;
   uint64_t mr_capacity() const override;
-  // Every NIC is a soft one: dma-buf memory is mapped and registered as host memory.
+  // Every NIC is a user-space one: dma-buf memory is mapped and registered as host memory.
   bool maps_dmabuf() const override { return !faults_in_pages(); }
 
  private:

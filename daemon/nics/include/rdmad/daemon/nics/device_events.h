@@ -1,9 +1,10 @@
 #pragma once
 // Device events on the control io_context: each NIC's asynchronous events (port up/down, QP fatal,
 // device fatal) are logged once and counted as they arrive and handed to the flows (a port that
-// went down or came back, a QP that failed); for hardware NICs the kernel's address changes
-// (rtnetlink) and GID-table changes (IBV_EVENT_GID_CHANGE) make the daemon re-read each port's
-// RoCEv2 GID (which the rdma_core backend re-selects on every use; GID indexes are never kept), and
+// went down or came back, a QP that failed); for NICs whose address selects a GID
+// (Capabilities::address_selects_gid: hardware NICs) the kernel's address changes (the backend's
+// watch_addresses: rtnetlink) and GID-table changes (IBV_EVENT_GID_CHANGE) make the daemon re-read
+// each port's RoCEv2 GID (which the rdma_core backend re-selects on every use; GID indexes are never kept), and
 // a GID that changed is handed on too: that NIC's QPs must be rebuilt with the new address.
 #include <atomic>
 #include <functional>
@@ -17,10 +18,6 @@
 
 #include "rdmad/daemon/nics/nic_inventory.h"
 
-namespace rdmad::verbs::rdma_core {
-class AddressWatcher;
-}
-
 namespace rdmad::daemon {
 
 class DeviceEventMonitor {
@@ -30,8 +27,8 @@ class DeviceEventMonitor {
   DeviceEventMonitor(const DeviceEventMonitor&) = delete;
   DeviceEventMonitor& operator=(const DeviceEventMonitor&) = delete;
 
-  // Arms a wait on every NIC in service that has events, and on rtnetlink when a hardware NIC is
-  // configured.
+  // Arms a wait on every NIC in service that has events, and on the backend's address watch when a
+  // NIC whose address selects its GID is configured.
   void start();
   // A NIC came into service (NicInventory::retry): watch its events too.
   void nic_opened(size_t nic_index);
@@ -60,10 +57,10 @@ class DeviceEventMonitor {
     std::unique_ptr<boost::asio::posix::stream_descriptor> fd;  // not owned: released, never closed
   };
   std::vector<Watch> watches_;
-  std::unique_ptr<verbs::rdma_core::AddressWatcher> addresses_;
+  std::unique_ptr<verbs::ChangeWatch> addresses_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> address_fd_;
   std::map<std::string, uint64_t> counts_;
-  std::map<size_t, verbs::Gid> gids_;  // by NIC index: the source GID last read (hardware NICs)
+  std::map<size_t, verbs::Gid> gids_;  // by NIC index: the source GID last read (GIDs that follow addresses)
   std::function<void(size_t, bool)> port_sink_;
   std::function<void(size_t, uint32_t)> qp_sink_;
   std::function<void(size_t)> gid_sink_;

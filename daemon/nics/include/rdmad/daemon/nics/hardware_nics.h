@@ -1,5 +1,6 @@
 #pragma once
-// The node's hardware RDMA ports as the kernel shows them: discovery (libibverbs + sysfs), the NIC's
+// The node's hardware RDMA ports as the kernel shows them: discovery (BackendInfo::discover of every
+// backend whose ports are kernel ports, sysfs_ports: libibverbs + sysfs for rdma_core), the NIC's
 // DCQCN parameters (read, and written where [[nic]] cc_apply says so), port and driver counters for
 // metrics, and congestion-control health checks (CNPs ignored, CC disabled on the RoCE priority).
 // All sysfs/debugfs access goes through one root (daemon.sysfs_root), so tests use fixture trees.
@@ -15,20 +16,24 @@
 #include "rdmad/config/config.h"
 #include "rdmad/nic_cc/port_counters.h"
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/device_info.h"
+#include "rdmad/verbs/host_nic.h"
+#include "rdmad/verbs/registry.h"
 
 namespace rdmad::daemon {
 
 class HardwareNics {
  public:
-  HardwareNics(nic_cc::SysfsRoot root, const config::Config& config);
+  // `backends` outlives this object.
+  HardwareNics(const verbs::BackendRegistry& backends, nic_cc::SysfsRoot root, const config::Config& config);
 
-  // Finds the devices: every device libibverbs lists, plus each [[nic]] rdma_core device that sysfs
-  // shows. Logs one line per port, the CC parameters found and any it changed (cc_apply).
+  // Finds the ports: every device the sysfs_ports backends list, plus each [[nic]] device of such a
+  // backend that sysfs shows. Logs one line per port, the CC parameters found and any it changed
+  // (cc_apply).
   void start();
   // Samples driver counters and checks CC health; logs a finding when it appears and when it clears.
   void poll();
-  const std::vector<verbs::rdma_core::DeviceInfo>& devices() const { return devices_; }
+  /// Every port found by start(), device by device.
+  const std::vector<verbs::HostNic>& ports() const { return host_ports_; }
   // Port state, speed, counters, DCQCN counters and CC health, read when Prometheus scrapes.
   std::shared_ptr<prometheus::Collectable> collector() const;
 
@@ -60,11 +65,14 @@ class HardwareNics {
   class Collector;
 
   const config::NicSection* configured(const std::string& device) const;
-  void inspect_and_apply(const verbs::rdma_core::DeviceInfo& d, const verbs::rdma_core::PortInfo& p, PortState& st);
+  void discover(const verbs::BackendInfo& b);
+  void inspect_and_apply(const verbs::HostNic& p, PortState& st);
 
   nic_cc::SysfsRoot root_;
   config::Config config_;
-  std::vector<verbs::rdma_core::DeviceInfo> devices_;
+  const verbs::BackendRegistry& backends_;
+  std::vector<verbs::HostNic> host_ports_;
+  std::map<std::string, const verbs::BackendInfo*> backend_of_;  // device -> the backend that found it
   mutable std::mutex mu_;  // guards ports_ (poll on the control thread, scrapes on the HTTP thread)
   std::map<PortKey, PortState> ports_;
 };

@@ -27,6 +27,7 @@ namespace rdmad::daemon {
 
 struct Nic {
   config::NicSection config;
+  const verbs::BackendInfo* backend = nullptr;  // the registry's entry (null: no such backend)
   std::unique_ptr<verbs::Device> device;  // nullptr while out of service
   std::string out_of_service;             // why it is not open ("" when it is)
   verbs::DeviceConfig device_config;      // what it is opened with
@@ -36,13 +37,17 @@ struct Nic {
   uint32_t failed_opens = 0;
 
   bool in_service() const { return device != nullptr; }
-  /// The port QPs and counters use (soft NICs have one).
-  uint8_t port() const { return config.backend == "rdma_core" ? static_cast<uint8_t>(config.port) : 1; }
+  /// The port QPs and counters use (a NIC the backend makes has one).
+  uint8_t port() const {
+    return backend != nullptr && backend->caps.opens_named_device ? static_cast<uint8_t>(config.port) : 1;
+  }
 };
 
 /// How a [[nic]] is opened: the section's keys as the backend's DeviceConfig (the [cc] parameters
-/// with the NIC's cnp_dscp, an rdma_core NIC's address as the GID rule, its DSCP and SL).
-verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config);
+/// with the NIC's cnp_dscp, the address as the GID rule where the backend selects GIDs by it, its
+/// DSCP and SL). `backend` is the registry's entry for n.backend (null: none).
+verbs::DeviceConfig device_config_for(const config::NicSection& n, const config::Config& config,
+                                      const verbs::BackendInfo* backend);
 
 /// The buckets of rdmad_dcqcn_rate_bits_per_second: 10 Mb/s to 400 Gb/s, in bits per second (the
 /// deprecated rdmad_dcqcn_rate_mbps has the same ones in Mb/s).
@@ -62,6 +67,8 @@ class NicInventory {
   bool open(const config::Config& config, std::string& error);
   /// Every [[nic]], in file order (index = NIC index), opened or not.
   const std::vector<Nic>& nics() const { return nics_; }
+  /// The registry the NICs were opened through (what each backend can do).
+  const verbs::BackendRegistry& backends() const { return registry_; }
   /// Tries to open the out-of-service NICs whose retry is due at `now`; returns the indices of those
   /// that opened (each logged). Control thread.
   std::vector<size_t> retry(Clock::time_point now);

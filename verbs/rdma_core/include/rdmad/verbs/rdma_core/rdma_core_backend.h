@@ -1,6 +1,8 @@
 #pragma once
-// The rdma_core backend ("rdma_core"): real RDMA NICs through libibverbs. The only header of this
-// backend the daemon includes; everything else goes through the verbs interface.
+// The rdma_core backend ("rdma_core"): real RDMA NICs through libibverbs. The one public header
+// of this backend (its registration, reached through register_builtin_backends); everything else
+// goes through the verbs interface. Its internal headers are in its src/, which only the tests of
+// its internals add to their include path.
 //
 // Per NIC the daemon fills DeviceConfig: `name` (empty: the first device), `port`, `gid_index` (>= 0
 // fixes it) or `gid_netdev` / `gid_cidr` / `gid_ipv6`, `dscp`. The source GID is selected again at
@@ -12,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/verbs/rdma_core/split_keys.h"
 #include "rdmad/verbs/registry.h"
 
 namespace rdmad::verbs::rdma_core {
@@ -25,12 +26,12 @@ std::vector<std::string> list_device_names();
 /// open() fails with "no RDMA device: ibv_get_device_list found 0 devices".
 BackendInfo backend_info();
 
+/// The capabilities that hold whether or not a device is present (how the daemon treats hardware
+/// NICs); the device's features and limits are left at their defaults.
+Capabilities static_capabilities();
+
 /// Adds the rdma_core backend to a registry.
 inline void register_backend(BackendRegistry& registry) { registry.add(backend_info()); }
-
-/// The slice keys of a region registered by this backend (null for another backend's region). A
-/// region of at most kMaxMrSliceBytes has one slice; larger ones several (see split_keys.h).
-const SplitKeys* region_slices(const verbs::MemoryRegion& mr);
 
 /// Where an opened rdma_core device sits on the host, for rdmad/nic_cc/ (CC parameters, counters).
 struct NicLocation {

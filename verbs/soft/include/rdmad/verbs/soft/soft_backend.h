@@ -10,6 +10,9 @@ namespace rdmad::verbs::soft {
 /// datapath thread; DeviceConfig::address/udp_port say where it listens.
 BackendInfo backend_info();
 
+/// Its capabilities, none of which depend on the host (backend_info() advertises exactly these).
+Capabilities static_capabilities();
+
 /// Adds the soft backend to a registry.
 inline void register_backend(BackendRegistry& registry) { registry.add(backend_info()); }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/verbs/rdma_core/verbs_error.h"
+#include "verbs_error.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/device_info.h"
-#include "rdmad/verbs/rdma_core/gid_selector.h"
+#include "device_info.h"
+#include "gid_selector.h"
 #include "rdmad/verbs/registry.h"
 
 namespace rdmad::verbs::rdma_core {

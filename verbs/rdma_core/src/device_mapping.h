@@ -5,9 +5,9 @@
 
 #include "rdmad/nic_cc/port_counters.h"
 #include "rdmad/verbs/counters.h"
-#include "rdmad/verbs/rdma_core/device_caps.h"
-#include "rdmad/verbs/rdma_core/device_info.h"
-#include "rdmad/verbs/rdma_core/gid_table.h"
+#include "device_caps.h"
+#include "device_info.h"
+#include "gid_table.h"
 #include "rdmad/verbs/registry.h"
 #include "rdmad/verbs/types.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <variant>
 
-#include "rdmad/verbs/rdma_core/gid_table.h"
+#include "gid_table.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/gid_table.h"
+#include "gid_table.h"
 
 namespace rdmad::verbs::rdma_core {
 

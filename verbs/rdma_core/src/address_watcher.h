@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "rdmad/verbs/rdma_core/verbs_error.h"
+#include "verbs_error.h"
 
 namespace rdmad::verbs::rdma_core {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/device_info.h"
-#include "rdmad/verbs/rdma_core/verbs_error.h"
+#include "device_info.h"
+#include "verbs_error.h"
 
 namespace rdmad::verbs::rdma_core {
 

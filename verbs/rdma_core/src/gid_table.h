@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "rdmad/nic_cc/sysfs_root.h"
-#include "rdmad/verbs/rdma_core/verbs_error.h"
+#include "verbs_error.h"
 
 struct ibv_context;
 

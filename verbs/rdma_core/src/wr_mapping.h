@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "rdmad/verbs/rdma_core/qp_attrs.h"
+#include "qp_attrs.h"
 #include "rdmad/verbs/types.h"
 
 namespace rdmad::verbs::rdma_core {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "rdmad/verbs/rdma_core/dmabuf_probe.h"
-#include "rdmad/verbs/rdma_core/handles.h"
+#include "dmabuf_probe.h"
+#include "handles.h"
 
 namespace rdmad::verbs::rdma_core {
 

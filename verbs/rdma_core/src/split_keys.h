@@ -16,7 +16,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "rdmad/verbs/rdma_core/mr_split.h"
+#include "mr_split.h"
+#include "rdmad/verbs/device.h"
 
 namespace rdmad::verbs::rdma_core {
 
@@ -65,5 +66,10 @@ class SplitKeyTable {
   std::atomic<uint32_t> live_{0};
   std::mutex write_mu_;
 };
+
+/// The slice keys of a region registered by this backend (null for another backend's region). A
+/// region of at most kMaxMrSliceBytes has one slice; larger ones several. Outside the backend the
+/// same is MemoryRegion::remote_slices().
+const SplitKeys* region_slices(const verbs::MemoryRegion& mr);
 
 }  // namespace rdmad::verbs::rdma_core

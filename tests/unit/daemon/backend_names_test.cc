@@ -1,0 +1,46 @@
+// The [[nic]] backend key accepts exactly the backends the daemon registers: no name the registry
+// lacks (backend = "dpdk" was accepted and then failed at open), none it has left out. And the
+// capabilities the config loader checks a [[nic]] against are those each backend advertises.
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "rdmad/config/field.h"
+#include "rdmad/verbs/builtin_backends.h"
+#include "rdmad/verbs/registry.h"
+
+namespace rdmad::daemon {
+namespace {
+
+TEST(BackendNames, ConfigAcceptsExactlyTheRegisteredBackends) {
+  verbs::BackendRegistry registry;
+  verbs::register_builtin_backends(registry);
+  const config::Field* backend = nullptr;
+  for (const config::Field& f : config::fields())
+    if (f.path() == "nic.backend") backend = &f;
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->expected, fmt::format("one of {}", fmt::join(registry.names(), ", ")));
+  for (const std::string& name : registry.names())
+    EXPECT_EQ(backend->validate(config::Value(name)), "") << name;
+  EXPECT_NE(backend->validate(config::Value(std::string("dpdk"))), "") << "no dpdk backend is registered";
+}
+
+TEST(BackendNames, ConfigChecksTheCapabilitiesTheRegistryAdvertises) {
+  verbs::BackendRegistry registry;
+  verbs::register_builtin_backends(registry);
+  ASSERT_EQ(verbs::builtin_backends().size(), registry.names().size());
+  for (const verbs::BackendDescription& d : verbs::builtin_backends()) {
+    const verbs::BackendInfo* b = registry.find(d.name);
+    ASSERT_NE(b, nullptr) << d.name;
+    EXPECT_EQ(d.caps.needs_address, b->caps.needs_address) << d.name;
+    EXPECT_EQ(d.caps.address_selects_gid, b->caps.address_selects_gid) << d.name;
+    EXPECT_EQ(d.caps.opens_named_device, b->caps.opens_named_device) << d.name;
+    EXPECT_EQ(d.caps.sysfs_ports, b->caps.sysfs_ports) << d.name;
+    EXPECT_EQ(d.caps.retries_failed_open, b->caps.retries_failed_open) << d.name;
+    EXPECT_EQ(d.caps.registration_faults_in_pages, b->caps.registration_faults_in_pages) << d.name;
+  }
+}
+
+}  // namespace
+}  // namespace rdmad::daemon

@@ -1,0 +1,28 @@
+// register_builtin_backends and builtin_backends: every backend of this binary, in the order
+// `[[nic]] backend` lists them.
+#include "rdmad/verbs/builtin_backends.h"
+
+#include "rdmad/verbs/rdma_core/rdma_core_backend.h"
+#include "rdmad/verbs/registry.h"
+#include "rdmad/verbs/soft/soft_backend.h"
+
+namespace rdmad::verbs {
+
+void register_builtin_backends(BackendRegistry& registry) {
+  soft::register_backend(registry);
+  rdma_core::register_backend(registry);
+}
+
+const std::vector<BackendDescription>& builtin_backends() {
+  static const std::vector<BackendDescription> all = {{"soft", soft::static_capabilities()},
+                                                      {"rdma_core", rdma_core::static_capabilities()}};
+  return all;
+}
+
+const BackendDescription* find_builtin_backend(const std::string& name) {
+  for (const BackendDescription& b : builtin_backends())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+}  // namespace rdmad::verbs
