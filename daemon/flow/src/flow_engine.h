@@ -24,7 +24,7 @@
 #include "rdmad/balancer/balancer.h"
 #include "rdmad/base/command_queue.h"
 #include "rdmad/flow_ring.h"
-#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/peer/wire.h"
 #include "rdmad/verbs/device.h"
 
@@ -142,7 +142,7 @@ struct FlowSetup {
 class FlowEngine {
  public:
   FlowEngine(EngineOptions options, std::vector<std::string> nic_names, std::vector<verbs::CompletionQueue*> cqs,
-             ipc::RegistrationService& registrations, ControlHooks hooks, prometheus::Histogram* duration);
+             ipc::RegionPins& registrations, ControlHooks hooks, prometheus::Histogram* duration);
   ~FlowEngine();
   FlowEngine(const FlowEngine&) = delete;
   FlowEngine& operator=(const FlowEngine&) = delete;
@@ -230,7 +230,7 @@ class FlowEngine {
   EngineOptions options_;
   std::vector<std::string> nic_names_;
   std::vector<verbs::CompletionQueue*> cqs_;  // nullptr: the NIC is out of service
-  ipc::RegistrationService& registrations_;
+  ipc::RegionPins& registrations_;
   ControlHooks hooks_;
   prometheus::Histogram* duration_;
   EngineCounters counters_;

@@ -22,7 +22,7 @@
 namespace rdmad::flow {
 
 FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-                         ipc::RegistrationService& registrations, prometheus::Registry& registry)
+                         ipc::RegionPins& registrations, prometheus::Registry& registry)
     : io_(io), options_(std::move(options)), nics_(std::move(nics)), registrations_(registrations), registry_(registry) {}
 
 FlowService::~FlowService() { stop(); }

@@ -83,7 +83,7 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
   return out;
 }
 
-ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::RegistrationService& registrations,
+ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::RegionPins& registrations,
                                                                           const ipc::PinnedRange& range) const {
   auto made = registrations.attachment(range.pin, id_, [this](const ipc::RegionView& r)
                                                            -> ipc::Result<std::unique_ptr<ipc::RegionAttachment>> {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "rdmad/daemon/flow/mr_slices.h"
-#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/peer/wire.h"
 #include "rdmad/protocol.h"
 #include "rdmad/verbs/device.h"
@@ -50,7 +50,7 @@ class PeerDomain {
   /// The lkeys, by NIC index, of the registration behind `range` in this domain (0 where it is not
   /// registered); the MRs are made on first use and kept by the registration table until the
   /// registration or this domain goes.
-  ipc::Result<std::array<uint32_t, proto::kMaxNics>> local_keys(ipc::RegistrationService& registrations,
+  ipc::Result<std::array<uint32_t, proto::kMaxNics>> local_keys(ipc::RegionPins& registrations,
                                                                 const ipc::PinnedRange& range) const;
 
  private:

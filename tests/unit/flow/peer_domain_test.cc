@@ -4,6 +4,7 @@
 // dma-buf at the right offset; a registration used by flows registered again with local access
 // only, once per domain.
 #include "peer_domain.h"
+#include "rdmad/daemon/clients/registration_service.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/client_peer.h"
+#include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 

@@ -21,21 +21,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rdmad/daemon/clients/client_peer.h"
 #include "rdmad/daemon/clients/fd_budget.h"
 #include "rdmad/daemon/clients/ipc_config.h"
 #include "rdmad/daemon/clients/ipc_metrics.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
 namespace rdmad::ipc {
-
-struct Peer {
-  uint64_t conn_id = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  pid_t pid = 0;
-};
 
 struct Registered {
   uint64_t handle = 0;
@@ -43,44 +38,6 @@ struct Registered {
   uint64_t length = 0;
   bool shared = false;  // deduplicated with an existing region of the same uid
   std::vector<NicKeys> keys;
-};
-
-// What a registration is, for whoever registers it again in another protection domain (the
-// flows' per-peer domains): host memory by the daemon's mapping, device memory by the dma-buf.
-struct RegionView {
-  rdmad_mem_kind kind = RDMAD_MEM_HOST;
-  void* addr = nullptr;      // the daemon's mapping of the first registered byte (host memory, or a
-                             // dma-buf the daemon maps for user-space NICs), else nullptr
-  uint64_t iova = 0;         // the address the registration's keys answer to for that byte
-  uint64_t length = 0;
-  int dmabuf_fd = -1;        // device memory: the dma-buf (the region keeps it open)
-  uint64_t dmabuf_offset = 0;  // device memory: offset of the first byte in the dma-buf
-  uint32_t access = 0;       // RDMAD_ACCESS_* the client asked for (what exports may grant)
-  std::vector<uint32_t> nics;  // NIC indexes the registration is on
-};
-
-// Something a user of the table keeps with a registration (the flows' MRs of it in a peer's
-// protection domain). It is destroyed with the region, before the memory is unmapped, or when
-// its domain goes (drop_domain).
-class RegionAttachment {
- public:
-  virtual ~RegionAttachment() = default;
-};
-
-// A registered range resolved for the flow engine, kept mapped and registered until unpin().
-struct PinnedRange {
-  void* addr = nullptr;  // the daemon's address of the first byte when it maps the memory, else nullptr
-  uint64_t iova = 0;     // the address the NIC keys answer to for the first byte
-  uint64_t length = 0;
-  uint32_t access = 0;   // RDMAD_ACCESS_* of the registration
-  rdmad_mem_kind kind = RDMAD_MEM_HOST;
-  uint32_t nic_count = 0;
-  std::array<NicKeys, proto::kMaxNics> keys{};
-  int dmabuf_fd = -1;         // device memory: the dma-buf, valid while pinned
-  uint64_t dmabuf_offset = 0;  // device memory: offset of the first byte in the dma-buf
-  const void* pin = nullptr;  // for unpin()
-  int32_t numa_node = -1;     // host memory: the node of its first page when the kernel tells
-  std::array<uint8_t, proto::kMaxNics> locality{};  // ipc::Locality of the memory to each NIC
 };
 
 // NUMA node of the page at addr (-1 when unknown: not faulted in yet, or no NUMA support).
@@ -91,7 +48,7 @@ struct Usage {
   uint32_t registrations = 0;
 };
 
-class RegistrationService {
+class RegistrationService final : public RegionPins {
  public:
   // metrics may be null (tests of the table alone).
   RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicInventory& inventory,
@@ -120,27 +77,25 @@ class RegistrationService {
   // handle owned by connection conn_id whose access includes `need_access`, and keeps its memory
   // mapped and registered until unpin() even if the client deregisters or disconnects meanwhile.
   Result<PinnedRange> pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
-                          uint32_t need_access);
-  void unpin(const void* pin);
+                          uint32_t need_access) override;
+  void unpin(const void* pin) override;
   // The attachment for `domain` (a nonzero id the caller chose) of the pinned region, made by
   // `make` the first time (without the table lock; null from make fails with `error`). Calls for
   // one domain come from one thread at a time.
-  using MakeAttachment =
-      std::function<Result<std::unique_ptr<RegionAttachment>>(const RegionView& region)>;
-  Result<RegionAttachment*> attachment(const void* pin, uint64_t domain, const MakeAttachment& make);
+  Result<RegionAttachment*> attachment(const void* pin, uint64_t domain, const MakeAttachment& make) override;
   // Destroys every region's attachment for `domain` (its protection domains are about to go).
-  void drop_domain(uint64_t domain);
+  void drop_domain(uint64_t domain) override;
   size_t attachment_count_for_test(uint64_t domain) const;
   // Called (from any thread) when a released region's last pin goes: the owner then calls reap()
   // on the control thread. Without one, reap() runs on the next release.
-  void set_reaper(std::function<void()> reaper) { reaper_ = std::move(reaper); }
+  void set_reaper(std::function<void()> reaper) override { reaper_ = std::move(reaper); }
   // Releases released regions whose pins are all gone (control thread).
-  void reap();
+  void reap() override;
   size_t zombie_count() const;
 
   Usage usage(uid_t uid) const;
   // The quota of a uid: its [[quota]], else the default.
-  const Quota& quota_for(uid_t uid) const;
+  const Quota& quota_for(uid_t uid) const override;
   size_t region_count() const;
   size_t handle_count() const;
   // The registrar's id of the region behind `handle` (0 if none).

@@ -22,7 +22,7 @@
 #include "rdmad/daemon/clients/fd_budget.h"
 #include "rdmad/daemon/clients/flow_handler.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
-#include "rdmad/daemon/clients/registration_service.h"
+#include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/qp_connector.h"
 #include "rdmad/verbs/device.h"
@@ -78,7 +78,7 @@ struct FlowNic {
 class FlowService final : public ipc::FlowHandler {
  public:
   FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-              ipc::RegistrationService& registrations, prometheus::Registry& registry);
+              ipc::RegionPins& registrations, prometheus::Registry& registry);
   ~FlowService() override;
   FlowService(const FlowService&) = delete;
   FlowService& operator=(const FlowService&) = delete;
@@ -180,7 +180,7 @@ class FlowService final : public ipc::FlowHandler {
   boost::asio::io_context& io_;
   FlowServiceOptions options_;
   std::vector<FlowNic> nics_;
-  ipc::RegistrationService& registrations_;
+  ipc::RegionPins& registrations_;
   prometheus::Registry& registry_;
   prometheus::Histogram* duration_ = nullptr;
   std::shared_ptr<prometheus::Collectable> collector_;
