@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -30,9 +31,12 @@ class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SyslogPriorityFlag>(); }
 };
 
+// get() runs per log line on every thread: it reads the table without the mutex (an atomic
+// shared_ptr per component); the mutex only orders the writers (setup() against a first use).
 struct Loggers {
-  std::mutex mu;  // setup() against a first use on another thread
-  std::array<std::shared_ptr<spdlog::logger>, kCount> by_component;
+  std::mutex mu;
+  std::array<std::atomic<std::shared_ptr<spdlog::logger>>, kCount> by_component;
+  std::atomic<bool> built{false};
 };
 
 Loggers& loggers() {
@@ -58,9 +62,10 @@ void build(Loggers& l, spdlog::level::level_enum level, bool journal) {
     logger->set_level(level);
     logger->flush_on(spdlog::level::info);
     spdlog::register_logger(logger);
-    l.by_component[i] = std::move(logger);
+    l.by_component[i].store(std::move(logger));
   }
-  spdlog::set_default_logger(l.by_component[0]);
+  spdlog::set_default_logger(l.by_component[0].load());
+  l.built.store(true, std::memory_order_release);
 }
 
 }  // namespace
@@ -99,9 +104,11 @@ std::optional<spdlog::level::level_enum> parse_level(std::string_view name) {
 
 std::shared_ptr<spdlog::logger> get(Component component) {
   auto& l = loggers();
-  std::lock_guard lock(l.mu);
-  if (!l.by_component[0]) build(l, spdlog::level::info, stderr_is_journal());
-  return l.by_component[static_cast<size_t>(component)];
+  if (!l.built.load(std::memory_order_acquire)) {
+    std::lock_guard lock(l.mu);
+    if (!l.built.load(std::memory_order_relaxed)) build(l, spdlog::level::info, stderr_is_journal());
+  }
+  return l.by_component[static_cast<size_t>(component)].load();
 }
 
 std::shared_ptr<spdlog::logger> get(std::string_view component) {
@@ -112,10 +119,9 @@ std::shared_ptr<spdlog::logger> get(std::string_view component) {
 }
 
 std::shared_ptr<spdlog::logger> replace_for_test(Component component, std::shared_ptr<spdlog::logger> logger) {
-  auto previous = get(component);
+  (void)get(component);  // built, so that setup()'s first use cannot overwrite the replacement
   std::lock_guard lock(loggers().mu);
-  loggers().by_component[static_cast<size_t>(component)] = std::move(logger);
-  return previous;
+  return loggers().by_component[static_cast<size_t>(component)].exchange(std::move(logger));
 }
 
 }  // namespace rdmad::log

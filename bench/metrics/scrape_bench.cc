@@ -38,12 +38,12 @@ struct Node {
 
 Node start_node(const rdmad::bench::NodeShape& shape) {
   Node n;
-  std::string error;
-  n.exporter = rdmad::metrics::Exporter::start("127.0.0.1:0", error);
-  if (!n.exporter) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  auto exporter = rdmad::metrics::Exporter::start("127.0.0.1:0");
+  if (!exporter.ok()) {
+    std::fprintf(stderr, "%s\n", exporter.status().message().c_str());
     std::exit(1);
   }
+  n.exporter = std::move(exporter).value();
   n.daemon = std::make_unique<rdmad::metrics::DaemonMetrics>(n.exporter->registry(), "0.0.0", "bench", 1.7e9);
   n.collector = rdmad::bench::populate_node(n.exporter->registry(), shape);
   n.exporter->add_collectable(n.collector);

@@ -45,12 +45,13 @@ bool Daemon::start() {
     return false;
   }
 
-  std::string error;
-  exporter_ = metrics::Exporter::start(config_.metrics.listen, error);
-  if (!exporter_) {
-    log::get("metrics")->error("cannot serve metrics error={}", base::q(error));
+  auto exporter = metrics::Exporter::start(config_.metrics.listen);
+  if (!exporter.ok()) {
+    log::get(log::Component::kMetrics)->error("cannot serve metrics error={}", base::q(exporter.status().message()));
     return false;
   }
+  exporter_ = std::move(exporter).value();
+  std::string error;
   const double now_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);

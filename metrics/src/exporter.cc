@@ -61,7 +61,7 @@ Exporter::~Exporter() {
   stopper.join();
 }
 
-std::unique_ptr<Exporter> Exporter::start(const std::string& listen, std::string& error) {
+base::Result<std::unique_ptr<Exporter>> Exporter::start(const std::string& listen) {
   std::unique_ptr<Exporter> e(new Exporter());
   e->registry_ = std::make_shared<prometheus::Registry>();
   const auto colon = listen.rfind(':');
@@ -71,13 +71,11 @@ std::unique_ptr<Exporter> Exporter::start(const std::string& listen, std::string
     // address cannot be bound.
     e->exposer_ = std::make_unique<prometheus::Exposer>(listen, 1);
   } catch (const std::exception& ex) {
-    error = fmt::format("cannot serve metrics on {}: {} (is the address local and the port free?)", listen,
-                        ex.what());
-    return nullptr;
+    return base::Status::error(
+        fmt::format("cannot serve metrics on {}: {} (is the address local and the port free?)", listen, ex.what()));
   }
   if (e->exposer_->GetListeningPorts().empty()) {
-    error = fmt::format("cannot serve metrics on {}: nothing is listening", listen);
-    return nullptr;
+    return base::Status::error(fmt::format("cannot serve metrics on {}: nothing is listening", listen));
   }
   e->exposer_->RegisterCollectable(e->registry_);
   return e;

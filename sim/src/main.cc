@@ -71,9 +71,8 @@ int main(int argc, char** argv) {
     rdmad::sim::RunResults results = sim.run();
     rdmad::sim::write_outputs(results, out_dir);
     if (plot) {
-      std::string error;
-      if (!rdmad::sim::plot_outputs(out_dir, error)) {
-        std::fprintf(stderr, "rdmad-sim: plots not drawn: %s\n", error.c_str());
+      if (const auto plotted = rdmad::sim::plot_outputs(out_dir); !plotted.ok()) {
+        std::fprintf(stderr, "rdmad-sim: plots not drawn: %s\n", plotted.message().c_str());
         return 1;
       }
     }

@@ -92,7 +92,7 @@ void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
   }
 }
 
-bool plot_outputs(const std::filesystem::path& dir, std::string& error) {
+base::Status plot_outputs(const std::filesystem::path& dir) {
   // One gnuplot script; CSVs are long-format, so each flow/port is selected with a filter.
   const std::string script = R"GP(set datafile separator ","
 set terminal pngcairo size 1000,600
@@ -117,25 +117,17 @@ if (finished > 0) {
   {
     std::ofstream out(dir / "plot.gp");
     out << script;
-    if (!out) {
-      error = "cannot write plot.gp";
-      return false;
-    }
+    if (!out) return base::Status::error("cannot write plot.gp");
   }
   std::string cmd = fmt::format("cd '{}' && gnuplot plot.gp 2>&1", dir.string());
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    error = "cannot start gnuplot";
-    return false;
-  }
+  if (pipe == nullptr) return base::Status::error("cannot start gnuplot");
+  std::string output;
   char buf[512];
-  while (fgets(buf, sizeof buf, pipe) != nullptr) error += buf;
+  while (fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
   int rc = pclose(pipe);
-  if (rc != 0) {
-    error = fmt::format("gnuplot failed ({}): {}", rc, error);
-    return false;
-  }
-  return true;
+  if (rc != 0) return base::Status::error(fmt::format("gnuplot failed ({}): {}", rc, output));
+  return base::Status::success();
 }
 
 }  // namespace rdmad::sim

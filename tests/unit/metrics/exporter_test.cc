@@ -8,15 +8,16 @@ namespace rdmad::metrics {
 namespace {
 
 TEST(Exporter, BadAddressIsAnErrorWithTheAddress) {
-  std::string error;
-  EXPECT_EQ(Exporter::start("256.1.1.1:9842", error), nullptr);
-  EXPECT_NE(error.find("cannot serve metrics on 256.1.1.1:9842"), std::string::npos) << error;
+  const auto e = Exporter::start("256.1.1.1:9842");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("cannot serve metrics on 256.1.1.1:9842"), std::string::npos)
+      << e.status().message();
 }
 
 TEST(Exporter, ServesRegistryAndReplacesNodeLabels) {
-  std::string error;
-  auto e = Exporter::start("127.0.0.1:0", error);
-  ASSERT_NE(e, nullptr) << error;
+  auto started = Exporter::start("127.0.0.1:0");
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  auto e = std::move(started).value();
   ASSERT_GT(e->port(), 0);
   EXPECT_EQ(e->url(), "http://127.0.0.1:" + std::to_string(e->port()) + "/metrics");
   DaemonMetrics m(e->registry(), "1.2.3", "abc", 1000.5);

@@ -23,7 +23,7 @@ class [[nodiscard]] Result {
 
   // The value; reading it from a failed result is a bug.
   T& value() & { return checked(); }
-  const T& value() const& { return const_cast<Result*>(this)->checked(); }
+  const T& value() const& { return checked(); }
   T&& value() && { return std::move(checked()); }
   T& operator*() & { return checked(); }
   const T& operator*() const& { return value(); }
@@ -41,6 +41,10 @@ class [[nodiscard]] Result {
 
  private:
   T& checked() {
+    RDMAD_ASSERT(value_.has_value(), "value() of a failed result");
+    return *value_;
+  }
+  const T& checked() const {
     RDMAD_ASSERT(value_.has_value(), "value() of a failed result");
     return *value_;
   }

@@ -8,6 +8,8 @@
 
 #include <prometheus/registry.h>
 
+#include "rdmad/base/result.h"
+
 namespace prometheus {
 class Exposer;
 }
@@ -21,9 +23,8 @@ class Exporter {
   Exporter& operator=(const Exporter&) = delete;
 
   // Starts serving /metrics on `listen` ("127.0.0.1:9842", "[::1]:0"; port 0 picks a free port).
-  // On failure (bad address, port in use) returns nullptr and sets `error` to a sentence that
-  // names the address and the cause.
-  static std::unique_ptr<Exporter> start(const std::string& listen, std::string& error);
+  // On failure (bad address, port in use) an error whose message names the address and the cause.
+  static base::Result<std::unique_ptr<Exporter>> start(const std::string& listen);
 
   prometheus::Registry& registry() { return *registry_; }
   // Registers another collectable (e.g. a collector that reads datapath counters at scrape time).

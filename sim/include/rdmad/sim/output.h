@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "rdmad/base/status.h"
 #include "rdmad/sim/results.h"
 
 namespace rdmad::sim {
@@ -12,7 +13,7 @@ namespace rdmad::sim {
 std::string summary_json(const RunResults& r);
 // Writes every output file; throws std::runtime_error if the directory or a file cannot be written.
 void write_outputs(const RunResults& r, const std::filesystem::path& dir);
-// Runs gnuplot on the CSVs in `dir`; returns false (with a reason in `error`) if gnuplot failed.
-bool plot_outputs(const std::filesystem::path& dir, std::string& error);
+// Runs gnuplot on the CSVs in `dir`; an error (with gnuplot's output) when it failed.
+base::Status plot_outputs(const std::filesystem::path& dir);
 
 }  // namespace rdmad::sim
