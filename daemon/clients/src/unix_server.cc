@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -49,20 +50,38 @@ bool peer_allowed(const IpcConfig& c, const ucred& cred, const std::vector<gid_t
   return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return has(c.allowed_gids, g); });
 }
 
-// A live socket at path means another daemon serves it; a dead one is left over from a crash.
+// A live socket at path means another program serves it; only a socket nobody listens on
+// (ECONNREFUSED: left over from a crash) is removed. A live socket of another type (a stream socket
+// from a unit that says ListenStream=) is reported, never deleted.
 Result<Ok> clear_stale_socket(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return Ok{};
   if (!S_ISSOCK(st.st_mode)) return Error{RDMAD_ERR_SYSTEM, path + " exists and is not a socket"};
   int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (probe < 0) return sys_error("socket", errno);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size());
-  bool live = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int rc = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const int err = rc == 0 ? 0 : errno;
   ::close(probe);
-  if (live) return Error{RDMAD_ERR_SYSTEM, "another daemon is serving " + path};
+  if (rc == 0) return Error{RDMAD_ERR_SYSTEM, "another daemon is serving " + path};
+  if (err == EPROTOTYPE)
+    return Error{RDMAD_ERR_SYSTEM, "a socket of another type (not SOCK_SEQPACKET) is live at " + path +
+                                       " and is left in place; if systemd made it, rdmad.socket must say "
+                                       "ListenSequentialPacket=, not ListenStream="};
+  if (err != ECONNREFUSED) return sys_error("probe of the socket at " + path, err);
   if (unlink(path.c_str()) != 0) return sys_error("unlink stale " + path, errno);
   return Ok{};
+}
+
+// What a descriptor systemd passed is, for the warning when it is not ours to serve.
+std::string describe_passed_socket(int fd) {
+  if (sd_is_socket_unix(fd, SOCK_STREAM, -1, nullptr, 0) > 0)
+    return "a stream socket (ListenStream=; rdmad needs ListenSequentialPacket=)";
+  if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, nullptr, 0) > 0) return "a listening socket for another path";
+  if (sd_is_socket(fd, AF_UNSPEC, 0, -1) > 0) return "not a listening SOCK_SEQPACKET Unix socket";
+  return "not a socket";
 }
 
 // Log lines a flood of local connections can cause.
@@ -84,17 +103,21 @@ UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegi
 
 bool UnixServer::Core::adopt_systemd_socket() {
   int n = sd_listen_fds(0);
+  bool adopted = false;
   for (int fd = SD_LISTEN_FDS_START; n > 0 && fd < SD_LISTEN_FDS_START + n; ++fd) {
-    if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
+    if (!adopted && sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
       boost::system::error_code ec;
       acceptor_.assign(SeqPacket(), fd, ec);
       if (!ec) {
         ipc_log()->info("serving clients socket={} activation=systemd", base::q(config_.socket_path));
-        return true;
+        adopted = true;
+        continue;
       }
     }
+    ipc_log()->warn("passed socket ignored fd={} socket={} reason={}", fd, base::q(config_.socket_path),
+                    base::q(describe_passed_socket(fd)));
   }
-  return false;
+  return adopted;
 }
 
 Result<Ok> UnixServer::Core::bind_socket() {

@@ -44,7 +44,7 @@ for line in Type=notify WatchdogSec=30s Restart=on-failure 'ExecReload=/bin/kill
 done
 grep -q '^After=.*network-online.target' "$units/rdmad.service" || fail "not after network-online.target"
 grep -q '^After=.*rdma-hw.target' "$units/rdmad.service" || fail "not after rdma-hw.target"
-grep -qxF 'ListenStream=/run/rdmad/rdmad.sock' "$units/rdmad.socket" || fail "socket path differs from the default config"
+grep -qxF 'ListenSequentialPacket=/run/rdmad/rdmad.sock' "$units/rdmad.socket" || fail "socket path differs from the default config"
 grep -qxF 'socket_path = "/run/rdmad/rdmad.sock"' "$root/etc/rdmad/rdmad.toml" || fail "default config socket path changed"
 
 mkdir -p "$root/etc"

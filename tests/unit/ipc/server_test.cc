@@ -3,6 +3,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -287,6 +288,67 @@ TEST(IpcServer, SocketModeGroupAndLiveSocketProtection) {
   EXPECT_NE(r.error().message.find("another daemon"), std::string::npos) << r.error().message;
   rdmad_client* c = connect_or_die(srv.path());  // still the first one's
   rdmad_disconnect(c);
+}
+
+namespace {
+
+// A Unix socket of `type` bound at `path`, listening when `listening`; -1 on failure.
+int bound_unix_socket(const std::string& path, int type, bool listening) {
+  int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || (listening && listen(s, 16) != 0)) {
+    ::close(s);
+    return -1;
+  }
+  return s;
+}
+
+ipc::Result<ipc::Ok> start_server_at(const std::string& dir, const std::string& path) {
+  boost::asio::io_context io;
+  prometheus::Registry registry;
+  ipc::SoftRegistrar reg(1);
+  ipc::StaticNicInventory inv(soft_nics());
+  ipc::IpcConfig config = test_config(dir);
+  config.socket_path = path;
+  ipc::UnixServer server(io, config, reg, inv, registry);
+  return server.start();
+}
+
+}  // namespace
+
+// A live socket of another type at socket_path (what systemd makes from ListenStream=) is somebody
+// else's: start fails naming the cause, and the socket stays where it is, still accepting.
+TEST(IpcServer, LiveStreamSocketAtThePathIsLeftInPlace) {
+  TempDir dir;
+  const std::string path = dir.path() + "/stream.sock";
+  int listener = bound_unix_socket(path, SOCK_STREAM, true);
+  ASSERT_GE(listener, 0) << std::strerror(errno);
+  auto r = start_server_at(dir.path(), path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("another type"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("ListenSequentialPacket="), std::string::npos) << r.error().message;
+  struct stat st {};
+  ASSERT_EQ(lstat(path.c_str(), &st), 0) << "the live stream socket was deleted";
+  int client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  ::close(client);
+  ::close(listener);
+}
+
+// A socket nobody listens on (left by a crash) is removed and the path served again.
+TEST(IpcServer, StaleSocketAtThePathIsReplaced) {
+  TempDir dir;
+  const std::string path = dir.path() + "/stale.sock";
+  int dead = bound_unix_socket(path, SOCK_SEQPACKET, false);
+  ASSERT_GE(dead, 0) << std::strerror(errno);
+  ::close(dead);
+  auto r = start_server_at(dir.path(), path);
+  EXPECT_TRUE(r.ok()) << r.error().message;
 }
 
 TEST(IpcServer, AdoptsASystemdSocket) {
