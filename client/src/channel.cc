@@ -65,10 +65,17 @@ rdmad_status Channel::open(const std::string& path, std::string* error, uint32_t
       ::poll(nullptr, 0, 10);
       continue;
     }
+    close();
+    // No write permission on the socket (its mode and group, or a directory on the way): the
+    // daemon may well be running; this user may not use it.
+    if (err == EACCES || err == EPERM) {
+      *error = "connect " + path + ": " + std::strerror(err) + " (uid " + std::to_string(::getuid()) +
+               " may not use the socket: its group, usually rdmad, or its mode must allow it)";
+      return RDMAD_ERR_PERMISSION;
+    }
     *error = err == EAGAIN ? "connect " + path + ": nobody accepted the connection within " +
                                  std::to_string(timeout_ms) + " ms (is rdmad stopped or hung?)"
                            : "connect " + path + ": " + std::strerror(err);
-    close();
     return RDMAD_ERR_CONNECTION;
   }
   version_ = proto::kVersionMin;

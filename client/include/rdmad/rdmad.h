@@ -116,7 +116,9 @@ enum { RDMAD_DEFAULT_CONNECT_TIMEOUT_MS = 2000 };
 /* Connects and negotiates the protocol version within RDMAD_DEFAULT_CONNECT_TIMEOUT_MS.
  * socket_path NULL: $RDMAD_SOCKET or /run/rdmad/rdmad.sock. A stopped daemon is
  * RDMAD_ERR_CONNECTION: at once when its socket file is missing or left behind, at the timeout when
- * nobody accepts or answers (a socket still held open, a hung daemon). */
+ * nobody accepts or answers (a socket still held open, a hung daemon). RDMAD_ERR_PERMISSION: the
+ * daemon may be running but this user may not use it (the socket's mode or group denies the
+ * connect, or the daemon's allow-lists refuse the uid); rdmad_last_error(NULL) says which. */
 rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out);
 
 /* rdmad_connect with a timeout of timeout_ms (at least 1) instead of the default; the client

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -273,6 +277,64 @@ TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
     EXPECT_NE(denied.output.find("uid 65534 is not allowed"), std::string::npos) << denied.output;
   }
   EXPECT_TRUE(std::regex_search(ctl({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +7\n)")));
+}
+
+TEST_F(Rdmactl, UnknownOrMissingCommandIsNamed) {
+  Ctl typo = ctl({"stauts"});
+  EXPECT_EQ(typo.exit, 2) << typo.output;
+  EXPECT_NE(typo.output.find("unknown command 'stauts' (commands: status, nics, diagnose"), std::string::npos)
+      << typo.output;
+  Ctl none = ctl({});
+  EXPECT_EQ(none.exit, 2) << none.output;
+  EXPECT_NE(none.output.find("a command is required (commands: status,"), std::string::npos) << none.output;
+  Ctl cc = ctl({"cc"});
+  EXPECT_EQ(cc.exit, 2) << cc.output;
+  EXPECT_NE(cc.output.find("show or set is required"), std::string::npos) << cc.output;
+}
+
+// diagnose exits 5 exactly when a check says fail, and --json gives each check as an object.
+TEST_F(Rdmactl, DiagnoseExitCodeFollowsTheChecksAndJsonIsStructured) {
+  Ctl text = ctl({"diagnose"});
+  const bool any_fail = std::regex_search(text.output, std::regex("(^|\n)fail "));
+  EXPECT_EQ(text.exit, any_fail ? 5 : 0) << text.output;
+  EXPECT_NE(text.output.find("ok dmabuf rail0: supported"), std::string::npos) << text.output;
+  Ctl json = ctl({"--json", "diagnose"});
+  EXPECT_EQ(json.exit, text.exit) << json.output;
+  EXPECT_NE(json.output.find("{\"result\":\"ok\",\"check\":\"dmabuf rail0\",\"detail\":\"supported ("),
+            std::string::npos)
+      << json.output;
+  EXPECT_NE(json.output.find("{\"result\":\"warn\",\"check\":\"peer channel\",\"detail\":\"insecure: plaintext"),
+            std::string::npos)
+      << json.output;
+  // One object per line of the text form, and nothing else in the array.
+  const auto objects = std::count(json.output.begin(), json.output.end(), '{');
+  const auto lines = std::count(text.output.begin(), text.output.end(), '\n');
+  EXPECT_EQ(objects, lines) << json.output;
+}
+
+// A socket this user may not open is "not allowed" (exit 4), not "cannot reach" (exit 3): the
+// daemon may well be running.
+TEST(RdmactlSocket, PermissionDeniedIsNotUnreachable) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to run rdmactl as another user (nobody) with setpriv";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0711);
+  const std::string path = dir.path() + "/rdmad.sock";
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  ASSERT_EQ(listen(s, 4), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  Subprocess p({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                binary("tools/rdmactl/rdmactl"), "--socket", path, "status"});
+  const int exit = p.wait_exit(10s).value_or(-1);
+  ::close(s);
+  if (exit == 126 || exit == 127) GTEST_SKIP() << "nobody cannot execute the build tree's rdmactl: " << p.output();
+  EXPECT_EQ(exit, 4) << p.output();
+  EXPECT_NE(p.output().find("not allowed to use rdmad at " + path), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("Permission denied (uid 65534 may not use the socket"), std::string::npos) << p.output();
 }
 
 // A hardware NIC through NIC CC management: on a copy of a fixture host (ConnectX port with the

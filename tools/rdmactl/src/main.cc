@@ -2,6 +2,7 @@
 //   rdmactl [--socket PATH] [--json] status | nics | diagnose | flows | registrations |
 //           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | reload
 // Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -103,28 +104,53 @@ int cmd_nics(rdmad_client* c, bool json) {
   return 0;
 }
 
+// One diagnose line is "<result> <check>: <detail>" (result ok, info, warn or fail).
+struct DiagnoseLine {
+  std::string result, check, detail;
+};
+
+DiagnoseLine parse_diagnose_line(const std::string& line) {
+  DiagnoseLine d;
+  const size_t space = line.find(' ');
+  if (space == std::string::npos) {
+    d.detail = line;
+    return d;
+  }
+  d.result = line.substr(0, space);
+  const size_t colon = line.find(": ", space + 1);
+  d.check = line.substr(space + 1, colon == std::string::npos ? std::string::npos : colon - space - 1);
+  if (colon != std::string::npos) d.detail = line.substr(colon + 2);
+  return d;
+}
+
 int cmd_diagnose(rdmad_client* c, bool json) {
   std::string buf(16384, '\0');
   if (const auto st = rdmad_diagnose(c, buf.data(), buf.size()); st != RDMAD_OK) return fail(c, "diagnose", st);
   buf.resize(buf.find('\0'));
-  if (!json) {
-    std::printf("%s%s", buf.c_str(), buf.empty() || buf.back() == '\n' ? "" : "\n");
-    return 0;
-  }
-  std::printf("[");
-  size_t start = 0;
-  bool first = true;
-  while (start < buf.size()) {
+  std::vector<std::string> raw;
+  std::vector<DiagnoseLine> lines;
+  for (size_t start = 0; start < buf.size();) {
     size_t end = buf.find('\n', start);
     if (end == std::string::npos) end = buf.size();
     if (end > start) {
-      std::printf("%s\"%s\"", first ? "" : ",", json_escape(buf.substr(start, end - start)).c_str());
-      first = false;
+      raw.push_back(buf.substr(start, end - start));
+      lines.push_back(parse_diagnose_line(raw.back()));
     }
     start = end + 1;
   }
-  std::printf("]\n");
-  return 0;
+  const bool failed =
+      std::any_of(lines.begin(), lines.end(), [](const DiagnoseLine& d) { return d.result == "fail"; });
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < lines.size(); ++i)
+      std::printf("%s{\"result\":\"%s\",\"check\":\"%s\",\"detail\":\"%s\"}", i == 0 ? "" : ",",
+                  json_escape(lines[i].result).c_str(), json_escape(lines[i].check).c_str(),
+                  json_escape(lines[i].detail).c_str());
+    std::printf("]\n");
+  } else {
+    for (const auto& line : raw) std::printf("%s\n", line.c_str());
+  }
+  return failed ? kExitChecksFailed : kExitOk;
 }
 
 }  // namespace
@@ -134,7 +160,8 @@ int main(int argc, char** argv) {
       "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
       "flows, registrations, cc, reload and the details of nics need root or the daemon's uid.\n"
       "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
-      "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable.",
+      "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable;\n"
+      "4 this user may not use the daemon's socket; 5 diagnose: a check failed.",
       "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
   if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
@@ -161,8 +188,40 @@ int main(int argc, char** argv) {
   cc_set->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
   cc_set->add_option("assignments", assignments, "KNOB=VALUE (integer, in the knob's units)")->required();
   auto* reload = app.add_subcommand("reload", "Re-read the configuration file (as SIGHUP does)");
+  // The command word, checked here so that a typo is named (CLI11 would only say that a
+  // subcommand is required).
+  std::string commands;
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands({})) {
+    names.push_back(sub->get_name());
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-s" || arg == "--socket") {
+      ++i;  // its value
+      continue;
+    }
+    if (arg.empty() || arg[0] == '-') continue;
+    if (std::find(names.begin(), names.end(), arg) == names.end()) {
+      std::fprintf(stderr, "rdmactl: unknown command '%s' (commands: %s; rdmactl --help)\n", arg.c_str(),
+                   commands.c_str());
+      return kExitUsage;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    if (app.get_subcommands().empty()) {
+      std::fprintf(stderr, "rdmactl: a command is required (commands: %s; rdmactl --help)\n", commands.c_str());
+      return kExitUsage;
+    }
+    if (cc->parsed() && cc->get_subcommands().empty()) {
+      std::fprintf(stderr, "rdmactl cc: show or set is required (rdmactl cc --help)\n");
+      return kExitUsage;
+    }
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
@@ -174,6 +233,10 @@ int main(int argc, char** argv) {
   }
   rdmad_client* c = nullptr;
   if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
+    if (st == RDMAD_ERR_PERMISSION) {
+      std::fprintf(stderr, "rdmactl: not allowed to use rdmad at %s: %s\n", socket.c_str(), rdmad_last_error(nullptr));
+      return kExitNotAllowed;
+    }
     std::fprintf(stderr, "rdmactl: cannot reach rdmad at %s: %s: %s\n", socket.c_str(), rdmad_strerror(st),
                  rdmad_last_error(nullptr));
     return kExitUnreachable;

@@ -14,6 +14,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitDaemonError = 1;  // the daemon answered with an error (incl. permission denied)
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
+inline constexpr int kExitNotAllowed = 4;     // this user may not use the daemon's socket
+inline constexpr int kExitChecksFailed = 5;   // diagnose: at least one check says fail
 
 std::string json_escape(const std::string& s);
 // "up", "down", "unknown".
