@@ -73,8 +73,11 @@ int main(int argc, char** argv) {
     loaded.errors.push_back(rdmad::config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
   }
   if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
-    std::fprintf(stderr, "rdmad: not starting: %zu configuration error(s)\n", loaded.errors.size());
+    // Before the loggers exist: under journald each line carries its priority (<3> = error) like
+    // every logged line, so `journalctl -p err -u rdmad` shows why the service is down.
+    const char* err = rdmad::log::stderr_is_journal() ? "<3>" : "";
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s%s\n", err, e.to_string().c_str());
+    std::fprintf(stderr, "%srdmad: not starting: %zu configuration error(s)\n", err, loaded.errors.size());
     return 1;
   }
   rdmad::log::setup(*rdmad::log::parse_level(loaded.config.daemon.log_level));

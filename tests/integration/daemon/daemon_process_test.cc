@@ -174,6 +174,23 @@ TEST_F(DaemonProcess, JournalStreamUsesSyslogPrefixesWithoutTimestamps) {
   EXPECT_EQ(proc_->output().find("2026-"), std::string::npos);
 }
 
+// A configuration that stops the start-up is reported at error priority under journald too (it is
+// written before the loggers exist), so `journalctl -p err` shows why the service is down.
+TEST(DaemonStartup, ConfigErrorsCarryTheErrorPriorityUnderJournald) {
+  TempDir dir;
+  const std::string cfg = dir.write("rdmad.toml", "[daemon]\nlog_level = \"loud\"\n");
+  Subprocess journal({binary("daemon/rdmad"), "--config", cfg}, {"JOURNAL_STREAM=@pipe"});
+  EXPECT_EQ(journal.wait_exit(10s), 1) << journal.output();
+  EXPECT_TRUE(std::regex_search(journal.output(), std::regex("(^|\n)<3>.*rdmad.toml:2.*log_level")))
+      << journal.output();
+  EXPECT_NE(journal.output().find("<3>rdmad: not starting: 1 configuration error(s)"), std::string::npos)
+      << journal.output();
+  Subprocess plain({binary("daemon/rdmad"), "--config", cfg});
+  EXPECT_EQ(plain.wait_exit(10s), 1) << plain.output();
+  EXPECT_EQ(plain.output().find("<3>"), std::string::npos) << plain.output();
+  EXPECT_NE(plain.output().find("rdmad: not starting: 1 configuration error(s)"), std::string::npos) << plain.output();
+}
+
 TEST(DaemonStartup, SoftNicIsOpenedLoggedAndExported) {
   TempDir dir;
   const std::string cfg = dir.write(
