@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "rdmad/base/log.h"
+#include "rdmad/base/log_fields.h"
 #include "rdmad/config/field.h"
 #include "rdmad/verbs/builtin_backends.h"
 #include "peer_rules.h"
@@ -400,16 +402,27 @@ Config default_config() {
   return r.config;
 }
 
-std::string apply_environment(Config& config) {
+void apply_environment(LoadResult& result) {
   const char* level = std::getenv("RDMAD_LOG_LEVEL");
-  if (level == nullptr || *level == '\0') return "";
+  if (level == nullptr || *level == '\0') return;
   const Field* f = find_field("daemon", "log_level");
   const Value v = std::string(level);
   if (std::string expected = f->validate(v); !expected.empty()) {
-    return fmt::format("RDMAD_LOG_LEVEL: invalid value \"{}\": expected {}", level, expected);
+    result.errors.push_back(Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL",
+                                  fmt::format("invalid value \"{}\": expected {}", level, expected)});
+    return;
   }
-  config.daemon.log_level = level;
-  return "";
+  if (result.config.daemon.log_level != level) {
+    result.warnings.push_back(Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL",
+                                    fmt::format("\"{}\" overrides daemon.log_level = \"{}\" of the configuration",
+                                                level, result.config.daemon.log_level)});
+  }
+  result.config.daemon.log_level = level;
+}
+
+void log_warnings(const LoadResult& result) {
+  auto log = log::get(log::Component::kConfig);
+  for (const auto& w : result.warnings) log->warn("config warning warning={}", base::q(w.to_string()));
 }
 
 }  // namespace rdmad::config

@@ -34,11 +34,7 @@ config::LoadResult load_with_environment(const std::string& path) {
     next.errors.push_back(config::Error{path, 0, 0, "", fmt::format("cannot read file: {}", e.what())});
     return next;
   }
-  if (next.ok()) {
-    if (std::string env_error = config::apply_environment(next.config); !env_error.empty()) {
-      next.errors.push_back(config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
-    }
-  }
+  if (next.ok()) config::apply_environment(next);
   return next;
 }
 
@@ -141,6 +137,7 @@ ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
     for (const auto& e : next.errors) text += " " + e.to_string() + ";";
     return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
   }
+  config::log_warnings(next);
   apply_live(next.config);
   metrics_->reload_succeeded();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));

@@ -15,7 +15,8 @@ namespace {
 std::string fmt_warnings(size_t n) { return " (" + std::to_string(n) + " warning" + (n == 1 ? ")" : "s)"); }
 
 int check_config(const std::string& path) {
-  const rdmad::config::LoadResult r = rdmad::config::load_file(path);
+  rdmad::config::LoadResult r = rdmad::config::load_file(path);
+  if (r.ok()) rdmad::config::apply_environment(r);  // as the daemon will read it
   for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.to_string().c_str());
   for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
   if (!r.ok()) {
@@ -69,9 +70,7 @@ int main(int argc, char** argv) {
   } else {
     loaded = rdmad::config::load_file(config_path);
   }
-  if (std::string env_error = rdmad::config::apply_environment(loaded.config); !env_error.empty()) {
-    loaded.errors.push_back(rdmad::config::Error{"<environment>", 0, 0, "RDMAD_LOG_LEVEL", env_error});
-  }
+  rdmad::config::apply_environment(loaded);
   if (!loaded.ok()) {
     // Before the loggers exist: under journald each line carries its priority (<3> = error) like
     // every logged line, so `journalctl -p err -u rdmad` shows why the service is down.
@@ -81,6 +80,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   rdmad::log::setup(*rdmad::log::parse_level(loaded.config.daemon.log_level));
+  rdmad::config::log_warnings(loaded);
   rdmad::daemon::Daemon daemon(std::move(loaded.config), config_path);
   return daemon.run();
 }

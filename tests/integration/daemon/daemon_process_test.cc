@@ -191,6 +191,23 @@ TEST(DaemonStartup, ConfigErrorsCarryTheErrorPriorityUnderJournald) {
   EXPECT_NE(plain.output().find("rdmad: not starting: 1 configuration error(s)"), std::string::npos) << plain.output();
 }
 
+// RDMAD_LOG_LEVEL over a different log_level of the file is said at start (never silent), and a
+// warning of the configuration reaches the log.
+TEST(DaemonStartup, EnvironmentOverrideAndConfigWarningsAreLogged) {
+  TempDir dir;
+  const std::string cfg = dir.write("rdmad.toml", config_text(dir, "info"));
+  Subprocess p({binary("daemon/rdmad"), "--config", cfg}, {"RDMAD_LOG_LEVEL=debug"});
+  ASSERT_TRUE(p.wait_for_output("] ready", 10s)) << p.output();
+  EXPECT_NE(p.output().find("[config] config warning warning=\"<environment>: RDMAD_LOG_LEVEL: \\\"debug\\\" "
+                            "overrides daemon.log_level = \\\"info\\\" of the configuration\""),
+            std::string::npos)
+      << p.output();
+  Subprocess check({binary("daemon/rdmad"), "--check-config", cfg}, {"RDMAD_LOG_LEVEL=debug"});
+  EXPECT_EQ(check.wait_exit(10s), 0) << check.output();
+  EXPECT_NE(check.output().find("warning: <environment>: RDMAD_LOG_LEVEL"), std::string::npos) << check.output();
+  EXPECT_NE(check.output().find(": ok (1 warning)"), std::string::npos) << check.output();
+}
+
 TEST(DaemonStartup, SoftNicIsOpenedLoggedAndExported) {
   TempDir dir;
   const std::string cfg = dir.write(

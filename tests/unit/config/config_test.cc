@@ -364,14 +364,24 @@ TEST(Config, UnreadableFileIsAnError) {
   EXPECT_NE(r.errors[0].to_string().find("/nonexistent/rdmad.toml: cannot read file"), std::string::npos);
 }
 
-TEST(Config, EnvironmentOverridesLogLevel) {
-  Config c = default_config();
+TEST(Config, EnvironmentOverridesLogLevelAndSaysSo) {
+  LoadResult r;
+  r.config = default_config();
   ASSERT_EQ(setenv("RDMAD_LOG_LEVEL", "trace", 1), 0);
-  EXPECT_EQ(apply_environment(c), "");
-  EXPECT_EQ(c.daemon.log_level, "trace");
+  apply_environment(r);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.config.daemon.log_level, "trace");
+  ASSERT_EQ(r.warnings.size(), 1u) << "an override of the file's value must not be silent";
+  EXPECT_EQ(r.warnings[0].to_string(),
+            "<environment>: RDMAD_LOG_LEVEL: \"trace\" overrides daemon.log_level = \"info\" of the configuration");
+  // The same value as the file's overrides nothing: no warning.
+  apply_environment(r);
+  EXPECT_EQ(r.warnings.size(), 1u);
   ASSERT_EQ(setenv("RDMAD_LOG_LEVEL", "chatty", 1), 0);
-  EXPECT_NE(apply_environment(c).find("RDMAD_LOG_LEVEL"), std::string::npos);
-  EXPECT_EQ(c.daemon.log_level, "trace");
+  apply_environment(r);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].to_string().find("RDMAD_LOG_LEVEL: invalid value \"chatty\""), std::string::npos);
+  EXPECT_EQ(r.config.daemon.log_level, "trace");
   unsetenv("RDMAD_LOG_LEVEL");
 }
 

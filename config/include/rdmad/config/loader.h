@@ -55,8 +55,11 @@ LoadResult load_string(std::string_view text, const std::string& name, LoadOptio
 LoadResult load_file(const std::string& path, LoadOptions options = {});
 // The embedded default configuration (always valid; a test checks it).
 Config default_config();
-// Applies environment overrides (RDMAD_LOG_LEVEL). Returns an error text for an invalid value.
-std::string apply_environment(Config& config);
+// Applies environment overrides (RDMAD_LOG_LEVEL) to result.config: an invalid value is an error
+// of `result`, and a value that differs from the file's a warning (an override is never silent).
+void apply_environment(LoadResult& result);
+// Logs every warning of `result` on the config logger, at warning (each start and reload).
+void log_warnings(const LoadResult& result);
 
 // The default configuration file, with every key documented (`rdmad --print-default-config`).
 std::string render_default_config();
