@@ -1,23 +1,39 @@
 # Install rules and CPack Debian packages (included from the top-level CMakeLists.txt after every
 # target is defined).
 #
-#   cmake --build build --target package     -> build/rdmad_<ver>_<arch>.deb, rdmad-dev_<ver>_<arch>.deb
-#   cmake --install build --component daemon -> the daemon, its units, config, man page
+#   cmake --build build --target package  -> rdmad_<ver>_<arch>.deb, librdmad0_<ver>_<arch>.deb,
+#                                            librdmad-dev_<ver>_<arch>.deb
+#   cmake --install build --component daemon [--prefix P] -> the daemon, its units, config, man page
 #
-# Components: "daemon" (package rdmad) and "dev" (package rdmad-dev: client library, headers,
-# pkg-config and CMake package files; present only once the client library targets exist).
+# Components: "daemon" (package rdmad: rdmad, rdmactl, units, config), "lib" (package librdmad0:
+# the shared client library) and "dev" (package librdmad-dev: the public headers, the .so link,
+# pkg-config and CMake package files; client/CMakeLists.txt installs those two).
+#
+# Every destination is relative to the install prefix, so `cmake --install --prefix P` writes only
+# under P (and DESTDIR). Where systemd and the FHS want fixed places they follow from the prefix
+# in force at install time: units, sysusers.d and tmpfiles.d in <prefix>/lib/..., the
+# configuration in <prefix>/etc/rdmad, except that the prefix /usr puts it in /etc/rdmad (the rule
+# GNUInstallDirs applies to sysconfdir; CPack installs with the prefix /usr).
 include(GNUInstallDirs)
 
-# The configuration lives in /etc/rdmad whatever the prefix (as the units and docs expect); the
-# units go where systemd finds them. Only rdmad.service names the prefix (ExecStart=), so it is
-# generated at install time from the prefix in force then (cmake --install --prefix, CPack).
-set(RDMAD_CONFIG_DIR /etc/rdmad CACHE PATH "Where rdmad.toml is installed")
-set(RDMAD_CONFIG_FILE ${RDMAD_CONFIG_DIR}/rdmad.toml)
 set(RDMAD_SOCKET_PATH /run/rdmad/rdmad.sock)
-set(RDMAD_SYSTEMD_UNITDIR /usr/lib/systemd/system CACHE PATH "Where rdmad's systemd units are installed")
-set(RDMAD_SYSUSERS_DIR /usr/lib/sysusers.d CACHE PATH "Where rdmad's sysusers.d file is installed")
-set(RDMAD_TMPFILES_DIR /usr/lib/tmpfiles.d CACHE PATH "Where rdmad's tmpfiles.d file is installed")
+set(RDMAD_SYSTEMD_UNITDIR lib/systemd/system CACHE STRING "Where rdmad's systemd units go, relative to the prefix")
+set(RDMAD_SYSUSERS_DIR lib/sysusers.d CACHE STRING "Where rdmad's sysusers.d file goes, relative to the prefix")
+set(RDMAD_TMPFILES_DIR lib/tmpfiles.d CACHE STRING "Where rdmad's tmpfiles.d file goes, relative to the prefix")
 set(RDMAD_DEPLOY_OUT ${PROJECT_BINARY_DIR}/deploy)
+# The configuration file the packaged units and the default config name (the prefix-/usr place).
+set(RDMAD_CONFIG_FILE /etc/rdmad/rdmad.toml)
+
+# At install time: the configuration directory for the prefix in force (see above), in
+# RDMAD_INSTALL_CONFIG_DIR, without DESTDIR.
+set(RDMAD_INSTALL_CONFIG_DIR_CODE "
+  if(IS_ABSOLUTE \"${CMAKE_INSTALL_SYSCONFDIR}\")
+    set(RDMAD_INSTALL_CONFIG_DIR \"${CMAKE_INSTALL_SYSCONFDIR}/rdmad\")
+  elseif(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+    set(RDMAD_INSTALL_CONFIG_DIR /etc/rdmad)
+  else()
+    set(RDMAD_INSTALL_CONFIG_DIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}/rdmad\")
+  endif()")
 
 # --- daemon component ------------------------------------------------------------------------
 install(TARGETS rdmad RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT daemon)
@@ -25,15 +41,17 @@ if(TARGET rdmactl)
   install(TARGETS rdmactl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 endif()
 
-install(CODE "
-  set(RDMAD_SBINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}\")
-  set(RDMAD_CONFIG_FILE \"${RDMAD_CONFIG_FILE}\")
-  set(RDMAD_SYSTEMD_UNITDIR \"${RDMAD_SYSTEMD_UNITDIR}\")
-  configure_file(\"${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.service.in\"
-                 \"${RDMAD_DEPLOY_OUT}/install/rdmad.service\" @ONLY)" COMPONENT daemon)
+# rdmad.service names the prefix (ExecStart=) and the configuration file: it is generated at install
+# time, from the prefix in force then, straight into its destination.
 configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.socket.in ${RDMAD_DEPLOY_OUT}/install/rdmad.socket @ONLY)
-install(FILES ${RDMAD_DEPLOY_OUT}/install/rdmad.service ${RDMAD_DEPLOY_OUT}/install/rdmad.socket
-        DESTINATION ${RDMAD_SYSTEMD_UNITDIR} COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/install/rdmad.socket DESTINATION ${RDMAD_SYSTEMD_UNITDIR} COMPONENT daemon)
+install(CODE "${RDMAD_INSTALL_CONFIG_DIR_CODE}
+  set(RDMAD_SBINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}\")
+  set(RDMAD_CONFIG_FILE \"\${RDMAD_INSTALL_CONFIG_DIR}/rdmad.toml\")
+  set(unit_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${RDMAD_SYSTEMD_UNITDIR}\")
+  message(STATUS \"Installing: \${unit_dir}/rdmad.service\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.service.in\" \"\${unit_dir}/rdmad.service\" @ONLY)
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${unit_dir}/rdmad.service\")" COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.sysusers DESTINATION ${RDMAD_SYSUSERS_DIR}
         RENAME rdmad.conf COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.tmpfiles DESTINATION ${RDMAD_TMPFILES_DIR}
@@ -50,7 +68,9 @@ add_custom_command(
   COMMENT "Generating the default rdmad.toml and the rdmad(8) man page"
   VERBATIM)
 add_custom_target(rdmad_deploy_files ALL DEPENDS ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_DEPLOY_OUT}/rdmad.8)
-install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.toml DESTINATION ${RDMAD_CONFIG_DIR} COMPONENT daemon)
+install(CODE "${RDMAD_INSTALL_CONFIG_DIR_CODE}
+  file(INSTALL \"${RDMAD_DEPLOY_OUT}/rdmad.toml\" DESTINATION \"\${RDMAD_INSTALL_CONFIG_DIR}\")"
+  COMPONENT daemon)
 install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/docs/configuration.md
               ${PROJECT_SOURCE_DIR}/docs/kubernetes.md
@@ -60,43 +80,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/prometheus ${PROJECT_SOURCE_DIR}/
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT daemon
         PATTERN tests EXCLUDE)
 
-# --- dev component: whatever client library target exists --------------------------------------
-set(RDMAD_CLIENT_TARGETS "")
-foreach(candidate rdmad_client_shared rdmad_client)
-  if(TARGET ${candidate})
-    list(APPEND RDMAD_CLIENT_TARGETS ${candidate})
-  endif()
-endforeach()
-if(RDMAD_CLIENT_TARGETS)
-  list(GET RDMAD_CLIENT_TARGETS 0 RDMAD_CLIENT_MAIN)
-  install(TARGETS ${RDMAD_CLIENT_TARGETS}
-          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/client/include)
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-            COMPONENT dev)
-  endif()
-  # Hand-written package files (no install(EXPORT)): the client library's private build
-  # dependencies never leak into what users link. Paths are relative to where the files land, so
-  # the same files serve /usr (the package) and any other prefix.
-  file(RELATIVE_PATH RDMAD_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
-  file(RELATIVE_PATH RDMAD_CMAKE_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/cmake/rdmad /)
-  string(REGEX REPLACE "/$" "" RDMAD_PC_TO_PREFIX "${RDMAD_PC_TO_PREFIX}")
-  string(REGEX REPLACE "/$" "" RDMAD_CMAKE_TO_PREFIX "${RDMAD_CMAKE_TO_PREFIX}")
-  foreach(file rdmad.pc rdmadConfig.cmake)
-    configure_file(${PROJECT_SOURCE_DIR}/deploy/debian/${file}.in ${RDMAD_DEPLOY_OUT}/${file}.genex @ONLY)
-    file(GENERATE OUTPUT ${RDMAD_DEPLOY_OUT}/${file} INPUT ${RDMAD_DEPLOY_OUT}/${file}.genex)
-  endforeach()
-  include(CMakePackageConfigHelpers)
-  write_basic_package_version_file(${RDMAD_DEPLOY_OUT}/rdmadConfigVersion.cmake
-                                   COMPATIBILITY SameMinorVersion)
-  install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
-  install(FILES ${RDMAD_DEPLOY_OUT}/rdmadConfig.cmake ${RDMAD_DEPLOY_OUT}/rdmadConfigVersion.cmake
-          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rdmad COMPONENT dev)
-  set(RDMAD_PACKAGE_COMPONENTS daemon dev)
-else()
-  set(RDMAD_PACKAGE_COMPONENTS daemon)
-endif()
+# --- lib and dev components: client/CMakeLists.txt (librdmad.so, headers, rdmad.pc, rdmadConfig.cmake)
 
 # --- CPack -------------------------------------------------------------------------------------
 set(CPACK_GENERATOR DEB)
@@ -106,19 +90,33 @@ set(CPACK_PACKAGE_CONTACT "rdmad maintainers <rdmad@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "per-node RDMA daemon for GPU servers")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_COMPONENTS_ALL ${RDMAD_PACKAGE_COMPONENTS})
+set(CPACK_COMPONENTS_ALL daemon lib dev)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME rdmad)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SHLIBDEPS ON)
-set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS "ibverbs-providers, rdma-core")
 set(CPACK_DEBIAN_DAEMON_DESCRIPTION
     "rdmad manages RDMA queue pairs, runs DCQCN congestion control, balances flows across\n NICs, serves memory registrations to local applications and exports Prometheus metrics.")
-set(CPACK_DEBIAN_DEV_PACKAGE_NAME rdmad-dev)
+# The client library on its own: an application needs neither the daemon's package nor the
+# headers to run (the daemon may be another package version on the node, or a container's host).
+set(CPACK_DEBIAN_LIB_PACKAGE_NAME librdmad0)
+set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_LIB_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_LIB_DESCRIPTION
+    "client library of the rdmad RDMA node daemon\n librdmad registers host and GPU memory with the node's rdmad over its Unix socket and\n opens flows between nodes.")
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${RDMAD_DEPLOY_OUT}/debian/lib/shlibs ${RDMAD_DEPLOY_OUT}/debian/lib/triggers)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME librdmad-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_DESCRIPTION "Client library, headers, pkg-config and CMake files for rdmad.")
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "rdmad (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "development files of librdmad\n Public headers (rdmad/rdmad.h, rdmad/rdmad.hpp), pkg-config file and CMake package\n (find_package(rdmad), target rdmad::rdmad) of the rdmad client library.")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librdmad0 (= ${PROJECT_VERSION})")
+file(MAKE_DIRECTORY ${RDMAD_DEPLOY_OUT}/debian/lib)
+file(WRITE ${RDMAD_DEPLOY_OUT}/debian/lib/shlibs "librdmad 0 librdmad0 (>= ${PROJECT_VERSION})\n")
+file(WRITE ${RDMAD_DEPLOY_OUT}/debian/lib/triggers "activate-noawait ldconfig\n")
 # /etc/rdmad/rdmad.toml is a conffile: upgrades keep local edits (dpkg asks).
 configure_file(${PROJECT_SOURCE_DIR}/deploy/debian/conffiles.in ${RDMAD_DEPLOY_OUT}/debian/conffiles @ONLY)
 foreach(script postinst prerm postrm)

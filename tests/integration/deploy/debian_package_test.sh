@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The .deb packages in a fresh Debian 12 root: build them with CPack, install them with dpkg in a
-# debootstrap'ed bookworm root (cached in $RDMAD_TEST_CACHE, default /var/cache/rdmad-test),
-# check the conffile, the account, `rdmad --check-config /etc/rdmad/rdmad.toml`, start the
-# daemon there as user rdmad and scrape it, then purge. Needs root (chroot, dpkg --root).
+# The .deb packages in a fresh Debian 12 root: build them with CPack (rdmad, librdmad0,
+# librdmad-dev), install them with dpkg in a debootstrap'ed bookworm root (cached in
+# $RDMAD_TEST_CACHE, default /var/cache/rdmad-test), check the conffile, the account,
+# `rdmad --check-config /etc/rdmad/rdmad.toml`, start the daemon there as user rdmad and scrape
+# it; build examples/register_host.c from C against the installed librdmad-dev, once with
+# pkg-config and once with CMake's find_package(rdmad), and run both in the root against the
+# packaged daemon; then purge. Needs root (chroot, dpkg --root).
 # The first run downloads ~70 MB from $RDMAD_DEBIAN_MIRROR (default http://deb.debian.org/debian);
 # it skips, with the reason, if that fails.
 # Usage: debian_package_test.sh BUILD_DIR
@@ -29,7 +32,7 @@ trap cleanup EXIT
 
 (cd "$build" && cpack -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) || fail "cpack: $(cat "$work/cpack.log")"
 deb=$(ls "$work"/pkg/rdmad_*.deb)
-debs=$(ls "$work"/pkg/rdmad*.deb)
+debs=$(ls "$work"/pkg/*.deb)
 t_pack=$(date +%s)
 
 mkdir -p "$cache"
@@ -50,7 +53,7 @@ in_root() { chroot "$root" "$@"; }
 if mount -t proc proc "$root/proc" 2>/dev/null; then mounted=1; fi
 
 # A previous run that failed half-way may have left the packages installed.
-in_root dpkg --purge rdmad-dev rdmad >/dev/null 2>&1 || true
+in_root dpkg --purge librdmad-dev librdmad0 rdmad rdmad-dev >/dev/null 2>&1 || true
 cp $debs "$root/tmp/"
 names=$(for d in $debs; do echo "/tmp/$(basename "$d")"; done)
 if ! in_root dpkg -i $names >"$work/dpkg.log" 2>&1; then
@@ -58,11 +61,25 @@ if ! in_root dpkg -i $names >"$work/dpkg.log" 2>&1; then
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   if ! { in_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -qq -f; } \
       >"$work/apt.log" 2>&1; then
-    in_root dpkg --purge rdmad-dev rdmad >/dev/null 2>&1 || true
+    in_root dpkg --purge librdmad-dev librdmad0 rdmad rdmad-dev >/dev/null 2>&1 || true
     skip "dependencies of the package could not be installed from $mirror: $(tail -3 "$work/apt.log")"
   fi
 fi
-in_root dpkg-query -W -f='${Status}\n' rdmad | grep -qx "install ok installed" || fail "rdmad not installed: $(cat "$work/dpkg.log")"
+for p in rdmad librdmad0 librdmad-dev; do
+  in_root dpkg-query -W -f='${Status}\n' "$p" | grep -qx "install ok installed" || fail "$p not installed: $(cat "$work/dpkg.log")"
+done
+# The library package alone is what an application needs at run time; the headers do not pull
+# in the daemon.
+in_root dpkg-query -W -f='${Depends}\n' librdmad-dev | grep -q '^librdmad0 (= ' || fail "librdmad-dev does not depend on librdmad0"
+if in_root dpkg-query -W -f='${Depends}\n' librdmad-dev librdmad0 | grep -q 'rdmad ('; then
+  fail "the library packages depend on the daemon"
+fi
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+libdir=/usr/lib/$multiarch
+[ -f "$root$libdir/librdmad.so.0" ] || fail "no $libdir/librdmad.so.0 in librdmad0"
+for h in protocol.h admin.h flow_ring.h; do
+  [ ! -e "$root/usr/include/rdmad/$h" ] || fail "internal header rdmad/$h installed as public"
+done
 t_install=$(date +%s)
 
 in_root dpkg-query -W -f='${Conffiles}\n' rdmad | grep -q '^ /etc/rdmad/rdmad.toml ' || fail "/etc/rdmad/rdmad.toml is not a conffile"
@@ -74,8 +91,10 @@ echo "$check"
 cmp -s "$root/etc/rdmad/rdmad.toml" <("$RDMAD" --print-default-config) || fail "packaged config differs from --print-default-config"
 
 # Run the packaged daemon as systemd would: user rdmad, /run/rdmad created for it. Only the
-# metrics port differs from the packaged file (port 0: the host's network is shared).
+# metrics port differs from the packaged file (port 0: the host's network is shared), plus one
+# soft NIC for the example's registration.
 sed 's/^listen = .*/listen = "127.0.0.1:0"/' "$root/etc/rdmad/rdmad.toml" >"$root/tmp/rdmad-test.toml"
+printf '[[nic]]\nname = "rail0"\nbackend = "soft"\naddress = "127.0.0.1"\nudp_port = 0\n' >>"$root/tmp/rdmad-test.toml"
 mkdir -p "$root/run/rdmad"
 in_root chown rdmad:rdmad /run/rdmad
 chroot --userspec=rdmad:rdmad "$root" /usr/sbin/rdmad --config /tmp/rdmad-test.toml >"$work/rdmad.log" 2>&1 &
@@ -85,19 +104,39 @@ port=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|
 body=$(curl -fsS "http://127.0.0.1:$port/metrics") || fail "scrape of the packaged daemon"
 version=$("$RDMAD" --version | sed -n 's/^rdmad \([^ ]*\) .*/\1/p')
 echo "$body" | grep -q "^rdmad_build_info{.*version=\"$version\"} 1$" || fail "no rdmad_build_info version $version in: $body"
+
+# An application developer's two ways in, from C, against the installed librdmad-dev (compiled
+# by the host's gcc with the root's headers, .pc, CMake files and library; run inside the root).
+example=$RDMAD_SOURCE_DIR/client/examples/register_host.c
+need_pc=$(command -v pkg-config || true)
+[ -n "$need_pc" ] || fail "pkg-config is not installed (scripts/setup-deps installs it)"
+flags=$(PKG_CONFIG_LIBDIR="$root$libdir/pkgconfig" pkg-config --cflags --libs rdmad) || fail "pkg-config rdmad"
+gcc -std=c11 -Wall -Werror "$example" $flags -o "$root/tmp/register_host_pc" 2>"$work/gcc.log" ||
+  fail "C build with pkg-config ($flags): $(cat "$work/gcc.log")"
+mkdir -p "$work/cmake-app"
+cat >"$work/cmake-app/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.16)
+project(register_host C)
+find_package(rdmad 0.1 REQUIRED)
+add_executable(register_host $example)
+target_link_libraries(register_host PRIVATE rdmad::rdmad)
+CMAKE
+cmake -S "$work/cmake-app" -B "$work/cmake-app/build" -DCMAKE_PREFIX_PATH="$root/usr" >"$work/cmake-app.log" 2>&1 &&
+  cmake --build "$work/cmake-app/build" >>"$work/cmake-app.log" 2>&1 ||
+  fail "C build with find_package(rdmad): $(cat "$work/cmake-app.log")"
+cp "$work/cmake-app/build/register_host" "$root/tmp/register_host_cmake"
+for app in register_host_pc register_host_cmake; do
+  out=$(in_root /tmp/$app /run/rdmad/rdmad.sock 2>&1) || fail "$app in the root: $out; daemon: $(cat "$work/rdmad.log")"
+  echo "$app: $out"
+done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" && rc=0 || rc=$?
 daemon_pid=""
 [ "$rc" = 0 ] || fail "packaged rdmad exited $rc on SIGTERM: $(cat "$work/rdmad.log")"
 
-# -dev: the pkg-config file resolves inside wherever the package lands.
-if [ -f "$root/usr/lib/pkgconfig/rdmad.pc" ] && command -v pkg-config >/dev/null; then
-  read -r lib < <(PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" pkg-config --libs rdmad)
-  [ -f "$lib" ] || fail "pkg-config --libs rdmad gives '$lib', not a file"
-fi
-
-in_root dpkg --purge rdmad-dev rdmad >/dev/null || fail "dpkg --purge"
+in_root dpkg --purge librdmad-dev librdmad0 rdmad >/dev/null || fail "dpkg --purge"
 [ ! -e "$root/etc/rdmad/rdmad.toml" ] || fail "purge left /etc/rdmad/rdmad.toml"
+[ ! -e "$root$libdir/librdmad.so.0" ] || fail "purge left librdmad.so.0"
 t_end=$(date +%s)
 echo "timing: cpack $((t_pack - t0)) s, root $((t_root - t_pack)) s, install $((t_install - t_root)) s, checks $((t_end - t_install)) s"
 echo PASS
