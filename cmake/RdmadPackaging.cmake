@@ -59,19 +59,38 @@ install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.tmpfiles DESTINATION ${
 
 # The default configuration and the man page come from the daemon itself, so they always match
 # the binary that is packaged.
+set(RDMAD_PAGES rdmad.8.gz rdmactl.1.gz rdmad.toml.5.gz librdmad.3.gz)
+list(TRANSFORM RDMAD_PAGES PREPEND ${RDMAD_DEPLOY_OUT}/ OUTPUT_VARIABLE RDMAD_PAGE_FILES)
 add_custom_command(
-  OUTPUT ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_DEPLOY_OUT}/rdmad.8
-  COMMAND ${CMAKE_COMMAND} -DRDMAD=$<TARGET_FILE:rdmad> -DOUT_DIR=${RDMAD_DEPLOY_OUT}
+  OUTPUT ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_PAGE_FILES} ${RDMAD_DEPLOY_OUT}/changelog.gz
+  COMMAND ${CMAKE_COMMAND} -DRDMAD=$<TARGET_FILE:rdmad> -DRDMACTL=$<TARGET_FILE:rdmactl>
+          -DOUT_DIR=${RDMAD_DEPLOY_OUT} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
           -DCONFIG_FILE=${RDMAD_CONFIG_FILE} -DSOCKET_PATH=${RDMAD_SOCKET_PATH}
+          -DPACKAGE_VERSION=${PROJECT_VERSION} -DPACKAGE_CONTACT=${RDMAD_PACKAGE_CONTACT}
           -P ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
-  DEPENDS rdmad ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
-  COMMENT "Generating the default rdmad.toml and the rdmad(8) man page"
+  DEPENDS rdmad rdmactl ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
+          ${PROJECT_SOURCE_DIR}/deploy/debian/librdmad.3
+  COMMENT "Generating the default rdmad.toml, the man pages and the Debian changelog"
   VERBATIM)
-add_custom_target(rdmad_deploy_files ALL DEPENDS ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_DEPLOY_OUT}/rdmad.8)
+add_custom_target(rdmad_deploy_files ALL DEPENDS ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_PAGE_FILES})
 install(CODE "${RDMAD_INSTALL_CONFIG_DIR_CODE}
   file(INSTALL \"${RDMAD_DEPLOY_OUT}/rdmad.toml\" DESTINATION \"\${RDMAD_INSTALL_CONFIG_DIR}\")"
   COMPONENT daemon)
-install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.8.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/rdmactl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.toml.5.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man5 COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/librdmad.3.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT dev)
+# Every package's copyright and Debian changelog, in its own doc directory.
+foreach(pair daemon:rdmad lib:librdmad0 dev:librdmad-dev)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 component)
+  list(GET pair 1 package)
+  install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/copyright ${RDMAD_DEPLOY_OUT}/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
+endforeach()
+# librdmad0's empty maintainer scripts stand in for CPack's ldconfig calls (the trigger does it).
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/lib/lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME librdmad0 COMPONENT lib)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/docs/configuration.md
               ${PROJECT_SOURCE_DIR}/docs/kubernetes.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT daemon)
@@ -86,33 +105,39 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/prometheus ${PROJECT_SOURCE_DIR}/
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME rdmad)
 set(CPACK_PACKAGE_VENDOR "rdmad")
-set(CPACK_PACKAGE_CONTACT "rdmad maintainers <rdmad@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "per-node RDMA daemon for GPU servers")
+set(RDMAD_PACKAGE_CONTACT "rdmad maintainers <maintainers@rdmad.dev>" CACHE STRING
+    "Maintainer of the Debian packages (name <address>)")
+set(CPACK_PACKAGE_CONTACT "${RDMAD_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_COMPONENTS_ALL daemon lib dev)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
-set(CPACK_STRIP_FILES ON)
+# Debug symbols go to rdmad-dbgsym and librdmad0-dbgsym (.ddeb, found by build id under
+# /usr/lib/debug/.build-id/) where the build has them (RelWithDebInfo, the default); CPack strips
+# the binaries of the packages themselves after it has split the symbols off.
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME rdmad)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS "ibverbs-providers, rdma-core")
 set(CPACK_DEBIAN_DAEMON_DESCRIPTION
-    "rdmad manages RDMA queue pairs, runs DCQCN congestion control, balances flows across\n NICs, serves memory registrations to local applications and exports Prometheus metrics.")
+    "per-node RDMA daemon for GPU servers\nrdmad manages the node's RDMA queue pairs (RoCEv2 and InfiniBand), runs DCQCN\ncongestion control, balances flows across NICs, serves memory registrations to\nlocal applications and exports Prometheus metrics.")
 # The client library on its own: an application needs neither the daemon's package nor the
 # headers to run (the daemon may be another package version on the node, or a container's host).
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME librdmad0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_LIB_DESCRIPTION
-    "client library of the rdmad RDMA node daemon\n librdmad registers host and GPU memory with the node's rdmad over its Unix socket and\n opens flows between nodes.")
-set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${RDMAD_DEPLOY_OUT}/debian/lib/shlibs ${RDMAD_DEPLOY_OUT}/debian/lib/triggers)
+    "client library of the rdmad RDMA node daemon\nlibrdmad registers host and GPU memory with the node's rdmad over its Unix\nsocket and opens flows between nodes.")
+# The ldconfig trigger replaces the ldconfig calls CPack would put in postinst and postrm.
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${RDMAD_DEPLOY_OUT}/debian/lib/shlibs ${RDMAD_DEPLOY_OUT}/debian/lib/triggers
+    ${PROJECT_SOURCE_DIR}/deploy/debian/lib/postinst ${PROJECT_SOURCE_DIR}/deploy/debian/lib/postrm)
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librdmad-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION
-    "development files of librdmad\n Public headers (rdmad/rdmad.h, rdmad/rdmad.hpp), pkg-config file and CMake package\n (find_package(rdmad), target rdmad::rdmad) of the rdmad client library.")
+    "development files of librdmad\nPublic headers (rdmad/rdmad.h, rdmad/rdmad.hpp), pkg-config file and CMake\npackage (find_package(rdmad), target rdmad::rdmad) of the rdmad client library.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librdmad0 (= ${PROJECT_VERSION})")
 file(MAKE_DIRECTORY ${RDMAD_DEPLOY_OUT}/debian/lib)
 file(WRITE ${RDMAD_DEPLOY_OUT}/debian/lib/shlibs "librdmad 0 librdmad0 (>= ${PROJECT_VERSION})\n")
