@@ -57,7 +57,7 @@ Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uin
 }  // namespace
 
 RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar,
-                                         const NicInventory& inventory, IpcMetrics* metrics)
+                                         const NicDirectory& inventory, IpcMetrics* metrics)
     : config_(config),
       registrar_(registrar),
       inventory_(inventory),

@@ -71,7 +71,7 @@ base::LogLimiter g_accept_log;
 }  // namespace
 
 UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
-                       NicInventory& inventory, prometheus::Registry& registry)
+                       NicDirectory& inventory, prometheus::Registry& registry)
     : io_(io),
       config_(std::move(config)),
       registrar_(registrar),
@@ -303,7 +303,7 @@ void UnixServer::Core::stop_workers() {
 }
 
 UnixServer::UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
-                       NicInventory& inventory, prometheus::Registry& registry)
+                       NicDirectory& inventory, prometheus::Registry& registry)
     : core_(std::make_shared<Core>(io, std::move(config), registrar, inventory, registry)) {}
 
 UnixServer::~UnixServer() { core_->stop(); }

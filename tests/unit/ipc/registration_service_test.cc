@@ -32,7 +32,7 @@ class RegistrationServiceTest : public ::testing::Test {
  protected:
   IpcConfig config_;
   SoftRegistrar registrar_{2};
-  StaticNicInventory inventory_{test::soft_nics()};
+  StaticNicDirectory inventory_{test::soft_nics()};
   Peer a_{1, 1000, 1000, 11};
   Peer b_{2, 1000, 1000, 12};  // same uid, other connection
   Peer c_{3, 2000, 2000, 13};  // other uid
@@ -262,7 +262,7 @@ class RecordingRegistrar final : public MemoryRegistrar {
 TEST(RegistrationAccess, RegistrationsCarryLocalAccessOnly) {
   IpcConfig config;
   RecordingRegistrar registrar;
-  StaticNicInventory inventory{test::soft_nics()};
+  StaticNicDirectory inventory{test::soft_nics()};
   RegistrationService svc(config, registrar, inventory, nullptr);
   const Peer p{1, 1000, 1000, 11};
   int fd = sealed_memfd(4 * 4096);

@@ -26,6 +26,7 @@
 #include "rdmad/daemon/clients/ipc_config.h"
 #include "rdmad/daemon/clients/ipc_metrics.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
@@ -51,7 +52,7 @@ struct Usage {
 class RegistrationService final : public RegionPins {
  public:
   // metrics may be null (tests of the table alone).
-  RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicInventory& inventory,
+  RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicDirectory& inventory,
                       IpcMetrics* metrics);
   ~RegistrationService();
   RegistrationService(const RegistrationService&) = delete;
@@ -158,7 +159,7 @@ class RegistrationService final : public RegionPins {
 
   const IpcConfig& config_;
   MemoryRegistrar& registrar_;
-  const NicInventory& inventory_;
+  const NicDirectory& inventory_;
   IpcMetrics* metrics_;
   // The NICs' NUMA nodes and PCI addresses for locality, read once: they do not change while the
   // daemon runs, and listing the NICs queries every port.
