@@ -110,9 +110,9 @@ base::Status FlowService::start() {
     on_peer_message(p, static_cast<uint16_t>(type), std::vector<uint8_t>(payload.begin(), payload.end()));
   });
   engine_->start();
-  if (std::string error; !channel_->start(error)) {
+  if (base::Status st = channel_->start(); !st.ok()) {
     engine_->stop();
-    return base::Status::error(std::move(error));
+    return st;
   }
   collector_ = make_collector();
   // A port that is not ACTIVE now gets no QPs (QpConnector) and no rebuilds until it comes up.
