@@ -82,7 +82,7 @@ class Daemon {
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{io_.get_executor()};
   prometheus::Registry registry_;
-  rdmad::ipc::StaticNicInventory inventory_{
+  rdmad::ipc::StaticNicDirectory inventory_{
       {{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0}, {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 0}}};
   rdmad::ipc::SoftRegistrar registrar_{2};
   std::unique_ptr<rdmad::ipc::UnixServer> server_;

@@ -19,9 +19,9 @@ proto::CcKnob knob_entry(const cc::Mlx5Knob& k, std::optional<int64_t> value) {
 
 }  // namespace
 
-AdminService::AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
+AdminService::AdminService(const config::Config& config, NodeNics& nics,
                            flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload)
-    : config_(config), nics_(nics), hardware_(hardware), flows_(flows), reload_(std::move(reload)) {}
+    : config_(config), nics_(nics), flows_(flows), reload_(std::move(reload)) {}
 
 std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t max_entries, bool* more) {
   *more = false;
@@ -33,21 +33,18 @@ ipc::Result<ipc::Ok> AdminService::reload() { return reload_(); }
 AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) const {
   CcTarget t;
   t.nic = &nic;
-  for (const Nic& n : nics_.nics()) {
-    if (n.config.name == nic.name && n.in_service() && n.device->dcqcn_params()) {
-      t.soft = n.device.get();
-      return t;
-    }
+  if (const Nic* n = nics_.slots().find(nic.name); n != nullptr && n->in_service() && n->device->dcqcn_params()) {
+    t.soft = n->device.get();
+    return t;
   }
   // Only NICs whose ports the kernel has keep DCQCN in firmware, managed through sysfs.
-  const verbs::BackendInfo* b = nics_.backends().find(nic.backend);
+  const verbs::BackendInfo* b = nics_.slots().backends().find(nic.backend);
   if (b == nullptr || !b->caps.sysfs_ports) {
     t.unavailable = fmt::format("backend {} runs no DCQCN of its own", nic.backend);
     return t;
   }
-  for (const verbs::HostNic& p : hardware_.ports()) {
-    if (p.device != nic.device || p.port != static_cast<unsigned>(nic.port)) continue;
-    auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p.netdev, p.pci);
+  if (const verbs::HostNic* p = nics_.host_port(nic.device, static_cast<unsigned>(nic.port)); p != nullptr) {
+    auto status = nic_cc::inspect_cc(nic_cc::SysfsRoot(config_.daemon.sysfs_root), p->netdev, p->pci);
     if (status.location)
       t.hardware = status.location;
     else
@@ -110,7 +107,7 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
     only.emplace_back(k->name);
   }
   const auto report = nic_cc::apply_cc_params(root, *t.hardware, desired, only);
-  hardware_.note_cc_params(t.nic->device, static_cast<unsigned>(t.nic->port), report.effective);
+  nics_.hardware().note_cc_params(t.nic->device, static_cast<unsigned>(t.nic->port), report.effective);
   for (const auto* c : report.applied()) log->info("cc knob set nic={} change={}", t.nic->name, base::q(c->text()));
   std::string problems;
   for (const auto* c : report.problems()) problems += (problems.empty() ? "" : "; ") + c->text();
@@ -153,12 +150,11 @@ ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& r
 }
 
 ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDetailsRequest& req) {
-  const auto& all = nics_.nics();
+  const auto& all = nics_.slots().nics();
   size_t index = req.cursor;
   if (req.nic[0] != '\0') {
-    index = all.size();
-    for (size_t i = 0; i < all.size(); ++i)
-      if (all[i].config.name == req.nic) index = i;
+    const Nic* named = nics_.slots().find(req.nic);
+    index = named != nullptr ? static_cast<size_t>(named - all.data()) : all.size();
     if (index == all.size())
       return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
   } else if (index >= all.size()) {

@@ -60,21 +60,13 @@ bool Daemon::start() {
 
   log::get("cc")->info("dcqcn parameters profile={} params={}", config_.cc.profile,
                        base::q(cc::describe(config_.cc.params)));
-  hardware_ = std::make_unique<HardwareNics>(backends_, nic_cc::SysfsRoot(config_.daemon.sysfs_root), config_);
-  hardware_->start();
-  hardware_->poll();
-  hardware_collector_ = hardware_->collector();
-  exporter_->add_collectable(hardware_collector_);
-
-  nics_ = std::make_unique<NicInventory>(backends_);
-  if (!nics_->open(config_, error)) {
-    log::get("verbs")->error("cannot open nics error={}", base::q(error));
+  nics_ = std::make_unique<NodeNics>(backends_, config_);
+  if (const base::Status st = nics_->open(); !st.ok()) {
+    log::get("verbs")->error("cannot open nics error={}", base::q(st.message()));
     return false;
   }
-  nic_collector_ = nics_->collector();
-  exporter_->add_collectable(nic_collector_);
-  nics_->add_dcqcn_metrics(exporter_->registry());
-  device_events_ = std::make_unique<DeviceEventMonitor>(io_, *nics_);
+  nics_->add_metrics(*exporter_);
+  device_events_ = std::make_unique<DeviceEventMonitor>(io_, nics_->slots());
   device_events_->start();
   return start_client_service();
 }
@@ -126,24 +118,22 @@ ipc::IpcConfig ipc_config(const config::Config& c) {
 }  // namespace
 
 bool Daemon::start_client_service() {
-  std::string error;
-  registrar_ = std::make_unique<VerbsRegistrar>(*nics_, backends_);
-  if (!registrar_->start(error)) {
-    log::get("ipc")->error("cannot start registrar error={}", base::q(error));
+  registrar_ = std::make_unique<VerbsRegistrar>(nics_->slots(), backends_);
+  if (const base::Status st = registrar_->start(); !st.ok()) {
+    log::get("ipc")->error("cannot start registrar error={}", base::q(st.message()));
     return false;
   }
-  client_nics_ = std::make_unique<ClientNicList>(*nics_, *hardware_);
-  ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *client_nics_, exporter_->registry());
+  ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *nics_, exporter_->registry());
   if (auto r = ipc_->start(); !r.ok()) {
     log::get("ipc")->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
                            base::q(r.error().message));
     return false;
   }
   ipc_->set_diagnose_extra(
-      [this] { return nics_->diagnosis() + hardware_->cc_diagnosis() + peer_diagnosis(config_); });
+      [this] { return nics_->diagnosis() + peer_diagnosis(config_); });
   if (!start_flows()) return false;
   admin_ =
-      std::make_unique<AdminService>(config_, *nics_, *hardware_, flows_.get(), [this] { return reload(); });
+      std::make_unique<AdminService>(config_, *nics_, flows_.get(), [this] { return reload(); });
   ipc_->set_admin_handler(admin_.get());
   return true;
 }
@@ -202,21 +192,25 @@ void Daemon::arm_nic_poll() {
   nic_poll_timer_.expires_after(std::chrono::milliseconds(config_.daemon.nic_poll_interval_ms));
   nic_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    hardware_->poll();
+    nics_->poll();
     retry_nics();
     arm_nic_poll();
   });
 }
 
 void Daemon::retry_nics() {
-  for (size_t i : nics_->retry(NicInventory::Clock::now())) {
+  for (size_t i : nics_->retry(NodeNics::Clock::now())) {
     // In service now: its events, client registrations and flows.
-    const Nic& nic = nics_->nics()[i];
-    std::string error;
+    const Nic& nic = nics_->slots().nics()[i];
     if (device_events_) device_events_->nic_opened(i);
-    if (registrar_ && !registrar_->nic_opened(i, error)) log::get("ipc")->error("cannot register on nic nic={} error={}", nic.config.name, base::q(error));
-    error.clear();
-    if (flows_ && !flows_->nic_opened(i, nic.device.get(), error)) log::get("flow")->error("cannot carry flows on nic nic={} error={}", nic.config.name, base::q(error));
+    if (registrar_) {
+      if (const base::Status st = registrar_->nic_opened(i); !st.ok())
+        log::get("ipc")->error("cannot register on nic nic={} error={}", nic.config.name, base::q(st.message()));
+    }
+    if (flows_) {
+      if (const base::Status st = flows_->nic_opened(i, nic.device.get()); !st.ok())
+        log::get("flow")->error("cannot carry flows on nic nic={} error={}", nic.config.name, base::q(st.message()));
+    }
   }
 }
 

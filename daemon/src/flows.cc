@@ -69,22 +69,6 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
 
 bool Daemon::start_flows() {
   if (!config_.peer.enabled) return true;
-  std::vector<flow::FlowNic> nics;
-  const auto& inv = nics_->nics();
-  for (size_t i = 0; i < inv.size(); ++i) {
-    const Nic& n = inv[i];
-    flow::FlowNic fn;
-    fn.name = n.config.name;
-    fn.device = n.in_service() ? n.device->info().name : n.config.device;
-    fn.device_ptr = n.device.get();  // nullptr while out of service
-    fn.port = n.port();
-    if (!n.config.advertise_address.empty()) {
-      auto gid = verbs::Gid::from_ip(n.config.advertise_address);
-      if (gid) fn.advertise_gid = *gid;
-    }
-    fn.advertise_udp_port = static_cast<uint16_t>(n.config.advertise_udp_port);
-    nics.push_back(std::move(fn));
-  }
   auto options = flow_options(config_);
   const std::string node = options.peer.node_id;
   for (const auto& p : options.peer.peers) {
@@ -93,11 +77,10 @@ bool Daemon::start_flows() {
       return false;
     }
   }
-  flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), std::move(nics), ipc_->registrations(),
+  flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), nics_->flow_nics(), ipc_->registrations(),
                                                exporter_->registry());
-  std::string error;
-  if (!flows_->start(error)) {
-    log::get("flow")->error("cannot start flows error={}", base::q(error));
+  if (const base::Status st = flows_->start(); !st.ok()) {
+    log::get("flow")->error("cannot start flows error={}", base::q(st.message()));
     flows_.reset();
     return false;
   }

@@ -12,34 +12,39 @@ namespace rdmad::daemon {
 using ipc::to_client_status;
 using ipc::to_verbs_access;
 
-VerbsRegistrar::VerbsRegistrar(const NicInventory& nics, const verbs::BackendRegistry& backends)
+VerbsRegistrar::VerbsRegistrar(const NicSlots& nics, const verbs::BackendRegistry& backends)
     : nics_(nics), backends_(backends) {}
 
-bool VerbsRegistrar::start(std::string& error) {
+namespace {
+
+verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> alloc_pd(const Nic& nic) {
+  auto pd = nic.device->alloc_pd();
+  if (!pd.ok())
+    return base::Status::error(
+        fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message()));
+  return pd;
+}
+
+}  // namespace
+
+base::Status VerbsRegistrar::start() {
   std::lock_guard lock(mu_);
   for (const Nic& nic : nics_.nics()) {
     pds_.emplace_back();
     if (!nic.in_service()) continue;  // nic_opened() gives it one
-    auto pd = nic.device->alloc_pd();
-    if (!pd.ok()) {
-      error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
-      return false;
-    }
+    auto pd = alloc_pd(nic);
+    if (!pd.ok()) return pd.status();
     pds_.back() = std::move(pd.value());
   }
-  return true;
+  return base::Status::success();
 }
 
-bool VerbsRegistrar::nic_opened(size_t index, std::string& error) {
-  const Nic& nic = nics_.nics().at(index);
-  auto pd = nic.device->alloc_pd();
-  if (!pd.ok()) {
-    error = fmt::format("nic {}: cannot allocate a protection domain: {}", nic.config.name, pd.status().message());
-    return false;
-  }
+base::Status VerbsRegistrar::nic_opened(size_t index) {
+  auto pd = alloc_pd(nics_.nics().at(index));
+  if (!pd.ok()) return pd.status();
   std::lock_guard lock(mu_);
   pds_.at(index) = std::move(pd.value());
-  return true;
+  return base::Status::success();
 }
 
 template <class RegisterFn>
@@ -128,30 +133,6 @@ bool VerbsRegistrar::faults_in_pages() const {
     if (b == nullptr || b->caps.registration_faults_in_pages) return true;
   }
   return false;
-}
-
-std::vector<ipc::NicDescriptor> ClientNicList::nics() const {
-  std::vector<ipc::NicDescriptor> out;
-  for (const Nic& nic : inventory_.nics()) {
-    ipc::NicDescriptor d;
-    d.name = nic.config.name;
-    d.backend = nic.config.backend;
-    // An out-of-service NIC is listed, link down (diagnose says why): indices never shift.
-    if (!nic.in_service()) {
-      d.link_state = RDMAD_LINK_DOWN;
-    } else if (auto port = nic.device->query_port(nic.port()); port.ok()) {
-      d.link_state = port.value().state == verbs::PortState::kActive ? RDMAD_LINK_UP : RDMAD_LINK_DOWN;
-      d.speed_mbps = port.value().speed_mbps;
-    }
-    for (const verbs::HostNic& hw : hardware_.ports()) {
-      if (hw.device == nic.config.device) {
-        d.pci_address = hw.pci;
-        d.numa_node = hw.numa;
-      }
-    }
-    out.push_back(std::move(d));
-  }
-  return out;
 }
 
 }  // namespace rdmad::daemon

@@ -49,7 +49,10 @@ Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, 
   for (uint32_t i = 0; i < p.nic_count; ++i) p.keys[i] = r->keys[i];
   p.dmabuf_fd = r->dmabuf_fd;
   p.dmabuf_offset = r->file_offset + offset;
-  ++r->pins;
+  {
+    std::lock_guard pins(pins_mu_);
+    ++r->pins;
+  }
   p.pin = r;
   p.numa_node = r->numa_node;
   for (size_t i = 0; i < r->locality.size() && i < p.locality.size(); ++i) p.locality[i] = r->locality[i];
@@ -60,7 +63,7 @@ void RegistrationService::unpin(const void* pin) {
   if (pin == nullptr) return;
   bool reap_now = false;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(pins_mu_);
     auto* r = static_cast<Region*>(const_cast<void*>(pin));
     reap_now = --r->pins == 0 && r->released;
   }
@@ -70,7 +73,7 @@ void RegistrationService::unpin(const void* pin) {
 void RegistrationService::reap() {
   Released done;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(pins_mu_);
     for (auto it = zombies_.begin(); it != zombies_.end();) {
       if ((*it)->pins == 0) {
         done.push_back(std::move(*it));
@@ -88,9 +91,10 @@ Result<RegionAttachment*> RegistrationService::attachment(const void* pin, uint6
   auto* r = static_cast<Region*>(const_cast<void*>(pin));
   RegionView view;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(pins_mu_);
     for (auto& [d, a] : r->attachments)
       if (d == domain) return a.get();
+    // The rest of the region is fixed from its registration on; the pin keeps it.
     view.kind = r->kind;
     view.addr = r->map_base != nullptr ? reinterpret_cast<void*>(static_cast<uintptr_t>(r->iova)) : nullptr;
     view.iova = r->iova;
@@ -104,7 +108,7 @@ Result<RegionAttachment*> RegistrationService::attachment(const void* pin, uint6
   // keeps the region, and the caller is the only one making attachments for this domain.
   auto made = make(view);
   if (!made.ok()) return made.error();
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(pins_mu_);
   r->attachments.emplace_back(domain, std::move(made.value()));
   return r->attachments.back().second.get();
 }
@@ -113,6 +117,7 @@ void RegistrationService::drop_domain(uint64_t domain) {
   std::vector<std::unique_ptr<RegionAttachment>> gone;
   {
     std::lock_guard lock(mu_);
+    std::lock_guard pins(pins_mu_);
     auto take = [&](Region& r) {
       for (auto it = r.attachments.begin(); it != r.attachments.end();) {
         if (it->first == domain) {
@@ -131,6 +136,7 @@ void RegistrationService::drop_domain(uint64_t domain) {
 
 size_t RegistrationService::attachment_count_for_test(uint64_t domain) const {
   std::lock_guard lock(mu_);
+  std::lock_guard pins(pins_mu_);
   size_t n = 0;
   auto count = [&](const Region& r) {
     for (const auto& [d, a] : r.attachments) n += d == domain;

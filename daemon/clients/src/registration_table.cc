@@ -57,7 +57,7 @@ Result<Ok> validate_request(uint64_t offset, uint64_t length, uint64_t iova, uin
 }  // namespace
 
 RegistrationService::RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar,
-                                         const NicInventory& inventory, IpcMetrics* metrics)
+                                         const NicDirectory& inventory, IpcMetrics* metrics)
     : config_(config),
       registrar_(registrar),
       inventory_(inventory),
@@ -240,6 +240,7 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
     use.pinned_bytes -= region->pinned_bytes;
     if (metrics_ != nullptr) metrics_->region_removed(region->kind, region->pinned_bytes);
     auto node = regions_.extract(region->key);
+    std::lock_guard pins(pins_mu_);
     if (region->pins > 0) {
       // The flow engine still moves bytes in or out of it: released when the last pin goes.
       region->released = true;
@@ -338,7 +339,7 @@ size_t RegistrationService::handle_count() const {
 }
 
 size_t RegistrationService::zombie_count() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(pins_mu_);
   return zombies_.size();
 }
 

@@ -65,7 +65,7 @@ bool served_on_worker(uint16_t type);
 
 class UnixServer::Core : public std::enable_shared_from_this<Core> {
  public:
-  Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicInventory& inventory,
+  Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicDirectory& inventory,
        prometheus::Registry& registry);
 
   Result<Ok> start();
@@ -82,7 +82,7 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   boost::asio::io_context& io_;
   IpcConfig config_;
   MemoryRegistrar& registrar_;
-  NicInventory& inventory_;
+  NicDirectory& inventory_;
   IpcMetrics metrics_;
   RegistrationService service_;
   uint64_t instance_id_;

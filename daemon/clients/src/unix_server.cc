@@ -90,7 +90,7 @@ base::LogLimiter g_accept_log;
 }  // namespace
 
 UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
-                       NicInventory& inventory, prometheus::Registry& registry)
+                       NicDirectory& inventory, prometheus::Registry& registry)
     : io_(io),
       config_(std::move(config)),
       registrar_(registrar),
@@ -326,7 +326,7 @@ void UnixServer::Core::stop_workers() {
 }
 
 UnixServer::UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
-                       NicInventory& inventory, prometheus::Registry& registry)
+                       NicDirectory& inventory, prometheus::Registry& registry)
     : core_(std::make_shared<Core>(io, std::move(config), registrar, inventory, registry)) {}
 
 UnixServer::~UnixServer() { core_->stop(); }

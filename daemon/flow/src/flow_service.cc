@@ -20,6 +20,17 @@
 #include "service_state.h"
 
 namespace rdmad::flow {
+namespace {
+
+// A NIC's completion queue for its lanes; an error names the NIC.
+verbs::Result<std::unique_ptr<verbs::CompletionQueue>> lane_cq(const std::string& nic, verbs::Device& device,
+                                                               uint32_t depth) {
+  auto cq = device.create_cq(depth);
+  if (!cq.ok()) return base::Status::error("nic " + nic + ": cannot create a completion queue: " + cq.status().message());
+  return cq;
+}
+
+}  // namespace
 
 FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
                          ipc::RegionPins& registrations, prometheus::Registry& registry)
@@ -27,11 +38,8 @@ FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options
 
 FlowService::~FlowService() { stop(); }
 
-bool FlowService::start(std::string& error) {
-  if (nics_.empty()) {
-    error = "flows need at least one [[nic]]";
-    return false;
-  }
+base::Status FlowService::start() {
+  if (nics_.empty()) return base::Status::error("flows need at least one [[nic]]");
   std::vector<std::string> names;
   std::vector<verbs::CompletionQueue*> cqs;
   for (const FlowNic& n : nics_) {
@@ -39,11 +47,8 @@ bool FlowService::start(std::string& error) {
     cqs_.emplace_back();
     cqs.push_back(nullptr);
     if (n.device_ptr == nullptr) continue;  // out of service: nic_opened() gives it one
-    auto cq = n.device_ptr->create_cq(kCqDepth);
-    if (!cq.ok()) {
-      error = "nic " + n.name + ": cannot create a completion queue: " + cq.status().message();
-      return false;
-    }
+    auto cq = lane_cq(n.name, *n.device_ptr, kCqDepth);
+    if (!cq.ok()) return cq.status();
     cqs.back() = cq.value().get();
     cqs_.back() = std::move(cq.value());
   }
@@ -105,9 +110,9 @@ bool FlowService::start(std::string& error) {
     on_peer_message(p, static_cast<uint16_t>(type), std::vector<uint8_t>(payload.begin(), payload.end()));
   });
   engine_->start();
-  if (!channel_->start(error)) {
+  if (base::Status st = channel_->start(); !st.ok()) {
     engine_->stop();
-    return false;
+    return st;
   }
   collector_ = make_collector();
   // A port that is not ACTIVE now gets no QPs (QpConnector) and no rebuilds until it comes up.
@@ -122,7 +127,7 @@ bool FlowService::start(std::string& error) {
     sample_congestion();
   }
   started_ = true;
-  return true;
+  return base::Status::success();
 }
 
 void FlowService::stop() {
@@ -159,18 +164,14 @@ bool FlowService::port_active(size_t nic) const {
   return p.ok() && p.value().state == verbs::PortState::kActive;
 }
 
-bool FlowService::nic_opened(size_t nic, verbs::Device* device, std::string& error) {
-  if (!started_ || nic >= nics_.size() || nics_[nic].device_ptr != nullptr || device == nullptr) return false;
-  auto cq = device->create_cq(kCqDepth);
-  if (!cq.ok()) {
-    error = "nic " + nics_[nic].name + ": cannot create a completion queue: " + cq.status().message();
-    return false;
-  }
+base::Status FlowService::nic_opened(size_t nic, verbs::Device* device) {
+  if (!started_ || nic >= nics_.size() || nics_[nic].device_ptr != nullptr || device == nullptr)
+    return base::Status::error("nic " + std::to_string(nic) + ": not a NIC out of service in running flows");
+  auto cq = lane_cq(nics_[nic].name, *device, kCqDepth);
+  if (!cq.ok()) return cq.status();
   for (auto& [peer, d] : domains_) {
-    if (const verbs::Status st = d->add_nic(nic, *device); !st.ok()) {
-      error = "nic " + nics_[nic].name + ": peer " + peer + ": " + st.message();
-      return false;
-    }
+    if (const verbs::Status st = d->add_nic(nic, *device); !st.ok())
+      return base::Status::error("nic " + nics_[nic].name + ": peer " + peer + ": " + st.message());
   }
   nics_[nic].device_ptr = device;
   nics_[nic].device = device->info().name;
@@ -188,7 +189,7 @@ bool FlowService::nic_opened(size_t nic, verbs::Device* device, std::string& err
   // Its lanes come up as for a port that came back.
   port_down_[nic] = true;
   if (port_active(nic)) port_changed(nic, true);
-  return true;
+  return base::Status::success();
 }
 
 void FlowService::qp_failed(size_t nic, uint32_t qp_num) {

@@ -25,7 +25,7 @@ const char* to_string(verbs::DeviceEvent::Kind k) {
   return "other";
 }
 
-DeviceEventMonitor::DeviceEventMonitor(boost::asio::io_context& io, const NicInventory& nics) : io_(io), nics_(nics) {}
+DeviceEventMonitor::DeviceEventMonitor(boost::asio::io_context& io, const NicSlots& nics) : io_(io), nics_(nics) {}
 
 DeviceEventMonitor::~DeviceEventMonitor() {
   // The devices own their descriptors: stop watching without closing them.

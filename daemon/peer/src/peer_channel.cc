@@ -43,22 +43,23 @@ PeerChannel::PeerChannel(asio::io_context& io, PeerConfig config)
 
 PeerChannel::~PeerChannel() { stop(); }
 
-bool PeerChannel::start(std::string& error) {
+base::Status PeerChannel::start() {
+  std::string error;
   if (config_.node_id.empty() || config_.node_id.size() > kMaxNodeIdBytes) {
     error = "peer: node id must be 1.." + std::to_string(kMaxNodeIdBytes) + " bytes";
-    return false;
+    return base::Status::error(error);
   }
   const auto security = security_of(config_, &error);
-  if (!security) return false;
+  if (!security) return base::Status::error(error);
   if (*security != Security::kInsecure) {
     tls_ = TlsContext::load(config_, &error);
-    if (!tls_) return false;
+    if (!tls_) return base::Status::error(error);
   }
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(config_.listen_host, ec);
   if (ec) {
     error = "peer: listen address '" + config_.listen_host + "' is not an IP address";
-    return false;
+    return base::Status::error(error);
   }
   const tcp::endpoint ep(address, config_.listen_port);
   acceptor_.open(ep.protocol(), ec);
@@ -69,7 +70,7 @@ bool PeerChannel::start(std::string& error) {
     error = "peer: cannot listen on " + config_.listen_host + ":" + std::to_string(config_.listen_port) + ": " +
             ec.message();
     acceptor_.close(ec);
-    return false;
+    return base::Status::error(error);
   }
   listen_port_ = acceptor_.local_endpoint().port();
   running_ = true;
@@ -91,7 +92,7 @@ bool PeerChannel::start(std::string& error) {
     dialers_.push_back(std::move(d));
     dial(*dialers_.back());
   }
-  return true;
+  return base::Status::success();
 }
 
 void PeerChannel::stop() {

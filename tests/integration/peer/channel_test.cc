@@ -28,8 +28,8 @@ class PeerChannelTest : public ::testing::Test {
   std::unique_ptr<PeerChannel> start(PeerConfig c, Recorder* r = nullptr) {
     auto ch = std::make_unique<PeerChannel>(io_, std::move(c));
     if (r != nullptr) r->attach(*ch);
-    std::string err;
-    EXPECT_TRUE(ch->start(err)) << err;
+    base::Status st = ch->start();
+    EXPECT_TRUE(st.ok()) << st.message();
     return ch;
   }
   // node-a, dialling node-b.
@@ -271,8 +271,7 @@ TEST_F(PeerChannelTest, DaemonsDiallingEachOtherKeepOneConnection) {
     cb.peers.push_back(address_of("node-a", a->listen_port()));
     auto candidate = std::make_unique<PeerChannel>(io_, std::move(cb));
     rb.attach(*candidate);
-    std::string err;
-    if (candidate->start(err)) b = std::move(candidate);
+    if (candidate->start().ok()) b = std::move(candidate);
   }
   ASSERT_TRUE(b) << "no free port could be bound in 5 attempts";
   ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));

@@ -20,8 +20,8 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
   auto cb = config("node-b");
   auto b = std::make_unique<PeerChannel>(io, cb);
   auto sb = std::make_unique<PeerSession>(*b, nb.factory());
-  std::string err;
-  ASSERT_TRUE(b->start(err)) << err;
+  base::Status st = b->start();
+  ASSERT_TRUE(st.ok()) << st.message();
   const uint16_t b_port = b->listen_port();
   auto ca = config("node-a");
   ca.peers.push_back(address_of("node-b", b_port));
@@ -32,7 +32,8 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
     EXPECT_EQ(p, "node-b");
     ++lost;
   });
-  ASSERT_TRUE(a.start(err)) << err;
+  st = a.start();
+  ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_TRUE(run_until(io, [&] { return sa.ready("node-b") && sb->ready("node-a"); }));
 
   // Each side's QPs point at the other's: QPN and PSN of the pair match both ways.
@@ -73,7 +74,8 @@ TEST(PeerQpSession, BringsUpQpsPerNicPairAndWritesByteExact) {
   cb.listen_port = b_port;
   b = std::make_unique<PeerChannel>(io, cb);
   sb = std::make_unique<PeerSession>(*b, nb.factory());
-  ASSERT_TRUE(b->start(err)) << err;
+  st = b->start();
+  ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_TRUE(run_until(io, [&] { return sa.ready("node-b") && sb->ready("node-a"); }));
   EXPECT_EQ(sa.counters().sessions_ready, 2u);
   std::fill(dst.begin(), dst.end(), 0xEE);
@@ -123,8 +125,8 @@ TEST(PeerQpSession, InconsistentEndpointMessagesCloseTheConnection) {
   Node nb(reg);
   PeerChannel b(io, config("node-b"));
   PeerSession sb(b, nb.factory());
-  std::string err;
-  ASSERT_TRUE(b.start(err)) << err;
+  base::Status st = b.start();
+  ASSERT_TRUE(st.ok()) << st.message();
   const std::vector<std::vector<uint8_t>> bad = {
       {9, 0, 0, 0, 1, 0},  // unknown kind
       encode(Endpoints{.kind = EndpointsKind::kAnswer, .session = 5, .endpoints = {}}),  // no offer made

@@ -23,15 +23,15 @@ class TlsChannelTest : public ::testing::Test {
  protected:
   std::unique_ptr<PeerChannel> start(PeerConfig c) {
     auto ch = std::make_unique<PeerChannel>(io_, std::move(c));
-    std::string err;
-    EXPECT_TRUE(ch->start(err)) << err;
+    base::Status st = ch->start();
+    EXPECT_TRUE(st.ok()) << st.message();
     return ch;
   }
   std::string start_error(PeerConfig c) {
     PeerChannel ch(io_, std::move(c));
-    std::string err;
-    EXPECT_FALSE(ch.start(err));
-    return err;
+    const base::Status st = ch.start();
+    EXPECT_FALSE(st.ok());
+    return st.message();
   }
   // a dials b; true when both see each other.
   bool pair_up(PeerConfig ca, PeerChannel& b) {

@@ -161,9 +161,9 @@ class RoguePeer {
 
  private:
   void start_channel() {
-    std::string error;
-    started_ = channel_->start(error);
-    start_error_ = error;
+    const base::Status st = channel_->start();
+    started_ = st.ok();
+    start_error_ = st.message();
     work_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
   }

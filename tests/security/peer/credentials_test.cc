@@ -31,8 +31,8 @@ class PeerCredentialAttacks : public ::testing::Test {
   std::unique_ptr<PeerChannel> start(PeerConfig c, Watch* w = nullptr) {
     auto ch = std::make_unique<PeerChannel>(io_, std::move(c));
     if (w != nullptr) w->attach(*ch);
-    std::string err;
-    EXPECT_TRUE(ch->start(err)) << err;
+    base::Status st = ch->start();
+    EXPECT_TRUE(st.ok()) << st.message();
     return ch;
   }
   // node-a accepts; the real node-b (a certificate for node-b) dials it.

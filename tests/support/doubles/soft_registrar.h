@@ -1,6 +1,6 @@
 // Test doubles of the client service's transport interfaces. SoftRegistrar: host memory is already
 // mapped by the service, so a registration records the range and hands out per-NIC lkey/rkey
-// pairs; dma-buf is refused. StaticNicInventory: a fixed list of NICs.
+// pairs; dma-buf is refused. StaticNicDirectory: a fixed list of NICs.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 
 namespace rdmad::ipc {
 
@@ -41,9 +42,9 @@ class SoftRegistrar final : public MemoryRegistrar {
   std::map<uint64_t, Region> regions_;
 };
 
-class StaticNicInventory final : public NicInventory {
+class StaticNicDirectory final : public NicDirectory {
  public:
-  explicit StaticNicInventory(std::vector<NicDescriptor> nics) : nics_(std::move(nics)) {}
+  explicit StaticNicDirectory(std::vector<NicDescriptor> nics) : nics_(std::move(nics)) {}
   std::vector<NicDescriptor> nics() const override { return nics_; }
   size_t count() const override { return nics_.size(); }
 

@@ -6,8 +6,8 @@
 #include <prometheus/text_serializer.h>
 
 #include "rdmad/base/log.h"
-#include "rdmad/daemon/nics/nic_inventory.h"
-#include "stub_device.h"
+#include "rdmad/daemon/nics/nic_slots.h"
+#include "support/doubles/stub_device.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -30,9 +30,9 @@ std::string scrape_after_one_sample() {
   n.name = "soft0";
   n.backend = "soft";
   cfg.nics = {n};
-  NicInventory nics(backends);
-  std::string error;
-  EXPECT_TRUE(nics.open(cfg, error)) << error;
+  NicSlots nics(backends);
+  const base::Status st = nics.open(cfg);
+  EXPECT_TRUE(st.ok()) << st.message();
   prometheus::Registry registry;
   nics.add_dcqcn_metrics(registry);
   nics.sample_dcqcn();

@@ -78,9 +78,9 @@ TEST(DeviceEventMonitor, EventsAreReadFromTheDescriptorAndCountedOnce) {
   cfg.nics.push_back({});
   cfg.nics[0].name = "rail0";
   cfg.nics[0].backend = "events";
-  NicInventory nics(registry);
-  std::string error;
-  ASSERT_TRUE(nics.open(cfg, error)) << error;
+  NicSlots nics(registry);
+  const base::Status opened = nics.open(cfg);
+  ASSERT_TRUE(opened.ok()) << opened.message();
   ASSERT_NE(dev, nullptr);
 
   boost::asio::io_context io;
@@ -124,9 +124,9 @@ TEST(DeviceEventMonitor, PortQpAndGidChangesReachTheSinksWithTheNicIndex) {
   cfg.nics[1].backend = "hardware";
   cfg.nics[1].device = "ev0";
   cfg.nics[1].port = 1;
-  NicInventory nics(registry);
-  std::string error;
-  ASSERT_TRUE(nics.open(cfg, error)) << error;
+  NicSlots nics(registry);
+  const base::Status opened = nics.open(cfg);
+  ASSERT_TRUE(opened.ok()) << opened.message();
   ASSERT_NE(dev, nullptr);
 
   boost::asio::io_context io;

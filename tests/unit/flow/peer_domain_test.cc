@@ -150,7 +150,7 @@ TEST(PeerDomain, RegistrationsUsedByFlowsGetLocalAccessOnlyOncePerDomain) {
   ASSERT_TRUE(d.ok());
   ipc::IpcConfig config;
   ipc::SoftRegistrar registrar(2);
-  ipc::StaticNicInventory inventory({{"n0", "soft", "", RDMAD_LINK_UP, 1, 0}, {"n1", "soft", "", RDMAD_LINK_UP, 1, 0}});
+  ipc::StaticNicDirectory inventory({{"n0", "soft", "", RDMAD_LINK_UP, 1, 0}, {"n1", "soft", "", RDMAD_LINK_UP, 1, 0}});
   ipc::RegistrationService svc(config, registrar, inventory, nullptr);
   int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_EQ(ftruncate(fd, 16384), 0);

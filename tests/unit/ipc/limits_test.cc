@@ -140,7 +140,7 @@ TEST(IpcLimits, OneUidFillsOnlyItsShareOfTheNicsTable) {
   IpcConfig config;
   config.nic_table_share_percent = 25;
   SmallTable registrar;
-  StaticNicInventory inventory{test::soft_nics()};
+  StaticNicDirectory inventory{test::soft_nics()};
   RegistrationService svc(config, registrar, inventory, nullptr);
   int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_EQ(ftruncate(fd, 64 * 4096), 0);

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <set>
 
 #include "rdmad/daemon/clients/dmabuf.h"
@@ -32,7 +34,7 @@ class RegistrationServiceTest : public ::testing::Test {
  protected:
   IpcConfig config_;
   SoftRegistrar registrar_{2};
-  StaticNicInventory inventory_{test::soft_nics()};
+  StaticNicDirectory inventory_{test::soft_nics()};
   Peer a_{1, 1000, 1000, 11};
   Peer b_{2, 1000, 1000, 12};  // same uid, other connection
   Peer c_{3, 2000, 2000, 13};  // other uid
@@ -262,7 +264,7 @@ class RecordingRegistrar final : public MemoryRegistrar {
 TEST(RegistrationAccess, RegistrationsCarryLocalAccessOnly) {
   IpcConfig config;
   RecordingRegistrar registrar;
-  StaticNicInventory inventory{test::soft_nics()};
+  StaticNicDirectory inventory{test::soft_nics()};
   RegistrationService svc(config, registrar, inventory, nullptr);
   const Peer p{1, 1000, 1000, 11};
   int fd = sealed_memfd(4 * 4096);
@@ -353,6 +355,42 @@ TEST_F(RegistrationServiceTest, AttachmentsAreMadeOncePerDomainAndGoWithTheDomai
   svc.reap();
   EXPECT_EQ(alive, 0);
   EXPECT_TRUE(mapped) << "the attachment outlived the mapping";
+  close(fd);
+}
+
+// The flows' pins have a lock of their own: unpin(), attachment() and reap() go on while the ipc
+// workers hold the table's (a slow list, a burst of registrations), so the flow engine never waits
+// behind them.
+TEST_F(RegistrationServiceTest, PinsDoNotWaitForTheTableLock) {
+  RegistrationService svc(config_, registrar_, inventory_, nullptr);
+  int fd = sealed_memfd(4096);
+  auto r = svc.register_host(a_, fd, proto::RegisterHostRequest{0, 4096, kRw, 0});
+  ASSERT_TRUE(r.ok());
+  auto pin = svc.pin(a_.conn_id, r.value().handle, 0, 100, 0);
+  auto second = svc.pin(a_.conn_id, r.value().handle, 0, 100, 0);
+  ASSERT_TRUE(pin.ok() && second.ok());
+  int alive = 0;
+  bool mapped = false;
+  auto make = [&](const RegionView& v) -> Result<std::unique_ptr<RegionAttachment>> {
+    return std::unique_ptr<RegionAttachment>(std::make_unique<Probe>(&alive, v.addr, &mapped));
+  };
+  std::future<bool> done;
+  {
+    auto table = svc.lock_table_for_test();
+    done = std::async(std::launch::async, [&] {
+      const bool attached = svc.attachment(pin.value().pin, 7, make).ok();
+      svc.unpin(second.value().pin);
+      svc.reap();
+      return attached;
+    });
+    const bool finished = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    EXPECT_TRUE(finished) << "the pins waited for the table's lock";
+  }
+  EXPECT_TRUE(done.get());
+  EXPECT_EQ(alive, 1);
+  svc.unpin(pin.value().pin);
+  ASSERT_TRUE(svc.deregister(a_, r.value().handle).ok());
+  EXPECT_EQ(alive, 0);
   close(fd);
 }
 

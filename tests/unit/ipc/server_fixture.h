@@ -163,7 +163,7 @@ class TestServer {
 
   TempDir dir_;
   ipc::IpcConfig config_;
-  ipc::StaticNicInventory inventory_{soft_nics()};
+  ipc::StaticNicDirectory inventory_{soft_nics()};
   ipc::SoftRegistrar registrar_{2};
   std::unique_ptr<boost::asio::io_context> io_;
   std::unique_ptr<prometheus::Registry> registry_;

@@ -281,7 +281,7 @@ TEST(IpcServer, SocketModeGroupAndLiveSocketProtection) {
   boost::asio::io_context io;
   prometheus::Registry registry;
   ipc::SoftRegistrar reg(1);
-  ipc::StaticNicInventory inv(soft_nics());
+  ipc::StaticNicDirectory inv(soft_nics());
   ipc::UnixServer second(io, srv.server().config(), reg, inv, registry);
   auto r = second.start();
   ASSERT_FALSE(r.ok());
@@ -369,7 +369,7 @@ TEST(IpcServer, AdoptsASystemdSocket) {
     boost::asio::io_context io;
     prometheus::Registry registry;
     ipc::SoftRegistrar reg(1);
-    ipc::StaticNicInventory inv(soft_nics());
+    ipc::StaticNicDirectory inv(soft_nics());
     ipc::IpcConfig config = test_config(dir.path());
     config.socket_path = path;
     config.systemd_activation = true;

@@ -7,8 +7,7 @@
 #include <string>
 
 #include "rdmad/config/config.h"
-#include "rdmad/daemon/nics/hardware_nics.h"
-#include "rdmad/daemon/nics/nic_inventory.h"
+#include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/flow/flow_service.h"
 #include "rdmad/daemon/clients/admin_handler.h"
 #include "rdmad/nic_cc/cc_param_store.h"
@@ -18,8 +17,7 @@ namespace rdmad::daemon {
 class AdminService final : public ipc::AdminHandler {
  public:
   // `config` is the daemon's (its [[nic]] list and sysfs root); `flows` may be null (flows off).
-  AdminService(const config::Config& config, NicInventory& nics, HardwareNics& hardware,
-               flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload);
+  AdminService(const config::Config& config, NodeNics& nics, flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload);
 
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) override;
   ipc::Result<ipc::CcShown> cc_show(const proto::CcShowRequest& req) override;
@@ -39,8 +37,7 @@ class AdminService final : public ipc::AdminHandler {
   ipc::Result<ipc::Ok> apply(const CcTarget& t, const proto::CcSetRequest& req);
 
   const config::Config& config_;
-  NicInventory& nics_;
-  HardwareNics& hardware_;
+  NodeNics& nics_;
   flow::FlowService* flows_;
   std::function<ipc::Result<ipc::Ok>()> reload_;
 };

@@ -16,9 +16,8 @@
 #include "rdmad/daemon/admin_service.h"
 #include "rdmad/daemon/clients/client_service.h"
 #include "rdmad/daemon/nics/device_events.h"
-#include "rdmad/daemon/nics/hardware_nics.h"
 #include "rdmad/daemon/clients/unix_server.h"
-#include "rdmad/daemon/nics/nic_inventory.h"
+#include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/notifier.h"
 #include "rdmad/daemon/flow/flow_service.h"
 #include "rdmad/verbs/registry.h"
@@ -90,15 +89,11 @@ class Daemon {
   Notifier notifier_;
   verbs::BackendRegistry backends_;
   // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.
-  std::unique_ptr<HardwareNics> hardware_;
-  std::shared_ptr<prometheus::Collectable> hardware_collector_;
-  std::unique_ptr<NicInventory> nics_;
-  std::shared_ptr<prometheus::Collectable> nic_collector_;
+  std::unique_ptr<NodeNics> nics_;
   std::unique_ptr<metrics::Exporter> exporter_;
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
   // The client service, after the NICs it registers memory on (so it goes first at shutdown).
   std::unique_ptr<VerbsRegistrar> registrar_;
-  std::unique_ptr<ClientNicList> client_nics_;
   std::unique_ptr<ipc::UnixServer> ipc_;
   std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
   std::unique_ptr<AdminService> admin_;        // rdmactl's requests

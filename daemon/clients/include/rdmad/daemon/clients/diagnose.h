@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 
 namespace rdmad::ipc {
 

@@ -1,6 +1,6 @@
-// What the client service needs from the transport layer: registering memory on NICs and
-// describing the NICs. The daemon adapts its verbs backends to these interfaces; the tests' doubles
-// are in tests/support/doubles/.
+// What the client service needs from the transport layer: registering memory on NICs (the NICs
+// themselves it sees through ipc::NicDirectory, rdmad/daemon/nics/nic_directory.h). The daemon
+// adapts its verbs backends to this interface; the tests' doubles are in tests/support/doubles/.
 #pragma once
 
 #include <cstdint>
@@ -54,24 +54,5 @@ class MemoryRegistrar {
   virtual DmabufSupport probe_dmabuf(uint32_t nic_index) = 0;
   virtual std::string backend_name() const = 0;
 };
-
-struct NicDescriptor {
-  std::string name;
-  std::string backend;
-  std::string pci_address;  // "0000:17:00.0", empty for software NICs
-  rdmad_link_state link_state = RDMAD_LINK_UNKNOWN;
-  uint32_t speed_mbps = 0;
-  int32_t numa_node = -1;
-};
-
-class NicInventory {
- public:
-  virtual ~NicInventory() = default;
-  // The node's NICs; a NIC's position is its index in the protocol (and its nic_mask bit).
-  virtual std::vector<NicDescriptor> nics() const = 0;
-  // Number of NICs (called per registration: implementations make it cheap).
-  virtual size_t count() const { return nics().size(); }
-};
-
 
 }  // namespace rdmad::ipc

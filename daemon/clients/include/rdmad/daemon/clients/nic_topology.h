@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 

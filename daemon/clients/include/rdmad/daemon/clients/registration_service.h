@@ -26,6 +26,7 @@
 #include "rdmad/daemon/clients/ipc_config.h"
 #include "rdmad/daemon/clients/ipc_metrics.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
@@ -51,7 +52,7 @@ struct Usage {
 class RegistrationService final : public RegionPins {
  public:
   // metrics may be null (tests of the table alone).
-  RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicInventory& inventory,
+  RegistrationService(const IpcConfig& config, MemoryRegistrar& registrar, const NicDirectory& inventory,
                       IpcMetrics* metrics);
   ~RegistrationService();
   RegistrationService(const RegistrationService&) = delete;
@@ -100,6 +101,8 @@ class RegistrationService final : public RegionPins {
   size_t handle_count() const;
   // The registrar's id of the region behind `handle` (0 if none).
   uint64_t mr_id_for_test(uint64_t handle) const;
+  // Holds the table's lock (the one the ipc workers take) until the lock is dropped.
+  std::unique_lock<std::mutex> lock_table_for_test() const { return std::unique_lock(mu_); }
 
  private:
   using RegionKey =
@@ -118,11 +121,11 @@ class RegistrationService final : public RegionPins {
     uint64_t file_offset = 0;   // offset of the first registered byte in the memfd or dma-buf
     uint32_t access = 0;        // RDMAD_ACCESS_* of the request (the MRs carry local access only)
     int dmabuf_fd = -1;         // device memory: our dup of the dma-buf, for registrations in peer domains
-    std::vector<std::pair<uint64_t, std::unique_ptr<RegionAttachment>>> attachments;  // by domain
+    std::vector<std::pair<uint64_t, std::unique_ptr<RegionAttachment>>> attachments;  // by domain (pins_mu_)
     uint64_t pinned_bytes = 0;
     uint32_t refs = 0;
-    uint32_t pins = 0;     // flow engine uses (guarded by mu_)
-    bool released = false;  // no handle left; waits for its pins (guarded by mu_)
+    uint32_t pins = 0;     // flow engine uses (guarded by pins_mu_)
+    bool released = false;  // no handle left; waits for its pins (guarded by pins_mu_)
     std::vector<NicKeys> keys;
   };
   using Released = std::vector<std::unique_ptr<Region>>;
@@ -158,7 +161,7 @@ class RegistrationService final : public RegionPins {
 
   const IpcConfig& config_;
   MemoryRegistrar& registrar_;
-  const NicInventory& inventory_;
+  const NicDirectory& inventory_;
   IpcMetrics* metrics_;
   // The NICs' NUMA nodes and PCI addresses for locality, read once: they do not change while the
   // daemon runs, and listing the NICs queries every port.
@@ -171,9 +174,14 @@ class RegistrationService final : public RegionPins {
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
   std::unordered_map<uid_t, Usage> usage_;
-  // Guards everything above and below but the registrar, which has its own (never held with mu_).
+  // Guards everything above and below but the registrar, which has its own (never held with mu_),
+  // and the pins.
   mutable std::mutex mu_;
   std::mutex registrar_mu_;
+  // The pins' own lock: every Region's pins, released and attachments, and zombies_. Taken after
+  // mu_ where both are held (pin, dropping a handle, dropping a domain) and alone by unpin(),
+  // attachment() and reap(), so the flows never wait behind the ipc workers' table lock.
+  mutable std::mutex pins_mu_;
   std::vector<std::unique_ptr<Region>> zombies_;
   std::function<void()> reaper_;
   FdBudget* fds_ = nullptr;

@@ -17,6 +17,7 @@
 #include "rdmad/daemon/clients/flow_handler.h"
 #include "rdmad/daemon/clients/ipc_config.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
+#include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/registration_service.h"
 #include "rdmad/daemon/clients/result.h"
 
@@ -29,7 +30,7 @@ namespace rdmad::ipc {
 class UnixServer {
  public:
   UnixServer(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar,
-             NicInventory& inventory, prometheus::Registry& registry);
+             NicDirectory& inventory, prometheus::Registry& registry);
   ~UnixServer();
   UnixServer(const UnixServer&) = delete;
   UnixServer& operator=(const UnixServer&) = delete;

@@ -18,11 +18,13 @@
 #include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
+#include "rdmad/base/status.h"
 #include "rdmad/daemon/flow/mr_slices.h"
 #include "rdmad/daemon/clients/fd_budget.h"
 #include "rdmad/daemon/clients/flow_handler.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/clients/region_pins.h"
+#include "rdmad/daemon/nics/flow_nic.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/qp_connector.h"
 #include "rdmad/verbs/device.h"
@@ -65,15 +67,8 @@ struct FlowServiceOptions {
   SliceReader slice_reader;
 };
 
-/// A local NIC flows may use, in [[nic]] order (lane i pairs with the peer's NIC i).
-struct FlowNic {
-  std::string name;    // [[nic]] name
-  std::string device;  // the device's name (the `device` metric label)
-  verbs::Device* device_ptr = nullptr;  // nullptr while out of service (nic_opened() brings it in)
-  uint8_t port = 1;
-  std::optional<verbs::Gid> advertise_gid;
-  uint16_t advertise_udp_port = 0;
-};
+// The local NICs come from NodeNics::flow_nics(), in [[nic]] order.
+using FlowNic = daemon::FlowNic;
 
 class FlowService final : public ipc::FlowHandler {
  public:
@@ -83,9 +78,9 @@ class FlowService final : public ipc::FlowHandler {
   FlowService(const FlowService&) = delete;
   FlowService& operator=(const FlowService&) = delete;
 
-  /// Creates the completion queues, starts the engine thread and the peer channel. False with
-  /// `error` naming the cause (address in use, unreadable key file, ...).
-  bool start(std::string& error);
+  /// Creates the completion queues, starts the engine thread and the peer channel. An error names
+  /// the cause (address in use, unreadable key file, ...).
+  base::Status start();
   /// Stops the channel and the engine; flows fail, exports are revoked. Idempotent.
   void stop();
 
@@ -102,8 +97,8 @@ class FlowService final : public ipc::FlowHandler {
   /// which re-advertises the endpoint with the new GID.
   void gid_changed(size_t nic);
   /// A NIC that was out of service at start() opened: it gets its completion queue and a
-  /// protection domain in every peer's domain, and its lanes are brought up. False with `error`.
-  bool nic_opened(size_t nic, verbs::Device* device, std::string& error);
+  /// protection domain in every peer's domain, and its lanes are brought up.
+  base::Status nic_opened(size_t nic, verbs::Device* device);
   /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
   std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
   size_t flow_count() const { return flows_.size(); }

@@ -16,13 +16,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
-#include "rdmad/daemon/nics/nic_inventory.h"
+#include "rdmad/daemon/nics/nic_slots.h"
 
 namespace rdmad::daemon {
 
 class DeviceEventMonitor {
  public:
-  DeviceEventMonitor(boost::asio::io_context& io, const NicInventory& nics);
+  DeviceEventMonitor(boost::asio::io_context& io, const NicSlots& nics);
   ~DeviceEventMonitor();
   DeviceEventMonitor(const DeviceEventMonitor&) = delete;
   DeviceEventMonitor& operator=(const DeviceEventMonitor&) = delete;
@@ -30,11 +30,11 @@ class DeviceEventMonitor {
   // Arms a wait on every NIC in service that has events, and on the backend's address watch when a
   // NIC whose address selects its GID is configured.
   void start();
-  // A NIC came into service (NicInventory::retry): watch its events too.
+  // A NIC came into service (NicSlots::retry): watch its events too.
   void nic_opened(size_t nic_index);
   // Events handled so far, by "<nic>/<kind>" (kind: port_active, port_down, ..., gid_changed).
   std::map<std::string, uint64_t> counts() const;
-  // Told when a NIC's port goes down or comes back (index in NicInventory order); for flows.
+  // Told when a NIC's port goes down or comes back (index in NicSlots order); for flows.
   void set_port_sink(std::function<void(size_t nic_index, bool up)> sink) { port_sink_ = std::move(sink); }
   // Told when one of a NIC's QPs failed (IBV_EVENT_QP_FATAL and the QP error events).
   void set_qp_sink(std::function<void(size_t nic_index, uint32_t qp_num)> sink) { qp_sink_ = std::move(sink); }
@@ -51,7 +51,7 @@ class DeviceEventMonitor {
   void handle(size_t nic_index, const verbs::DeviceEvent& e);
 
   boost::asio::io_context& io_;
-  const NicInventory& nics_;
+  const NicSlots& nics_;
   struct Watch {
     size_t nic;
     std::unique_ptr<boost::asio::posix::stream_descriptor> fd;  // not owned: released, never closed

@@ -24,6 +24,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "rdmad/base/log_limiter.h"
+#include "rdmad/base/status.h"
 #include "rdmad/daemon/peer/backoff.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/wire.h"
@@ -56,9 +57,8 @@ class PeerChannel {
   void set_handlers(Handlers h) { handlers_ = std::move(h); }
 
   /// Loads the credentials, binds the listening socket and starts dialling the configured peers.
-  /// A start-up error (no or bad credentials, address in use) returns false with `error` naming
-  /// the cause.
-  bool start(std::string& error);
+  /// A start-up error (no or bad credentials, address in use) names the cause.
+  base::Status start();
   /// Closes every connection and stops listening and dialling.
   void stop();
 

@@ -1,5 +1,5 @@
 #pragma once
-// A verbs::Device that opens and answers queries with defaults: for NicInventory tests, which need
+// A verbs::Device that opens and answers queries with defaults: for NIC slot tests, which need
 // devices to hold, not to carry traffic. `samples` is what dcqcn_samples() returns.
 #include <memory>
 #include <string>
