@@ -309,7 +309,7 @@ ipc::Result<ipc::Ok> start_server_at(const std::string& dir, const std::string& 
   boost::asio::io_context io;
   prometheus::Registry registry;
   ipc::SoftRegistrar reg(1);
-  ipc::StaticNicInventory inv(soft_nics());
+  ipc::StaticNicDirectory inv(soft_nics());
   ipc::IpcConfig config = test_config(dir);
   config.socket_path = path;
   ipc::UnixServer server(io, config, reg, inv, registry);
