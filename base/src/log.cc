@@ -111,13 +111,6 @@ std::shared_ptr<spdlog::logger> get(Component component) {
   return l.by_component[static_cast<size_t>(component)].load();
 }
 
-std::shared_ptr<spdlog::logger> get(std::string_view component) {
-  for (size_t i = 0; i < kCount; ++i) {
-    if (kComponents[i] == component) return get(static_cast<Component>(i));
-  }
-  RDMAD_BUG("no logger component named '{}'", component);
-}
-
 std::shared_ptr<spdlog::logger> replace_for_test(Component component, std::shared_ptr<spdlog::logger> logger) {
   (void)get(component);  // built, so that setup()'s first use cannot overwrite the replacement
   std::lock_guard lock(loggers().mu);

@@ -88,7 +88,7 @@ ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req)
 }
 
 ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRequest& req) {
-  auto log = log::get("cc");
+  auto log = log::get(log::Component::kCc);
   if (t.soft != nullptr) {
     cc::DcqcnParams p = *t.soft->dcqcn_params();
     for (uint32_t i = 0; i < req.count; ++i)

@@ -33,7 +33,7 @@ Daemon::Daemon(config::Config config, std::string config_path, BackendHook backe
 // ~Daemon is in daemon_reload.cc: it detaches a reload still reading.
 
 bool Daemon::start() {
-  auto log = log::get("daemon");
+  auto log = log::get(log::Component::kDaemon);
   log->info("rdmad starting version={} commit={} config={}", kVersion, kCommit,
             base::q(config_path_.empty() ? std::string("embedded-default") : config_path_));
 
@@ -56,13 +56,13 @@ bool Daemon::start() {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);
   metrics_->set_node_labels(config_.metrics.labels);
-  log::get("metrics")->info("serving metrics url={}", base::q(exporter_->url()));
+  log::get(log::Component::kMetrics)->info("serving metrics url={}", base::q(exporter_->url()));
 
-  log::get("cc")->info("dcqcn parameters profile={} params={}", config_.cc.profile,
+  log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", config_.cc.profile,
                        base::q(cc::describe(config_.cc.params)));
   nics_ = std::make_unique<NodeNics>(backends_, config_);
   if (const base::Status st = nics_->open(); !st.ok()) {
-    log::get("verbs")->error("cannot open nics error={}", base::q(st.message()));
+    log::get(log::Component::kVerbs)->error("cannot open nics error={}", base::q(st.message()));
     return false;
   }
   nics_->add_metrics(*exporter_);
@@ -120,12 +120,12 @@ ipc::IpcConfig ipc_config(const config::Config& c) {
 bool Daemon::start_client_service() {
   registrar_ = std::make_unique<VerbsRegistrar>(nics_->slots(), backends_);
   if (const base::Status st = registrar_->start(); !st.ok()) {
-    log::get("ipc")->error("cannot start registrar error={}", base::q(st.message()));
+    log::get(log::Component::kIpc)->error("cannot start registrar error={}", base::q(st.message()));
     return false;
   }
   ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *nics_, exporter_->registry());
   if (auto r = ipc_->start(); !r.ok()) {
-    log::get("ipc")->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
+    log::get(log::Component::kIpc)->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
                            base::q(r.error().message));
     return false;
   }
@@ -146,24 +146,24 @@ int Daemon::run() {
   wait_for_signal();
   watchdog_interval_ = notifier_.watchdog_interval();
   if (watchdog_interval_.count() > 0) {
-    log::get("daemon")->info("systemd watchdog interval_ms={}", watchdog_interval_.count() / 1000);
+    log::get(log::Component::kDaemon)->info("systemd watchdog interval_ms={}", watchdog_interval_.count() / 1000);
     arm_watchdog();
   }
   arm_nic_poll();
   arm_dcqcn_sample();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
-  log::get("daemon")->info("ready");
+  log::get(log::Component::kDaemon)->info("ready");
   io_.run();
 
   notifier_.stopping();
-  log::get("daemon")->info("stopping");
+  log::get(log::Component::kDaemon)->info("stopping");
   // First, before anything slower: every client sees its connection close now (EOF), so its
   // library fails what it has in flight at once instead of waiting on a daemon that is leaving.
   // This also releases every client's registrations before the NICs go.
   if (ipc_) ipc_->stop();
   if (flows_) flows_->stop();
   exporter_.reset();  // stops the HTTP server before the registry it serves goes away
-  log::get("daemon")->info("stopped");
+  log::get(log::Component::kDaemon)->info("stopped");
   return 0;
 }
 
@@ -175,7 +175,7 @@ void Daemon::wait_for_signal() {
       wait_for_signal();
       return;
     }
-    log::get("daemon")->info("shutting down signal={}", base::q(strsignal(sig)));
+    log::get(log::Component::kDaemon)->info("shutting down signal={}", base::q(strsignal(sig)));
     io_.stop();
   });
 }
@@ -205,11 +205,11 @@ void Daemon::retry_nics() {
     if (device_events_) device_events_->nic_opened(i);
     if (registrar_) {
       if (const base::Status st = registrar_->nic_opened(i); !st.ok())
-        log::get("ipc")->error("cannot register on nic nic={} error={}", nic.config.name, base::q(st.message()));
+        log::get(log::Component::kIpc)->error("cannot register on nic nic={} error={}", nic.config.name, base::q(st.message()));
     }
     if (flows_) {
       if (const base::Status st = flows_->nic_opened(i, nic.device.get()); !st.ok())
-        log::get("flow")->error("cannot carry flows on nic nic={} error={}", nic.config.name, base::q(st.message()));
+        log::get(log::Component::kFlow)->error("cannot carry flows on nic nic={} error={}", nic.config.name, base::q(st.message()));
     }
   }
 }

@@ -56,7 +56,7 @@ Daemon::~Daemon() {
 }
 
 void Daemon::reload_in_background() {
-  auto log = log::get("daemon");
+  auto log = log::get(log::Component::kDaemon);
   if (config_path_.empty()) {
     (void)reload();  // nothing to read: says so and counts it
     return;
@@ -95,7 +95,7 @@ void Daemon::finish_reload(uint64_t seq, config::LoadResult next) {
   reload_in_flight_ = false;
   if (seq < applied_seq_) {
     // rdmactl reload read the file after this read began and applied it already.
-    log::get("daemon")->info("reload ignored reason=superseded");
+    log::get(log::Component::kDaemon)->info("reload ignored reason=superseded");
     notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   } else {
     applied_seq_ = seq;
@@ -108,7 +108,7 @@ void Daemon::finish_reload(uint64_t seq, config::LoadResult next) {
 }
 
 ipc::Result<ipc::Ok> Daemon::reload() {
-  auto log = log::get("daemon");
+  auto log = log::get(log::Component::kDaemon);
   if (config_path_.empty()) {
     log->warn("reload skipped reason=embedded_default_config");
     metrics_->reload_succeeded();
@@ -121,9 +121,9 @@ ipc::Result<ipc::Ok> Daemon::reload() {
 }
 
 ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
-  auto log = log::get("daemon");
+  auto log = log::get(log::Component::kDaemon);
   if (!next.ok()) {
-    auto config_log = log::get("config");
+    auto config_log = log::get(log::Component::kConfig);
     for (size_t i = 0; i < next.errors.size() && i < kErrorsLogged; ++i)
       config_log->error("config error error={}", base::q(next.errors[i].to_string()));
     if (next.errors.size() > kErrorsLogged)
@@ -145,7 +145,7 @@ ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
 }
 
 void Daemon::apply_live(const config::Config& next) {
-  auto log = log::get("daemon");
+  auto log = log::get(log::Component::kDaemon);
   if (next.daemon.log_level != config_.daemon.log_level) {
     log->info("log level changed from={} to={}", config_.daemon.log_level, next.daemon.log_level);
     log::set_level(*log::parse_level(next.daemon.log_level));

@@ -73,14 +73,14 @@ bool Daemon::start_flows() {
   const std::string node = options.peer.node_id;
   for (const auto& p : options.peer.peers) {
     if (p.node_id == node) {
-      log::get("flow")->error("peers list this node node_id={} fix=\"set [peer] node_id\"", node);
+      log::get(log::Component::kFlow)->error("peers list this node node_id={} fix=\"set [peer] node_id\"", node);
       return false;
     }
   }
   flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), nics_->flow_nics(), ipc_->registrations(),
                                                exporter_->registry());
   if (const base::Status st = flows_->start(); !st.ok()) {
-    log::get("flow")->error("cannot start flows error={}", base::q(st.message()));
+    log::get(log::Component::kFlow)->error("cannot start flows error={}", base::q(st.message()));
     flows_.reset();
     return false;
   }
@@ -92,7 +92,7 @@ bool Daemon::start_flows() {
     device_events_->set_qp_sink([this](size_t nic, uint32_t qpn) { flows_->qp_failed(nic, qpn); });
     device_events_->set_gid_sink([this](size_t nic) { flows_->gid_changed(nic); });
   }
-  log::get("flow")->info("flows started node_id={} listen={}:{} security={} peers={} nics={} policy={}", node,
+  log::get(log::Component::kFlow)->info("flows started node_id={} listen={}:{} security={} peers={} nics={} policy={}", node,
                          config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
                          config_.nics.size(), config_.flow.policy);
   return true;

@@ -52,7 +52,7 @@ void DeviceEventMonitor::start() {
   if (watcher == nullptr) return;
   auto w = watcher->watch_addresses();
   if (!w.ok()) {
-    log::get("verbs")->warn("cannot watch address changes error={} gids=reread_at_connect",
+    log::get(log::Component::kVerbs)->warn("cannot watch address changes error={} gids=reread_at_connect",
                             base::q(w.status().message()));
     return;
   }
@@ -90,7 +90,7 @@ void DeviceEventMonitor::arm(size_t w) {
 void DeviceEventMonitor::handle(size_t index, const verbs::DeviceEvent& e) {
   using K = verbs::DeviceEvent::Kind;
   const Nic& nic = nics_.nics()[index];
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   ++counts_[nic.config.name + "/" + to_string(e.kind)];
   // Port events of the device's other ports are not this NIC's (an rdma_core NIC uses one port).
   const bool our_port = e.port == 0 || e.port == nic.port();
@@ -141,7 +141,7 @@ void DeviceEventMonitor::check_gids(const char* why) {
     ++counts_[nic.config.name + "/gid_changed"];
     // The kernel updates GID tables after the address change it announces (ib_core's work queue),
     // so the same change may be seen here twice: once by rtnetlink, once by IBV_EVENT_GID_CHANGE.
-    log::get("verbs")->info("source gid changed nic={} from={} to={} cause={}", nic.config.name, before,
+    log::get(log::Component::kVerbs)->info("source gid changed nic={} from={} to={} cause={}", nic.config.name, before,
                             now == verbs::Gid{} ? std::string("none") : now.to_ip_string(), base::q(why));
     if (gid_sink_) gid_sink_(i);
   }

@@ -44,7 +44,7 @@ const config::NicSection* HardwareNics::configured(const std::string& device) co
 }
 
 void HardwareNics::discover(const verbs::BackendInfo& b) {
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   verbs::HostScan scan;
   scan.sysfs_root = root_.root().string();
   for (const auto& n : config_.nics)
@@ -71,7 +71,7 @@ void HardwareNics::discover(const verbs::BackendInfo& b) {
 }
 
 void HardwareNics::start() {
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   for (const std::string& name : backends_.names()) {
     const verbs::BackendInfo* b = backends_.find(name);
     if (b->caps.sysfs_ports && b->discover) discover(*b);
@@ -94,7 +94,7 @@ void HardwareNics::start() {
 }
 
 void HardwareNics::inspect_and_apply(const verbs::HostNic& p, PortState& st) {
-  auto log = log::get("cc");
+  auto log = log::get(log::Component::kCc);
   const auto status = nic_cc::inspect_cc(root_, p.netdev, p.pci);
   log->info("cc status device={} port={} summary={}", p.device, p.port, base::q(status.summary()));
   if (!status.location) return;
@@ -122,7 +122,7 @@ void HardwareNics::note_cc_params(const std::string& device, unsigned port, cons
 }
 
 void HardwareNics::poll() {
-  auto log = log::get("cc");
+  auto log = log::get(log::Component::kCc);
   std::lock_guard lock(mu_);
   for (auto& [key, st] : ports_) {
     auto hw = nic_cc::read_hw_counters(root_, key.device, key.port);

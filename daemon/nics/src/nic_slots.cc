@@ -82,7 +82,7 @@ class NicCollector final : public prometheus::Collectable {
 }  // namespace
 
 void NicSlots::log_ports(const Nic& nic) const {
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   const config::NicSection& n = nic.config;
   for (uint8_t p = 1; p <= nic.device->info().port_count; ++p) {
     const auto port_result = nic.device->query_port(p);
@@ -109,7 +109,7 @@ void NicSlots::failed(Nic& nic, const std::string& why, Clock::time_point now) {
   nic.next_retry = now + nic.retry_backoff;
   const bool changed = nic.out_of_service != why;
   nic.out_of_service = why;
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   // Logged when it starts and when the reason changes, not at every retry.
   if (changed)
     log->warn("nic out of service nic={} device={} error={} retry=backoff", nic.config.name, nic.config.device,
@@ -117,7 +117,7 @@ void NicSlots::failed(Nic& nic, const std::string& why, Clock::time_point now) {
 }
 
 base::Status NicSlots::open(const config::Config& config) {
-  auto log = log::get("verbs");
+  auto log = log::get(log::Component::kVerbs);
   const auto now = Clock::now();
   for (const config::NicSection& n : config.nics) {
     Nic nic;
@@ -160,7 +160,7 @@ std::vector<size_t> NicSlots::retry(Clock::time_point now) {
       failed(nic, device.status().message(), now);
       continue;
     }
-    log::get("verbs")->info("nic in service nic={} device={} failed_opens={}", nic.config.name,
+    log::get(log::Component::kVerbs)->info("nic in service nic={} device={} failed_opens={}", nic.config.name,
                             nic.config.device, nic.failed_opens);
     nic.device = std::move(device.value());
     nic.out_of_service.clear();

@@ -12,7 +12,7 @@ namespace {
 TEST(BaseLog, EveryComponentHasOneLoggerNamedAfterIt) {
   EXPECT_EQ(get(Component::kIpc)->name(), "ipc");
   EXPECT_EQ(get(Component::kFlow)->name(), "flow");
-  EXPECT_EQ(get(Component::kVerbs).get(), get("verbs").get());
+  EXPECT_EQ(get(Component::kVerbs).get(), get(Component::kVerbs).get());  // one logger, not one per call
   EXPECT_EQ(name(Component::kPeer), "peer");
 }
 

@@ -28,8 +28,6 @@ std::optional<spdlog::level::level_enum> parse_level(std::string_view name);
 // The logger of a component. Where setup() has not run (a test, a library user) the loggers are
 // made on first use exactly as setup(info) makes them: there is one policy, not a fallback.
 std::shared_ptr<spdlog::logger> get(Component component);
-// The same by name ("verbs"); an unknown name is a bug.
-std::shared_ptr<spdlog::logger> get(std::string_view component);
 // Test hook: `component` logs to `logger` until the next call (or setup()); returns the previous one.
 std::shared_ptr<spdlog::logger> replace_for_test(Component component, std::shared_ptr<spdlog::logger> logger);
 // True when stderr is connected to the systemd journal.
