@@ -56,12 +56,12 @@ class Daemon {
   explicit Daemon(uint32_t workers) {
     char tmpl[] = "/tmp/rdmad-bench-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    rdmad::ipc::IpcConfig config;
+    rdmad::clients::IpcConfig config;
     config.socket_path = dir_ + "/rdmad.sock";
     config.systemd_activation = false;
     config.default_quota = {uint64_t{64} << 30, 1 << 20};
     config.workers = workers;
-    server_ = std::make_unique<rdmad::ipc::UnixServer>(io_, config, registrar_, inventory_, registry_);
+    server_ = std::make_unique<rdmad::clients::UnixServer>(io_, config, registrar_, inventory_, registry_);
     if (!server_->start().ok()) std::abort();
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "bench-daemon");
@@ -82,10 +82,10 @@ class Daemon {
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{io_.get_executor()};
   prometheus::Registry registry_;
-  rdmad::ipc::StaticNicDirectory inventory_{
+  rdmad::clients::StaticNicDirectory inventory_{
       {{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0}, {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 0}}};
-  rdmad::ipc::SoftRegistrar registrar_{2};
-  std::unique_ptr<rdmad::ipc::UnixServer> server_;
+  rdmad::clients::SoftRegistrar registrar_{2};
+  std::unique_ptr<rdmad::clients::UnixServer> server_;
   std::thread thread_;
 };
 

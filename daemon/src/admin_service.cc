@@ -20,7 +20,7 @@ proto::CcKnob knob_entry(const cc::Mlx5Knob& k, std::optional<int64_t> value) {
 }  // namespace
 
 AdminService::AdminService(const config::Config& config, NodeNics& nics,
-                           flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload)
+                           flow::FlowService* flows, std::function<clients::Result<clients::Ok>()> reload)
     : config_(config), nics_(nics), flows_(flows), reload_(std::move(reload)) {}
 
 std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t max_entries, bool* more) {
@@ -28,7 +28,7 @@ std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t 
   return flows_ != nullptr ? flows_->list_flows(after, max_entries, more) : std::vector<proto::FlowEntry>{};
 }
 
-ipc::Result<ipc::Ok> AdminService::reload() { return reload_(); }
+clients::Result<clients::Ok> AdminService::reload() { return reload_(); }
 
 AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) const {
   CcTarget t;
@@ -55,7 +55,7 @@ AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) cons
   return t;
 }
 
-ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req) {
+clients::Result<clients::CcShown> AdminService::cc_show(const proto::CcShowRequest& req) {
   const auto& all = config_.nics;
   size_t index = req.cursor;
   if (req.nic[0] != '\0') {
@@ -63,12 +63,12 @@ ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req)
     for (size_t i = 0; i < all.size(); ++i)
       if (all[i].name == req.nic) index = i;
     if (index == all.size())
-      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
+      return clients::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
   } else if (index >= all.size()) {
-    return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs configured" : "cursor past the last NIC"};
+    return clients::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs configured" : "cursor past the last NIC"};
   }
   const CcTarget t = resolve(all[index]);
-  ipc::CcShown out;
+  clients::CcShown out;
   proto::copy_cstr(out.head.nic, t.nic->name.c_str());
   proto::copy_cstr(out.head.backend, t.nic->backend.c_str());
   out.head.more = req.nic[0] == '\0' && index + 1 < all.size() ? 1 : 0;
@@ -87,16 +87,16 @@ ipc::Result<ipc::CcShown> AdminService::cc_show(const proto::CcShowRequest& req)
   return out;
 }
 
-ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRequest& req) {
+clients::Result<clients::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRequest& req) {
   auto log = log::get(log::Component::kCc);
   if (t.soft != nullptr) {
     cc::DcqcnParams p = *t.soft->dcqcn_params();
     for (uint32_t i = 0; i < req.count; ++i)
       cc::find_mlx5_knob(req.knobs[i].name)->set(p, req.knobs[i].value);
     if (auto st = t.soft->set_dcqcn_params(p); !st.ok())
-      return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
+      return clients::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, st.message())};
     log->info("dcqcn set live nic={} params={}", t.nic->name, base::q(cc::describe(p)));
-    return ipc::Ok{};
+    return clients::Ok{};
   }
   const nic_cc::SysfsRoot root(config_.daemon.sysfs_root);
   cc::DcqcnParams desired = nic_cc::read_cc_params(root, *t.hardware).params;
@@ -113,21 +113,21 @@ ipc::Result<ipc::Ok> AdminService::apply(const CcTarget& t, const proto::CcSetRe
   for (const auto* c : report.problems()) problems += (problems.empty() ? "" : "; ") + c->text();
   if (!problems.empty()) {
     log->warn("cc set failed nic={} problems={}", t.nic->name, base::q(problems));
-    return ipc::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, problems)};
+    return clients::Error{RDMAD_ERR_SYSTEM, fmt::format("nic {}: {}", t.nic->name, problems)};
   }
-  return ipc::Ok{};
+  return clients::Ok{};
 }
 
-ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& req) {
+clients::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& req) {
   // Everything is checked before anything is written: a typo changes nothing anywhere.
   for (uint32_t i = 0; i < req.count; ++i) {
     const proto::CcKnob& k = req.knobs[i];
     const cc::Mlx5Knob* knob = cc::find_mlx5_knob(k.name);
     if (knob == nullptr)
-      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+      return clients::Error{RDMAD_ERR_INVALID_ARGUMENT,
                         fmt::format("unknown knob {} (cc show lists them)", k.name)};
     if (k.value < knob->min || k.value > knob->max)
-      return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT,
+      return clients::Error{RDMAD_ERR_INVALID_ARGUMENT,
                         fmt::format("knob {}: {} is outside {}..{} ({})", knob->name, k.value, knob->min,
                                     knob->max, knob->unit)};
   }
@@ -135,11 +135,11 @@ ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& r
   for (const auto& n : config_.nics)
     if (req.nic[0] == '\0' || n.name == req.nic) targets.push_back(resolve(n));
   if (targets.empty())
-    return ipc::Error{RDMAD_ERR_NOT_FOUND, req.nic[0] ? fmt::format("no [[nic]] named {}", req.nic)
+    return clients::Error{RDMAD_ERR_NOT_FOUND, req.nic[0] ? fmt::format("no [[nic]] named {}", req.nic)
                                                       : std::string("no NICs configured")};
   for (const auto& t : targets)
     if (t.soft == nullptr && !t.hardware)
-      return ipc::Error{RDMAD_ERR_NOT_SUPPORTED, fmt::format("nic {}: {}", t.nic->name, t.unavailable)};
+      return clients::Error{RDMAD_ERR_NOT_SUPPORTED, fmt::format("nic {}: {}", t.nic->name, t.unavailable)};
   proto::CcSetReply reply{};
   for (const auto& t : targets) {
     auto r = apply(t, req);
@@ -149,16 +149,16 @@ ipc::Result<proto::CcSetReply> AdminService::cc_set(const proto::CcSetRequest& r
   return reply;
 }
 
-ipc::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDetailsRequest& req) {
+clients::Result<proto::NicDetailsReply> AdminService::nic_details(const proto::NicDetailsRequest& req) {
   const auto& all = nics_.slots().nics();
   size_t index = req.cursor;
   if (req.nic[0] != '\0') {
     const Nic* named = nics_.slots().find(req.nic);
     index = named != nullptr ? static_cast<size_t>(named - all.data()) : all.size();
     if (index == all.size())
-      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
+      return clients::Error{RDMAD_ERR_NOT_FOUND, fmt::format("no [[nic]] named {}", req.nic)};
   } else if (index >= all.size()) {
-    return ipc::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs opened" : "cursor past the last NIC"};
+    return clients::Error{RDMAD_ERR_NOT_FOUND, all.empty() ? "no NICs opened" : "cursor past the last NIC"};
   }
   const Nic& n = all[index];
   proto::NicDetailsReply r{};

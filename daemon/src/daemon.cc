@@ -92,8 +92,8 @@ std::string peer_diagnosis(const config::Config& c) {
   return fmt::format("{} peer channel: {}: {}{}\n", wildcard ? "warn" : "ok", mode, what, where);
 }
 
-ipc::IpcConfig ipc_config(const config::Config& c) {
-  ipc::IpcConfig ic;
+clients::IpcConfig ipc_config(const config::Config& c) {
+  clients::IpcConfig ic;
   ic.socket_path = c.daemon.socket_path;
   ic.socket_mode = static_cast<uint32_t>(std::stoul(c.ipc.socket_mode, nullptr, 8));
   ic.socket_group = c.ipc.socket_group;
@@ -123,7 +123,7 @@ bool Daemon::start_client_service() {
     log::get(log::Component::kIpc)->error("cannot start registrar error={}", base::q(st.message()));
     return false;
   }
-  ipc_ = std::make_unique<ipc::UnixServer>(io_, ipc_config(config_), *registrar_, *nics_, exporter_->registry());
+  ipc_ = std::make_unique<clients::UnixServer>(io_, ipc_config(config_), *registrar_, *nics_, exporter_->registry());
   if (auto r = ipc_->start(); !r.ok()) {
     log::get(log::Component::kIpc)->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
                            base::q(r.error().message));

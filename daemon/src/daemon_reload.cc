@@ -107,12 +107,12 @@ void Daemon::finish_reload(uint64_t seq, config::LoadResult next) {
   }
 }
 
-ipc::Result<ipc::Ok> Daemon::reload() {
+clients::Result<clients::Ok> Daemon::reload() {
   auto log = log::get(log::Component::kDaemon);
   if (config_path_.empty()) {
     log->warn("reload skipped reason=embedded_default_config");
     metrics_->reload_succeeded();
-    return ipc::Ok{};
+    return clients::Ok{};
   }
   notifier_.reloading();
   log->info("reloading config={}", base::q(config_path_));
@@ -120,7 +120,7 @@ ipc::Result<ipc::Ok> Daemon::reload() {
   return apply_loaded(load_with_environment(config_path_));
 }
 
-ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
+clients::Result<clients::Ok> Daemon::apply_loaded(config::LoadResult next) {
   auto log = log::get(log::Component::kDaemon);
   if (!next.ok()) {
     auto config_log = log::get(log::Component::kConfig);
@@ -135,13 +135,13 @@ ipc::Result<ipc::Ok> Daemon::apply_loaded(config::LoadResult next) {
     std::string text =
         fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
     for (const auto& e : next.errors) text += " " + e.to_string() + ";";
-    return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
+    return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
   }
   config::log_warnings(next);
   apply_live(next.config);
   metrics_->reload_succeeded();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
-  return ipc::Ok{};
+  return clients::Ok{};
 }
 
 void Daemon::apply_live(const config::Config& next) {

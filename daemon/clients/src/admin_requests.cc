@@ -6,7 +6,7 @@
 
 #include "connection.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 using proto::MsgType;
 
@@ -80,4 +80,4 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
   return fail(Error{RDMAD_ERR_PROTOCOL, "unexpected request type"});
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -9,8 +9,8 @@
 
 namespace rdmad::daemon {
 
-using ipc::to_client_status;
-using ipc::to_verbs_access;
+using clients::to_client_status;
+using clients::to_verbs_access;
 
 VerbsRegistrar::VerbsRegistrar(const NicSlots& nics, const verbs::BackendRegistry& backends)
     : nics_(nics), backends_(backends) {}
@@ -48,9 +48,9 @@ base::Status VerbsRegistrar::nic_opened(size_t index) {
 }
 
 template <class RegisterFn>
-ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
+clients::Result<clients::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
   std::lock_guard lock(mu_);
-  ipc::MemoryRegion region{next_id_, {}};
+  clients::MemoryRegion region{next_id_, {}};
   std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
   for (uint32_t i = 0; i < pds_.size(); ++i) {
     const bool asked = nic_mask != 0 && (nic_mask & (1u << i)) != 0;
@@ -58,33 +58,33 @@ ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, co
     if (!pds_[i]) {
       // Every NIC in service when none is named; a NIC asked for by name must be there.
       if (!asked) continue;
-      return ipc::Error{RDMAD_ERR_NOT_FOUND, fmt::format("{}: nic {} is out of service: {}", what,
+      return clients::Error{RDMAD_ERR_NOT_FOUND, fmt::format("{}: nic {} is out of service: {}", what,
                                                          nics_.nics()[i].config.name,
                                                          nics_.nics()[i].out_of_service)};
     }
     auto mr = fn(*pds_[i]);
     if (!mr.ok()) {
       // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
-      return ipc::Error{to_client_status(mr.status().code()),
+      return clients::Error{to_client_status(mr.status().code()),
                         fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
                                     nics_.nics()[i].config.backend, mr.status().message())};
     }
     region.keys.push_back({i, mr.value()->lkey(), mr.value()->rkey()});
     mrs.push_back(std::move(mr.value()));
   }
-  if (mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
+  if (mrs.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
   regions_.emplace(next_id_++, std::move(mrs));
   return region;
 }
 
-ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_host(void* addr, uint64_t length, uint32_t access,
+clients::Result<clients::MemoryRegion> VerbsRegistrar::register_host(void* addr, uint64_t length, uint32_t access,
                                                              uint32_t nic_mask) {
   return register_on(nic_mask, "register host memory", [&](verbs::ProtectionDomain& pd) {
     return pd.reg_mr(addr, length, to_verbs_access(access));
   });
 }
 
-ipc::Result<ipc::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, uint64_t offset, uint64_t length,
+clients::Result<clients::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, uint64_t offset, uint64_t length,
                                                                uint64_t iova, uint32_t access, uint32_t nic_mask) {
   return register_on(nic_mask, "register dma-buf", [&](verbs::ProtectionDomain& pd) {
     return pd.reg_dmabuf_mr(fd, offset, length, iova, to_verbs_access(access));
@@ -96,7 +96,7 @@ void VerbsRegistrar::deregister(uint64_t mr_id) {
   regions_.erase(mr_id);
 }
 
-ipc::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
+clients::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {
   if (nic_index >= nics_.nics().size()) return {false, "no such NIC"};
   const Nic& nic = nics_.nics()[nic_index];
   const verbs::BackendInfo* b = backends_.find(nic.config.backend);

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "rdmad/base/log_fields.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 // Frames served per wake-up before yielding to other connections.
@@ -249,4 +249,4 @@ void Connection::wait_writable() {
       });
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

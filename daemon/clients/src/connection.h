@@ -14,7 +14,7 @@
 
 #include "server_core.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -68,4 +68,4 @@ class Connection : public std::enable_shared_from_this<Connection> {
   FrameBuffer tx_{};
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 bool read_first_line(const std::string& path, std::string* out) {
@@ -100,4 +100,4 @@ std::string diagnose_gpudirect(const std::string& root, const std::vector<NicDes
   return r.text.str();
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

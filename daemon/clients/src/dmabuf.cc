@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <string>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 bool is_dmabuf_link(std::string_view link) {
   return link == "anon_inode:dmabuf" || link.starts_with("/dmabuf:") || link.starts_with("anon_inode:dmabuf");
@@ -22,4 +22,4 @@ Result<Ok> check_dmabuf_fd(int fd) {
   return Ok{};
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -2,7 +2,7 @@
 
 #include <sys/resource.h>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 uint64_t FdBudget::raise_fd_limit() {
   rlimit lim{};
@@ -15,4 +15,4 @@ uint64_t FdBudget::raise_fd_limit() {
   return lim.rlim_cur == RLIM_INFINITY ? uint64_t{1} << 20 : static_cast<uint64_t>(lim.rlim_cur);
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -1,7 +1,7 @@
 // Serving the flow requests through the FlowHandler the daemon installed.
 #include "connection.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 using proto::MsgType;
 
@@ -68,4 +68,4 @@ std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, Dec
   return fail(Error{RDMAD_ERR_PROTOCOL, "unexpected request type"});
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

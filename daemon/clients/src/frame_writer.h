@@ -7,7 +7,7 @@
 
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 using FrameBuffer = std::array<std::byte, proto::kMaxFrameBytes>;
 
@@ -50,4 +50,4 @@ inline std::span<const std::byte> write_error(FrameBuffer& buf, uint16_t version
   return w.finish();
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

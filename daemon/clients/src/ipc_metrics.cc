@@ -4,7 +4,7 @@
 
 #include "rdmad/metrics/metric.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 constexpr const char* kOpNames[] = {
@@ -79,4 +79,4 @@ void IpcMetrics::request(uint16_t type, rdmad_status result) {
   counter->Increment();
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -4,9 +4,9 @@
 
 #include "rdmad/base/log.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 // The "ipc" component logger.
 inline std::shared_ptr<spdlog::logger> ipc_log() { return log::get(log::Component::kIpc); }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

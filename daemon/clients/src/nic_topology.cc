@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 // Components of the resolved sysfs device path of a PCI function, root complex first.
@@ -99,4 +99,4 @@ Result<std::vector<uint32_t>> nearest_nics(const std::vector<NicDescriptor>& nic
   return out;
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

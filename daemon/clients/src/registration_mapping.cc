@@ -22,7 +22,7 @@
 #include "rdmad/daemon/clients/dmabuf.h"
 #include "rdmad/daemon/clients/request_decoder.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 // Maps the pages of [base, base+bytes) that the file already holds (mincore), so a backend that
@@ -152,4 +152,4 @@ int32_t page_numa_node(const void* addr) {
 }
 
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

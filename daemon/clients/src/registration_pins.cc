@@ -22,7 +22,7 @@
 #include "rdmad/daemon/clients/dmabuf.h"
 #include "rdmad/daemon/clients/request_decoder.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 Result<PinnedRange> RegistrationService::pin(uint64_t conn_id, uint64_t handle, uint64_t offset, uint64_t length,
                                              uint32_t need_access) {
@@ -146,4 +146,4 @@ size_t RegistrationService::attachment_count_for_test(uint64_t domain) const {
   return n;
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -21,7 +21,7 @@
 #include "rdmad/daemon/clients/dmabuf.h"
 #include "rdmad/daemon/clients/request_decoder.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 uint64_t page_bytes() {
@@ -349,4 +349,4 @@ uint64_t RegistrationService::mr_id_for_test(uint64_t handle) const {
   return it == handles_.end() ? 0 : it->second.region->mr_id;
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

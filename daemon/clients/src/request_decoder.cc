@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 using proto::MsgType;
@@ -243,4 +243,4 @@ DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count,
   return validate_body(d, body);
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -10,7 +10,7 @@
 #include "rdmad/daemon/clients/diagnose.h"
 #include "rdmad/daemon/clients/nic_topology.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 using proto::MsgType;
@@ -182,4 +182,4 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
   return fail(Error{RDMAD_ERR_PROTOCOL, "unexpected request type"});
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

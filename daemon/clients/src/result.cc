@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 Error sys_error(const std::string& what, int err) {
   rdmad_status status = (err == ENOMEM || err == EMFILE || err == ENFILE || err == EAGAIN)
@@ -11,4 +11,4 @@ Error sys_error(const std::string& what, int err) {
   return Error{status, what + ": " + std::strerror(err)};
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -28,7 +28,7 @@
 #include "rdmad/daemon/clients/request_decoder.h"
 #include "rdmad/daemon/clients/unix_server.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class Connection;
 
@@ -125,4 +125,4 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
                                             rdmad_status* status);
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

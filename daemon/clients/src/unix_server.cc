@@ -22,7 +22,7 @@
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 uint64_t random_instance_id() {
@@ -343,4 +343,4 @@ void UnixServer::set_admin_handler(AdminHandler* handler) { core_->admin_ = hand
 const IpcConfig& UnixServer::config() const { return core_->config_; }
 FdBudget& UnixServer::fd_budget() { return core_->fds_; }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -2,7 +2,7 @@
 
 #include "rdmad/verbs/types.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 uint32_t to_verbs_access(uint32_t a) {
   uint32_t v = 0;
@@ -20,4 +20,4 @@ rdmad_status to_client_status(verbs::StatusCode c) {
   }
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

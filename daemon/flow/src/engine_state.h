@@ -18,7 +18,7 @@ struct FlowEngine::Transfer {
   Flow* flow = nullptr;
   ring::Sqe sqe{};
   ring::Op op = ring::Op::kWrite;
-  ipc::PinnedRange local{};
+  clients::PinnedRange local{};
   std::array<uint32_t, proto::kMaxNics> lkeys{};  // of `local` in the peer's domain, by NIC
   std::unique_ptr<ExactRegion> recv_mrs;  // kRecv: exactly the buffer, in the peer's domain
   uint8_t recv_peer_slot = 0;  // kRecv: whose advertised-receive count it is in

@@ -32,7 +32,7 @@ constexpr int64_t kInFlightSleepMaxNs = 800'000;
 }  // namespace
 
 FlowEngine::FlowEngine(EngineOptions options, std::vector<std::string> nic_names,
-                       std::vector<verbs::CompletionQueue*> cqs, ipc::RegionPins& registrations,
+                       std::vector<verbs::CompletionQueue*> cqs, clients::RegionPins& registrations,
                        ControlHooks hooks, prometheus::Histogram* duration)
     : options_(std::move(options)),
       nic_names_(std::move(nic_names)),

@@ -142,7 +142,7 @@ struct FlowSetup {
 class FlowEngine {
  public:
   FlowEngine(EngineOptions options, std::vector<std::string> nic_names, std::vector<verbs::CompletionQueue*> cqs,
-             ipc::RegionPins& registrations, ControlHooks hooks, prometheus::Histogram* duration);
+             clients::RegionPins& registrations, ControlHooks hooks, prometheus::Histogram* duration);
   ~FlowEngine();
   FlowEngine(const FlowEngine&) = delete;
   FlowEngine& operator=(const FlowEngine&) = delete;
@@ -230,7 +230,7 @@ class FlowEngine {
   EngineOptions options_;
   std::vector<std::string> nic_names_;
   std::vector<verbs::CompletionQueue*> cqs_;  // nullptr: the NIC is out of service
-  ipc::RegionPins& registrations_;
+  clients::RegionPins& registrations_;
   ControlHooks hooks_;
   prometheus::Histogram* duration_;
   EngineCounters counters_;

@@ -33,7 +33,7 @@ verbs::Result<std::unique_ptr<verbs::CompletionQueue>> lane_cq(const std::string
 }  // namespace
 
 FlowService::FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-                         ipc::RegionPins& registrations, prometheus::Registry& registry)
+                         clients::RegionPins& registrations, prometheus::Registry& registry)
     : io_(io), options_(std::move(options)), nics_(std::move(nics)), registrations_(registrations), registry_(registry) {}
 
 FlowService::~FlowService() { stop(); }
@@ -292,7 +292,7 @@ void FlowService::on_peer_closed(const std::string& peer) {
     if (e.done == nullptr) continue;
     auto done = std::move(e.done);
     e.done = nullptr;
-    done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " was lost before it acknowledged the export"});
+    done(clients::Error{RDMAD_ERR_PEER, "peer " + peer + " was lost before it acknowledged the export"});
   }
   if (auto it = domains_.find(peer); it != domains_.end()) {
     registrations_.drop_domain(it->second->id());
@@ -300,23 +300,23 @@ void FlowService::on_peer_closed(const std::string& peer) {
   }
 }
 
-ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) {
+clients::Result<clients::FlowOpened> FlowService::open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) {
   size_t mine = 0;
   for (const auto& [id, f] : flows_) mine += f.conn_id == client.conn_id;
   if (mine >= options_.max_flows_per_client)
-    return ipc::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
+    return clients::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
                                                  " flows (max_flows_per_client)"};
   const uint32_t quota = registrations_.quota_for(client.uid).max_flows;
   if (flows_by_uid_[client.uid] >= quota)
-    return ipc::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " has " + std::to_string(quota) +
+    return clients::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " has " + std::to_string(quota) +
                                            " flows open (its flow quota)"};
   const std::string peer(req.peer);
-  if (peer == options_.peer.node_id) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
+  if (peer == options_.peer.node_id) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
   const uint32_t sq = req.sq_depth != 0 ? req.sq_depth : options_.sq_depth;
   const uint32_t cq = req.cq_depth != 0 ? req.cq_depth : options_.cq_depth;
-  if (cq < sq) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "cq_depth must be at least sq_depth"};
-  if (fds_ != nullptr && !fds_->take(ipc::kFdsPerFlow))
-    return ipc::Error{RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for flows"};
+  if (cq < sq) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "cq_depth must be at least sq_depth"};
+  if (fds_ != nullptr && !fds_->take(clients::kFdsPerFlow))
+    return clients::Error{RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for flows"};
   FlowRecord f;
   f.id = next_flow_id_++;
   f.conn_id = client.conn_id;
@@ -330,21 +330,21 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   f.ring_bytes = l.total_bytes;
   f.memfd = ::memfd_create("rdmad-flow", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (f.memfd < 0) {
-    if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
-    return ipc::sys_error("memfd_create", errno);
+    if (fds_ != nullptr) fds_->give(clients::kFdsPerFlow);
+    return clients::sys_error("memfd_create", errno);
   }
   if (::ftruncate(f.memfd, static_cast<off_t>(l.total_bytes)) != 0 ||
       ::fcntl(f.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    auto e = ipc::sys_error("sizing the flow's memfd", errno);
+    auto e = clients::sys_error("sizing the flow's memfd", errno);
     ::close(f.memfd);
-    if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
+    if (fds_ != nullptr) fds_->give(clients::kFdsPerFlow);
     return e;
   }
   f.ring = ::mmap(nullptr, l.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.memfd, 0);
   f.doorbell_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   f.completion_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (f.ring == MAP_FAILED || f.doorbell_fd < 0 || f.completion_fd < 0) {
-    auto e = ipc::sys_error("setting up the flow's ring", errno);
+    auto e = clients::sys_error("setting up the flow's ring", errno);
     if (f.ring == MAP_FAILED) f.ring = nullptr;
     ++flows_by_uid_[f.owner_uid];  // destroy_flow gives back what the flow took
     destroy_flow(f);
@@ -353,7 +353,7 @@ ipc::Result<ipc::FlowOpened> FlowService::open_flow(const ipc::Peer& client, con
   ring::init_header(f.ring, f.id, sq, cq);
   FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd};
   engine_->run_sync([&] { engine_->add_flow(s); });
-  ipc::FlowOpened out;
+  clients::FlowOpened out;
   out.reply.flow_id = f.id;
   out.reply.ring_bytes = f.ring_bytes;
   out.reply.sq_depth = sq;
@@ -401,18 +401,18 @@ void FlowService::destroy_flow(FlowRecord& f) {
   if (f.ring != nullptr) ::munmap(f.ring, f.ring_bytes);
   for (int fd : {f.memfd, f.doorbell_fd, f.completion_fd})
     if (fd >= 0) ::close(fd);
-  if (fds_ != nullptr) fds_->give(ipc::kFdsPerFlow);
+  if (fds_ != nullptr) fds_->give(clients::kFdsPerFlow);
   if (auto u = flows_by_uid_.find(f.owner_uid); u != flows_by_uid_.end() && --u->second == 0) flows_by_uid_.erase(u);
   flows_.erase(id);
 }
 
-ipc::Result<ipc::Ok> FlowService::close_flow(const ipc::Peer& client, uint64_t flow_id) {
+clients::Result<clients::Ok> FlowService::close_flow(const clients::Peer& client, uint64_t flow_id) {
   auto it = flows_.find(flow_id);
-  if (it == flows_.end()) return ipc::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(flow_id)};
+  if (it == flows_.end()) return clients::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(flow_id)};
   if (it->second.conn_id != client.conn_id)
-    return ipc::Error{RDMAD_ERR_PERMISSION, "flow " + std::to_string(flow_id) + " belongs to another connection"};
+    return clients::Error{RDMAD_ERR_PERMISSION, "flow " + std::to_string(flow_id) + " belongs to another connection"};
   destroy_flow(it->second);
-  return ipc::Ok{};
+  return clients::Ok{};
 }
 
 void FlowService::connection_closed(uint64_t conn_id) {

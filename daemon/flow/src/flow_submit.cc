@@ -116,7 +116,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
   // The keys this peer's QPs take: a receive buffer gets MRs over exactly itself (the only memory
   // of ours the peer may write); what we read from or write into locally, the registration's MRs
   // in the peer's domain (local access only).
-  const ipc::PinnedRange& local = pinned.value();
+  const clients::PinnedRange& local = pinned.value();
   std::array<uint32_t, proto::kMaxNics> lkeys{};
   std::unique_ptr<ExactRegion> recv_mrs;
   rdmad_status refused = RDMAD_OK;

@@ -47,16 +47,16 @@ base::LogLimiter g_refusal_log;
 
 }  // namespace
 
-void FlowService::export_memory(const ipc::Peer& client, const proto::ExportRequest& req,
-                                std::function<void(ipc::Result<proto::ExportReply>)> done) {
+void FlowService::export_memory(const clients::Peer& client, const proto::ExportRequest& req,
+                                std::function<void(clients::Result<proto::ExportReply>)> done) {
   const std::string peer(req.peer);
   if (!channel_->connected(peer)) {
-    done(ipc::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
+    done(clients::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
     return;
   }
   const uint32_t quota = registrations_.quota_for(client.uid).max_exports;
   if (exports_by_uid_[client.uid] >= quota) {
-    done(ipc::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " holds " + std::to_string(quota) +
+    done(clients::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " holds " + std::to_string(quota) +
                                          " exports (its export quota)"});
     return;
   }
@@ -84,7 +84,7 @@ bool FlowService::grant(std::map<Token, Export>::iterator it) {
     std::string error;
     PeerDomain* domain = domain_for(e.peer, &error);
     auto made = domain != nullptr ? domain->register_exact(e.range, export_access(e.rights))
-                                  : ipc::Result<ExactRegion>(ipc::Error{RDMAD_ERR_SYSTEM, error});
+                                  : clients::Result<ExactRegion>(clients::Error{RDMAD_ERR_SYSTEM, error});
     if (!made.ok()) {
       auto done = std::move(e.done);
       e.done = nullptr;
@@ -114,7 +114,7 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   Export& e = it->second;
   if (tell_peer && channel_ && channel_->connected(e.peer))
     channel_->send(e.peer, peer::MessageType::kRevoke, peer::encode(peer::Revoke{e.token}));
-  if (e.done) e.done(ipc::Error{RDMAD_ERR_CONNECTION, "export withdrawn before the peer acknowledged it"});
+  if (e.done) e.done(clients::Error{RDMAD_ERR_CONNECTION, "export withdrawn before the peer acknowledged it"});
   // Deregistered before we return: no packet with its keys touches the memory after a revoke.
   e.mrs.reset();
   registrations_.unpin(e.range.pin);
@@ -123,17 +123,17 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   exports_.erase(it);
 }
 
-ipc::Result<proto::ImportReply> FlowService::import_token(const ipc::Peer& client, const proto::ImportRequest& req) {
+clients::Result<proto::ImportReply> FlowService::import_token(const clients::Peer& client, const proto::ImportRequest& req) {
   auto f = flows_.find(req.flow_id);
   if (f == flows_.end() || f->second.conn_id != client.conn_id)
-    return ipc::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(req.flow_id) + " on this connection"};
+    return clients::Error{RDMAD_ERR_NOT_FOUND, "no flow " + std::to_string(req.flow_id) + " on this connection"};
   const Token token = to_token(req.token);
   auto g = grants_.find(token);
   if (g == grants_.end())
-    return ipc::Error{RDMAD_ERR_NOT_FOUND,
+    return clients::Error{RDMAD_ERR_NOT_FOUND,
                       "unknown token: not exported to this node, revoked, or its exporter was lost"};
   if (g->second->from != f->second.peer)
-    return ipc::Error{RDMAD_ERR_PERMISSION, "the token was exported by " + g->second->from + ", this flow goes to " +
+    return clients::Error{RDMAD_ERR_PERMISSION, "the token was exported by " + g->second->from + ", this flow goes to " +
                                                 f->second.peer};
   const uint64_t handle = next_remote_handle_++;
   RemoteRange range = g->second->range;
@@ -143,12 +143,12 @@ ipc::Result<proto::ImportReply> FlowService::import_token(const ipc::Peer& clien
   return proto::ImportReply{handle, range.length, range.rights, 0};
 }
 
-ipc::Result<ipc::Ok> FlowService::revoke(const ipc::Peer& client, const proto::RevokeRequest& req) {
+clients::Result<clients::Ok> FlowService::revoke(const clients::Peer& client, const proto::RevokeRequest& req) {
   auto it = exports_.find(to_token(req.token));
   if (it == exports_.end() || it->second.conn_id != client.conn_id)
-    return ipc::Error{RDMAD_ERR_NOT_FOUND, "no export with this token on this connection"};
+    return clients::Error{RDMAD_ERR_NOT_FOUND, "no export with this token on this connection"};
   drop_export(it, true);
-  return ipc::Ok{};
+  return clients::Ok{};
 }
 
 void FlowService::on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload) {
@@ -195,7 +195,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       it->second.done = nullptr;
       if (a->status != 0) {
         drop_export(it, false);
-        done(ipc::Error{RDMAD_ERR_REMOTE_ACCESS, "peer " + peer + " refused the export"});
+        done(clients::Error{RDMAD_ERR_REMOTE_ACCESS, "peer " + peer + " refused the export"});
         return;
       }
       proto::ExportReply r{};

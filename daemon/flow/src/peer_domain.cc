@@ -8,7 +8,7 @@ namespace rdmad::flow {
 namespace {
 
 // The registration's local-access MRs in one domain.
-struct LocalMrs final : ipc::RegionAttachment {
+struct LocalMrs final : clients::RegionAttachment {
   std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
   std::array<uint32_t, proto::kMaxNics> lkeys{};
 };
@@ -26,8 +26,8 @@ verbs::Result<std::unique_ptr<verbs::MemoryRegion>> register_in(verbs::Protectio
 
 }  // namespace
 
-using ipc::to_client_status;
-using ipc::to_verbs_access;
+using clients::to_client_status;
+using clients::to_verbs_access;
 
 verbs::Result<std::unique_ptr<PeerDomain>> PeerDomain::open(uint64_t id, const std::vector<verbs::Device*>& devices,
                                                             SliceReader slices) {
@@ -54,7 +54,7 @@ verbs::Status PeerDomain::add_nic(size_t nic, verbs::Device& device) {
   return verbs::Status::success();
 }
 
-ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const {
+clients::Result<ExactRegion> PeerDomain::register_exact(const clients::PinnedRange& range, uint32_t rdmad_access) const {
   ExactRegion out;
   const uint32_t access = to_verbs_access(rdmad_access);
   for (uint32_t i = 0; i < range.nic_count; ++i) {
@@ -63,14 +63,14 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
     auto mr = register_in(*pds_[nic], range.addr, range.iova, range.length, range.dmabuf_fd,
                           range.dmabuf_offset, access);
     if (!mr.ok())
-      return ipc::Error{to_client_status(mr.status().code()),
+      return clients::Error{to_client_status(mr.status().code()),
                         "registering the range on nic " + std::to_string(nic) + ": " + mr.status().message()};
     out.keys.push_back({nic, mr.value()->lkey(), mr.value()->rkey()});
     peer::GrantKey g{static_cast<uint16_t>(nic), mr.value()->rkey()};
     if (auto sl = slices_ ? slices_(*mr.value()) : std::nullopt; sl && sl->rkeys.size() > 1) {
       // Slice 0's rkey() reaches its first slice only: the peer gets every slice's.
       if (sl->rkeys.size() > peer::kMaxKeySlices)
-        return ipc::Error{RDMAD_ERR_NO_RESOURCE, "nic " + std::to_string(nic) + " holds the range as " +
+        return clients::Error{RDMAD_ERR_NO_RESOURCE, "nic " + std::to_string(nic) + " holds the range as " +
                                                      std::to_string(sl->rkeys.size()) + " MRs, more than a grant carries"};
       g.rkey = sl->rkeys[0];
       g.slice_bytes = sl->slice_bytes;
@@ -79,26 +79,26 @@ ipc::Result<ExactRegion> PeerDomain::register_exact(const ipc::PinnedRange& rang
     out.grant_keys.push_back(std::move(g));
     out.mrs.push_back(std::move(mr.value()));
   }
-  if (out.mrs.empty()) return ipc::Error{RDMAD_ERR_INVALID_ARGUMENT, "the registration is on no NIC of the flows"};
+  if (out.mrs.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "the registration is on no NIC of the flows"};
   return out;
 }
 
-ipc::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(ipc::RegionPins& registrations,
-                                                                          const ipc::PinnedRange& range) const {
-  auto made = registrations.attachment(range.pin, id_, [this](const ipc::RegionView& r)
-                                                           -> ipc::Result<std::unique_ptr<ipc::RegionAttachment>> {
+clients::Result<std::array<uint32_t, proto::kMaxNics>> PeerDomain::local_keys(clients::RegionPins& registrations,
+                                                                          const clients::PinnedRange& range) const {
+  auto made = registrations.attachment(range.pin, id_, [this](const clients::RegionView& r)
+                                                           -> clients::Result<std::unique_ptr<clients::RegionAttachment>> {
     auto mrs = std::make_unique<LocalMrs>();
     const uint32_t access = to_verbs_access(r.access & RDMAD_ACCESS_LOCAL_WRITE);
     for (uint32_t nic : r.nics) {
       if (nic >= pds_.size() || !pds_[nic] || nic >= mrs->lkeys.size()) continue;
       auto mr = register_in(*pds_[nic], r.addr, r.iova, r.length, r.dmabuf_fd, r.dmabuf_offset, access);
       if (!mr.ok())
-        return ipc::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +
+        return clients::Error{to_client_status(mr.status().code()), "registering for a flow on nic " + std::to_string(nic) +
                                                              ": " + mr.status().message()};
       mrs->lkeys[nic] = mr.value()->lkey();
       mrs->mrs.push_back(std::move(mr.value()));
     }
-    return std::unique_ptr<ipc::RegionAttachment>(std::move(mrs));
+    return std::unique_ptr<clients::RegionAttachment>(std::move(mrs));
   });
   if (!made.ok()) return made.error();
   return static_cast<const LocalMrs*>(made.value())->lkeys;

@@ -22,7 +22,7 @@ namespace rdmad::flow {
 /// MRs over exactly one range with exactly some access, one per NIC the registration is on.
 struct ExactRegion {
   std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
-  std::vector<ipc::NicKeys> keys;  // nic_index, lkey, rkey
+  std::vector<clients::NicKeys> keys;  // nic_index, lkey, rkey
   // What a peer needs to reach it, per NIC: the rkey, or every slice's where the NIC holds the
   // range as several MRs (grants and receive posts carry these).
   std::vector<peer::GrantKey> grant_keys;
@@ -45,13 +45,13 @@ class PeerDomain {
 
   /// Registers [range.iova, range.iova + range.length) of a pinned registration on every NIC it is
   /// on, with `rdmad_access` (RDMAD_ACCESS_*): an export or a posted receive.
-  ipc::Result<ExactRegion> register_exact(const ipc::PinnedRange& range, uint32_t rdmad_access) const;
+  clients::Result<ExactRegion> register_exact(const clients::PinnedRange& range, uint32_t rdmad_access) const;
 
   /// The lkeys, by NIC index, of the registration behind `range` in this domain (0 where it is not
   /// registered); the MRs are made on first use and kept by the registration table until the
   /// registration or this domain goes.
-  ipc::Result<std::array<uint32_t, proto::kMaxNics>> local_keys(ipc::RegionPins& registrations,
-                                                                const ipc::PinnedRange& range) const;
+  clients::Result<std::array<uint32_t, proto::kMaxNics>> local_keys(clients::RegionPins& registrations,
+                                                                const clients::PinnedRange& range) const;
 
  private:
   PeerDomain(uint64_t id, std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds, SliceReader slices)

@@ -52,12 +52,12 @@ std::vector<FlowNic> NodeNics::flow_nics() const {
   return out;
 }
 
-std::vector<ipc::NicDescriptor> NodeNics::nics() const {
-  std::vector<ipc::NicDescriptor> out;
+std::vector<clients::NicDescriptor> NodeNics::nics() const {
+  std::vector<clients::NicDescriptor> out;
   const std::vector<Nic>& slots = slots_.nics();
   for (size_t i = 0; i < slots.size(); ++i) {
     const Nic& nic = slots[i];
-    ipc::NicDescriptor d;
+    clients::NicDescriptor d;
     d.name = nic.config.name;
     d.backend = nic.config.backend;
     // An out-of-service NIC is listed, link down (diagnose says why): indices never shift.

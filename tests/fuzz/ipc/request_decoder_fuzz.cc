@@ -18,14 +18,14 @@ void check(bool ok) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using rdmad::ipc::DecodeAction;
+  using rdmad::clients::DecodeAction;
   if (size == 0) return 0;
   const uint8_t control = data[0];
   const size_t fds = control & 7;
   const bool truncated = (control & 8) != 0;
   const uint16_t version = (control & 16) != 0 ? 1 : 0;
   std::span<const std::byte> frame(reinterpret_cast<const std::byte*>(data + 1), size - 1);
-  auto d = rdmad::ipc::decode_request(frame, fds, truncated, version);
+  auto d = rdmad::clients::decode_request(frame, fds, truncated, version);
   if (d.action == DecodeAction::kClose) return 0;
   check(frame.size() == sizeof(rdmad::proto::Header) + d.header.length);
   check(d.header.magic == rdmad::proto::kMagic);
@@ -38,10 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(fds == rdmad::proto::request_fd_count(d.header.type));
   check(static_cast<long>(d.header.length) == rdmad::proto::request_body_bytes(d.header.type));
   if (const auto* r = std::get_if<rdmad::proto::RegisterHostRequest>(&d.body)) {
-    check(r->length > 0 && r->offset + r->length >= r->offset && rdmad::ipc::valid_access(r->access));
+    check(r->length > 0 && r->offset + r->length >= r->offset && rdmad::clients::valid_access(r->access));
   }
   if (const auto* r = std::get_if<rdmad::proto::RegisterDmabufRequest>(&d.body)) {
-    check(r->length > 0 && r->iova + r->length >= r->iova && rdmad::ipc::valid_access(r->access));
+    check(r->length > 0 && r->iova + r->length >= r->iova && rdmad::clients::valid_access(r->access));
   }
   if (const auto* h = std::get_if<rdmad::proto::HelloRequest>(&d.body))
     check(version == 0 && h->min_version <= h->max_version);

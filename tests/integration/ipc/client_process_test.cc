@@ -10,7 +10,7 @@
 #include <string>
 
 #include "rdmad/rdmad.h"
-#include "unit/ipc/server_fixture.h"
+#include "unit/clients/server_fixture.h"
 
 extern char** environ;
 
@@ -92,14 +92,14 @@ std::string run_as_nobody(const TestServer& srv, uint64_t handle) {
 
 TEST(IpcClientProcess, OtherUidIsRefusedWhenNotAllowed) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to uid 65534";
-  TestServer srv([](ipc::IpcConfig& c) { c.allowed_uids = {1000}; });
+  TestServer srv([](clients::IpcConfig& c) { c.allowed_uids = {1000}; });
   EXPECT_EQ(run_as_nobody(srv, 1), "connect=2 hello=2 deregister=-1 list=0");  // 2 = RDMAD_ERR_PERMISSION
   EXPECT_EQ(srv.metric("rdmad_client_requests_total", {{"op", "unknown"}, {"result", "permission"}}), 2.0);
 }
 
 TEST(IpcClientProcess, AllowedOtherUidCannotUseAnotherConnectionsHandle) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to uid 65534";
-  TestServer srv([](ipc::IpcConfig& c) { c.allowed_gids = {65534}; });
+  TestServer srv([](clients::IpcConfig& c) { c.allowed_gids = {65534}; });
   rdmad_client* owner = nullptr;
   ASSERT_EQ(rdmad_connect(srv.path().c_str(), &owner), RDMAD_OK);
   rdmad_host_buffer buf;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "rdmad/rdmad.h"
-#include "unit/ipc/raw_client.h"
+#include "unit/clients/raw_client.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "support/doubles/soft_registrar.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 SoftRegistrar::SoftRegistrar(uint32_t nic_count) : nic_count_(nic_count) {}
 
@@ -38,4 +38,4 @@ std::span<const std::byte> SoftRegistrar::region_for_test(uint64_t mr_id) const 
   return {static_cast<const std::byte*>(it->second.addr), it->second.length};
 }
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -12,7 +12,7 @@
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/nics/nic_directory.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class SoftRegistrar final : public MemoryRegistrar {
  public:
@@ -52,4 +52,4 @@ class StaticNicDirectory final : public NicDirectory {
   std::vector<NicDescriptor> nics_;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

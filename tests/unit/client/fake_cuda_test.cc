@@ -14,7 +14,7 @@
 
 #include "rdmad/rdmad.h"
 #include "support/cuda_driver.h"
-#include "unit/ipc/server_fixture.h"
+#include "unit/clients/server_fixture.h"
 
 namespace rdmad::test {
 namespace {

@@ -61,9 +61,9 @@ TEST_F(NodeNicsTest, SlotsKeepFileOrderAndAnOutOfServiceNicKeepsItsIndex) {
 TEST_F(NodeNicsTest, TheDirectoryListsEverySlotWithItsHardwarePort) {
   NodeNics nics(backends.registry, config);
   ASSERT_TRUE(nics.open().ok());
-  const ipc::NicDirectory& directory = nics;
+  const clients::NicDirectory& directory = nics;
   EXPECT_EQ(directory.count(), 2u);
-  const std::vector<ipc::NicDescriptor> list = directory.nics();
+  const std::vector<clients::NicDescriptor> list = directory.nics();
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].name, "rail0");
   EXPECT_EQ(list[0].backend, "rdma_core");

@@ -94,7 +94,7 @@ TEST(PeerDomain, EachPeerHasItsOwnPdsAndExportsCoverExactlyTheirRange) {
   auto a = PeerDomain::open(1, {&nic0, &nic1});
   auto b = PeerDomain::open(2, {&nic0, &nic1});
   ASSERT_TRUE(a.ok() && b.ok());
-  ipc::PinnedRange r;
+  clients::PinnedRange r;
   r.kind = RDMAD_MEM_HOST;
   static uint8_t mem[8192];
   r.addr = mem + 100;
@@ -126,7 +126,7 @@ TEST(PeerDomain, DeviceMemoryIsRegisteredFromItsDmabufAtTheRangesOffset) {
   FakeDevice nic0(rec);
   auto d = PeerDomain::open(1, {&nic0});
   ASSERT_TRUE(d.ok());
-  ipc::PinnedRange r;
+  clients::PinnedRange r;
   r.kind = RDMAD_MEM_GPU;
   r.iova = 0x7f0000001000;
   r.length = 65536;
@@ -148,14 +148,14 @@ TEST(PeerDomain, RegistrationsUsedByFlowsGetLocalAccessOnlyOncePerDomain) {
   FakeDevice nic0(rec), nic1(rec);
   auto d = PeerDomain::open(7, {&nic0, &nic1});
   ASSERT_TRUE(d.ok());
-  ipc::IpcConfig config;
-  ipc::SoftRegistrar registrar(2);
-  ipc::StaticNicDirectory inventory({{"n0", "soft", "", RDMAD_LINK_UP, 1, 0}, {"n1", "soft", "", RDMAD_LINK_UP, 1, 0}});
-  ipc::RegistrationService svc(config, registrar, inventory, nullptr);
+  clients::IpcConfig config;
+  clients::SoftRegistrar registrar(2);
+  clients::StaticNicDirectory inventory({{"n0", "soft", "", RDMAD_LINK_UP, 1, 0}, {"n1", "soft", "", RDMAD_LINK_UP, 1, 0}});
+  clients::RegistrationService svc(config, registrar, inventory, nullptr);
   int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   ASSERT_EQ(ftruncate(fd, 16384), 0);
   ASSERT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-  const ipc::Peer client{1, 1000, 1000, 1};
+  const clients::Peer client{1, 1000, 1000, 1};
   const uint32_t all = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
   auto reg = svc.register_host(client, fd, {0, 16384, all, 0});
   ASSERT_TRUE(reg.ok());

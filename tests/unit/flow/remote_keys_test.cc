@@ -78,8 +78,8 @@ std::optional<MrSlices> fixture_slices(const verbs::MemoryRegion& mr) {
   return out;
 }
 
-ipc::PinnedRange range_of(uint8_t* mem, uint64_t length) {
-  ipc::PinnedRange r;
+clients::PinnedRange range_of(uint8_t* mem, uint64_t length) {
+  clients::PinnedRange r;
   r.kind = RDMAD_MEM_HOST;
   r.addr = mem;
   r.iova = reinterpret_cast<uint64_t>(mem);
@@ -90,7 +90,7 @@ ipc::PinnedRange range_of(uint8_t* mem, uint64_t length) {
 }
 
 // The importer's view of an export: what the exporter registered, through the grant on the wire.
-RemoteRange imported(const ExactRegion& mrs, const ipc::PinnedRange& r) {
+RemoteRange imported(const ExactRegion& mrs, const clients::PinnedRange& r) {
   peer::Grant g;
   g.iova = r.iova;
   g.length = r.length;
@@ -110,7 +110,7 @@ TEST(RemoteKeys, AnExportOfASlicedRangeCarriesEverySlicesRkey) {
   auto d = PeerDomain::open(1, {&nic}, fixture_slices);
   ASSERT_TRUE(d.ok());
   static uint8_t mem[3 * kSlice];
-  const ipc::PinnedRange r = range_of(mem, 2 * kSlice + 100);  // three slices, the last 100 bytes
+  const clients::PinnedRange r = range_of(mem, 2 * kSlice + 100);  // three slices, the last 100 bytes
   auto e = d.value()->register_exact(r, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_LOCAL_WRITE);
   ASSERT_TRUE(e.ok()) << e.error().message;
   ASSERT_EQ(e.value().grant_keys.size(), 1u);
@@ -130,7 +130,7 @@ TEST(RemoteKeys, EachChunkUsesTheRkeyOfTheSliceItsBytesAreIn) {
   SlicingDevice nic;
   auto d = PeerDomain::open(1, {&nic}, fixture_slices);
   static uint8_t mem[3 * kSlice];
-  const ipc::PinnedRange r = range_of(mem, 2 * kSlice + 100);
+  const clients::PinnedRange r = range_of(mem, 2 * kSlice + 100);
   auto e = d.value()->register_exact(r, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_LOCAL_WRITE);
   ASSERT_TRUE(e.ok());
   const RemoteRange range = imported(e.value(), r);

@@ -14,16 +14,16 @@
 
 namespace rdmad::daemon {
 
-class AdminService final : public ipc::AdminHandler {
+class AdminService final : public clients::AdminHandler {
  public:
   // `config` is the daemon's (its [[nic]] list and sysfs root); `flows` may be null (flows off).
-  AdminService(const config::Config& config, NodeNics& nics, flow::FlowService* flows, std::function<ipc::Result<ipc::Ok>()> reload);
+  AdminService(const config::Config& config, NodeNics& nics, flow::FlowService* flows, std::function<clients::Result<clients::Ok>()> reload);
 
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) override;
-  ipc::Result<ipc::CcShown> cc_show(const proto::CcShowRequest& req) override;
-  ipc::Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) override;
-  ipc::Result<ipc::Ok> reload() override;
-  ipc::Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) override;
+  clients::Result<clients::CcShown> cc_show(const proto::CcShowRequest& req) override;
+  clients::Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) override;
+  clients::Result<clients::Ok> reload() override;
+  clients::Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) override;
 
  private:
   // Where one [[nic]]'s DCQCN parameters live.
@@ -34,12 +34,12 @@ class AdminService final : public ipc::AdminHandler {
     std::string unavailable;                          // why neither, when neither
   };
   CcTarget resolve(const config::NicSection& nic) const;
-  ipc::Result<ipc::Ok> apply(const CcTarget& t, const proto::CcSetRequest& req);
+  clients::Result<clients::Ok> apply(const CcTarget& t, const proto::CcSetRequest& req);
 
   const config::Config& config_;
   NodeNics& nics_;
   flow::FlowService* flows_;
-  std::function<ipc::Result<ipc::Ok>()> reload_;
+  std::function<clients::Result<clients::Ok>()> reload_;
 };
 
 }  // namespace rdmad::daemon

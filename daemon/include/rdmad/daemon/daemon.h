@@ -49,7 +49,7 @@ class Daemon {
   // An error lists the file's problems; the daemon then keeps its configuration. The file is read
   // on the calling thread (the reply carries its errors), but never blocks on it: only a regular
   // file of at most config::kMaxConfigFileBytes is read (config::read_config_file).
-  ipc::Result<ipc::Ok> reload();
+  clients::Result<clients::Ok> reload();
 
  private:
   struct ReloadMailbox;
@@ -62,7 +62,7 @@ class Daemon {
   void reload_in_background();
   void finish_reload(uint64_t seq, config::LoadResult next);
   // Applies a loaded file (or reports its errors), counts it, and tells systemd.
-  ipc::Result<ipc::Ok> apply_loaded(config::LoadResult next);
+  clients::Result<clients::Ok> apply_loaded(config::LoadResult next);
   void arm_watchdog();
   void arm_nic_poll();
   // Opens the NICs out of service whose retry is due and brings each into the subsystems.
@@ -94,7 +94,7 @@ class Daemon {
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
   // The client service, after the NICs it registers memory on (so it goes first at shutdown).
   std::unique_ptr<VerbsRegistrar> registrar_;
-  std::unique_ptr<ipc::UnixServer> ipc_;
+  std::unique_ptr<clients::UnixServer> ipc_;
   std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
   std::unique_ptr<AdminService> admin_;        // rdmactl's requests
   std::unique_ptr<DeviceEventMonitor> device_events_;  // watches the NICs' descriptors: goes before them

@@ -10,7 +10,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct CcShown {
   proto::CcShowReply head{};  // knob_count is set by the server from knobs.size()
@@ -32,4 +32,4 @@ class AdminHandler {
   virtual Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

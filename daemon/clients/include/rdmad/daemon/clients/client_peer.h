@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct Peer {
   uint64_t conn_id = 0;
@@ -13,4 +13,4 @@ struct Peer {
   pid_t pid = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -1,7 +1,7 @@
 #pragma once
 // Connects the Unix-socket client service to the node's NICs: memory registrations go through the
 // transport interface on every NIC slot the client asks for. (The NIC list is NodeNics, an
-// ipc::NicDirectory.)
+// clients::NicDirectory.)
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,11 +14,11 @@
 
 namespace rdmad::daemon {
 
-// ipc::MemoryRegistrar over verbs devices: one protection domain per NIC for client registrations
+// clients::MemoryRegistrar over verbs devices: one protection domain per NIC for client registrations
 // (no QP lives in it: flows use a domain per peer, daemon/flow), one verbs MR per NIC per
 // registration. Called by one thread at a time (the client service serialises its calls), from the
 // control thread or a client-service worker.
-class VerbsRegistrar final : public ipc::MemoryRegistrar {
+class VerbsRegistrar final : public clients::MemoryRegistrar {
  public:
   VerbsRegistrar(const NicSlots& nics, const verbs::BackendRegistry& backends);
   // Allocates the protection domains of the NICs in service; an error names the NIC that refused.
@@ -26,12 +26,12 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
   // A NIC came into service (NicSlots::retry): its protection domain. Control thread.
   base::Status nic_opened(size_t index);
 
-  ipc::Result<ipc::MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
+  clients::Result<clients::MemoryRegion> register_host(void* addr, uint64_t length, uint32_t access,
                                                uint32_t nic_mask) override;
-  ipc::Result<ipc::MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
+  clients::Result<clients::MemoryRegion> register_dmabuf(int fd, uint64_t offset, uint64_t length, uint64_t iova,
                                                  uint32_t access, uint32_t nic_mask) override;
   void deregister(uint64_t mr_id) override;
-  ipc::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
+  clients::DmabufSupport probe_dmabuf(uint32_t nic_index) override;
   std::string backend_name() const override;
   // False when no NIC's registration faults pages in (user-space NICs such as soft pin nothing).
   bool faults_in_pages() const override;
@@ -41,7 +41,7 @@ class VerbsRegistrar final : public ipc::MemoryRegistrar {
 
  private:
   template <class RegisterFn>
-  ipc::Result<ipc::MemoryRegion> register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn);
+  clients::Result<clients::MemoryRegion> register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn);
 
   const NicSlots& nics_;
   const verbs::BackendRegistry& backends_;

@@ -9,9 +9,9 @@
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/nics/nic_directory.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 std::string diagnose_gpudirect(const std::string& root, const std::vector<NicDescriptor>& nics,
                                MemoryRegistrar& registrar);
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class FdBudget {
  public:
@@ -47,4 +47,4 @@ inline constexpr uint64_t kFdsPerFlow = 3;
 /// acceptors' spare descriptor, files it opens.
 inline constexpr uint64_t kFdReserve = 256;
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

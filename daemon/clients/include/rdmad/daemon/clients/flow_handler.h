@@ -12,7 +12,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct FlowOpened {
   proto::FlowOpenReply reply{};
@@ -33,4 +33,4 @@ class FlowHandler {
   virtual void connection_closed(uint64_t conn_id) = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

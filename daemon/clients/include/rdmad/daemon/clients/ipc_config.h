@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct Quota {
   uint64_t max_pinned_bytes = uint64_t{16} << 30;  // page-rounded bytes mapped for the uid
@@ -43,4 +43,4 @@ struct IpcConfig {
   uint32_t workers = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -14,7 +14,7 @@
 
 #include "rdmad/rdmad.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class IpcMetrics {
  public:
@@ -44,4 +44,4 @@ class IpcMetrics {
   std::array<std::array<std::atomic<prometheus::Counter*>, kResults>, kOps> request_counters_{};
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -1,5 +1,5 @@
 // What the client service needs from the transport layer: registering memory on NICs (the NICs
-// themselves it sees through ipc::NicDirectory, rdmad/daemon/nics/nic_directory.h). The daemon
+// themselves it sees through clients::NicDirectory, rdmad/daemon/nics/nic_directory.h). The daemon
 // adapts its verbs backends to this interface; the tests' doubles are in tests/support/doubles/.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/rdmad.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct NicKeys {
   uint32_t nic_index;
@@ -55,4 +55,4 @@ class MemoryRegistrar {
   virtual std::string backend_name() const = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

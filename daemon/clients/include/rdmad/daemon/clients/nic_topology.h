@@ -10,7 +10,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 // Indexes (into nics) of the nearest NICs, all tied at the smallest distance, ascending.
 Result<std::vector<uint32_t>> nearest_nics(const std::vector<NicDescriptor>& nics,
@@ -27,4 +27,4 @@ enum class Locality : uint8_t { kSameSwitch = 0, kHostBridge = 1, kCrossSocket =
 std::vector<Locality> nic_localities(const std::vector<NicDescriptor>& nics, rdmad_mem_kind kind, int32_t numa_node,
                                      const std::string& gpu_pci_address, const std::string& root);
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -16,7 +16,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 // What a registration is, for whoever registers it again in another protection domain (the
 // flows' per-peer domains): host memory by the daemon's mapping, device memory by the dma-buf.
@@ -53,7 +53,7 @@ struct PinnedRange {
   uint64_t dmabuf_offset = 0;  // device memory: offset of the first byte in the dma-buf
   const void* pin = nullptr;  // for unpin()
   int32_t numa_node = -1;     // host memory: the node of its first page when the kernel tells
-  std::array<uint8_t, proto::kMaxNics> locality{};  // ipc::Locality of the memory to each NIC
+  std::array<uint8_t, proto::kMaxNics> locality{};  // clients::Locality of the memory to each NIC
 };
 
 class RegionPins {
@@ -81,4 +81,4 @@ class RegionPins {
   virtual const Quota& quota_for(uid_t uid) const = 0;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

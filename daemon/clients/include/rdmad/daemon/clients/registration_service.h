@@ -31,7 +31,7 @@
 #include "rdmad/daemon/clients/result.h"
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct Registered {
   uint64_t handle = 0;
@@ -114,7 +114,7 @@ class RegistrationService final : public RegionPins {
     uint64_t mr_id = 0;
     void* map_base = nullptr;  // host: our MAP_SHARED mapping of the memfd
     int32_t numa_node = -1;
-    std::vector<uint8_t> locality;  // to each NIC (ipc::Locality)
+    std::vector<uint8_t> locality;  // to each NIC (clients::Locality)
     uint64_t map_bytes = 0;
     uint64_t iova = 0;
     uint64_t length = 0;        // bytes registered
@@ -187,4 +187,4 @@ class RegistrationService final : public RegionPins {
   FdBudget* fds_ = nullptr;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -9,7 +9,7 @@
 
 #include "rdmad/protocol.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 enum class DecodeAction {
   kDispatch,    // well-formed: serve it
@@ -39,4 +39,4 @@ DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count,
 // Access flags valid for a registration (no unknown bits; remote write/atomic need local write).
 bool valid_access(uint32_t access);
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -7,7 +7,7 @@
 #include "rdmad/base/result.h"
 #include "rdmad/rdmad.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct Error {
   rdmad_status status = RDMAD_ERR_SYSTEM;
@@ -22,4 +22,4 @@ using Result = base::Result<T, Error>;
 // Builds an Error whose message carries errno text: "<what>: <strerror(err)>".
 Error sys_error(const std::string& what, int err);
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -25,7 +25,7 @@ namespace prometheus {
 class Registry;
 }
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 class UnixServer {
  public:
@@ -63,4 +63,4 @@ class UnixServer {
   std::shared_ptr<Core> core_;
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

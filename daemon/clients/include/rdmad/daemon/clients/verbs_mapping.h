@@ -6,7 +6,7 @@
 #include "rdmad/rdmad.h"
 #include "rdmad/verbs/status.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 /// RDMAD_ACCESS_* onto verbs::Access (atomics and relaxed ordering have no verbs flag yet).
 uint32_t to_verbs_access(uint32_t rdmad_access);
@@ -14,4 +14,4 @@ uint32_t to_verbs_access(uint32_t rdmad_access);
 /// The client status for a transport error (no resource and not supported kept, else system).
 rdmad_status to_client_status(verbs::StatusCode code);
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

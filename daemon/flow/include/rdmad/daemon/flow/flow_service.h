@@ -70,10 +70,10 @@ struct FlowServiceOptions {
 // The local NICs come from NodeNics::flow_nics(), in [[nic]] order.
 using FlowNic = daemon::FlowNic;
 
-class FlowService final : public ipc::FlowHandler {
+class FlowService final : public clients::FlowHandler {
  public:
   FlowService(boost::asio::io_context& io, FlowServiceOptions options, std::vector<FlowNic> nics,
-              ipc::RegionPins& registrations, prometheus::Registry& registry);
+              clients::RegionPins& registrations, prometheus::Registry& registry);
   ~FlowService() override;
   FlowService(const FlowService&) = delete;
   FlowService& operator=(const FlowService&) = delete;
@@ -86,7 +86,7 @@ class FlowService final : public ipc::FlowHandler {
 
   uint16_t peer_port() const;
   /// Flows take their descriptors (ring memfd, two eventfds) from `budget` (the client service's).
-  void set_fd_budget(ipc::FdBudget* budget) { fds_ = budget; }
+  void set_fd_budget(clients::FdBudget* budget) { fds_ = budget; }
   /// A NIC's port went down (its lanes to every peer fail over, and are not rebuilt while it is
   /// down) or came back (its lanes are rebuilt and rejoin after their back-off).
   void port_changed(size_t nic, bool up);
@@ -106,13 +106,13 @@ class FlowService final : public ipc::FlowHandler {
   /// left out. State and requests in flight are read from each flow's ring header.
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) const;
 
-  // ipc::FlowHandler
-  ipc::Result<ipc::FlowOpened> open_flow(const ipc::Peer& client, const proto::FlowOpenRequest& req) override;
-  ipc::Result<ipc::Ok> close_flow(const ipc::Peer& client, uint64_t flow_id) override;
-  void export_memory(const ipc::Peer& client, const proto::ExportRequest& req,
-                     std::function<void(ipc::Result<proto::ExportReply>)> done) override;
-  ipc::Result<proto::ImportReply> import_token(const ipc::Peer& client, const proto::ImportRequest& req) override;
-  ipc::Result<ipc::Ok> revoke(const ipc::Peer& client, const proto::RevokeRequest& req) override;
+  // clients::FlowHandler
+  clients::Result<clients::FlowOpened> open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) override;
+  clients::Result<clients::Ok> close_flow(const clients::Peer& client, uint64_t flow_id) override;
+  void export_memory(const clients::Peer& client, const proto::ExportRequest& req,
+                     std::function<void(clients::Result<proto::ExportReply>)> done) override;
+  clients::Result<proto::ImportReply> import_token(const clients::Peer& client, const proto::ImportRequest& req) override;
+  clients::Result<clients::Ok> revoke(const clients::Peer& client, const proto::RevokeRequest& req) override;
   void connection_closed(uint64_t conn_id) override;
 
   using Token = std::array<uint8_t, 16>;
@@ -144,12 +144,12 @@ class FlowService final : public ipc::FlowHandler {
     uint64_t conn_id = 0;
     uid_t owner_uid = 0;
     std::string peer;
-    ipc::PinnedRange range{};
+    clients::PinnedRange range{};
     // MRs over exactly the range with exactly the rights, in the peer's domain (while it has one).
     std::unique_ptr<ExactRegion> mrs;
     uint32_t rights = 0;
     bool acked = false;
-    std::function<void(ipc::Result<proto::ExportReply>)> done;  // until the peer acknowledged
+    std::function<void(clients::Result<proto::ExportReply>)> done;  // until the peer acknowledged
   };
   struct Grant;  // a peer's export to us
 
@@ -175,7 +175,7 @@ class FlowService final : public ipc::FlowHandler {
   boost::asio::io_context& io_;
   FlowServiceOptions options_;
   std::vector<FlowNic> nics_;
-  ipc::RegionPins& registrations_;
+  clients::RegionPins& registrations_;
   prometheus::Registry& registry_;
   prometheus::Histogram* duration_ = nullptr;
   std::shared_ptr<prometheus::Collectable> collector_;
@@ -193,7 +193,7 @@ class FlowService final : public ipc::FlowHandler {
   std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
   std::map<std::string, uint32_t> grants_by_peer_;
   Counters counters_;
-  ipc::FdBudget* fds_ = nullptr;
+  clients::FdBudget* fds_ = nullptr;
   std::map<uid_t, uint32_t> flows_by_uid_;
   std::map<uid_t, uint32_t> exports_by_uid_;
   void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }

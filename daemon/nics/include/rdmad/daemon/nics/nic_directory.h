@@ -9,7 +9,7 @@
 
 #include "rdmad/rdmad.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 
 struct NicDescriptor {
   std::string name;
@@ -29,4 +29,4 @@ class NicDirectory {
   virtual size_t count() const { return nics().size(); }
 };
 
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

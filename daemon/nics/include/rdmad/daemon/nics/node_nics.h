@@ -1,7 +1,7 @@
 #pragma once
 // The node's NICs, one owner: the [[nic]] slots (the opened devices, NicSlots), the kernel's view
 // of the hardware ports (HardwareNics), their collectors, health and diagnosis. The others see
-// narrow views of it: the client service the NIC list (ipc::NicDirectory), the flow engine its
+// narrow views of it: the client service the NIC list (clients::NicDirectory), the flow engine its
 // FlowNics, the registrar and the event monitor the slots.
 #include <cstddef>
 #include <memory>
@@ -23,7 +23,7 @@ class Exporter;
 
 namespace rdmad::daemon {
 
-class NodeNics final : public ipc::NicDirectory {
+class NodeNics final : public clients::NicDirectory {
  public:
   using Clock = NicSlots::Clock;
 
@@ -52,9 +52,9 @@ class NodeNics final : public ipc::NicDirectory {
   /// Every [[nic]] as the flow engine sees it, in slot order (out-of-service NICs with no device).
   std::vector<FlowNic> flow_nics() const;
 
-  // ipc::NicDirectory: every slot in order, an out-of-service one link down; PCI address and NUMA
+  // clients::NicDirectory: every slot in order, an out-of-service one link down; PCI address and NUMA
   // node from the hardware port of its device.
-  std::vector<ipc::NicDescriptor> nics() const override;
+  std::vector<clients::NicDescriptor> nics() const override;
   size_t count() const override { return slots_.nics().size(); }
 
  private:

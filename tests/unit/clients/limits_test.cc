@@ -15,7 +15,7 @@
 #include "rdmad/daemon/clients/fd_budget.h"
 #include "server_fixture.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 using test::RawClient;
@@ -160,4 +160,4 @@ TEST(IpcLimits, OneUidFillsOnlyItsShareOfTheNicsTable) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

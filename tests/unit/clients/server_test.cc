@@ -138,7 +138,7 @@ TEST(IpcServer, AnotherConnectionsHandleIsAPermissionError) {
 }
 
 TEST(IpcServer, QuotaExceededIsClearAndLeavesNothing) {
-  TestServer srv([](ipc::IpcConfig& c) { c.default_quota = ipc::Quota{1 << 20, 4}; });
+  TestServer srv([](clients::IpcConfig& c) { c.default_quota = clients::Quota{1 << 20, 4}; });
   rdmad_client* c = connect_or_die(srv.path());
   rdmad_host_buffer buf;
   ASSERT_EQ(rdmad_alloc_host(4 << 20, &buf), RDMAD_OK);
@@ -197,7 +197,7 @@ TEST(IpcServer, ThousandsOfIdleConnectionsOnOneThread) {
   lim.rlim_cur = lim.rlim_max;
   setrlimit(RLIMIT_NOFILE, &lim);
   // One uid's connections: within its quota here (the default, 1024, would refuse the rest).
-  TestServer srv([](ipc::IpcConfig& c) { c.default_quota.max_connections = kConnections; });
+  TestServer srv([](clients::IpcConfig& c) { c.default_quota.max_connections = kConnections; });
   std::vector<std::unique_ptr<RawClient>> clients;
   for (size_t i = 0; i < kConnections; ++i) {
     clients.push_back(std::make_unique<RawClient>(srv.path()));
@@ -267,7 +267,7 @@ TEST(IpcServer, ReconnectsAfterRestartAndReportsLostRegistrations) {
 }
 
 TEST(IpcServer, SocketModeGroupAndLiveSocketProtection) {
-  TestServer srv([](ipc::IpcConfig& c) {
+  TestServer srv([](clients::IpcConfig& c) {
     c.socket_mode = 0660;
     c.socket_group = "nogroup";
   });
@@ -280,9 +280,9 @@ TEST(IpcServer, SocketModeGroupAndLiveSocketProtection) {
   // A second daemon on the same path must not steal a live socket.
   boost::asio::io_context io;
   prometheus::Registry registry;
-  ipc::SoftRegistrar reg(1);
-  ipc::StaticNicDirectory inv(soft_nics());
-  ipc::UnixServer second(io, srv.server().config(), reg, inv, registry);
+  clients::SoftRegistrar reg(1);
+  clients::StaticNicDirectory inv(soft_nics());
+  clients::UnixServer second(io, srv.server().config(), reg, inv, registry);
   auto r = second.start();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("another daemon"), std::string::npos) << r.error().message;
@@ -305,14 +305,14 @@ int bound_unix_socket(const std::string& path, int type, bool listening) {
   return s;
 }
 
-ipc::Result<ipc::Ok> start_server_at(const std::string& dir, const std::string& path) {
+clients::Result<clients::Ok> start_server_at(const std::string& dir, const std::string& path) {
   boost::asio::io_context io;
   prometheus::Registry registry;
-  ipc::SoftRegistrar reg(1);
-  ipc::StaticNicDirectory inv(soft_nics());
-  ipc::IpcConfig config = test_config(dir);
+  clients::SoftRegistrar reg(1);
+  clients::StaticNicDirectory inv(soft_nics());
+  clients::IpcConfig config = test_config(dir);
   config.socket_path = path;
-  ipc::UnixServer server(io, config, reg, inv, registry);
+  clients::UnixServer server(io, config, reg, inv, registry);
   return server.start();
 }
 
@@ -368,12 +368,12 @@ TEST(IpcServer, AdoptsASystemdSocket) {
     setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
     boost::asio::io_context io;
     prometheus::Registry registry;
-    ipc::SoftRegistrar reg(1);
-    ipc::StaticNicDirectory inv(soft_nics());
-    ipc::IpcConfig config = test_config(dir.path());
+    clients::SoftRegistrar reg(1);
+    clients::StaticNicDirectory inv(soft_nics());
+    clients::IpcConfig config = test_config(dir.path());
     config.socket_path = path;
     config.systemd_activation = true;
-    ipc::UnixServer server(io, config, reg, inv, registry);
+    clients::UnixServer server(io, config, reg, inv, registry);
     if (!server.start().ok() || !server.socket_activated()) _exit(12);
     std::thread loop([&] { io.run_for(std::chrono::seconds(5)); });
     RawClient client(path);
@@ -473,7 +473,7 @@ namespace rdmad::test {
 namespace {
 
 TEST(IpcServer, ClientsBeyondMaxClientsAreRefusedWithAReason) {
-  TestServer srv([](ipc::IpcConfig& c) { c.max_clients = 2; });
+  TestServer srv([](clients::IpcConfig& c) { c.max_clients = 2; });
   RawClient a(srv.path()), b(srv.path());
   ASSERT_TRUE(a.hello() && b.hello());
   rdmad_client* third = nullptr;

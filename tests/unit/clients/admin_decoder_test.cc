@@ -7,7 +7,7 @@
 
 #include "rdmad/daemon/clients/request_decoder.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 using proto::MsgType;
@@ -136,4 +136,4 @@ TEST(AdminDecoder, WrongBodyLengthIsAProtocolErrorNotAClose) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -16,7 +16,7 @@
 #include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 int sealed_memfd(size_t bytes, bool seal = true) {
@@ -234,9 +234,9 @@ TEST_F(RegistrationServiceTest, DmabufChecksTheFdAndSoftRefusesWithReason) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 // Records the access every registration asks the NICs for.
@@ -395,4 +395,4 @@ TEST_F(RegistrationServiceTest, PinsDoNotWaitForTheTableLock) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -59,21 +59,21 @@ inline bool eventually(const std::function<bool()>& pred,
   return true;
 }
 
-inline ipc::IpcConfig test_config(const std::string& dir) {
-  ipc::IpcConfig c;
+inline clients::IpcConfig test_config(const std::string& dir) {
+  clients::IpcConfig c;
   c.socket_path = dir + "/rdmad.sock";
   c.socket_mode = 0666;
   c.systemd_activation = false;
   return c;
 }
 
-inline std::vector<ipc::NicDescriptor> soft_nics() {
+inline std::vector<clients::NicDescriptor> soft_nics() {
   return {{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0}, {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 1}};
 }
 
 class TestServer {
  public:
-  explicit TestServer(std::function<void(ipc::IpcConfig&)> tweak = {}) : config_(test_config(dir_.path())) {
+  explicit TestServer(std::function<void(clients::IpcConfig&)> tweak = {}) : config_(test_config(dir_.path())) {
     if (tweak) tweak(config_);
     start();
   }
@@ -132,8 +132,8 @@ class TestServer {
 
   const std::string& path() const { return config_.socket_path; }
   const std::string& dir() const { return dir_.path(); }
-  ipc::UnixServer& server() { return *server_; }
-  ipc::SoftRegistrar& registrar() { return registrar_; }
+  clients::UnixServer& server() { return *server_; }
+  clients::SoftRegistrar& registrar() { return registrar_; }
   bool started() const { return started_; }
   std::string start_error() const { return start_error_; }
 
@@ -141,7 +141,7 @@ class TestServer {
   void start() {
     io_ = std::make_unique<boost::asio::io_context>();
     registry_ = std::make_unique<prometheus::Registry>();
-    server_ = std::make_unique<ipc::UnixServer>(*io_, config_, registrar_, inventory_, *registry_);
+    server_ = std::make_unique<clients::UnixServer>(*io_, config_, registrar_, inventory_, *registry_);
     auto started = server_->start();
     started_ = started.ok();
     if (!started_) start_error_ = started.error().message;
@@ -162,12 +162,12 @@ class TestServer {
   }
 
   TempDir dir_;
-  ipc::IpcConfig config_;
-  ipc::StaticNicDirectory inventory_{soft_nics()};
-  ipc::SoftRegistrar registrar_{2};
+  clients::IpcConfig config_;
+  clients::StaticNicDirectory inventory_{soft_nics()};
+  clients::SoftRegistrar registrar_{2};
   std::unique_ptr<boost::asio::io_context> io_;
   std::unique_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<ipc::UnixServer> server_;
+  std::unique_ptr<clients::UnixServer> server_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
   bool started_ = false;

@@ -10,7 +10,7 @@
 #include "support/doubles/soft_registrar.h"
 #include "server_fixture.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 namespace fs = std::filesystem;
@@ -108,4 +108,4 @@ TEST(NicTopology, GpuPrefersTheNicUnderTheSameSwitch) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -11,7 +11,7 @@
 #include "rdmad/daemon/clients/registration_service.h"
 #include "support/temp_dir.h"
 
-namespace rdmad::ipc {
+namespace rdmad::clients {
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,4 +74,4 @@ TEST(Locality, PageNodeOfATouchedPage) {
 }
 
 }  // namespace
-}  // namespace rdmad::ipc
+}  // namespace rdmad::clients

@@ -20,8 +20,8 @@ namespace {
 constexpr uint32_t kRw = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
 constexpr uint64_t kPage = 4096;
 
-auto with_workers(uint32_t n, ipc::Quota quota = {}) {
-  return [n, quota](ipc::IpcConfig& c) {
+auto with_workers(uint32_t n, clients::Quota quota = {}) {
+  return [n, quota](clients::IpcConfig& c) {
     c.workers = n;
     c.default_quota = quota;
   };
@@ -152,13 +152,13 @@ int race_for_quota(TestServer& srv, int clients, int each) {
 }
 
 TEST(IpcWorkers, RegistrationCountQuotaHoldsAcrossWorkers) {
-  TestServer srv(with_workers(4, ipc::Quota{uint64_t{1} << 30, 24}));
+  TestServer srv(with_workers(4, clients::Quota{uint64_t{1} << 30, 24}));
   EXPECT_EQ(race_for_quota(srv, 8, 6), 24);
   EXPECT_EQ(srv.metric("rdmad_client_requests_total", {{"op", "register_host"}, {"result", "quota"}}), 24.0);
 }
 
 TEST(IpcWorkers, PinnedBytesQuotaHoldsAcrossWorkers) {
-  TestServer srv(with_workers(4, ipc::Quota{10 * kPage, 4096}));
+  TestServer srv(with_workers(4, clients::Quota{10 * kPage, 4096}));
   EXPECT_EQ(race_for_quota(srv, 8, 3), 10);
 }
 
