@@ -300,16 +300,22 @@ TEST_F(Rdmactl, DiagnoseExitCodeFollowsTheChecksAndJsonIsStructured) {
   EXPECT_NE(text.output.find("ok dmabuf rail0: supported"), std::string::npos) << text.output;
   Ctl json = ctl({"--json", "diagnose"});
   EXPECT_EQ(json.exit, text.exit) << json.output;
-  EXPECT_NE(json.output.find("{\"result\":\"ok\",\"check\":\"dmabuf rail0\",\"detail\":\"supported ("),
+  EXPECT_NE(json.output.find("{\"check\":\"dmabuf rail0\",\"status\":\"ok\",\"detail\":\"supported ("),
             std::string::npos)
       << json.output;
-  EXPECT_NE(json.output.find("{\"result\":\"warn\",\"check\":\"peer channel\",\"detail\":\"insecure: plaintext"),
+  EXPECT_NE(json.output.find("{\"check\":\"peer channel\",\"status\":\"warn\",\"detail\":\"insecure: plaintext"),
             std::string::npos)
       << json.output;
-  // One object per line of the text form, and nothing else in the array.
+  EXPECT_NE(json.output.find("\"hint\":\"configure [peer] tls or psk (docs/security.md)\"}"), std::string::npos)
+      << json.output;
+  EXPECT_NE(text.output.find("\n  hint: configure [peer] tls or psk"), std::string::npos) << text.output;
+  // One object per check line of the text form (hint lines are not checks), nothing else.
   const auto objects = std::count(json.output.begin(), json.output.end(), '{');
   const auto lines = std::count(text.output.begin(), text.output.end(), '\n');
-  EXPECT_EQ(objects, lines) << json.output;
+  size_t hint_lines = 0;
+  for (size_t at = text.output.find("\n  hint: "); at != std::string::npos; at = text.output.find("\n  hint: ", at + 1))
+    ++hint_lines;
+  EXPECT_EQ(objects, lines - static_cast<long>(hint_lines)) << json.output;
 }
 
 // A socket this user may not open is "not allowed" (exit 4), not "cannot reach" (exit 3): the

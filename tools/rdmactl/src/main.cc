@@ -109,6 +109,26 @@ struct DiagnoseLine {
   std::string result, check, detail;
 };
 
+// What an operator can do about a check that is not ok, by the check's first word; empty where
+// there is nothing to add to the detail.
+std::string diagnose_hint(const DiagnoseLine& d) {
+  if (d.result != "fail" && d.result != "warn") return "";
+  const std::string kind = d.check.substr(0, d.check.find(' '));
+  static const std::pair<const char*, const char*> kHints[] = {
+      {"kernel", "dma-buf memory regions need Linux 5.12 or later"},
+      {"gpu-driver", "GPUDirect RDMA through dma-buf needs NVIDIA's open kernel module, loaded"},
+      {"nics", "configure a [[nic]] (docs/configuration.md) or check that the RDMA devices are visible"},
+      {"dmabuf", "the NIC's backend must register dma-bufs: the rdma_core backend on a NIC that supports it"},
+      {"gpudirect", "fix the failed checks it names"},
+      {"cc", "rdmactl cc show; docs/nic-cc.md"},
+      {"nic", "rdmactl nics shows the reason; the daemon retries the NIC with back-off"},
+      {"peer", "configure [peer] tls or psk (docs/security.md)"},
+  };
+  for (const auto& [name, hint] : kHints)
+    if (kind == name) return hint;
+  return "";
+}
+
 DiagnoseLine parse_diagnose_line(const std::string& line) {
   DiagnoseLine d;
   const size_t space = line.find(' ');
@@ -143,12 +163,15 @@ int cmd_diagnose(rdmad_client* c, bool json) {
   if (json) {
     std::printf("[");
     for (size_t i = 0; i < lines.size(); ++i)
-      std::printf("%s{\"result\":\"%s\",\"check\":\"%s\",\"detail\":\"%s\"}", i == 0 ? "" : ",",
-                  json_escape(lines[i].result).c_str(), json_escape(lines[i].check).c_str(),
-                  json_escape(lines[i].detail).c_str());
+      std::printf("%s{\"check\":\"%s\",\"status\":\"%s\",\"detail\":\"%s\",\"hint\":\"%s\"}",
+                  i == 0 ? "" : ",", json_escape(lines[i].check).c_str(), json_escape(lines[i].result).c_str(),
+                  json_escape(lines[i].detail).c_str(), json_escape(diagnose_hint(lines[i])).c_str());
     std::printf("]\n");
   } else {
-    for (const auto& line : raw) std::printf("%s\n", line.c_str());
+    for (size_t i = 0; i < raw.size(); ++i) {
+      std::printf("%s\n", raw[i].c_str());
+      if (const std::string hint = diagnose_hint(lines[i]); !hint.empty()) std::printf("  hint: %s\n", hint.c_str());
+    }
   }
   return failed ? kExitChecksFailed : kExitOk;
 }
