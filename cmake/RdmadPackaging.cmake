@@ -57,6 +57,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.sysusers DESTINATION ${
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.tmpfiles DESTINATION ${RDMAD_TMPFILES_DIR}
         RENAME rdmad.conf COMPONENT daemon)
 
+# The maintainer named in the packages and in their Debian changelog (set before either uses it).
+set(RDMAD_PACKAGE_CONTACT "rdmad maintainers <maintainers@rdmad.dev>" CACHE STRING
+    "Maintainer of the Debian packages (name <address>)")
+
 # The default configuration and the man page come from the daemon itself, so they always match
 # the binary that is packaged.
 set(RDMAD_PAGES rdmad.8.gz rdmactl.1.gz rdmad.toml.5.gz librdmad.3.gz)
@@ -105,8 +109,6 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/prometheus ${PROJECT_SOURCE_DIR}/
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME rdmad)
 set(CPACK_PACKAGE_VENDOR "rdmad")
-set(RDMAD_PACKAGE_CONTACT "rdmad maintainers <maintainers@rdmad.dev>" CACHE STRING
-    "Maintainer of the Debian packages (name <address>)")
 set(CPACK_PACKAGE_CONTACT "${RDMAD_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -107,6 +107,9 @@ configure_file(${SOURCE_DIR}/deploy/debian/librdmad.3 ${OUT_DIR}/librdmad.3 COPY
 execute_process(COMMAND gzip -9nf ${OUT_DIR}/librdmad.3)
 
 # The Debian changelog of this native package (lintian: usr/share/doc/<package>/changelog.gz).
+if(NOT PACKAGE_CONTACT MATCHES "^[^<>]+ <[^<>@]+@[^<>]+>$")
+  message(FATAL_ERROR "PACKAGE_CONTACT '${PACKAGE_CONTACT}' is not 'name <address>'")
+endif()
 string(TIMESTAMP date "%a, %d %b %Y %H:%M:%S +0000" UTC)  # SOURCE_DATE_EPOCH when set
 file(WRITE ${OUT_DIR}/changelog "rdmad (${PACKAGE_VERSION}) unstable; urgency=medium
 
