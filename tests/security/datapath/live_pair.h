@@ -51,7 +51,7 @@ class LivePair : public ::testing::Test {
 
   static DeviceConfig config(const char* address) {
     DeviceConfig c = verbs::test::soft_config(address);
-    c.cc_enabled = true;
+    c.backend_options["cc_enabled"] = true;
     return c;
   }
 
@@ -127,10 +127,16 @@ class LivePair : public ::testing::Test {
 
   // Polls (with a deadline) until A's and B's drops for `reason` add up to `n`; returns the sum.
   uint64_t wait_drops(RxDropReason reason, uint64_t n) const {
+    return wait_count(n, [&] { return dropped(a_.dev->counters(), reason) + dropped(b_.dev->counters(), reason); });
+  }
+  // Polls (with a deadline) until count() reaches `n` (the datapath handles what was sent
+  // asynchronously); returns the last count.
+  template <typename Count>
+  static uint64_t wait_count(uint64_t n, Count count) {
     uint64_t got = 0;
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     do {
-      got = dropped(a_.dev->counters(), reason) + dropped(b_.dev->counters(), reason);
+      got = count();
       if (got >= n) break;
       std::this_thread::yield();
     } while (std::chrono::steady_clock::now() < end);
