@@ -72,7 +72,7 @@ class SoftDirect {
   void open(Ep& e) {
     verbs::DeviceConfig c;  // the daemon's soft NIC settings: DCQCN on, no busy polling
     c.address = "127.0.0.1";
-    c.udp_port = 0;
+    c.backend_options["udp_port"] = 0;
     e.dev = std::move(reg_.open("soft", c).value());
     e.pd = std::move(e.dev->alloc_pd().value());
     e.cq = std::move(e.dev->create_cq(4096).value());

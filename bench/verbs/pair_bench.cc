@@ -185,8 +185,8 @@ void open_endpoint(const Options& o, Endpoint& e) {
   const BackendInfo* backend = reg.find(o.backend);
   if (backend != nullptr && backend->caps.needs_address) {  // a NIC of its own on the bench's address
     c.address = o.address == "0.0.0.0" ? "127.0.0.1" : o.address;
-    c.udp_port = 0;
-    c.cc_enabled = false;
+    c.backend_options["udp_port"] = 0;
+    c.backend_options["cc_enabled"] = false;
   }
   auto d = reg.open(o.backend, c);
   if (!d.ok()) die("open " + o.backend + " " + o.device + ": " + d.status().message());

@@ -73,11 +73,11 @@ struct Ep {
 void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t completion_spin_us = 0,
              bool crc_at_post = true) {
   DeviceConfig c;
-  c.udp_port = 0;
-  c.cc_enabled = false;
-  c.udp_offload = udp_offload;
-  c.crc_at_post = crc_at_post;
-  c.completion_spin_us = completion_spin_us;
+  c.backend_options["udp_port"] = 0;
+  c.backend_options["cc_enabled"] = false;
+  c.backend_options["udp_offload"] = udp_offload;
+  c.backend_options["crc_at_post"] = crc_at_post;
+  c.backend_options["completion_spin_us"] = completion_spin_us;
   e.dev = std::move(reg.open("soft", c).value());
   e.pd = std::move(e.dev->alloc_pd().value());
   e.cq = std::move(e.dev->create_cq(4096).value());

@@ -7,6 +7,7 @@
 #include "rdmad/cc/dcqcn_params.h"
 #include "rdmad/config/field.h"
 #include "rdmad/verbs/builtin_backends.h"
+#include "nic_options.h"
 #include "validators.h"
 
 namespace rdmad::config {
@@ -394,7 +395,7 @@ std::vector<Field> make_fields() {
   f.push_back({"nic", "name", FieldType::kString, std::monostate{},
                "Name of the NIC in logs, metrics (label nic) and the client API.", "a name", true,
                v::identifier(false), [nic](Config& c, size_t i, const Value& x) { nic(c, i).name = as<std::string>(x); }});
-  f.push_back({"nic", "backend", FieldType::kString, std::string("rdma_core"),
+  f.push_back({"nic", "backend", FieldType::kString, verbs::default_builtin_backend().name,
                "Transport backend: soft (RoCEv2 over UDP in software) or rdma_core (a verbs NIC).",
                backend_choices(), false, v::one_of(backend_names()),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).backend = as<std::string>(x); }});
@@ -409,18 +410,6 @@ std::vector<Field> make_fields() {
                "rdma-core device name, as in /sys/class/infiniband (required for rdma_core).", "a device name",
                false, v::identifier(true),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).device = as<std::string>(x); }});
-  f.push_back({"nic", "port", FieldType::kInt, int64_t{1}, "Port number of the rdma-core device (1-based).",
-               "an integer in [1, 255]", false, v::int_range(1, 255),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).port = as<int64_t>(x); }});
-  f.push_back({"nic", "udp_port", FieldType::kInt, int64_t{4791},
-               "UDP port of the soft backend's RoCEv2 endpoint (4791 is the IANA RoCEv2 port; 0 picks a free one).",
-               "an integer in [0, 65535]", false, v::int_range(0, 65535),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).udp_port = as<int64_t>(x); }});
-  f.push_back({"nic", "gid_index", FieldType::kInt, int64_t{-1},
-               "rdma_core: fixed GID index; -1 selects a RoCEv2 GID bound to the port's netdev automatically "
-               "(re-selected when addresses change).",
-               "an integer in [-1, 255]", false, v::int_range(-1, 255),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).gid_index = as<int64_t>(x); }});
   f.push_back({"nic", "gid_match", FieldType::kString, std::string(""),
                "rdma_core: CIDR the automatically selected GID's address must lie in (e.g. 10.1.0.0/16); empty "
                "accepts any.",
@@ -436,22 +425,11 @@ std::vector<Field> make_fields() {
                "misconfiguration.",
                "an integer in [0, 7]", false, v::int_range(0, 7),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).roce_priority = as<int64_t>(x); }});
-  f.push_back({"nic", "dscp", FieldType::kInt, int64_t{26},
-               "rdma_core: DSCP of the NIC's RoCE data packets (the traffic class of their GRH, with ECT(0)); "
-               "the fabric's lossless or ECN class is usually chosen by it. Soft NICs send data with DSCP 0.",
-               "an integer in [0, 63]", false, v::int_range(0, 63),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).dscp = as<int64_t>(x); }});
   f.push_back({"nic", "cnp_dscp", FieldType::kInt, int64_t{-1},
                "DSCP of the congestion notification packets this NIC sends: the soft backend's CNPs, and for "
                "rdma_core the NIC's np_cnp_dscp knob where cc_apply writes it; -1 takes [cc] cnp_dscp.",
                "an integer in [-1, 63]", false, v::int_range(-1, 63),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).cnp_dscp = as<int64_t>(x); }});
-  f.push_back({"nic", "sl", FieldType::kInt, int64_t{0},
-               "rdma_core: service level of the NIC's queue pairs: on InfiniBand the SL of every packet (the "
-               "subnet's SL-to-VL tables map it), on RoCE the priority mlx5 derives the 802.1p PCP from where the "
-               "port does not trust DSCP.",
-               "an integer in [0, 15]", false, v::int_range(0, 15),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).sl = as<int64_t>(x); }});
   f.push_back({"nic", "advertise_address", FieldType::kString, std::string(""),
                "soft: IP address that peers send this NIC's traffic to instead of address, for a NIC behind a NAT or "
                "a fabric emulator port in front of it; empty advertises address. Such a relay forwards from this "
@@ -465,19 +443,7 @@ std::vector<Field> make_fields() {
                "With advertise_address, also the relay's source port the NIC accepts. Ignored by other backends.",
                "an integer in [0, 65535] (0: udp_port)", false, v::int_range(0, 65535),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).advertise_udp_port = as<int64_t>(x); }});
-  f.push_back({"nic", "source_ports", FieldType::kInt, int64_t{8},
-               "soft: UDP source ports (49152-65535, drawn at random) the NIC's QPs send from, each QP pair fixed to "
-               "one, so ECMP in the fabric spreads QPs over paths as it does for hardware RoCE NICs; 0 sends everything "
-               "from udp_port. Ignored by other backends.",
-               "an integer in [0, 64]", false, v::int_range(0, 64),
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).source_ports = as<int64_t>(x); }});
-  f.push_back({"nic", "udp_offload", FieldType::kBool, true,
-               "soft: UDP segmentation offload: runs of packets cross the kernel as one buffer (UDP_SEGMENT on send, "
-               "UDP_GRO on receive). Where the kernel splits a run for an interface without the offload, the packets' "
-               "IP ids count up from 0; soft NICs cannot see the id and take it as 0 in the ICRC, hardware RoCE NICs include it, "
-               "so set false when this NIC exchanges traffic with hardware RoCE NICs. Ignored by other backends.",
-               "true or false", false, nullptr,
-               [nic](Config& c, size_t i, const Value& x) { nic(c, i).udp_offload = as<bool>(x); }});
+  add_backend_option_fields(f);
   add_peer_fields(f);
   add_flow_fields(f);
   return f;

@@ -35,8 +35,8 @@ struct Node {
       verbs::DeviceConfig dc;
       dc.name = "soft" + std::to_string(i);
       dc.address = "127.0.0.1";
-      dc.udp_port = 0;
-      dc.cc_enabled = false;
+      dc.backend_options["udp_port"] = 0;
+      dc.backend_options["cc_enabled"] = false;
       NicObjects n;
       n.dev = std::move(reg.open("soft", dc).value());
       n.pd = std::move(n.dev->alloc_pd().value());

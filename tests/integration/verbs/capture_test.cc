@@ -108,7 +108,7 @@ TEST(Capture, TsharkDecodesOurRoceV2Packets) {
   // datagram (the kernel never splits it on loopback); this test is about the packets a NIC
   // without the offload puts on a wire.
   DeviceConfig c = soft_config();
-  c.udp_offload = false;
+  c.backend_options["udp_offload"] = false;
   make_endpoint(a, open_device("soft", c, &skip));
   make_endpoint(b, open_device("soft", c, &skip));
   ConnectOptions o;

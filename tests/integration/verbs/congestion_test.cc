@@ -42,9 +42,9 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   DeviceConfig rc = soft_config();
   // Data arrives from the fabric port's socket (re-sealed; see fabric_test.cc): the receiver's relay.
   const int bottleneck = rdmad::test::free_port(SOCK_DGRAM);
-  rc.relay_address = "127.0.0.1";
-  rc.relay_udp_port = static_cast<uint16_t>(bottleneck);
-  rc.cc_enabled = true;
+  rc.backend_options["relay_address"] = "127.0.0.1";
+  rc.backend_options["relay_udp_port"] = static_cast<uint16_t>(bottleneck);
+  rc.backend_options["cc_enabled"] = true;
   rc.dcqcn = scaled_profile();
   Endpoint send[kSenders];
   auto rdev = open_device("soft", rc, &skip);
@@ -75,9 +75,9 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   std::vector<std::unique_ptr<MemoryRegion>> src_mrs;
   for (int i = 0; i < kSenders; ++i) {
     DeviceConfig sc = soft_config();
-    sc.cc_enabled = true;
+    sc.backend_options["cc_enabled"] = true;
     sc.dcqcn = scaled_profile();
-    sc.line_rate_mbps = 1000;  // each sender's link as fast as the bottleneck: 4:1 incast
+    sc.backend_options["line_rate_mbps"] = 1000;  // each sender's link as fast as the bottleneck: 4:1 incast
     make_endpoint(send[i], open_device("soft", sc, &skip), 64);
     src_mrs.push_back(std::move(send[i].pd->reg_mr(src.data(), src.size(), 0).value()));
     QpInitAttr ia;

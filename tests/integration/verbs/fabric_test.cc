@@ -24,10 +24,10 @@ fabric::Endpoint endpoint_of(const Device& dev) {
 // A NIC reached through the fabric port listening on 127.0.0.1:relay_port.
 DeviceConfig behind_fabric(bool cc, int relay_port, uint32_t line_rate_mbps = 100000) {
   DeviceConfig c = soft_config();
-  c.relay_address = "127.0.0.1";
-  c.relay_udp_port = static_cast<uint16_t>(relay_port);
-  c.cc_enabled = cc;
-  c.line_rate_mbps = line_rate_mbps;
+  c.backend_options["relay_address"] = "127.0.0.1";
+  c.backend_options["relay_udp_port"] = static_cast<uint16_t>(relay_port);
+  c.backend_options["cc_enabled"] = cc;
+  c.backend_options["line_rate_mbps"] = line_rate_mbps;
   return c;
 }
 

@@ -20,7 +20,7 @@ int main() {
   BackendRegistry reg;
   soft::register_backend(reg);
   DeviceConfig cfg;
-  cfg.udp_port = 0;
+  cfg.backend_options["udp_port"] = 0;
   auto dev = reg.open("soft", cfg);
   if (!dev.ok()) {
     std::fprintf(stderr, "peer: %s\n", dev.status().message().c_str());

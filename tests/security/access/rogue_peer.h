@@ -39,8 +39,8 @@ class RoguePeer {
     verbs::DeviceConfig dc;
     dc.name = id_ + "0";
     dc.address = "127.0.0.1";
-    dc.udp_port = 0;
-    dc.cc_enabled = false;
+    dc.backend_options["udp_port"] = 0;
+    dc.backend_options["cc_enabled"] = false;
     dev_ = std::move(registry_.open("soft", dc).value());
     pd_ = std::move(dev_->alloc_pd().value());
     scq_ = std::move(dev_->create_cq(256).value());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rdmad/config/config.h"
+#include "rdmad/verbs/builtin_backends.h"
 #include "rdmad/verbs/host_nic.h"
 #include "rdmad/verbs/registry.h"
 #include "support/doubles/stub_device.h"
@@ -25,6 +26,11 @@ inline verbs::Capabilities hardware_caps() {
   return c;
 }
 
+// The option table of a built-in backend (so that options reach the doubles as they reach it).
+inline std::vector<verbs::OptionSpec> options_of(const std::string& builtin) {
+  return verbs::find_builtin_backend(builtin)->options;
+}
+
 // `hardware` here: a backend whose devices open only once `present` names them.
 struct NicBackends {
   std::set<std::string> present;
@@ -33,7 +39,7 @@ struct NicBackends {
   std::vector<verbs::HostNic> host_ports;  // what the hardware backend's discover() finds
   verbs::BackendRegistry registry;
   explicit NicBackends(const std::string& hardware = "rdma_core") {
-    registry.add({hardware, hardware_caps(), [this](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+    registry.add({hardware, hardware_caps(), options_of("rdma_core"), [this](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                     opened.push_back(c.name);
                     configs.push_back(c);
                     if (!present.count(c.name)) return verbs::Status::error("no RDMA device named '" + c.name + "'");
@@ -50,7 +56,7 @@ struct NicBackends {
     verbs::Capabilities soft;
     soft.needs_address = true;
     soft.software_cc = true;
-    registry.add({"soft", soft, [](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+    registry.add({"soft", soft, options_of("soft"), [](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                     return verbs::Status::error("address not local");
                   },
                   [] { return std::vector<std::string>{}; }, nullptr, nullptr});

@@ -16,6 +16,17 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kData = fs::path(RDMAD_SOURCE_DIR) / "tests/data/config";
 
+// A loaded section's backend option (every option of the built-in backends has a value there).
+int64_t int_option(const NicSection& n, std::string_view name) {
+  const auto v = n.backend_option(name);
+  return v && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : -999;
+}
+bool bool_option(const NicSection& n, std::string_view name) {
+  const auto v = n.backend_option(name);
+  if (!v || !std::holds_alternative<bool>(*v)) ADD_FAILURE() << name << " is not a boolean option";
+  return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
 std::string read(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream ss;
@@ -106,19 +117,43 @@ TEST(Config, NicDscpSlAndRdmaCoreAddress) {
       "dscp = 46\ncnp_dscp = 48\nsl = 3\n[[nic]]\nname = \"b\"\nbackend = \"soft\"\naddress = \"127.0.0.2\"\n",
       "nic.toml");
   ASSERT_TRUE(r.ok()) << all_errors(r);
-  EXPECT_EQ(r.config.nics[0].dscp, 46);
+  EXPECT_EQ(int_option(r.config.nics[0], "dscp"), 46);
   EXPECT_EQ(r.config.nics[0].cnp_dscp, 48);
-  EXPECT_EQ(r.config.nics[0].sl, 3);
+  EXPECT_EQ(int_option(r.config.nics[0], "sl"), 3);
   EXPECT_EQ(r.config.nics[0].address, "10.1.0.7");
-  EXPECT_EQ(r.config.nics[1].dscp, 26) << "the default";
+  EXPECT_EQ(int_option(r.config.nics[1], "dscp"), 26) << "the default";
   EXPECT_EQ(r.config.nics[1].cnp_dscp, -1) << "the default: [cc] cnp_dscp";
-  EXPECT_EQ(r.config.nics[1].sl, 0);
+  EXPECT_EQ(int_option(r.config.nics[1], "sl"), 0);
   const LoadResult v6 = load_string(
       "[[nic]]\nname = \"a\"\ndevice = \"mlx5_0\"\naddress = \"fd00::7\"\ngid_match = \"fd00::/8\"\n", "v6.toml");
   EXPECT_TRUE(v6.ok()) << all_errors(v6);
   const LoadResult family = load_string(
       "[[nic]]\nname = \"a\"\ndevice = \"mlx5_0\"\naddress = \"fd00::7\"\ngid_match = \"10.0.0.0/8\"\n", "f.toml");
   EXPECT_FALSE(family.ok()) << "an IPv6 address is in no IPv4 prefix";
+}
+
+// The backends' options are [[nic]] keys, checked at load against the backend's table: an error
+// names file:line, nic[i].key and what was expected.
+TEST(Config, BackendOptionKeysAreCheckedAgainstTheirTables) {
+  const LoadResult ok = load_string(
+      "[[nic]]\nname = \"s\"\nbackend = \"soft\"\naddress = \"127.0.0.2\"\nbusy_poll_us = 20\ncc_enabled = false\n",
+      "opt.toml");
+  ASSERT_TRUE(ok.ok()) << all_errors(ok);
+  EXPECT_EQ(int_option(ok.config.nics[0], "busy_poll_us"), 20);
+  EXPECT_FALSE(bool_option(ok.config.nics[0], "cc_enabled"));
+  EXPECT_EQ(int_option(ok.config.nics[0], "line_rate_mbps"), 100000) << "the table's default";
+  const LoadResult range = load_string(
+      "[[nic]]\nname = \"s\"\nbackend = \"soft\"\naddress = \"127.0.0.2\"\nline_rate_mbps = 0\n", "opt.toml");
+  ASSERT_EQ(range.errors.size(), 1u) << all_errors(range);
+  EXPECT_EQ(range.errors[0].to_string().rfind("opt.toml:5:", 0), 0u) << range.errors[0].to_string();
+  EXPECT_EQ(range.errors[0].key, "nic[0].line_rate_mbps");
+  EXPECT_NE(range.errors[0].message.find("[1, 1000000]"), std::string::npos) << range.errors[0].message;
+  const LoadResult type = load_string(
+      "[[nic]]\nname = \"r\"\ndevice = \"mlx5_0\"\n[[nic]]\nname = \"s\"\ndevice = \"mlx5_1\"\ngid_ipv6 = 1\n",
+      "opt.toml");
+  ASSERT_EQ(type.errors.size(), 1u) << all_errors(type);
+  EXPECT_EQ(type.errors[0].line, 7u);
+  EXPECT_EQ(type.errors[0].key, "nic[1].gid_ipv6");
 }
 
 TEST(Config, PrintedDefaultConfigRoundTrips) {
@@ -158,10 +193,10 @@ TEST(Config, FullFileSetsEverySection) {
   EXPECT_EQ(c.nics[0].advertise_udp_port, 14791);
   EXPECT_EQ(c.nics[1].advertise_address, "");
   EXPECT_EQ(c.nics[1].advertise_udp_port, 0);
-  EXPECT_FALSE(c.nics[0].udp_offload);
-  EXPECT_TRUE(c.nics[1].udp_offload);  // per-entry default
-  EXPECT_EQ(c.nics[0].source_ports, 2);
-  EXPECT_EQ(c.nics[1].source_ports, 8);
+  EXPECT_FALSE(bool_option(c.nics[0], "udp_offload"));
+  EXPECT_TRUE(bool_option(c.nics[1], "udp_offload"));  // per-entry default
+  EXPECT_EQ(int_option(c.nics[0], "source_ports"), 2);
+  EXPECT_EQ(int_option(c.nics[1], "source_ports"), 8);
 
   EXPECT_TRUE(c.peer.enabled);
   EXPECT_EQ(c.peer.node_id, "gpu-node-01.rack7");

@@ -61,7 +61,7 @@ class EventDevice final : public verbs::Device {
 // Registers backend `name`, whose devices are EventDevices; *last is the one opened last.
 void add_event_backend(verbs::BackendRegistry& registry, const std::string& name, EventDevice** last,
                        verbs::Capabilities caps = {}) {
-  registry.add({name, caps, [last](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
+  registry.add({name, caps, {}, [last](const verbs::DeviceConfig&) -> verbs::Result<std::unique_ptr<verbs::Device>> {
                   auto d = std::make_unique<EventDevice>();
                   if (last != nullptr) *last = d.get();
                   return std::unique_ptr<verbs::Device>(std::move(d));

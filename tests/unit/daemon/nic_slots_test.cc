@@ -110,7 +110,7 @@ TEST(NicSlots, TreatmentFollowsTheBackendsCapabilitiesNotItsName) {
   EXPECT_FALSE(nics.nics()[0].in_service()) << "out of service, not a start-up error";
   EXPECT_EQ(nics.nics()[0].port(), 2);
   EXPECT_EQ(nics.nics()[0].device_config.name, "mlx5_0");
-  EXPECT_EQ(nics.nics()[0].device_config.gid_cidr, "10.1.0.7/32");
+  EXPECT_EQ(nics.nics()[0].device_config.backend_options.at("gid_cidr"), verbs::OptionValue{"10.1.0.7/32"});
   b.present = {"mlx5_0"};
   EXPECT_EQ(nics.retry(NicSlots::Clock::now()), std::vector<size_t>{0});
 }

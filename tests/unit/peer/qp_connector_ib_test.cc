@@ -66,7 +66,7 @@ class FixtureDevice final : public verbs::Device {
   }
   const verbs::DeviceInfo& info() const override { return info_; }
   verbs::Result<verbs::PortInfo> query_port(uint8_t) const override {
-    verbs::PortInfo p = rc::port_info_from_sysfs(root_, sysfs_, sysfs_.ports.at(0), verbs::DeviceConfig{});
+    verbs::PortInfo p = rc::port_info_from_sysfs(root_, sysfs_, sysfs_.ports.at(0), rc::RdmaCoreConfig{});
     if (lid_) p.lid = *lid_;
     if (p.active_mtu_bytes == 0) p.active_mtu_bytes = 4096;  // sysfs has no IB MTU; ibv_query_port does
     return p;

@@ -13,7 +13,7 @@ namespace {
 using nic_cc::SysfsRoot;
 using rdmad::testing::sysfs_fixture;
 
-verbs::PortInfo port_of(const std::string& host, const DeviceConfig& config, GidChoice* choice,
+verbs::PortInfo port_of(const std::string& host, const RdmaCoreConfig& config, GidChoice* choice,
                         const std::string& device = "mlx5_0") {
   const SysfsRoot root(sysfs_fixture(host));
   const DeviceInfo d = read_device_sysfs(root, device);
@@ -22,7 +22,7 @@ verbs::PortInfo port_of(const std::string& host, const DeviceConfig& config, Gid
 
 TEST(RdmaCorePortInfo, RoceHostDefaultsToTheIpv4GidOfThePortsNetdev) {
   GidChoice choice;
-  const auto p = port_of("roce-cx6dx", DeviceConfig{}, &choice);
+  const auto p = port_of("roce-cx6dx", RdmaCoreConfig{}, &choice);
   ASSERT_TRUE(choice.ok()) << choice.reason;
   EXPECT_EQ(choice.entry->index, 3u);
   EXPECT_EQ(p.gid.to_ip_string(), "10.10.1.11");
@@ -35,17 +35,17 @@ TEST(RdmaCorePortInfo, RoceHostDefaultsToTheIpv4GidOfThePortsNetdev) {
 
 TEST(RdmaCorePortInfo, ConfigPicksVlanByCidrIpv6OrFixedIndex) {
   GidChoice choice;
-  DeviceConfig c;
+  RdmaCoreConfig c;
   c.gid_cidr = "192.168.100.0/24";
   port_of("roce-cx6dx", c, &choice);
   ASSERT_TRUE(choice.ok()) << choice.reason;
   EXPECT_EQ(choice.entry->index, 9u) << "the VLAN on the port's netdev is accepted";
-  c = DeviceConfig{};
+  c = RdmaCoreConfig{};
   c.gid_ipv6 = true;
   port_of("roce-cx6dx", c, &choice);
   ASSERT_TRUE(choice.ok());
   EXPECT_EQ(choice.entry->index, 5u);
-  c = DeviceConfig{};
+  c = RdmaCoreConfig{};
   c.gid_index = 1;
   port_of("roce-cx6dx", c, &choice);
   ASSERT_TRUE(choice.ok());
@@ -54,13 +54,13 @@ TEST(RdmaCorePortInfo, ConfigPicksVlanByCidrIpv6OrFixedIndex) {
 
 TEST(RdmaCorePortInfo, BadCidrOrWrongNetdevGivesNoGid) {
   GidChoice choice;
-  DeviceConfig c;
+  RdmaCoreConfig c;
   c.gid_cidr = "10.0.0.0/99";
   const auto p = port_of("roce-cx6dx", c, &choice);
   EXPECT_FALSE(choice.ok());
   EXPECT_NE(choice.reason.find("gid_cidr"), std::string::npos);
   EXPECT_EQ(p.gid, Gid{});
-  c = DeviceConfig{};
+  c = RdmaCoreConfig{};
   c.gid_netdev = "eth9";
   port_of("roce-cx6dx", c, &choice);
   EXPECT_FALSE(choice.ok()) << "no GID of mlx5_0 is on eth9";
@@ -68,20 +68,20 @@ TEST(RdmaCorePortInfo, BadCidrOrWrongNetdevGivesNoGid) {
 
 TEST(RdmaCorePortInfo, InfinibandHostUsesThePortGid) {
   GidChoice choice;
-  const auto p = port_of("ib-hdr", DeviceConfig{}, &choice);
+  const auto p = port_of("ib-hdr", RdmaCoreConfig{}, &choice);
   ASSERT_TRUE(choice.ok()) << choice.reason;
   EXPECT_EQ(choice.entry->index, 0u);
   EXPECT_EQ(format_gid(p.gid.raw), "fe80::b83f:d203:12:3450");
   EXPECT_EQ(p.link_layer, verbs::LinkLayer::kInfiniband);
   EXPECT_EQ(p.state, PortState::kActive);
   EXPECT_EQ(p.speed_mbps, 200000u);
-  const auto down = port_of("ib-hdr", DeviceConfig{}, &choice, "mlx5_1");
+  const auto down = port_of("ib-hdr", RdmaCoreConfig{}, &choice, "mlx5_1");
   EXPECT_EQ(down.state, PortState::kDown);
 }
 
 TEST(RdmaCorePortInfo, IbvQueryPortOverridesStateAndMtus) {
   GidChoice choice;
-  auto p = port_of("roce-cx6dx", DeviceConfig{}, &choice);
+  auto p = port_of("roce-cx6dx", RdmaCoreConfig{}, &choice);
   ibv_port_attr attr{};
   attr.state = IBV_PORT_INIT;
   attr.link_layer = IBV_LINK_LAYER_ETHERNET;
@@ -96,7 +96,7 @@ TEST(RdmaCorePortInfo, IbvQueryPortOverridesStateAndMtus) {
 
 TEST(RdmaCorePortInfo, InfinibandPortReportsItsLidForPeers) {
   GidChoice choice;
-  auto p = port_of("ib-hdr", DeviceConfig{}, &choice);
+  auto p = port_of("ib-hdr", RdmaCoreConfig{}, &choice);
   ibv_port_attr attr{};
   attr.state = IBV_PORT_ACTIVE;
   attr.link_layer = IBV_LINK_LAYER_INFINIBAND;

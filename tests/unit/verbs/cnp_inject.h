@@ -18,8 +18,8 @@ namespace rdmad::verbs::test {
 // that rate, and neither the timer nor the byte counter ever raises it again.
 inline DeviceConfig held_rate_config(uint32_t mbps) {
   DeviceConfig c = soft_config();
-  c.cc_enabled = true;
-  c.line_rate_mbps = 10'000;
+  c.backend_options["cc_enabled"] = true;
+  c.backend_options["line_rate_mbps"] = 10'000;
   c.dcqcn = cc::mlx5_profile();
   c.dcqcn.rate_on_first_cnp_mbps = mbps;
   c.dcqcn.increase_timer_us = 0;

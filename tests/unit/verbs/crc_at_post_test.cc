@@ -38,7 +38,7 @@ class CrcAtPost : public ::testing::TestWithParam<Case> {};
 TEST_P(CrcAtPost, CombinedIcrcsMatchAndOnlyFullSegmentsUseThem) {
   const Case c = GetParam();
   DeviceConfig cfg = soft_config();
-  cfg.crc_at_post = c.crc_at_post;
+  cfg.backend_options["crc_at_post"] = c.crc_at_post;
   Endpoint a, b;
   std::string why;
   make_endpoint(a, open_device("soft", cfg, &why));

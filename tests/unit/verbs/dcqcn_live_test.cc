@@ -10,7 +10,7 @@ namespace {
 
 TEST(DcqcnLive, SoftNicTakesNewParametersWhileAQpMovesData) {
   DeviceConfig config = soft_config();
-  config.cc_enabled = true;
+  config.backend_options["cc_enabled"] = true;
   std::string skip;
   Endpoint a, b;
   make_endpoint(a, open_device("soft", config, &skip));

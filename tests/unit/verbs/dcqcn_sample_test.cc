@@ -24,8 +24,8 @@ cc::DcqcnParams frozen_params() {
 
 DeviceConfig cc_config() {
   DeviceConfig c = soft_config();
-  c.cc_enabled = true;
-  c.line_rate_mbps = kLineRateMbps;
+  c.backend_options["cc_enabled"] = true;
+  c.backend_options["line_rate_mbps"] = kLineRateMbps;
   c.dcqcn = frozen_params();
   return c;
 }
@@ -100,8 +100,8 @@ TEST(DcqcnSamples, IdleFlowRecoversWhenRead) {
 // the profile's rate_on_first_cnp_mbps (where it stays until the profile's increase events).
 void open_cut_pair(Endpoint& a, Endpoint& b, const cc::DcqcnParams& dcqcn, const ConnectOptions& o) {
   DeviceConfig c = soft_config();
-  c.cc_enabled = true;
-  c.line_rate_mbps = 10'000;
+  c.backend_options["cc_enabled"] = true;
+  c.backend_options["line_rate_mbps"] = 10'000;
   c.dcqcn = dcqcn;
   std::string skip;
   make_endpoint(a, open_device("soft", c, &skip));

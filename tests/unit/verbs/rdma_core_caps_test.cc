@@ -88,7 +88,7 @@ TEST(RdmaCoreCapabilities, HandlingMatchesBehaviour) {
   auto d = registry().open("rdma_core", named);
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d.value()->info().name, names.back());
-  named.port = 99;
+  named.backend_options["port"] = 99;
   EXPECT_FALSE(registry().open("rdma_core", named).ok()) << "port 99 accepted";
   // registration_faults_in_pages: registering makes untouched pages resident (pinned).
   auto pd = d.value()->alloc_pd();

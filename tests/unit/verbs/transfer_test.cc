@@ -169,7 +169,7 @@ TEST(TransferV6, WriteThenReadBackOverIpv6) {
 TEST(TransferSpin, PingPongWithCompletionSpin) {
   std::string skip;
   DeviceConfig c = soft_config();
-  c.completion_spin_us = 50;
+  c.backend_options["completion_spin_us"] = 50;
   Endpoint a, b;
   make_endpoint(a, open_device("soft", c, &skip));
   make_endpoint(b, open_device("soft", c, &skip));

@@ -38,8 +38,8 @@ inline BackendRegistry& registry() {
 inline DeviceConfig soft_config(const std::string& address = "127.0.0.1") {
   DeviceConfig c;
   c.address = address;
-  c.udp_port = 0;  // ephemeral: tests run in parallel
-  c.cc_enabled = false;
+  c.backend_options["udp_port"] = 0;  // ephemeral: tests run in parallel
+  c.backend_options["cc_enabled"] = false;
   return c;
 }
 

@@ -57,7 +57,7 @@ std::map<uint32_t, uint16_t> source_ports(const DeviceConfig& config, int qps) {
 
 TEST(SourcePort, QpsSpreadOverPortsInTheRoceRange) {
   DeviceConfig c = soft_config();
-  c.source_ports = 8;
+  c.backend_options["source_ports"] = 8;
   auto ports = source_ports(c, 16);
   ASSERT_EQ(ports.size(), 16u);
   std::set<uint16_t> distinct;
@@ -70,7 +70,7 @@ TEST(SourcePort, QpsSpreadOverPortsInTheRoceRange) {
 
 TEST(SourcePort, ZeroSourcePortsSendFromTheListeningPort) {
   DeviceConfig c = soft_config();
-  c.source_ports = 0;
+  c.backend_options["source_ports"] = 0;
   auto ports = source_ports(c, 4);
   ASSERT_EQ(ports.size(), 4u);
   std::set<uint16_t> distinct;

@@ -107,12 +107,12 @@ cc::DcqcnParams tcg_params(uint32_t line_rate_mbps) {
 verbs::DeviceConfig nic_config(const std::string& address, const Options& o) {
   verbs::DeviceConfig c;
   c.address = address;
-  c.udp_port = 4791;
-  c.cc_enabled = true;
-  c.line_rate_mbps = o.line_rate_mbps;
+  c.backend_options["udp_port"] = 4791;
+  c.backend_options["cc_enabled"] = true;
+  c.backend_options["line_rate_mbps"] = o.line_rate_mbps;
   // One packet per datagram: RED then counts (and marks) exactly the packets the NP counts. With
   // UDP_SEGMENT a run that fits the tbf's burst reaches RED whole and one mark covers all of it.
-  c.udp_offload = false;
+  c.backend_options["udp_offload"] = false;
   c.dcqcn = o.profile == "mlx5" ? cc::mlx5_profile() : tcg_params(o.line_rate_mbps);
   return c;
 }

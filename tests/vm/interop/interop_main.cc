@@ -205,9 +205,9 @@ int main(int argc, char** argv) {
   const bool soft = !o.soft_address.empty();
   if (soft) {
     cfg.address = o.soft_address;
-    cfg.udp_port = 4791;
-    cfg.udp_offload = o.udp_offload;
-    cfg.cc_enabled = true;  // the notification point answers the guest's CE marks (phase ecn)
+    cfg.backend_options["udp_port"] = 4791;
+    cfg.backend_options["udp_offload"] = o.udp_offload;
+    cfg.backend_options["cc_enabled"] = true;  // the notification point answers the guest's CE marks (phase ecn)
   } else {
     cfg.name = o.device;
   }

@@ -14,9 +14,15 @@ void register_builtin_backends(BackendRegistry& registry) {
 }
 
 const std::vector<BackendDescription>& builtin_backends() {
-  static const std::vector<BackendDescription> all = {{"soft", soft::static_capabilities()},
-                                                      {"rdma_core", rdma_core::static_capabilities()}};
+  static const std::vector<BackendDescription> all = {
+      {"soft", soft::static_capabilities(), soft::option_table()},
+      {"rdma_core", rdma_core::static_capabilities(), rdma_core::option_table()}};
   return all;
+}
+
+const BackendDescription& default_builtin_backend() {
+  // A [[nic]] that names no backend is a hardware NIC.
+  return builtin_backends()[1];
 }
 
 const BackendDescription* find_builtin_backend(const std::string& name) {

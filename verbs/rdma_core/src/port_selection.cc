@@ -6,7 +6,7 @@
 
 namespace rdmad::verbs::rdma_core {
 
-base::Result<GidMatch, std::string> gid_match_from_config(const DeviceConfig& config,
+base::Result<GidMatch, std::string> gid_match_from_config(const RdmaCoreConfig& config,
                                                             const nic_cc::SysfsRoot& root,
                                                             std::string_view port_netdev) {
   GidMatch m;
@@ -31,7 +31,7 @@ GidChoice select_port_gid(std::span<const GidEntry> table, const PortInfo& port,
 }
 
 verbs::PortInfo port_info_from_sysfs(const nic_cc::SysfsRoot& root, const DeviceInfo& device,
-                                     const PortInfo& port, const DeviceConfig& config, GidChoice* choice) {
+                                     const PortInfo& port, const RdmaCoreConfig& config, GidChoice* choice) {
   GidChoice chosen;
   auto match = gid_match_from_config(config, root, port.netdev);
   if (match) {

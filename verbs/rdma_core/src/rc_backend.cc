@@ -29,7 +29,10 @@ struct DeviceList {
   DeviceList& operator=(const DeviceList&) = delete;
 };
 
-Result<std::unique_ptr<Device>> open_device(const DeviceConfig& config) {
+Result<std::unique_ptr<Device>> open_device(const DeviceConfig& device_config) {
+  auto parsed = rdma_core_config(device_config);
+  if (!parsed.ok()) return parsed.status();
+  const RdmaCoreConfig& config = parsed.value();
   DeviceList devices;
   if (devices.count <= 0 || devices.list == nullptr) {
     return Status::error("no RDMA device: ibv_get_device_list found 0 devices");
@@ -132,6 +135,7 @@ BackendInfo backend_info() {
   b.name = "rdma_core";
   b.caps = probe_capabilities();
   add_handling(b.caps);
+  b.options = option_table();
   b.open = open_device;
   b.list_devices = list_device_names;
   b.discover = discover_host;

@@ -13,6 +13,7 @@
 #include "device_info.h"
 #include "gid_selector.h"
 #include "handles.h"
+#include "rc_options.h"
 #include "split_keys.h"
 #include "wr_mapping.h"
 #include "rdmad/verbs/registry.h"
@@ -23,7 +24,7 @@ namespace rdmad::verbs::rdma_core {
 struct DeviceState {
   Context ctx;
   nic_cc::SysfsRoot root;
-  DeviceConfig config;
+  RdmaCoreConfig config;
   DeviceInfo sysfs;  // facts read at open
   DeviceCaps caps;
 

@@ -1,4 +1,4 @@
-// Payload CRCs computed by the posting thread (DeviceConfig::crc_at_post). At 1 MiB the requester's
+// Payload CRCs computed by the posting thread (the crc_at_post option). At 1 MiB the requester's
 // datapath thread spends about a tenth of its cycles on ICRCs; the thread that posts a large SEND
 // or WRITE does that part instead, and the datapath combines each segment's CRC with its headers'
 // (roce::Crc32Shift) on the first transmission.

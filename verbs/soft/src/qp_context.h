@@ -36,7 +36,7 @@ struct CqShared {
   int event_fd = -1;
 };
 
-/// Payload CRCs the posting thread computed for one send WR (DeviceConfig::crc_at_post): the
+/// Payload CRCs the posting thread computed for one send WR (the crc_at_post option): the
 /// CRC-32 of each of its first `count` path-MTU segments (`mtu` bytes each), at ring positions
 /// `first`... of PostCrcRing. count 0: the datapath computes every CRC itself.
 struct PostCrc {

@@ -213,7 +213,7 @@ uint32_t roce_mtu_for(const std::string& address) {
 
 class SoftDevice final : public Device {
  public:
-  explicit SoftDevice(const DeviceConfig& config)
+  explicit SoftDevice(const SoftConfig& config)
       : nic_(std::make_shared<SoftNic>(config)), active_mtu_(roce_mtu_for(config.address)) {
     info_.name = config.name.empty() ? "soft" + std::to_string(nic_->id()) : config.name;
     info_.backend = "soft";
@@ -299,9 +299,12 @@ BackendInfo backend_info() {
   b.name = "soft";
   b.caps = static_capabilities();
   b.discover = [](const HostScan&) -> Result<HostNics> { return HostNics{}; };
+  b.options = option_table();
   b.open = [](const DeviceConfig& config) -> Result<std::unique_ptr<Device>> {
+    auto soft = soft_config(config);
+    if (!soft.ok()) return soft.status();
     try {
-      return std::unique_ptr<Device>(std::make_unique<SoftDevice>(config));
+      return std::unique_ptr<Device>(std::make_unique<SoftDevice>(soft.value()));
     } catch (const std::exception& e) {
       return Status::error(e.what());
     }

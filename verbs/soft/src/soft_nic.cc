@@ -77,7 +77,7 @@ constexpr int kBindAttempts = 32;
 
 }  // namespace
 
-SoftNic::SoftNic(const DeviceConfig& config)
+SoftNic::SoftNic(const SoftConfig& config)
     : config_(config),
       id_(g_next_nic_id.fetch_add(1)),
       local_ip_(nic_address(config.address)),

@@ -23,6 +23,7 @@
 #include "rdmad/roce/packet.h"
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/registry.h"
+#include "soft_options.h"
 #include "spsc_ring.h"
 #include "udp_batch.h"
 
@@ -80,13 +81,13 @@ inline bool covers(const MrView& mr, uint64_t va, uint64_t len) {
 class SoftNic {
  public:
   /// Binds the socket and starts the datapath thread; throws on setup failure (startup only).
-  explicit SoftNic(const DeviceConfig& config);
+  explicit SoftNic(const SoftConfig& config);
   ~SoftNic();
   SoftNic(const SoftNic&) = delete;
   SoftNic& operator=(const SoftNic&) = delete;
 
   uint32_t id() const { return id_; }
-  const DeviceConfig& config() const { return config_; }
+  const SoftConfig& config() const { return config_; }
   const roce::IpAddr& local_ip() const { return local_ip_; }
   uint16_t local_port() const { return local_port_; }
 
@@ -208,7 +209,7 @@ class SoftNic {
   void send_cnp(const QpContext& qp);
   void flush_tx();
 
-  DeviceConfig config_;
+  SoftConfig config_;
   uint32_t id_;
   roce::IpAddr local_ip_;
   uint16_t local_port_ = 0;
@@ -228,7 +229,7 @@ class SoftNic {
   UdpTxBatch tx_;
   UdpRxBatch rx_;
 
-  roce::IpAddr relay_ip_;     // DeviceConfig::relay_address
+  roce::IpAddr relay_ip_;     // SoftConfig::relay_address
   uint16_t relay_port_ = 0;   // 0: no relay
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
   std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from

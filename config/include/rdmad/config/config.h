@@ -3,10 +3,13 @@
 // (field.h); parsing, `--print-default-config` and docs/configuration.md are generated from it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmad/cc/dcqcn_params.h"
+#include "rdmad/verbs/backend_options.h"
 
 namespace rdmad::config {
 
@@ -31,22 +34,27 @@ struct CcSection {
 
 struct NicSection {
   std::string name;
-  std::string backend;  // a backend of the registry: soft | rdma_core
+  std::string backend;  // a backend of the registry (verbs::builtin_backends)
   std::string address;  // IP address (soft); optional for rdma_core (selects the GID of that address)
   std::string device;   // rdma-core device name (rdma_core)
-  int64_t port = 1;     // device port number (rdma_core)
-  int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)
-  int64_t gid_index = -1;   // rdma_core: fixed GID index; -1 selects a RoCEv2 GID automatically
   std::string gid_match;    // rdma_core: CIDR the selected GID's address must lie in ("" = any)
   bool cc_apply = false;    // rdma_core: write the [cc] parameters to the NIC (else read and report only)
   int64_t roce_priority = 3;  // 802.1p priority carrying RoCE traffic (CC misconfiguration checks)
-  int64_t dscp = 26;          // rdma_core: DSCP of RoCE data packets
   int64_t cnp_dscp = -1;      // DSCP of the NIC's CNPs (soft; rdma_core with cc_apply); -1: [cc] cnp_dscp
-  int64_t sl = 0;             // rdma_core: service level of the QPs
   std::string advertise_address;   // soft: IP peers send to instead of `address` ("" = address)
   int64_t advertise_udp_port = 0;  // soft: UDP port peers send to (0 = udp_port)
-  int64_t source_ports = 8;        // soft: sockets on random ports in 49152-65535 (0 = udp_port)
-  bool udp_offload = true;         // soft: UDP_SEGMENT/UDP_GRO (false toward hardware RoCE NICs)
+  // The backends' options have keys generated from their tables (verbs::BackendInfo::options). The
+  // ones the loader and the daemon read themselves are members; every other is in `options`, at
+  // the value the file gives or the table's default (a section made in code holds none: the
+  // backend's defaults apply).
+  int64_t port = 1;         // device port number (rdma_core)
+  int64_t udp_port = 4791;  // UDP port of the RoCEv2 endpoint (soft)
+  int64_t gid_index = -1;   // rdma_core: fixed GID index; -1 selects a RoCEv2 GID automatically
+  verbs::BackendOptions options;
+
+  /// The value this section gives backend option `name` (a member or `options`); nullopt where
+  /// it gives none.
+  std::optional<verbs::OptionValue> backend_option(std::string_view option) const;
 
   bool operator==(const NicSection&) const = default;
 };

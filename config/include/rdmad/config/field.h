@@ -48,6 +48,13 @@ struct Field {
 std::span<const Section> sections();
 std::span<const Field> fields();
 
+// A backend option without a [[nic]] key of its own: the daemon fills it from other keys.
+struct DerivedOption {
+  std::string option;  // its name in the backend's table
+  std::string from;    // the keys it comes from, for the docs
+};
+std::span<const DerivedOption> derived_nic_options();
+
 // Renders a value as a TOML literal ("\"info\"", "4791", "0.25", "{ rack = \"r1\" }"); a double always
 // renders as a TOML float ("1000.0").
 std::string to_toml(const Value& v);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rdmad/cc/dcqcn_params.h"
+#include "rdmad/verbs/backend_options.h"
 #include "rdmad/verbs/device.h"
 #include "rdmad/verbs/host_nic.h"
 
@@ -39,7 +40,7 @@ struct Capabilities {
   // the device cannot be opened. False: the daemon exports Device::counters() (datapath counters).
   bool sysfs_ports = false;
   // open() opens an existing device, named by DeviceConfig::name ([[nic]] device), whose port
-  // DeviceConfig::port is used. False: open() makes a one-port NIC named after the [[nic]].
+  // its `port` option names. False: open() makes a one-port NIC named after the [[nic]].
   bool opens_named_device = false;
   // DeviceConfig::address is required: the NIC binds to it (its GID is that address).
   bool needs_address = false;
@@ -63,59 +64,21 @@ class ChangeWatch {
   virtual bool drain() = 0;
 };
 
-/// How to open one NIC. Backends read the fields they need.
+/// How to open one NIC. What only one backend reads is in backend_options, checked against that
+/// backend's table (BackendInfo::options) when it opens the NIC.
 struct DeviceConfig {
-  std::string name;                 // device name: soft NICs name themselves, rdma_core opens it
-  std::string address = "127.0.0.1";  // soft: IP the UDP socket binds to (the GID)
-  uint16_t udp_port = 4791;         // soft: 0 picks an ephemeral port (tests)
-  uint32_t line_rate_mbps = 100000;  // soft: port speed and DCQCN line rate
-  bool cc_enabled = true;           // soft: run DCQCN (reaction + notification point)
-  cc::DcqcnParams dcqcn = cc::mlx5_profile();
-  uint32_t socket_buffer_bytes = 8u << 20;  // soft: SO_SNDBUF/SO_RCVBUF
-  // soft: send sockets bound to random ports in 49152-65535; each QP sends from one of them, picked
-  // by a hash of its and its peer's QP numbers (as hardware derives the source port from the flow
-  // label), so ECMP can spread QPs over paths. 0 sends everything from udp_port.
-  uint32_t source_ports = 8;
-  // soft: the relay in front of this NIC when peers reach it through one (an rdmad-fabric port;
-  // [[nic]] advertise_address/advertise_udp_port). A relay forwards from its own address and port,
-  // so QPs accept exactly that source besides their peer's. Empty: no relay. Every packet's ICRC is
-  // verified either way (a relay re-seals what it forwards).
-  std::string relay_address;
-  uint16_t relay_udp_port = 0;
-  // soft: keep polling this long after the last work before sleeping in ppoll. Spinning shortens
-  // round trips when the datapath has a core of its own and lengthens them when cores are shared.
-  uint32_t busy_poll_us = 0;
-  // soft: after handing completions to a CQ, keep polling this long (or until the datapath sends
-  // again) for the work the application posts in reply: a request/response exchange then costs one
-  // thread wake-up per direction, as a UDP ping-pong does, instead of two at the requester. Off by
-  // default: worth 10-50 µs where the datapath thread has a core to itself; on oversubscribed cores
-  // the spinning thread delays the ones it waits for (BENCHMARKS.md, soft backend).
-  uint32_t completion_spin_us = 0;
-  // soft: UDP segmentation offload (UDP_SEGMENT sends, UDP_GRO receives): a run of packets crosses
-  // the kernel as one buffer. Where the kernel splits a run for a NIC without the offload, the IP
-  // ids of the packets count up from 0; soft receivers assume 0 in the ICRC either way, hardware
-  // RoCE receivers include them: turn it off when soft NICs talk to hardware NICs.
-  bool udp_offload = true;
-  // soft: the thread that posts a SEND or WRITE of at least 16 KiB computes the CRC-32 of its
-  // full-MTU payload segments, and the datapath combines each with its headers' CRC for the ICRC
-  // instead of reading the payload twice. Moves about a tenth of the requester's work at 1 MiB
-  // onto the posting thread (BENCHMARKS.md). False: the datapath computes every ICRC (tests, A/B).
-  bool crc_at_post = true;
-  // rdma_core: which port, which source GID, which DSCP. name empty opens the first device.
-  uint8_t port = 1;                 // rdma_core: port number (from 1)
-  int gid_index = -1;               // rdma_core: fixed GID index; -1 selects by gid_netdev/gid_cidr
-  std::string gid_netdev;           // rdma_core: netdev the RoCEv2 GID must be bound to (VLANs on it too)
-  std::string gid_cidr;             // rdma_core: optional prefix the GID must be in ("10.0.0.0/16")
-  bool gid_ipv6 = false;            // rdma_core: the fabric is IPv6 (prefer IPv6 GIDs over IPv4-mapped)
-  uint8_t dscp = 26;                // rdma_core: DSCP of data packets (traffic class = DSCP with ECT(0))
-  uint8_t sl = 0;                   // rdma_core: service level of the QPs (InfiniBand SL; RoCE: the priority
-                                    // mlx5 maps it to where the port does not trust DSCP)
-  std::string sysfs_root = "/";     // rdma_core: stands in for "/" when reading sysfs (tests)
+  std::string name;  // soft NICs are named after it; rdma_core opens the device of that name (empty: the first)
+  std::string address = "127.0.0.1";  // soft: the IP its UDP socket binds to (its GID)
+  cc::DcqcnParams dcqcn = cc::mlx5_profile();  // backends that run DCQCN themselves (Capabilities::software_cc)
+  BackendOptions backend_options;
 };
 
 struct BackendInfo {
   std::string name;
   Capabilities caps;
+  /// The options open() reads from DeviceConfig::backend_options, with defaults, ranges and help
+  /// (configuration makes a [[nic]] key of each). open() refuses a key outside it.
+  std::vector<OptionSpec> options;
   std::function<Result<std::unique_ptr<Device>>(const DeviceConfig&)> open;
   /// Names of the devices present (empty when the hardware is absent).
   std::function<std::vector<std::string>()> list_devices;

@@ -4,8 +4,9 @@
 // goes through the verbs interface. Its internal headers are in its src/, which only the tests of
 // its internals add to their include path.
 //
-// Per NIC the daemon fills DeviceConfig: `name` (empty: the first device), `port`, `gid_index` (>= 0
-// fixes it) or `gid_netdev` / `gid_cidr` / `gid_ipv6`, `dscp`. The source GID is selected again at
+// Per NIC the daemon fills DeviceConfig: `name` (empty: the first device) and the options of
+// option_table(): `port`, `gid_index` (>= 0 fixes it) or `gid_netdev` / `gid_cidr` / `gid_ipv6`,
+// `dscp`, `sl`, `sysfs_root`. The source GID is selected again at
 // every query_port() and at every modify() carrying kQpAv, so address changes are picked up without
 // keeping an index; after an AddressWatcher event the daemon calls query_port() to log the new GID.
 // NIC congestion control (cc_apply) is not part of the verbs device: nic_location() gives the netdev
@@ -29,6 +30,9 @@ BackendInfo backend_info();
 /// The capabilities that hold whether or not a device is present (how the daemon treats hardware
 /// NICs); the device's features and limits are left at their defaults.
 Capabilities static_capabilities();
+
+/// Its options (BackendInfo::options), with defaults, ranges and help.
+const std::vector<OptionSpec>& option_table();
 
 /// Adds the rdma_core backend to a registry.
 inline void register_backend(BackendRegistry& registry) { registry.add(backend_info()); }
