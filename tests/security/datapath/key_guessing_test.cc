@@ -33,10 +33,12 @@ class KeyGuessing : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string skip;
-    verbs::test::make_endpoint(a_, verbs::test::open_device(GetParam(), verbs::test::soft_config(), &skip), 16);
-    if (!a_.dev) GTEST_SKIP() << skip;
-    verbs::test::make_endpoint(b_, verbs::test::open_device(GetParam(), verbs::test::soft_config(), &skip), 16);
-    ASSERT_TRUE(b_.dev) << skip;
+    auto da = verbs::test::open_device(GetParam(), verbs::test::soft_config(), &skip);
+    if (!da) GTEST_SKIP() << skip;
+    auto db = verbs::test::open_device(GetParam(), verbs::test::soft_config(), &skip);
+    ASSERT_TRUE(db) << skip;
+    verbs::test::make_endpoint(a_, std::move(da), 16);
+    verbs::test::make_endpoint(b_, std::move(db), 16);
     o_.timeout = 14;
     verbs::test::connect_pair(a_, b_, o_);
     // The target side: the export, then (as a client's registrations did) regions with remote

@@ -72,10 +72,18 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
   // A backend that opens an existing device skips where the host has none.
   if (b->caps.opens_named_device && b->list_devices().empty()) {
     // The backend's own reason ("no RDMA device: ibv_get_device_list found 0 devices").
-    *skip_reason = b->open(config).status().message();
+    *skip_reason = b->open(DeviceConfig{}).status().message();
     return nullptr;
   }
-  auto r = b->open(config);
+  // The configs here serve every backend: an option this backend's table lacks (a soft one, for
+  // rdma_core) is dropped, as the daemon gives each backend only its own.
+  DeviceConfig own = config;
+  std::erase_if(own.backend_options, [&](const auto& o) {
+    for (const OptionSpec& spec : b->options)
+      if (spec.name == o.first) return false;
+    return true;
+  });
+  auto r = b->open(own);
   if (!r.ok()) {
     *skip_reason = "cannot open a " + backend + " device: " + r.status().message();
     return nullptr;
@@ -83,8 +91,10 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
   return std::move(r.value());
 }
 
+// Leaves `e` empty when `dev` is null (open_device skipped): callers test e.dev and skip.
 inline void make_endpoint(Endpoint& e, std::unique_ptr<Device> dev, uint32_t depth = 256) {
   e.dev = std::move(dev);
+  if (!e.dev) return;
   e.pd = std::move(e.dev->alloc_pd().value());
   e.scq = std::move(e.dev->create_cq(4 * depth).value());
   e.rcq = std::move(e.dev->create_cq(4 * depth).value());
