@@ -29,8 +29,9 @@ std::vector<Section> make_sections() {
       {"ipc", "The Unix socket that local applications use through librdmad: who may connect, and per-uid quotas.",
        false},
       {"quota", "A per-uid quota that overrides the [ipc] defaults for one user.", true},
-      {"nic", "One table per NIC the daemon drives. With no [[nic]] table, the daemon discovers rdma-core "
-              "devices.",
+      {"nic", "One table per NIC the daemon drives. With no [[nic]] table, every port of the RDMA devices "
+              "found is a NIC (named after its device, e.g. mlx5_0, or mlx5_0-2 for port 2), and without RDMA "
+              "devices one soft NIC, soft0, runs on [daemon] embedded_nic_address.",
        true},
       {"peer", "The peer channel: a TLS 1.3 control connection to the rdmad of other nodes, over which flows "
                "between nodes are set up (docs/security.md). Off unless enabled; enabled needs credentials "
@@ -282,6 +283,17 @@ std::vector<Field> make_fields() {
                "How often hardware NIC counters are sampled and congestion-control health is checked.",
                "an integer in [100, 3600000]", false, v::int_range(100, 3600000),
                [](Config& c, size_t, const Value& x) { c.daemon.nic_poll_interval_ms = as<int64_t>(x); }});
+  f.push_back({"daemon", "embedded_nic_address", FieldType::kString, std::string("127.0.0.1"),
+               "Without any [[nic]] table and without RDMA devices, the daemon runs one soft NIC (soft0) on this "
+               "address: 127.0.0.1 serves local applications only (UDP port picked by the kernel); primary takes "
+               "the first IPv4 address of an interface that is up and not loopback (UDP port 4791), so that peers "
+               "can reach it. With RDMA devices and no [[nic]], every port found is a NIC and this is unused.",
+               "an IP address, or primary", false,
+               [](const Value& x) {
+                 const auto& s = as<std::string>(x);
+                 return s == "primary" || v::is_ip_address(s) ? "" : "an IP address, or primary";
+               },
+               [](Config& c, size_t, const Value& x) { c.daemon.embedded_nic_address = as<std::string>(x); }});
   // [metrics]
   f.push_back({"metrics", "listen", FieldType::kString, std::string("127.0.0.1:9842"),
                "Address and port of the HTTP endpoint serving /metrics.", "an IP address and port", false,

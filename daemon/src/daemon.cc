@@ -12,6 +12,7 @@
 
 #include "rdmad/base/log_fields.h"
 #include "rdmad/config/loader.h"
+#include "rdmad/daemon/nics/embedded_nics.h"
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
@@ -60,6 +61,18 @@ bool Daemon::start() {
 
   log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", config_.cc.profile,
                        base::q(cc::describe(config_.cc.params)));
+  if (config_.nics.empty()) {
+    auto embedded = embedded_nics(backends_, config_);
+    if (!embedded.ok()) {
+      log::get(log::Component::kVerbs)->error("cannot open nics error={}", base::q(embedded.status().message()));
+      return false;
+    }
+    config_.nics = embedded.value().nics;
+    embedded_nics_ = true;
+    log::get(log::Component::kVerbs)
+        ->info("no nic configured embedded_default=true nics={} detail={}", config_.nics.size(),
+               base::q(embedded.value().why));
+  }
   nics_ = std::make_unique<NodeNics>(backends_, config_);
   if (const base::Status st = nics_->open(); !st.ok()) {
     log::get(log::Component::kVerbs)->error("cannot open nics error={}", base::q(st.message()));

@@ -162,7 +162,7 @@ void Daemon::apply_live(const config::Config& next) {
   restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);
   restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
   restart_needed("cc", next.cc.params != config_.cc.params);
-  restart_needed("nic", next.nics != config_.nics);
+  restart_needed("nic", next.nics != (embedded_nics_ ? std::vector<config::NicSection>{} : config_.nics));
   restart_needed("peer", next.peer != config_.peer || next.peers != config_.peers);
   restart_needed("flow", next.flow != config_.flow);
   restart_needed("ipc", next.ipc.allowed_uids != config_.ipc.allowed_uids ||

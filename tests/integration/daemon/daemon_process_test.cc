@@ -40,6 +40,18 @@ bool metrics_contain(int port, const std::string& needle, std::chrono::milliseco
   return false;
 }
 
+// The NICs the daemon lists to a client (at most 8; empty, with a test failure, on an error).
+std::vector<rdmad_nic_info> query_nics(rdmad_client* client) {
+  std::vector<rdmad_nic_info> nics(8);
+  size_t count = 0;
+  if (rdmad_query_nics(client, nics.data(), nics.size(), &count) != RDMAD_OK) {
+    ADD_FAILURE() << rdmad_last_error(client);
+    count = 0;
+  }
+  nics.resize(count);
+  return nics;
+}
+
 class DaemonProcess : public ::testing::Test {
  protected:
   // Starts rdmad on `config` and returns the metrics port it printed.
@@ -258,10 +270,8 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
 
   rdmad_client* client = nullptr;
   ASSERT_EQ(rdmad_connect(sock.c_str(), &client), RDMAD_OK) << rdmad_last_error(nullptr);
-  rdmad_nic_info nics[4];
-  size_t count = 0;
-  ASSERT_EQ(rdmad_query_nics(client, nics, 4, &count), RDMAD_OK) << rdmad_last_error(client);
-  ASSERT_EQ(count, 2u);
+  const std::vector<rdmad_nic_info> nics = query_nics(client);
+  ASSERT_EQ(nics.size(), 2u);
   EXPECT_STREQ(nics[0].name, "rail0");
   EXPECT_STREQ(nics[1].backend, "soft");
   EXPECT_EQ(nics[1].link_state, RDMAD_LINK_UP);
@@ -308,6 +318,46 @@ TEST(DaemonClientService, RegistersHostMemoryOnEverySoftNicAndCleansUp) {
   EXPECT_TRUE(metrics_contain(port, "rdmad_registrations{kind=\"host\"} 0", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_clients_connected 0", 5s));
   EXPECT_TRUE(metrics_contain(port, "rdmad_quota_usage_max_ratio 0\n", 5s));
+  rdmad_free_host(&buf);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(5s), 0) << d.output();
+}
+
+// The embedded default: no [[nic]] and no RDMA device (libibverbs lists none here) runs one soft
+// NIC on loopback, which serves registrations; the log says so.
+TEST(DaemonClientService, WithoutNicsTheEmbeddedSoftNicServesRegistrations) {
+  TempDir dir;
+  const std::string sock = dir.path() + "/run/rdmad.sock";
+  const std::string cfg = dir.write("rdmad.toml", config_text(dir, "info"));
+  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(d.wait_for_output("] ready", 10s)) << d.output();
+  EXPECT_NE(d.output().find("no nic configured embedded_default=true nics=1 detail=\"no rdma device: one soft nic "
+                            "on 127.0.0.1\""),
+            std::string::npos)
+      << d.output();
+  rdmad_client* client = nullptr;
+  ASSERT_EQ(rdmad_connect(sock.c_str(), &client), RDMAD_OK) << rdmad_last_error(nullptr);
+  const std::vector<rdmad_nic_info> nics = query_nics(client);
+  ASSERT_EQ(nics.size(), 1u);
+  EXPECT_STREQ(nics[0].name, "soft0");
+  EXPECT_STREQ(nics[0].backend, "soft");
+  EXPECT_EQ(nics[0].link_state, RDMAD_LINK_UP);
+  rdmad_host_buffer buf{};
+  ASSERT_EQ(rdmad_alloc_host(1 << 20, &buf), RDMAD_OK);
+  rdmad_mr* mr = nullptr;
+  ASSERT_EQ(rdmad_register_host(client, buf.fd, 0, buf.length, RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_READ, 0,
+                                &mr),
+            RDMAD_OK)
+      << rdmad_last_error(client);
+  EXPECT_EQ(rdmad_mr_nic_count(mr), 1u);
+  Subprocess ctl({binary("tools/rdmactl/rdmactl"), "--socket", sock, "status"});
+  EXPECT_EQ(ctl.wait_exit(10s), 0) << ctl.output();
+  EXPECT_NE(ctl.output().find("nics:     1"), std::string::npos) << ctl.output();
+  // A reload of the same file (still no [[nic]]) needs no restart.
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_for_output("reload done", 10s)) << d.output();
+  EXPECT_EQ(d.output().find("restart needed key=nic"), std::string::npos) << d.output();
+  rdmad_disconnect(client);
   rdmad_free_host(&buf);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(5s), 0) << d.output();

@@ -19,6 +19,7 @@ struct DaemonSection {
   std::string log_level;
   std::string sysfs_root;          // stands in for "/" when reading /sys (containers mount the host's elsewhere)
   int64_t nic_poll_interval_ms = 10000;  // hardware counter sampling and CC health checks
+  std::string embedded_nic_address = "127.0.0.1";  // without [[nic]] nor RDMA device: the soft NIC's IP, or "primary"
 };
 
 struct MetricsSection {

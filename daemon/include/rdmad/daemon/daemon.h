@@ -73,6 +73,8 @@ class Daemon {
   bool start_flows();
 
   config::Config config_;
+  // The file has no [[nic]]: config_.nics is the embedded default (embedded_nics.h), not the file's.
+  bool embedded_nics_ = false;
   std::string config_path_;
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
