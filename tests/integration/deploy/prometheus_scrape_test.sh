@@ -77,8 +77,7 @@ rules=$(curl -fsS "$api/rules" | python3 -c '
 import json, sys
 groups = json.load(sys.stdin)["data"]["groups"]
 print(" ".join(sorted(r["name"] for g in groups for r in g["rules"])))')
-for alert in RdmadDown RdmadNicPortDown RdmadCcMisconfigured RdmadCnpsIgnored RdmadCnpStorm \
-    RdmadRetransmissionRateHigh RdmadRegistrationQuotaNearLimit RdmadFailover; do
+for alert in $(sed -n 's/^ *- alert: *//p' "$RDMAD_SOURCE_DIR/deploy/prometheus/rdmad-alerts.yml"); do
   [[ " $rules " == *" $alert "* ]] || fail "rule $alert not loaded by Prometheus (loaded: $rules)"
 done
 echo PASS
