@@ -166,7 +166,9 @@ TEST_F(PeerCredentialAttacks, ImpostorWithTheClusterKeyDoesNotDisplaceTheConnect
   auto impostor = start(ci, &wi);
   ASSERT_TRUE(run_until(io_, [&] { return a_->counters().duplicate_connections >= 2; }));
   expect_real_pair_intact();
-  EXPECT_EQ(wi.downs, wi.ups) << "every impostor connection was closed";
+  // The impostor redials: each of its connections closes, though the last one's close may still
+  // be on its way when a's refusal is counted.
+  EXPECT_TRUE(run_until(io_, [&] { return wi.downs == wi.ups; })) << wi.ups << " up, " << wi.downs << " down";
 }
 
 }  // namespace
