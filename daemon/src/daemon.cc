@@ -16,6 +16,7 @@
 #include "rdmad/base/log.h"
 #include "rdmad/metrics/daemon_metrics.h"
 #include "rdmad/metrics/exporter.h"
+#include "rdmad/metrics/process_collector.h"
 #include "rdmad/version.h"
 
 namespace rdmad::daemon {
@@ -57,6 +58,8 @@ bool Daemon::start() {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);
   metrics_->set_node_labels(config_.metrics.labels);
+  process_collector_ = metrics::process_collector();
+  exporter_->add_collectable(process_collector_);
   log::get(log::Component::kMetrics)->info("serving metrics url={}", base::q(exporter_->url()));
 
   log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", config_.cc.profile,

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <prometheus/collectable.h>
 
 #include "rdmad/config/config.h"
 #include "rdmad/config/loader.h"
@@ -84,6 +85,7 @@ class Daemon {
   std::chrono::microseconds watchdog_interval_{0};
   // Background reloads: the reading thread posts its result here while the daemon lives.
   std::shared_ptr<ReloadMailbox> reload_mailbox_;
+  std::shared_ptr<prometheus::Collectable> process_collector_;  // process_* families
   bool reload_in_flight_ = false;
   bool reload_again_ = false;   // a SIGHUP came while one was in flight
   uint64_t reload_seq_ = 0;     // reloads started (background and rdmactl)
