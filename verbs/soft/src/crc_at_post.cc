@@ -5,8 +5,7 @@
 //
 // The posting thread reads application memory outside the datapath, so it must never read a
 // region being deregistered. It raises PostCrcRing::reading (odd) before it checks the key and
-// drops it after the last read; remove_mr clears the key; SoftMr's destructor then calls
-// wait_posts, which waits out every odd `reading` it sees before the caller may unmap. Both sides
+// drops it after the last read; remove_mr clears the key and then calls wait_posts, which waits out every odd `reading` it sees before the caller may unmap. Both sides
 // are sequentially consistent, so either the poster sees the cleared key or the deregistering
 // thread sees the poster's odd count (Dekker).
 #include <sched.h>

@@ -1,6 +1,7 @@
 // The application-facing objects of the soft backend. They hold the NIC alive (shared_ptr) and reach
-// its datapath thread through SoftNic::run for control operations; polling touches only the SPSC
-// rings, posting also computes payload CRCs (SoftNic::crc_at_post) after checking the region.
+// its datapath thread through SoftNic::run for control operations other than memory registration
+// (which fills the NIC's lock-free region table from the caller's thread); polling touches only the
+// SPSC rings, posting also computes payload CRCs (SoftNic::crc_at_post) after checking the region.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -27,14 +28,8 @@ class SoftMr final : public MemoryRegion {
  public:
   SoftMr(std::shared_ptr<SoftNic> nic, uint64_t addr, size_t len, uint32_t key, uint32_t access)
       : nic_(std::move(nic)), addr_(addr), len_(len), key_(key), access_(access) {}
-  ~SoftMr() override {
-    std::vector<std::shared_ptr<QpShared>> qps;
-    nic_->run([&] {
-      nic_->remove_mr(key_);
-      nic_->shared_qps(qps);
-    });
-    SoftNic::wait_posts(qps);  // the caller may unmap the memory once we return
-  }
+  // The caller may unmap the memory once this returns (remove_mr waits for what still reads it).
+  ~SoftMr() override { nic_->remove_mr(key_); }
   uint64_t addr() const override { return addr_; }
   size_t length() const override { return len_; }
   uint32_t lkey() const override { return key_; }
@@ -145,8 +140,8 @@ class SoftPd final : public ProtectionDomain {
   Result<std::unique_ptr<MemoryRegion>> reg_mr(void* addr, size_t length, uint32_t access) override {
     if (addr == nullptr && length != 0) return Status::error("reg_mr: null address");
     uint32_t key = 0;
-    Status st;
-    nic_->run([&] { st = nic_->add_mr(addr, length, access, id_, &key); });
+    // On this thread: the datapath is neither woken nor waited for (it reads the table lock-free).
+    Status st = nic_->add_mr(addr, length, access, id_, &key);
     if (!st.ok()) return st;
     return std::unique_ptr<MemoryRegion>(
         std::make_unique<SoftMr>(nic_, reinterpret_cast<uint64_t>(addr), length, key, access));

@@ -119,7 +119,6 @@ SoftNic::SoftNic(const SoftConfig& config)
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) fail("eventfd");
   active_.reserve(kMaxQps);
-  all_qps_.reserve(kMaxQps);
   thread_ = std::thread([this] {
     // Named so operators (and the benchmarks) can find the datapath thread in top/ps/proc.
     std::string name = "rdmad-soft" + std::to_string(id_);
@@ -198,6 +197,8 @@ void SoftNic::loop() {
     const uint64_t tx_before = counters_.tx_packets;
     const uint64_t rx_before = counters_.rx_packets;
     ++passes_;
+    // seq_cst: ordered before this pass's key lookups, against remove_mr's clear of a key.
+    pass_state_.store(passes_ * 2 + 1, std::memory_order_seq_cst);
     bool work = commands_.drain();
     work |= rx_burst(now);
     const uint64_t seq_before_tx = doorbell_seq_.load();  // collect_posted sees every post counted here
@@ -235,6 +236,7 @@ void SoftNic::loop() {
       last_work = now_ns();
     }
   }
+  pass_state_.store(passes_ * 2, std::memory_order_seq_cst);
 }
 
 NicCounters SoftNic::counters() const {
@@ -249,6 +251,8 @@ NicCounters SoftNic::counters() const {
 }
 
 void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
+  // Out of the pass: nothing registered is touched until the next one (remove_mr need not wait).
+  pass_state_.store(passes_ * 2, std::memory_order_seq_cst);
   sleeping_.store(true);
   TimeNs wait_ns = next_deadline == cc::kNever ? 100'000'000 : next_deadline - now;
   if (wait_ns > 0 && commands_.queued() == 0) {

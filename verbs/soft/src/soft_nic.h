@@ -53,16 +53,17 @@ struct SourceSocket {
 // Payloads of at least this many bytes get their CRCs computed by the posting thread.
 inline constexpr uint32_t kCrcAtPostMinBytes = 16384;
 
-/// A memory-region table entry. The datapath thread writes it; posting threads read it too
-/// (crc_at_post), seqlock style: the key is stored last when an entry is filled and cleared first
-/// when it is emptied, and a reader trusts the fields only if it saw the same key before and after.
+/// A memory-region table entry. Registering threads fill and empty it (under SoftNic::mr_mu_);
+/// the datapath and posting threads (crc_at_post) read it seqlock style: the key is stored last
+/// when an entry is filled and cleared first when it is emptied, and a reader trusts the fields
+/// only if it saw the same key before and after.
 struct MrEntry {
   std::atomic<uint32_t> key{0};  // 0: free
   std::atomic<uint64_t> addr{0};
   std::atomic<uint64_t> length{0};
   std::atomic<uint32_t> access{0};
   std::atomic<uint32_t> pd_id{0};
-  uint32_t last_key = 0;  // datapath only: the entry's previous key, which its next one must differ from
+  uint32_t last_key = 0;  // under mr_mu_: the entry's previous key, which its next one must differ from
 };
 
 /// A consistent copy of a registered region.
@@ -103,15 +104,22 @@ class SoftNic {
   /// into `s.crc_ring` and describes them in `*pc`; leaves `*pc` empty when the WR does not qualify
   /// (crc_at_post off, READ, shorter than kCrcAtPostMinBytes, ring full, key or bounds wrong).
   void crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc);
+
+  // ---- registering threads (any thread; neither wakes nor waits for an idle datapath) ----
+  /// Fills a free memory-region table entry: the datapath sees it from its next key lookup.
+  Status add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key);
+  /// Empties the entry, then waits until neither the datapath nor a posting thread can still be
+  /// touching the region's memory for a key lookup made before: the caller may unmap it then. The
+  /// wait is for the datapath's pass in progress, if one is (never when it sleeps), and for posts
+  /// computing CRCs (crc_at_post) at that moment.
+  void remove_mr(uint32_t key);
   /// Waits until none of `qps` is still reading application memory for a post that began before
-  /// the call (after remove_mr: the region's memory may be unmapped once this returns).
+  /// the call.
   static void wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps);
+  /// Waits for the datapath's pass in progress, if one is.
+  void wait_pass() const;
 
   // ---- datapath-thread only (reached through run()) ----
-  Status add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key);
-  void remove_mr(uint32_t key);
-  /// Every QP's shared state (for wait_posts).
-  void shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const;
   Result<QpContext*> add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared, std::shared_ptr<CqShared> scq,
                             std::shared_ptr<CqShared> rcq);
   void remove_qp(uint32_t qpn);
@@ -233,7 +241,6 @@ class SoftNic {
   uint16_t relay_port_ = 0;   // 0: no relay
   std::vector<std::unique_ptr<QpContext>> qps_;  // index qp_index(qpn)
   std::array<uint32_t, kMaxQps> last_qpn_{};     // per entry: its previous QPN, which the next must differ from
-  std::vector<QpContext*> all_qps_;  // every QP (control path: shared_qps)
   // QPs a pass gives a transmit turn: posted to, received a packet, woken by a timer, or still
   // sending. Everything else waits on the wheel, so a pass costs O(QPs with work), not O(QPs).
   std::vector<QpContext*> active_;
@@ -243,6 +250,13 @@ class SoftNic {
   uint64_t passes_ = 0;
   uint64_t qps_visited_ = 0;
   std::unique_ptr<MrEntry[]> mrs_;  // kMaxMrs entries
+  std::mutex mr_mu_;                // registering threads: filling and emptying mrs_
+  // Every QP's shared state, for remove_mr's wait on posting threads (add_qp/remove_qp keep it).
+  mutable std::mutex posters_mu_;
+  std::vector<std::shared_ptr<QpShared>> posters_;
+  // The datapath's pass, for remove_mr: passes_ * 2, plus 1 while a pass runs (it may touch
+  // registered memory then); even while the datapath sleeps or has stopped.
+  std::atomic<uint64_t> pass_state_{0};
   // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
   std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
 

@@ -1,11 +1,15 @@
-// Control-side operations executed on the datapath thread: memory regions, QP creation and the
-// ibverbs state machine, plus the shared completion/flush/transmit helpers.
+// Control-side operations: memory regions (on the registering thread, against the datapath's
+// seqlock reads), QP creation and the ibverbs state machine (on the datapath thread), plus the
+// shared completion/flush/transmit helpers.
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "soft_nic.h"
 
@@ -32,6 +36,7 @@ bool legal_transition(QpState from, QpState to) {
 Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_id, uint32_t* key) {
   uint32_t r[2];
   if (!random_bytes(r, sizeof r)) return Status::error(std::string("soft nic: getrandom: ") + std::strerror(errno));
+  std::lock_guard lock(mr_mu_);
   // The search starts at a random entry: the index is part of the key, and a table filled from the
   // front would give those bits away.
   for (uint32_t n = 0; n < kMaxMrs; ++n) {
@@ -56,12 +61,35 @@ Status SoftNic::add_mr(void* addr, size_t length, uint32_t access, uint32_t pd_i
 
 void SoftNic::remove_mr(uint32_t key) {
   const uint32_t i = mr_index(key);
-  // seq_cst: ordered against a posting thread's raise of PostCrcRing::reading (wait_posts).
-  if (i != 0 && mrs_[i].key.load(std::memory_order_relaxed) == key) mrs_[i].key.store(0, std::memory_order_seq_cst);
+  {
+    std::lock_guard lock(mr_mu_);
+    // seq_cst: ordered against the datapath's pass_state_ store and a posting thread's raise of
+    // PostCrcRing::reading (wait_posts), both made before their key lookups.
+    if (i == 0 || mrs_[i].key.load(std::memory_order_relaxed) != key) return;
+    mrs_[i].key.store(0, std::memory_order_seq_cst);
+  }
+  wait_pass();
+  std::vector<std::shared_ptr<QpShared>> qps;
+  {
+    std::lock_guard lock(posters_mu_);
+    qps = posters_;
+  }
+  wait_posts(qps);
 }
 
-void SoftNic::shared_qps(std::vector<std::shared_ptr<QpShared>>& out) const {
-  for (const QpContext* qp : all_qps_) out.push_back(qp->shared);
+void SoftNic::wait_pass() const {
+  // Either the pass in progress looked the key up after the clear (and missed), or this load sees
+  // it running (odd) and the wait ends when it does. An even state: no pass runs, and the next
+  // one misses the key.
+  const uint64_t seen = pass_state_.load(std::memory_order_seq_cst);
+  if ((seen & 1) == 0 || std::this_thread::get_id() == thread_.get_id()) return;  // a command: between lookups
+  for (int looks = 0; pass_state_.load(std::memory_order_acquire) == seen; ++looks) {
+    if (looks < 64) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
 }
 
 bool SoftNic::find_mr(uint32_t key, MrView* out) const {
@@ -116,7 +144,10 @@ Result<QpContext*> SoftNic::add_qp(uint32_t pd_id, std::shared_ptr<QpShared> sha
     qp->recv_cq = std::move(rcq);
     QpContext* raw = qp.get();
     qps_[i] = std::move(qp);
-    all_qps_.push_back(raw);
+    {
+      std::lock_guard lock(posters_mu_);
+      posters_.push_back(raw->shared);
+    }
     // Setup may allocate; the datapath's inserts then only reuse the wheel's storage.
     wheel_.grow((i + 1) * kQpTimers);
     return raw;
@@ -128,7 +159,10 @@ void SoftNic::remove_qp(uint32_t qpn) {
   QpContext* qp = qp_by_num(qpn);
   if (qp == nullptr) return;
   cancel_timers(*qp);
-  std::erase(all_qps_, qp);
+  {
+    std::lock_guard lock(posters_mu_);
+    std::erase(posters_, qp->shared);
+  }
   std::erase(active_, qp);
   qps_[qp_index(qpn)].reset();
 }
