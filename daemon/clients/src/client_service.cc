@@ -49,31 +49,39 @@ base::Status VerbsRegistrar::nic_opened(size_t index) {
 
 template <class RegisterFn>
 clients::Result<clients::MemoryRegion> VerbsRegistrar::register_on(uint32_t nic_mask, const char* what, RegisterFn&& fn) {
-  std::lock_guard lock(mu_);
-  clients::MemoryRegion region{next_id_, {}};
-  std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
-  for (uint32_t i = 0; i < pds_.size(); ++i) {
+  std::vector<std::shared_ptr<verbs::ProtectionDomain>> pds;
+  {
+    std::lock_guard lock(mu_);
+    pds = pds_;
+  }
+  // The registrations themselves without the lock: other clients' go on meanwhile.
+  clients::MemoryRegion region;
+  Registration made;
+  for (uint32_t i = 0; i < pds.size(); ++i) {
     const bool asked = nic_mask != 0 && (nic_mask & (1u << i)) != 0;
     if (nic_mask != 0 && !asked) continue;
-    if (!pds_[i]) {
+    if (!pds[i]) {
       // Every NIC in service when none is named; a NIC asked for by name must be there.
       if (!asked) continue;
       return clients::Error{RDMAD_ERR_NOT_FOUND, fmt::format("{}: nic {} is out of service: {}", what,
                                                          nics_.nics()[i].config.name,
                                                          nics_.nics()[i].out_of_service)};
     }
-    auto mr = fn(*pds_[i]);
+    auto mr = fn(*pds[i]);
     if (!mr.ok()) {
-      // Nothing is left behind: the MRs already made on other NICs go with `mrs`.
+      // Nothing is left behind: the MRs already made on other NICs go with `made`.
       return clients::Error{to_client_status(mr.status().code()),
                         fmt::format("{} on nic {} ({}): {}", what, nics_.nics()[i].config.name,
                                     nics_.nics()[i].config.backend, mr.status().message())};
     }
     region.keys.push_back({i, mr.value()->lkey(), mr.value()->rkey()});
-    mrs.push_back(std::move(mr.value()));
+    made.mrs.push_back(std::move(mr.value()));
+    made.pds.push_back(pds[i]);
   }
-  if (mrs.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
-  regions_.emplace(next_id_++, std::move(mrs));
+  if (made.mrs.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "nic_mask selects no NIC of this node"};
+  std::lock_guard lock(mu_);
+  region.mr_id = next_id_++;
+  regions_.emplace(region.mr_id, std::move(made));
   return region;
 }
 
@@ -92,8 +100,16 @@ clients::Result<clients::MemoryRegion> VerbsRegistrar::register_dmabuf(int fd, u
 }
 
 void VerbsRegistrar::deregister(uint64_t mr_id) {
-  std::lock_guard lock(mu_);
-  regions_.erase(mr_id);
+  Registration gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(mr_id);
+    if (it == regions_.end()) return;
+    gone = std::move(it->second);
+    regions_.erase(it);
+  }
+  // Deregistered (MRs first, then the domains' references) without the lock.
+  gone.mrs.clear();
 }
 
 clients::DmabufSupport VerbsRegistrar::probe_dmabuf(uint32_t nic_index) {

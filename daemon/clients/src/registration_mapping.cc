@@ -92,7 +92,6 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
     region->map_bytes = pinned;
     auto* addr = static_cast<std::byte*>(base) + (req.offset - aligned);
     region->iova = reinterpret_cast<uintptr_t>(addr);
-    std::lock_guard registrar_lock(registrar_mu_);
     mr = registrar_.register_host(addr, req.length, mr_access, req.nic_mask);
   } else {
     region->iova = req.iova;
@@ -118,7 +117,6 @@ Result<std::unique_ptr<RegistrationService::Region>> RegistrationService::make_r
       if (fds_ != nullptr) fds_->give(1);
       return sys_error("dup of the dma-buf fd", errno);
     }
-    std::lock_guard registrar_lock(registrar_mu_);
     mr = region->map_base != nullptr
              ? registrar_.register_host(reinterpret_cast<void*>(static_cast<uintptr_t>(region->iova)), req.length,
                                         mr_access, req.nic_mask)

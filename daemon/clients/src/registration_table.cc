@@ -314,10 +314,7 @@ std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t aft
 void RegistrationService::release_regions(Released& regions) {
   if (regions.empty()) return;
   for (const auto& r : regions) r->attachments.clear();  // their MRs go before the memory
-  {
-    std::lock_guard lock(registrar_mu_);
-    for (const auto& r : regions) registrar_.deregister(r->mr_id);
-  }
+  for (const auto& r : regions) registrar_.deregister(r->mr_id);
   for (const auto& r : regions) {
     if (r->map_base != nullptr) munmap(r->map_base, r->map_bytes);
     if (r->dmabuf_fd >= 0) {

@@ -6,6 +6,13 @@ SoftRegistrar::SoftRegistrar(uint32_t nic_count) : nic_count_(nic_count) {}
 
 Result<MemoryRegion> SoftRegistrar::register_host(void* addr, uint64_t length, uint32_t /*access*/,
                                                   uint32_t nic_mask) {
+  std::function<void(uint64_t)> hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = hook_;
+  }
+  if (hook) hook(length);
+  std::lock_guard lock(mu_);
   MemoryRegion region{next_id_++, {}};
   for (uint32_t i = 0; i < nic_count_; ++i) {
     if (nic_mask != 0 && (nic_mask & (1u << i)) == 0) continue;
@@ -26,13 +33,17 @@ Result<MemoryRegion> SoftRegistrar::register_dmabuf(int /*fd*/, uint64_t /*offse
   return Error{RDMAD_ERR_NOT_SUPPORTED, "not supported by backend soft: " + probe_dmabuf(0).reason};
 }
 
-void SoftRegistrar::deregister(uint64_t mr_id) { regions_.erase(mr_id); }
+void SoftRegistrar::deregister(uint64_t mr_id) {
+  std::lock_guard lock(mu_);
+  regions_.erase(mr_id);
+}
 
 DmabufSupport SoftRegistrar::probe_dmabuf(uint32_t /*nic_index*/) {
   return {false, "a user-space NIC cannot reach device memory; dma-buf needs the rdma_core backend"};
 }
 
 std::span<const std::byte> SoftRegistrar::region_for_test(uint64_t mr_id) const {
+  std::lock_guard lock(mu_);
   auto it = regions_.find(mr_id);
   if (it == regions_.end()) return {};
   return {static_cast<const std::byte*>(it->second.addr), it->second.length};

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -27,7 +29,16 @@ class SoftRegistrar final : public MemoryRegistrar {
   std::string backend_name() const override { return "soft"; }
   bool faults_in_pages() const override { return false; }
 
-  size_t live_regions() const { return regions_.size(); }
+  // Called with each host registration's length before it is made, on the calling thread and
+  // without the double's lock (tests block or record registrations with it).
+  void set_register_hook(std::function<void(uint64_t length)> hook) {
+    std::lock_guard lock(mu_);
+    hook_ = std::move(hook);
+  }
+  size_t live_regions() const {
+    std::lock_guard lock(mu_);
+    return regions_.size();
+  }
   // The bytes a registration covers, as the backend would read them.
   std::span<const std::byte> region_for_test(uint64_t mr_id) const;
 
@@ -37,9 +48,11 @@ class SoftRegistrar final : public MemoryRegistrar {
     uint64_t length;
   };
   uint32_t nic_count_;
+  mutable std::mutex mu_;  // thread-safe, as the interface asks
   uint64_t next_id_ = 1;
   uint32_t next_key_ = 0x100;
   std::map<uint64_t, Region> regions_;
+  std::function<void(uint64_t)> hook_;
 };
 
 class StaticNicDirectory final : public NicDirectory {

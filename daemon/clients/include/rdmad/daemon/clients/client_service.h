@@ -16,8 +16,9 @@ namespace rdmad::daemon {
 
 // clients::MemoryRegistrar over verbs devices: one protection domain per NIC for client registrations
 // (no QP lives in it: flows use a domain per peer, daemon/flow), one verbs MR per NIC per
-// registration. Called by one thread at a time (the client service serialises its calls), from the
-// control thread or a client-service worker.
+// registration. Thread-safe: the client-service workers and the control thread call it at once; a
+// registration runs without the lock (which guards only the tables), so one client's slow
+// registration does not hold up another's.
 class VerbsRegistrar final : public clients::MemoryRegistrar {
  public:
   VerbsRegistrar(const NicSlots& nics, const verbs::BackendRegistry& backends);
@@ -45,9 +46,14 @@ class VerbsRegistrar final : public clients::MemoryRegistrar {
 
   const NicSlots& nics_;
   const verbs::BackendRegistry& backends_;
-  std::mutex mu_;  // pds_ and regions_: the NICs that come into service are added from the control thread
-  std::vector<std::unique_ptr<verbs::ProtectionDomain>> pds_;  // index = NIC index; null: out of service
-  std::map<uint64_t, std::vector<std::unique_ptr<verbs::MemoryRegion>>> regions_;
+  // One registration's MRs, and the domains they were made in (which outlive them: declared first).
+  struct Registration {
+    std::vector<std::shared_ptr<verbs::ProtectionDomain>> pds;
+    std::vector<std::unique_ptr<verbs::MemoryRegion>> mrs;
+  };
+  std::mutex mu_;  // pds_, regions_, next_id_ (the NICs that come into service are added from the control thread)
+  std::vector<std::shared_ptr<verbs::ProtectionDomain>> pds_;  // index = NIC index; null: out of service
+  std::map<uint64_t, Registration> regions_;
   uint64_t next_id_ = 1;
 };
 

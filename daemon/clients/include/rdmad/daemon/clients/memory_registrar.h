@@ -29,6 +29,8 @@ struct DmabufSupport {
   std::string reason;  // why not, or how (e.g. "ibv_reg_dmabuf_mr probe returned EBADF")
 };
 
+// Thread-safe: the client service's workers register and deregister concurrently, each call
+// without a lock shared with other clients' (a hardware registration pins pages for milliseconds).
 class MemoryRegistrar {
  public:
   virtual ~MemoryRegistrar() = default;

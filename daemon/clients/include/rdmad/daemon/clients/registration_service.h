@@ -3,8 +3,8 @@
 // connection that created it. Transport-free (the socket server feeds it). Thread-safe: the
 // server's workers, the control thread and the flow engine call it concurrently; one mutex guards
 // the table (a request holds it for a lookup, or while a new region is mapped and registered, so
-// deduplication and quotas see every uid's registrations at once), and the registrar is only ever
-// called by one thread at a time.
+// deduplication and quotas see every uid's registrations at once); the registrar is called without
+// it, by several threads at once.
 #pragma once
 
 #include <sys/types.h>
@@ -174,10 +174,9 @@ class RegistrationService final : public RegionPins {
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
   std::unordered_map<uid_t, Usage> usage_;
-  // Guards everything above and below but the registrar, which has its own (never held with mu_),
-  // and the pins.
+  // Guards everything above and below but the registrar (thread-safe, never called with mu_
+  // held) and the pins.
   mutable std::mutex mu_;
-  std::mutex registrar_mu_;
   // The pins' own lock: every Region's pins, released and attachments, and zombies_. Taken after
   // mu_ where both are held (pin, dropping a handle, dropping a domain) and alone by unpin(),
   // attachment() and reap(), so the flows never wait behind the ipc workers' table lock.
