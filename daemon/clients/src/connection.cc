@@ -14,8 +14,9 @@
 namespace rdmad::clients {
 namespace {
 
-// Frames served per wake-up before yielding to other connections.
-constexpr int kFramesPerTurn = 64;
+// Frames served per turn before yielding to the worker's other connections: a client that
+// pipelines requests gets this many, then goes behind every connection that is ready.
+constexpr int kFramesPerTurn = 4;
 
 // The fds that came with one frame, closed when the frame has been served (a registration keeps
 // its own mapping or backend reference, never the fd).
@@ -24,13 +25,21 @@ class ReceivedFds {
   explicit ReceivedFds(msghdr& msg) : count_(proto::take_fds(msg, fds_.data(), fds_.size())) {}
   ~ReceivedFds() { close(); }
   void close() {
-    for (size_t i = 0; i < count_; ++i) ::close(fds_[i]);
+    for (size_t i = 0; i < count_; ++i)
+      if (fds_[i] >= 0) ::close(fds_[i]);
     count_ = 0;
   }
   ReceivedFds(const ReceivedFds&) = delete;
   ReceivedFds& operator=(const ReceivedFds&) = delete;
   size_t count() const { return count_; }
   int first() const { return count_ > 0 ? fds_[0] : -1; }
+  // The first fd, which the caller now owns (-1 if none).
+  int release_first() {
+    if (count_ == 0) return -1;
+    const int fd = fds_[0];
+    fds_[0] = -1;
+    return fd;
+  }
 
  private:
   std::array<int, proto::kMaxFdsPerFrame + 1> fds_{};
@@ -91,7 +100,7 @@ void Connection::on_timer() {
   if (idle_ms == 0) return;
   const auto idle = std::chrono::milliseconds(idle_ms);
   const auto since = std::chrono::steady_clock::now() - last_rx_;
-  if (since < idle || awaiting_control_ || flows_open.load(std::memory_order_relaxed) > 0 ||
+  if (since < idle || awaiting_elsewhere_ || flows_open.load(std::memory_order_relaxed) > 0 ||
       core_.service_.holds_registrations(peer_.conn_id)) {
     arm_timer(since < idle ? std::chrono::duration_cast<std::chrono::milliseconds>(idle - since) : idle);
     return;
@@ -120,7 +129,7 @@ void Connection::close() {
   socket_.close(ec);
   for (auto& p : out_) close_all(p.fds);
   out_.clear();
-  core_.connection_closed(peer_.conn_id);
+  if (!bulk_in_flight_) core_.connection_closed(peer_.conn_id);  // else bulk_done() does
 }
 
 void Connection::wait_readable() {
@@ -141,7 +150,7 @@ void Connection::read_frames() {
   auto self = shared_from_this();
   for (int i = 0; i < kFramesPerTurn; ++i) {
     if (!read_one()) {
-      if (!closed_ && out_.empty() && !awaiting_control_) wait_readable();
+      if (!closed_ && out_.empty() && !awaiting_elsewhere_) wait_readable();
       return;
     }
   }
@@ -151,7 +160,7 @@ void Connection::read_frames() {
 }
 
 bool Connection::read_one() {
-  if (closed_ || !out_.empty() || awaiting_control_) return false;
+  if (closed_ || !out_.empty() || awaiting_elsewhere_) return false;
   proto::FrameReceiver rx;
   ssize_t n = rx.receive(socket_.native_handle(), rx_.data(), rx_.size(), MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN) return false;
@@ -171,8 +180,16 @@ bool Connection::read_one() {
     close();
     return false;
   }
+  if (req.action == DecodeAction::kDispatch && served_in_bulk(req)) {
+    // Mapping and registering it takes long: a bulk thread does it, and this worker serves the
+    // other connections meanwhile. The quota is taken when the bulk thread starts.
+    awaiting_elsewhere_ = true;
+    bulk_in_flight_ = true;
+    core_.serve_in_bulk(shared_from_this(), std::move(req), fds.release_first());
+    return false;
+  }
   if (req.action == DecodeAction::kDispatch && !served_on_worker(req.header.type)) {
-    awaiting_control_ = true;  // no fd comes with these requests
+    awaiting_elsewhere_ = true;  // no fd comes with these requests
     core_.forward_to_control(shared_from_this(), std::move(req));
     return false;
   }
@@ -214,9 +231,22 @@ void Connection::send_from_elsewhere(std::vector<std::byte> frame, std::vector<i
     }
     close_all(fds);
     if (resume) {
-      self->awaiting_control_ = false;
+      self->awaiting_elsewhere_ = false;
       self->read_frames();
     }
+  });
+}
+
+void Connection::bulk_done(std::vector<std::byte> frame) {
+  boost::asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)] {
+    self->bulk_in_flight_ = false;
+    if (self->closed_) {
+      self->core_.connection_closed(self->peer_.conn_id);
+      return;
+    }
+    self->send(frame);
+    self->awaiting_elsewhere_ = false;
+    self->read_frames();
   });
 }
 

@@ -1,6 +1,8 @@
 // One client connection, served on one worker thread: reads frames (with their fds) when the
-// socket is readable, hands them to the server core, and writes replies; a full send buffer, or a
-// request being served on the control thread, pauses reading (replies stay in request order).
+// socket is readable, a few per turn (kFramesPerTurn) so that the worker's other connections get
+// theirs, hands them to the server core, and writes replies; a full send buffer, or a request being
+// served elsewhere (on the control thread, or a large registration on a bulk thread), pauses
+// reading (replies stay in request order).
 #pragma once
 
 #include <atomic>
@@ -30,6 +32,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Any thread: sends `frame` (and the fds, which it then closes) on the worker, then resumes
   // reading if it was paused for a request served elsewhere.
   void send_from_elsewhere(std::vector<std::byte> frame, std::vector<int> fds, bool resume);
+  // Bulk thread: the registration handed over has been served; sends its reply and resumes (or,
+  // closed meanwhile, now lets the server release the connection).
+  void bulk_done(std::vector<std::byte> frame);
 
   const Peer& peer() const { return peer_; }
   int native_handle() { return socket_.native_handle(); }
@@ -58,7 +63,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   bool read_waiting_ = false;
   bool write_waiting_ = false;
-  bool awaiting_control_ = false;  // a request is being served on the control thread
+  bool awaiting_elsewhere_ = false;  // a request is being served on the control thread or in bulk
+  // A registration is being served on a bulk thread: closing waits for it before the connection's
+  // registrations are released (the one in flight among them).
+  bool bulk_in_flight_ = false;
   struct Pending {
     std::vector<std::byte> frame;
     std::vector<int> fds;  // dup()ed, closed once sent or dropped

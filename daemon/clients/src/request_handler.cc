@@ -63,6 +63,29 @@ bool served_on_worker(uint16_t type) {
   }
 }
 
+bool served_in_bulk(const DecodedRequest& req) {
+  switch (static_cast<MsgType>(req.header.type)) {
+    case MsgType::kRegisterHost:
+      return std::get<proto::RegisterHostRequest>(req.body).length >= kBulkRegistrationBytes;
+    case MsgType::kRegisterDmabuf:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void UnixServer::Core::serve_in_bulk(const std::shared_ptr<Connection>& conn, DecodedRequest req, int fd) {
+  // stop() finishes every bulk request before it stops the workers: `this` and the connection's
+  // worker are still there when the reply goes out.
+  boost::asio::post(bulk_.io, [this, conn, req = std::move(req), fd]() mutable {
+    FrameBuffer buf;
+    ReplyFds no_fds;  // registrations send none
+    auto out = handle(*conn, req, fd, buf, no_fds);
+    if (fd >= 0) ::close(fd);  // before the reply, as on the worker
+    conn->bulk_done({out.begin(), out.end()});
+  });
+}
+
 void UnixServer::Core::forward_to_control(const std::shared_ptr<Connection>& conn, DecodedRequest req) {
   // Weak references: neither may outlive the server (the connection's socket belongs to a worker).
   boost::asio::post(io_, [weak = weak_from_this(), weak_conn = std::weak_ptr<Connection>(conn),

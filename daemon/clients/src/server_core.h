@@ -59,9 +59,22 @@ struct ServiceWorker {
   SeqPacket::socket reactor_anchor{io};
 };
 
+// The threads that serve large registrations (served_in_bulk), sharing one queue.
+struct BulkPool {
+  boost::asio::io_context io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+};
+
 // Requests a worker serves itself (the registration table is thread-safe); the others touch state
 // of the control thread (flows, NICs, the daemon's admin handler) and are served there.
 bool served_on_worker(uint16_t type);
+// Host registrations of at least this many bytes, and every dma-buf registration (pinned by the
+// NIC), are served by the bulk threads: mapping, faulting in and registering them takes from
+// a fraction of a millisecond to milliseconds per GiB, which the worker's other clients must not
+// wait for.
+inline constexpr uint64_t kBulkRegistrationBytes = uint64_t{1} << 20;
+bool served_in_bulk(const DecodedRequest& req);
 
 class UnixServer::Core : public std::enable_shared_from_this<Core> {
  public:
@@ -78,6 +91,9 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   void connection_closed(uint64_t conn_id);
   // Worker: serves `req` on the control thread, then resumes `conn` with the reply.
   void forward_to_control(const std::shared_ptr<Connection>& conn, DecodedRequest req);
+  // Worker: serves the registration `req` (with its fd, which this closes) on a bulk thread, then
+  // resumes `conn` with the reply (Connection::bulk_done).
+  void serve_in_bulk(const std::shared_ptr<Connection>& conn, DecodedRequest req, int fd);
 
   boost::asio::io_context& io_;
   IpcConfig config_;
@@ -95,9 +111,10 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   bool created_path_ = false;
   bool stopped_ = false;
   uint64_t next_conn_id_ = 1;
-  size_t next_worker_ = 0;
   // Declared before the connections: their sockets belong to the workers' io_contexts.
   std::vector<std::unique_ptr<ServiceWorker>> workers_;
+  std::vector<size_t> worker_load_;  // connections per worker: a new one goes to the least loaded
+  BulkPool bulk_;
   FrameBuffer control_tx_{};  // replies built on the control thread
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections_;
   std::unordered_map<uid_t, uint32_t> connections_by_uid_;
@@ -112,6 +129,8 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   bool adopt_systemd_socket();
   void start_workers();
   void stop_workers();
+  // Finishes the bulk registrations queued (their replies go to the workers, still running).
+  void stop_bulk();
   void on_closed(uint64_t conn_id);
   void accept_next();
   void on_accept(SeqPacket::socket accepted);

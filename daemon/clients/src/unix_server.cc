@@ -180,7 +180,17 @@ void UnixServer::Core::start_workers() {
     size_t n = config_.workers;
     if (n == 0) n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<ServiceWorker>());
+    worker_load_.assign(n, 0);
     ipc_log()->debug("client workers started threads={}", n);
+  }
+  if (bulk_.threads.empty()) {
+    bulk_.io.restart();  // after stop()
+    bulk_.work.emplace(bulk_.io.get_executor());
+    for (size_t i = 0; i < workers_.size(); ++i)
+      bulk_.threads.emplace_back([io = &bulk_.io, i] {
+        pthread_setname_np(pthread_self(), ("rdmad-ipc-bulk" + std::to_string(i)).c_str());
+        io->run();
+      });
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
     ServiceWorker& w = *workers_[i];
@@ -235,8 +245,9 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
     ipc_log()->warn("cannot read client credentials call=SO_PEERCRED error={}", base::q(std::strerror(errno)));
     return;
   }
-  // The connection lives on the next worker from here on (round-robin).
-  size_t worker = next_worker_++ % workers_.size();
+  // The connection lives on the least loaded worker from here on.
+  const size_t worker = static_cast<size_t>(
+      std::min_element(worker_load_.begin(), worker_load_.end()) - worker_load_.begin());
   boost::system::error_code ec;
   SeqPacket::socket socket(workers_[worker]->io);
   socket.assign(SeqPacket(), accepted.release(), ec);
@@ -271,6 +282,7 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
     return refuse(RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for clients");
   }
   ++mine;
+  ++worker_load_[worker];
   connections_.emplace(peer.conn_id, conn);
   metrics_.client_connected();
   boost::asio::post(workers_[worker]->io, [conn] { conn->start(); });
@@ -291,6 +303,7 @@ void UnixServer::Core::on_closed(uint64_t conn_id) {
   const uid_t uid = it->second->peer().uid;
   if (auto u = connections_by_uid_.find(uid); u != connections_by_uid_.end() && --u->second == 0)
     connections_by_uid_.erase(u);
+  --worker_load_[it->second->worker()];
   fds_.give(1);
   connections_.erase(it);
 }
@@ -302,9 +315,16 @@ void UnixServer::Core::stop() {
   acceptor_.close(ec);
   if (created_path_) unlink(config_.socket_path.c_str());
   created_path_ = false;
+  stop_bulk();
   stop_workers();
   if (spare_fd_ >= 0) ::close(spare_fd_);
   spare_fd_ = -1;
+}
+
+void UnixServer::Core::stop_bulk() {
+  bulk_.work.reset();
+  for (auto& t : bulk_.threads) t.join();
+  bulk_.threads.clear();
 }
 
 void UnixServer::Core::stop_workers() {
