@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +18,16 @@ namespace {
 // Frames served per turn before yielding to the worker's other connections: a client that
 // pipelines requests gets this many, then goes behind every connection that is ready.
 constexpr int kFramesPerTurn = 4;
+// A connection whose client sent nothing for this long after its last reply is sparse for its
+// next kSparseBurst requests (ServiceWorker). A client that keeps the worker busy answers at once
+// and is never sparse; one that waits this long between bursts is held to kSparseBurst requests
+// per kSparseIdle ahead of the others, and to three of every four turns.
+constexpr std::chrono::milliseconds kSparseIdle{10};
+constexpr uint32_t kSparseBurst = 4;
+constexpr int kSparseStreakMax = 3;
+// Turns a worker gives in a row before it takes the reactor's readiness events again (a sparse
+// client that becomes ready meanwhile waits at most this many turns), never two to one connection.
+constexpr int kTurnsPerPoll = 8;
 
 // The fds that came with one frame, closed when the frame has been served (a registration keeps
 // its own mapping or backend reference, never the fd).
@@ -142,21 +153,67 @@ void Connection::wait_readable() {
       self->close();
       return;
     }
+    // A request came after a quiet spell: the next few are served as a sparse client's.
+    if (std::chrono::steady_clock::now() - self->last_reply_ >= kSparseIdle) self->sparse_credit_ = kSparseBurst;
+    ServiceWorker& w = *self->core_.workers_[self->worker_];
+    if (w.sparse.empty() && w.busy.empty() && !w.turn_posted && !self->queued_) {
+      self->turn(self->sparse_credit_ > 0);  // nobody waits: no queue to go through
+      return;
+    }
     self->read_frames();
   });
 }
 
 void Connection::read_frames() {
-  auto self = shared_from_this();
-  for (int i = 0; i < kFramesPerTurn; ++i) {
+  if (closed_ || queued_) return;
+  queued_ = true;
+  core_.workers_[worker_]->enqueue(shared_from_this(), sparse_credit_ > 0);
+}
+
+void Connection::turn(bool sparse) {
+  queued_ = false;
+  if (closed_) return;
+  // A sparse turn is one request (each costs a credit); a busy one a few.
+  const int frames = sparse ? 1 : kFramesPerTurn;
+  for (int i = 0; i < frames; ++i) {
     if (!read_one()) {
       if (!closed_ && out_.empty() && !awaiting_elsewhere_) wait_readable();
       return;
     }
+    if (sparse_credit_ > 0) --sparse_credit_;
   }
-  boost::asio::post(socket_.get_executor(), [self] {
-    if (!self->closed_) self->read_frames();
-  });
+  read_frames();  // more may be waiting: behind the others
+}
+
+void ServiceWorker::enqueue(std::shared_ptr<Connection> conn, bool is_sparse) {
+  (is_sparse ? sparse : busy).push_back(std::move(conn));
+  if (turn_posted) return;  // run_turn() will come to it
+  turn_posted = true;
+  boost::asio::post(io, [this] { run_turn(); });
+}
+
+void ServiceWorker::run_turn() {
+  // turn_posted stays set while the turns run: connections they requeue need no other post. At
+  // most one turn per connection waiting now: one that is served and queues again waits for
+  // the readiness events of the others first.
+  const size_t waiting = std::min<size_t>(kTurnsPerPoll, sparse.size() + busy.size());
+  for (size_t t = 0; t < waiting; ++t) {
+    std::shared_ptr<Connection> conn;
+    const bool is_sparse = !sparse.empty() && (busy.empty() || sparse_streak < kSparseStreakMax);
+    if (is_sparse) {
+      conn = std::move(sparse.front());
+      sparse.pop_front();
+      ++sparse_streak;
+    } else {
+      conn = std::move(busy.front());
+      busy.pop_front();
+      sparse_streak = 0;
+    }
+    conn->turn(is_sparse);
+  }
+  // Posted, not looped on: the reactor's readiness events are taken before the next turns.
+  turn_posted = !sparse.empty() || !busy.empty();
+  if (turn_posted) boost::asio::post(io, [this] { run_turn(); });
 }
 
 bool Connection::read_one() {
@@ -202,6 +259,7 @@ bool Connection::read_one() {
 
 void Connection::send(std::span<const std::byte> frame, const ReplyFds* fds) {
   if (closed_) return;
+  last_reply_ = std::chrono::steady_clock::now();
   const size_t nfds = fds != nullptr ? fds->count : 0;
   if (out_.empty()) {
     ssize_t n = send_frame(socket_.native_handle(), frame, nfds > 0 ? fds->fds.data() : nullptr, nfds);

@@ -24,6 +24,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // On the worker thread from here on, unless said otherwise.
   void start();
+  // Its worker's turn (ServiceWorker::run_turn): serves what is waiting, a sparse turn one request.
+  void turn(bool sparse);
   // Sends one frame, then closes (refused peers; any thread, before start()).
   void refuse(std::span<const std::byte> frame);
   void close();
@@ -46,6 +48,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void wait_readable();
+  // Asks its worker for a turn (unless one is already asked for).
   void read_frames();
   bool read_one();  // false: stop reading (nothing left, paused, or closed)
   void wait_writable();
@@ -67,6 +70,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A registration is being served on a bulk thread: closing waits for it before the connection's
   // registrations are released (the one in flight among them).
   bool bulk_in_flight_ = false;
+  // Fair turns (ServiceWorker): whether the connection waits in its worker's queue, the sparse
+  // requests it has left, and when it last sent a reply (a quiet spell is measured from there).
+  bool queued_ = false;
+  uint32_t sparse_credit_ = 0;
+  std::chrono::steady_clock::time_point last_reply_{};
   struct Pending {
     std::vector<std::byte> frame;
     std::vector<int> fds;  // dup()ed, closed once sent or dropped

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <deque>
 #include <boost/asio/basic_seq_packet_socket.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -49,14 +50,27 @@ class SeqPacket {
   int family() const { return AF_UNIX; }
 };
 
-// One thread serving its share of the client connections.
+// One thread serving its share of the client connections. Connections with requests waiting take
+// turns (Connection::turn) from two queues: `sparse` for a connection that had been quiet (no
+// request for kSparseIdle after its last reply) for its next kSparseBurst requests, `busy` for
+// the others; of four turns in a row at most three go to sparse connections while busy ones
+// wait. So a client that asks now and then (a probe, a rank registering its buffers) is served
+// ahead of the clients that keep the worker busy, and those still get a quarter of the turns
+// whatever the sparse ones do. Worker thread only.
 struct ServiceWorker {
+  void enqueue(std::shared_ptr<Connection> conn, bool sparse);
+  void run_turn();  // one connection's turn, then the next is posted (the reactor runs between)
+
   boost::asio::io_context io{1};
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::thread thread;
   // Never opened: constructing it creates the io_context's reactor (epoll, eventfd, timerfd) now
   // rather than with the first connection, so the server's fd use does not grow with clients.
   SeqPacket::socket reactor_anchor{io};
+  // After io: the connections waiting hold sockets of it.
+  std::deque<std::shared_ptr<Connection>> sparse, busy;
+  bool turn_posted = false;
+  int sparse_streak = 0;
 };
 
 // The threads that serve large registrations (served_in_bulk), sharing one queue.

@@ -337,8 +337,12 @@ void UnixServer::Core::stop_workers() {
     });
     workers_[i]->work.reset();
   }
-  for (auto& w : workers_)
+  for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
+    w->sparse.clear();
+    w->busy.clear();
+    w->turn_posted = false;
+  }
   // Released now rather than from the control queue: the owner may destroy the server next.
   std::vector<uint64_t> ids;
   for (const auto& [id, conn] : connections_) ids.push_back(id);
