@@ -6,7 +6,10 @@
 //   BM_RegisterDeregister/N     rdmad_register_host + rdmad_deregister of an N-byte memfd range
 //   BM_PairsThroughput/W        the same pair from 16 client threads, one connection each, the
 //                               service on W worker threads (0: the default, min(4, hardware
-//                               threads))
+//                               threads)), registering on no NIC (the registrar double)
+//   BM_NicPairs/N               the daemon's real path: 4 KiB pairs from 16 client threads, the
+//                               service (default workers) registering on N soft NICs through the
+//                               daemon's VerbsRegistrar; N = 0 is the registrar double, the baseline
 //   BM_PingPongFloor16/T        the throughput floor: 16 client threads, each doing two bare
 //                               64-byte round trips per iteration against T echo threads, each
 //                               serving its share of the connections from its own epoll
@@ -41,19 +44,25 @@
 #include <vector>
 
 #include "support/doubles/soft_registrar.h"
+#include "rdmad/config/config.h"
+#include "rdmad/daemon/clients/client_service.h"
 #include "rdmad/daemon/clients/unix_server.h"
+#include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/rdmad.h"
+#include "rdmad/verbs/registry.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kRw = RDMAD_ACCESS_LOCAL_WRITE | RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ;
 
-// The daemon side: UnixServer + soft registrar, its control io_context on one thread and the
-// connections on `workers` worker threads.
+// The daemon side: UnixServer + a registrar, its control io_context on one thread and the
+// connections on `workers` worker threads. soft_nics = 0: the registrar double (registers on no
+// NIC); otherwise that many soft NICs on 127.0.0.1, opened and registered on as the daemon does
+// (NodeNics, VerbsRegistrar).
 class Daemon {
  public:
-  explicit Daemon(uint32_t workers) {
+  explicit Daemon(uint32_t workers, uint32_t soft_nics = 0) {
     char tmpl[] = "/tmp/rdmad-bench-XXXXXX";
     dir_ = mkdtemp(tmpl);
     rdmad::clients::IpcConfig config;
@@ -61,7 +70,26 @@ class Daemon {
     config.systemd_activation = false;
     config.default_quota = {uint64_t{64} << 30, 1 << 20};
     config.workers = workers;
-    server_ = std::make_unique<rdmad::clients::UnixServer>(io_, config, registrar_, inventory_, registry_);
+    rdmad::clients::MemoryRegistrar* registrar = &registrar_;
+    rdmad::clients::NicDirectory* inventory = &inventory_;
+    if (soft_nics > 0) {
+      rdmad::verbs::register_builtin_backends(backends_);
+      for (uint32_t i = 0; i < soft_nics; ++i) {
+        rdmad::config::NicSection nic;
+        nic.name = "soft" + std::to_string(i);
+        nic.backend = "soft";
+        nic.address = "127.0.0.1";
+        nic.udp_port = 0;
+        daemon_config_.nics.push_back(nic);
+      }
+      nics_ = std::make_unique<rdmad::daemon::NodeNics>(backends_, daemon_config_);
+      if (!nics_->open().ok()) std::abort();
+      verbs_registrar_ = std::make_unique<rdmad::daemon::VerbsRegistrar>(nics_->slots(), backends_);
+      if (!verbs_registrar_->start().ok()) std::abort();
+      registrar = verbs_registrar_.get();
+      inventory = nics_.get();
+    }
+    server_ = std::make_unique<rdmad::clients::UnixServer>(io_, config, *registrar, *inventory, registry_);
     if (!server_->start().ok()) std::abort();
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "bench-daemon");
@@ -85,6 +113,10 @@ class Daemon {
   rdmad::clients::StaticNicDirectory inventory_{
       {{"soft0", "soft", "", RDMAD_LINK_UP, 100000, 0}, {"soft1", "soft", "", RDMAD_LINK_UP, 100000, 0}}};
   rdmad::clients::SoftRegistrar registrar_{2};
+  rdmad::verbs::BackendRegistry backends_;
+  rdmad::config::Config daemon_config_;
+  std::unique_ptr<rdmad::daemon::NodeNics> nics_;
+  std::unique_ptr<rdmad::daemon::VerbsRegistrar> verbs_registrar_;
   std::unique_ptr<rdmad::clients::UnixServer> server_;
   std::thread thread_;
 };
@@ -145,6 +177,12 @@ T& one_per(uint32_t threads) {
 }
 
 Daemon& daemon(uint32_t workers = 0) { return one_per<Daemon>(workers); }
+
+// One daemon per soft-NIC count (default workers).
+struct NicDaemon : Daemon {
+  explicit NicDaemon(uint32_t soft_nics) : Daemon(0, soft_nics) {}
+};
+Daemon& nic_daemon(uint32_t soft_nics) { return one_per<NicDaemon>(soft_nics); }
 
 void report_percentiles(benchmark::State& state, std::vector<double>& us) {
   if (us.empty()) return;
@@ -290,6 +328,29 @@ void BM_PairsThroughput(benchmark::State& state) {
   rdmad_disconnect(c);
 }
 BENCHMARK(BM_PairsThroughput)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Threads(16)->UseRealTime();
+
+// The same pair on the daemon's real path: NICs 0 (the double), 1 and 2 in one run, so the cost of
+// registering on soft NICs is read against the no-NIC figure measured next to it.
+void BM_NicPairs(benchmark::State& state) {
+  rdmad_client* c = nullptr;
+  if (rdmad_connect(nic_daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK)
+    std::abort();
+  rdmad_host_buffer buf;
+  if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
+  ServingCpu cpu(state);
+  for (auto _ : state) {
+    rdmad_mr* mr = nullptr;
+    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK ||
+        rdmad_mr_nic_count(mr) != (state.range(0) == 0 ? 2u : static_cast<uint32_t>(state.range(0))) ||
+        rdmad_deregister(c, mr) != RDMAD_OK)
+      state.SkipWithError(rdmad_last_error(c));
+  }
+  cpu.report(state);
+  state.SetItemsProcessed(state.iterations());
+  rdmad_free_host(&buf);
+  rdmad_disconnect(c);
+}
+BENCHMARK(BM_NicPairs)->Arg(0)->Arg(1)->Arg(2)->Arg(0)->Threads(16)->UseRealTime();
 
 }  // namespace
 
