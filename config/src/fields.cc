@@ -335,8 +335,9 @@ std::vector<Field> make_fields() {
                "an integer in [1, 1000000]", false, v::int_range(1, 1000000),
                [](Config& c, size_t, const Value& x) { c.ipc.max_clients = as<int64_t>(x); }});
   f.push_back({"ipc", "workers", FieldType::kInt, int64_t{0},
-               "Threads serving client connections (assigned round-robin); 0 means min(4, hardware threads). "
-               "Flow and operator requests are still served on the control thread.",
+               "Threads serving client connections (a new one goes to the least loaded); 0 means min(4, hardware "
+               "threads). As many bulk threads serve large registrations (1 MiB and more, and every dma-buf "
+               "one). Flow and operator requests are still served on the control thread.",
                "an integer in [0, 64]", false, v::int_range(0, 64),
                [](Config& c, size_t, const Value& x) { c.ipc.workers = as<int64_t>(x); }});
   f.push_back({"ipc", "quota_pinned_bytes", FieldType::kInt, int64_t{17179869184},

@@ -39,7 +39,8 @@ struct IpcConfig {
   // Share of a NIC's memory-region table one uid's registrations may fill (MemoryRegistrar::
   // mr_capacity), whatever its max_registrations.
   uint32_t nic_table_share_percent = 25;
-  // Threads serving the client connections (assigned round-robin); 0: min(4, hardware threads).
+  // Threads serving the client connections (a new one goes to the least loaded), and as many bulk
+  // threads for large registrations; 0: min(4, hardware threads).
   uint32_t workers = 0;
 };
 

@@ -1,7 +1,8 @@
 // The client service's Unix socket: SOCK_SEQPACKET, mode and group from config (or adopted from
 // systemd socket activation), peer credentials checked on accept on the control-plane io_context,
-// each connection then served by one of config.workers threads of its own (round-robin, no thread
-// per client). Flow, admin, NIC and diagnose requests, the flow and admin handlers and connection
+// each connection then served by one of config.workers threads of its own (the least loaded, no
+// thread per client; fair turns between its connections, connection.h), large registrations by as
+// many bulk threads. Flow, admin, NIC and diagnose requests, the flow and admin handlers and connection
 // cleanup run on the control io_context. Not thread-safe: call it, and run that io_context, from
 // one thread; stop() waits for the workers.
 #pragma once
