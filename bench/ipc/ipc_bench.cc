@@ -309,16 +309,17 @@ void BM_RegisterDeregister(benchmark::State& state) {
 }
 BENCHMARK(BM_RegisterDeregister)->Arg(4 << 10)->Arg(1 << 20)->Arg(1 << 30)->UseRealTime();
 
-void BM_PairsThroughput(benchmark::State& state) {
+// 4 KiB pairs on one connection to `d` per benchmark thread; each registration must reach
+// `nics` NICs.
+void pairs_throughput(benchmark::State& state, Daemon& d, uint32_t nics) {
   rdmad_client* c = nullptr;
-  if (rdmad_connect(daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK)
-    std::abort();
+  if (rdmad_connect(d.path().c_str(), &c) != RDMAD_OK) std::abort();
   rdmad_host_buffer buf;
   if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
   ServingCpu cpu(state);
   for (auto _ : state) {
     rdmad_mr* mr = nullptr;
-    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK ||
+    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK || rdmad_mr_nic_count(mr) != nics ||
         rdmad_deregister(c, mr) != RDMAD_OK)
       state.SkipWithError(rdmad_last_error(c));
   }
@@ -327,28 +328,17 @@ void BM_PairsThroughput(benchmark::State& state) {
   rdmad_free_host(&buf);
   rdmad_disconnect(c);
 }
+
+void BM_PairsThroughput(benchmark::State& state) {
+  pairs_throughput(state, daemon(static_cast<uint32_t>(state.range(0))), 2);
+}
 BENCHMARK(BM_PairsThroughput)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Threads(16)->UseRealTime();
 
 // The same pair on the daemon's real path: NICs 0 (the double), 1 and 2 in one run, so the cost of
 // registering on soft NICs is read against the no-NIC figure measured next to it.
 void BM_NicPairs(benchmark::State& state) {
-  rdmad_client* c = nullptr;
-  if (rdmad_connect(nic_daemon(static_cast<uint32_t>(state.range(0))).path().c_str(), &c) != RDMAD_OK)
-    std::abort();
-  rdmad_host_buffer buf;
-  if (rdmad_alloc_host(4096, &buf) != RDMAD_OK) std::abort();
-  ServingCpu cpu(state);
-  for (auto _ : state) {
-    rdmad_mr* mr = nullptr;
-    if (rdmad_register_host(c, buf.fd, 0, 4096, kRw, 0, &mr) != RDMAD_OK ||
-        rdmad_mr_nic_count(mr) != (state.range(0) == 0 ? 2u : static_cast<uint32_t>(state.range(0))) ||
-        rdmad_deregister(c, mr) != RDMAD_OK)
-      state.SkipWithError(rdmad_last_error(c));
-  }
-  cpu.report(state);
-  state.SetItemsProcessed(state.iterations());
-  rdmad_free_host(&buf);
-  rdmad_disconnect(c);
+  const auto nics = static_cast<uint32_t>(state.range(0));
+  pairs_throughput(state, nic_daemon(nics), nics == 0 ? 2 : nics);  // the double has 2 NICs
 }
 BENCHMARK(BM_NicPairs)->Arg(0)->Arg(1)->Arg(2)->Arg(0)->Threads(16)->UseRealTime();
 

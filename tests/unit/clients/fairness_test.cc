@@ -81,25 +81,9 @@ TEST(IpcFairness, AQuietClientIsServedWhileAChattyOneFloods) {
     // the flood and then the quiet client's one request queue up in the sockets.
     auto table = srv.server().service().lock_table_for_test();
     for (; sent < kFlood; ++sent) {
-      const proto::RegisterHostRequest req{sent * kPage, kPage, kRw, 0};
-      auto h = proto::make_header(proto::kVersionMin, static_cast<uint16_t>(proto::MsgType::kRegisterHost),
-                                  sizeof(req), 100 + sent);
-      std::byte frame[sizeof(h) + sizeof(req)];
-      std::memcpy(frame, &h, sizeof(h));
-      std::memcpy(frame + sizeof(h), &req, sizeof(req));
-      iovec iov{frame, sizeof(frame)};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &buf.fd, sizeof(int));
-      if (::sendmsg(chatty.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(frame))) break;
+      if (!chatty.send(proto::MsgType::kRegisterHost, proto::RegisterHostRequest{sent * kPage, kPage, kRw, 0},
+                       100 + sent, {buf.fd}, proto::kVersionMin, MSG_DONTWAIT))
+        break;
     }
     ASSERT_GE(sent, 80u) << "the socket took too few requests to tell a fair worker from one that is not";
     ASSERT_TRUE(quiet.send(proto::MsgType::kRegisterHost,

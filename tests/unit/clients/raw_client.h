@@ -55,8 +55,9 @@ class RawClient {
   bool connected() const { return connected_; }
   int fd() const { return fd_; }
 
-  // Sends raw bytes with fds; returns false when sendmsg failed.
-  bool send_bytes(const void* data, size_t n, const std::vector<int>& fds = {}) {
+  // Sends raw bytes with fds; returns false when sendmsg failed (or, with MSG_DONTWAIT in
+  // `flags`, the socket is full).
+  bool send_bytes(const void* data, size_t n, const std::vector<int>& fds = {}, int flags = 0) {
     iovec iov{const_cast<void*>(data), n};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -72,17 +73,17 @@ class RawClient {
       c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
       std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
     }
-    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL | flags) == static_cast<ssize_t>(n);
   }
 
   template <class Body>
   bool send(proto::MsgType type, const Body& body, uint64_t id, const std::vector<int>& fds = {},
-            uint16_t version = proto::kVersionMin) {
+            uint16_t version = proto::kVersionMin, int flags = 0) {
     std::vector<std::byte> frame(sizeof(proto::Header) + sizeof(Body));
     auto h = proto::make_header(version, static_cast<uint16_t>(type), sizeof(Body), id);
     std::memcpy(frame.data(), &h, sizeof(h));
     std::memcpy(frame.data() + sizeof(h), &body, sizeof(Body));
-    return send_bytes(frame.data(), frame.size(), fds);
+    return send_bytes(frame.data(), frame.size(), fds, flags);
   }
   bool send_empty(proto::MsgType type, uint64_t id) {
     auto h = proto::make_header(proto::kVersionMin, static_cast<uint16_t>(type), 0, id);
