@@ -82,7 +82,8 @@ rdmad_status Channel::open(const std::string& path, std::string* error, uint32_t
   proto::HelloRequest hello{proto::kVersionMin, proto::kVersionMax, 0};
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   Reply r = transact(proto::MsgType::kHello, as_bytes_of(hello), -1, static_cast<int>(std::max<long>(left, 1)));
-  if (r.status == RDMAD_OK && r.body.size() != sizeof(proto::HelloReply)) {
+  if (r.status == RDMAD_OK && r.body.size() != sizeof(proto::HelloReply) &&
+      r.body.size() != sizeof(proto::HelloReplyV2)) {
     r.status = RDMAD_ERR_PROTOCOL;
     r.error = "hello reply has the wrong size";
   }
@@ -99,8 +100,20 @@ rdmad_status Channel::open(const std::string& path, std::string* error, uint32_t
     close();
     return RDMAD_ERR_VERSION;
   }
+  const bool v2 = h.version >= proto::kVersionSessions;
+  if (r.body.size() != (v2 ? sizeof(proto::HelloReplyV2) : sizeof(proto::HelloReply))) {
+    *error = "hello reply has the wrong size for protocol version " + std::to_string(h.version);
+    close();
+    return RDMAD_ERR_PROTOCOL;
+  }
   version_ = h.version;
   instance_id_ = h.instance_id;
+  session_ = {};
+  if (v2) {
+    proto::HelloReplyV2 h2;
+    std::memcpy(&h2, r.body.data(), sizeof(h2));
+    std::memcpy(session_.data(), h2.session, session_.size());
+  }
   return RDMAD_OK;
 }
 

@@ -45,6 +45,12 @@ class Channel {
   int fd() const { return fd_; }
   uint16_t version() const { return version_; }
   uint64_t instance_id() const { return instance_id_; }
+  // The session token the daemon gave this connection (protocol version 2; else all zero), or the
+  // one of a session this connection resumed.
+  using Session = std::array<uint8_t, proto::kSessionTokenBytes>;
+  const Session& session() const { return session_; }
+  bool has_session() const { return version_ >= proto::kVersionSessions; }
+  void set_session(const Session& s) { session_ = s; }
 
   // Sends one request (fd < 0: none) and waits for its reply, at most timeout_ms (-1: until the
   // reply or the connection's end). The reply body stays valid until the next call.
@@ -56,6 +62,7 @@ class Channel {
   uint16_t version_ = proto::kVersionMin;
   uint64_t next_request_id_ = 1;
   uint64_t instance_id_ = 0;
+  Session session_{};
   std::array<std::byte, proto::kMaxFrameBytes> rx_{};
 };
 

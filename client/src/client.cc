@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "client_impl.h"
@@ -10,13 +12,95 @@
 namespace rdmad::client {
 namespace {
 
+void mark_lost(rdmad_client* client, rdmad_mr* mr) {
+  mr->lost = true;
+  if (client->lost_fn != nullptr) client->lost_fn(client->lost_user, mr, mr->handle);
+}
+
 void mark_all_lost(rdmad_client* client) {
   auto cache = std::move(client->cache);
   client->cache.clear();
-  for (auto& [key, mr] : cache) {
-    mr->lost = true;
-    if (client->lost_fn != nullptr) client->lost_fn(client->lost_user, mr, mr->handle);
+  for (auto& [key, mr] : cache) mark_lost(client, mr);
+}
+
+// The daemon's handles of this connection's session, or nullopt when it cannot tell.
+std::optional<std::set<uint64_t>> session_handles(rdmad_client* client) {
+  std::set<uint64_t> out;
+  proto::ListRequest req{0, proto::kMaxListEntries, 0};
+  for (;;) {
+    Reply r = client->channel.transact(proto::MsgType::kListRegistrations, as_bytes_of(req), -1);
+    proto::ListReply head;
+    if (r.status != RDMAD_OK || r.body.size() < sizeof(head)) return std::nullopt;
+    std::memcpy(&head, r.body.data(), sizeof(head));
+    if (head.count > proto::kMaxListEntries || r.body.size() != sizeof(head) + head.count * sizeof(proto::ListEntry))
+      return std::nullopt;
+    for (uint32_t i = 0; i < head.count; ++i) {
+      proto::ListEntry e;
+      std::memcpy(&e, r.body.data() + sizeof(head) + i * sizeof(e), sizeof(e));
+      out.insert(e.handle);
+      req.after_handle = e.handle;
+    }
+    if (head.more == 0 || head.count == 0) return out;
   }
+}
+
+// The daemon restarted: asks the new one for this client's session of the previous run. Resumed,
+// every registration keeps its rdmad_mr and handle (its keys are read again: a NIC gives new ones);
+// one the daemon does not hold is lost, and a handle the client never learned of (its
+// registration was in flight at the restart) is released. Not resumed (no keeper of the memory,
+// the grace ran out, another daemon): every registration is lost, as before.
+void after_restart(rdmad_client* client, const Channel::Session& old) {
+  const bool had_session = old != Channel::Session{};
+  proto::ResumeRequest req{};
+  std::memcpy(req.session, old.data(), sizeof(req.session));
+  bool resumed = false;
+  if (had_session && client->channel.has_session()) {
+    Reply r = client->channel.transact(proto::MsgType::kResume, as_bytes_of(req), -1);
+    proto::ResumeReply rr{};
+    if (r.status == RDMAD_OK && r.body.size() == sizeof(rr)) std::memcpy(&rr, r.body.data(), sizeof(rr));
+    resumed = rr.resumed == 1;
+  }
+  auto live = resumed ? session_handles(client) : std::nullopt;
+  if (!live) {
+    mark_all_lost(client);
+    return;
+  }
+  client->channel.set_session(old);
+  std::set<uint64_t> known;
+  for (auto it = client->cache.begin(); it != client->cache.end();) {
+    rdmad_mr* mr = it->second;
+    proto::QueryRegistrationRequest q{mr->handle};
+    Reply r = live->count(mr->handle) != 0
+                  ? client->channel.transact(proto::MsgType::kQueryRegistration, as_bytes_of(q), -1)
+                  : Reply{RDMAD_ERR_NOT_FOUND, "not held", {}, {}};
+    proto::RegisterReply reply{};
+    if (r.status == RDMAD_OK && r.body.size() == sizeof(reply)) {
+      std::memcpy(&reply, r.body.data(), sizeof(reply));
+      mr->iova = reply.iova;
+      mr->keys.clear();
+      for (uint32_t i = 0; i < reply.nic_count && i < proto::kMaxNics; ++i)
+        mr->keys.push_back({reply.keys[i].nic_index, reply.keys[i].lkey, reply.keys[i].rkey});
+      known.insert(mr->handle);
+      ++it;
+      continue;
+    }
+    mark_lost(client, mr);
+    it = client->cache.erase(it);
+  }
+  for (uint64_t handle : *live) {
+    if (known.count(handle) != 0) continue;
+    proto::DeregisterRequest d{handle};
+    client->channel.transact(proto::MsgType::kDeregister, as_bytes_of(d), -1);
+  }
+}
+
+// A new connection after the old one dropped: the same daemon released everything of the old
+// connection; a restarted one may give the session back.
+void after_reconnect(rdmad_client* client, uint64_t old_instance, const Channel::Session& old) {
+  if (client->channel.instance_id() == old_instance)
+    mark_all_lost(client);
+  else
+    after_restart(client, old);
 }
 
 bool reconnect(rdmad_client* client) {
@@ -42,6 +126,7 @@ constexpr uint32_t kInFlightProbeMs = 500;
 Reply in_flight_lost(rdmad_client* client, Reply lost, proto::MsgType type, std::span<const std::byte> body,
                      int fd) {
   const uint64_t instance = client->channel.instance_id();
+  const Channel::Session session = client->channel.session();
   std::string error;
   Reply gone{RDMAD_ERR_DAEMON_GONE,
              "the daemon closed the connection before answering (it stopped or died): " + lost.error,
@@ -51,7 +136,7 @@ Reply in_flight_lost(rdmad_client* client, Reply lost, proto::MsgType type, std:
   // socket of a daemon that is restarting) must not hold the caller for the whole connect timeout.
   const uint32_t probe_ms = std::min<uint32_t>(client->connect_timeout_ms, kInFlightProbeMs);
   if (client->channel.open(client->path, &error, probe_ms) != RDMAD_OK) return gone;
-  mark_all_lost(client);  // the daemon released everything of the old connection
+  after_reconnect(client, instance, session);
   if (client->channel.instance_id() != instance) {
     gone.error = "the daemon restarted with this request in flight";
     return gone;
@@ -95,12 +180,13 @@ rdmad_status fail(rdmad_client* client, rdmad_status status, std::string message
 
 Reply call(rdmad_client* client, proto::MsgType type, std::span<const std::byte> body, int fd) {
   const uint64_t instance = client->channel.instance_id();
+  const Channel::Session session = client->channel.session();
   Reply r = client->channel.transact(type, body, fd);
   if (r.status != RDMAD_ERR_CONNECTION) return r;
   if (r.sent && instance != 0) return in_flight_lost(client, std::move(r), type, body, fd);
   if (client->reconnect_timeout_ms == 0) return r;
   if (!reconnect(client)) return r;
-  mark_all_lost(client);
+  after_reconnect(client, instance, session);
   return client->channel.transact(type, body, fd);
 }
 

@@ -371,6 +371,15 @@ std::vector<Field> make_fields() {
                "A client connection that has not said hello within this many milliseconds is closed.",
                "an integer in [10, 3600000]", false, v::int_range(10, kMaxMs),
                [](Config& c, size_t, const Value& x) { c.ipc.hello_timeout_ms = as<int64_t>(x); }});
+  f.push_back({"ipc", "resume_grace_ms", FieldType::kInt, int64_t{60000},
+               "After a restart, how long the daemon keeps each client session's registrations and exports of "
+               "its previous run for the client to take back (librdmad does when it reconnects); what is not "
+               "taken back by then is released. Needs a keeper of the registered memory's descriptors: "
+               "systemd's file-descriptor store (FileDescriptorStoreMax= in rdmad.service) or a supervisor "
+               "speaking the same protocol ($NOTIFY_SOCKET); without one, or with 0, a restart releases "
+               "everything as a stop does.",
+               "an integer in [0, 3600000]", false, v::int_range(0, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.ipc.resume_grace_ms = as<int64_t>(x); }});
   f.push_back({"ipc", "idle_timeout_ms", FieldType::kInt, int64_t{300000},
                "A client connection that holds nothing (no registration, no flow) and has sent nothing for this "
                "many milliseconds is closed (the library reconnects on its next call); 0 never closes one.",

@@ -2,9 +2,11 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -140,18 +142,66 @@ bool Daemon::start_client_service() {
     return false;
   }
   ipc_ = std::make_unique<clients::UnixServer>(io_, ipc_config(config_), *registrar_, *nics_, exporter_->registry());
+  open_session_store();
   if (auto r = ipc_->start(); !r.ok()) {
     log::get(log::Component::kIpc)->error("cannot serve clients socket={} error={}", base::q(config_.daemon.socket_path),
                            base::q(r.error().message));
     return false;
   }
+  // Before the first accept (the io_context is not running yet): a resuming client finds its session.
+  if (restored_) restored_handles_ = ipc_->restore(*restored_, std::chrono::milliseconds(config_.ipc.resume_grace_ms));
   ipc_->set_diagnose_extra(
       [this] { return nics_->diagnosis() + peer_diagnosis(config_); });
   if (!start_flows()) return false;
+  finish_restore();
   admin_ =
       std::make_unique<AdminService>(config_, *nics_, flows_.get(), [this] { return reload(); });
   ipc_->set_admin_handler(admin_.get());
   return true;
+}
+
+void Daemon::open_session_store() {
+  auto log = log::get(log::Component::kIpc);
+  auto passed = clients::passed_fds(clients::kStoredMemoryPrefix);
+  // Sessions are kept only where something keeps their memory's descriptors across our exit.
+  const bool keeper = std::getenv("NOTIFY_SOCKET") != nullptr;
+  if (config_.ipc.resume_grace_ms == 0 || !keeper) {
+    auto forget = keeper ? clients::systemd_fd_keeper() : nullptr;
+    for (auto& [name, fd] : passed) {
+      ::close(fd);
+      if (forget) forget->forget(name);
+    }
+    if (!passed.empty()) log->info("previous sessions released descriptors={} reason={}", passed.size(),
+                                   base::q(keeper ? "[ipc] resume_grace_ms = 0" : "no NOTIFY_SOCKET"));
+    return;
+  }
+  restore_started_ = std::chrono::steady_clock::now();
+  sessions_ = std::make_unique<clients::SessionStore>(config_.daemon.runtime_dir + "/sessions.state",
+                                                      clients::systemd_fd_keeper());
+  restored_ = sessions_->replay(std::move(passed));
+  ipc_->set_session_store(sessions_.get());
+}
+
+void Daemon::finish_restore() {
+  if (!restored_) return;
+  size_t exports = 0;
+  if (flows_) {
+    flows_->set_session_store(sessions_.get());
+    exports = flows_->restore_exports(restored_->sessions, restored_->exports);
+  }
+  for (auto& [seq, fd] : restored_->region_fds) ::close(fd);  // the keeper holds its own
+  sessions_->compact();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                         restore_started_).count();
+  if (!restored_->sessions.empty() || restored_->handles_without_fd != 0 || restored_->torn_bytes != 0) {
+    log::get(log::Component::kIpc)
+        ->info("sessions restored sessions={} handles={} of={} exports={} of={} without_descriptor={} torn_bytes={} "
+               "grace_ms={} ms={}",
+               ipc_->detached_sessions(), restored_handles_, restored_->handles.size(), exports,
+               restored_->exports.size(), restored_->handles_without_fd, restored_->torn_bytes,
+               config_.ipc.resume_grace_ms, ms);
+  }
+  restored_.reset();
 }
 
 int Daemon::run() {
@@ -178,6 +228,7 @@ int Daemon::run() {
   // This also releases every client's registrations before the NICs go.
   if (ipc_) ipc_->stop();
   if (flows_) flows_->stop();
+  // What is left in the state file (and the descriptor store) is what the next start restores.
   exporter_.reset();  // stops the HTTP server before the registry it serves goes away
   log::get(log::Component::kDaemon)->info("stopped");
   return 0;

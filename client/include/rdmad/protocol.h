@@ -23,7 +23,11 @@ static_assert(std::endian::native == std::endian::little, "the wire format is li
 
 inline constexpr uint32_t kMagic = 0x444d4452;  // "RDMD" in memory order
 inline constexpr uint16_t kVersionMin = 1;
-inline constexpr uint16_t kVersionMax = 1;
+// Version 2: the hello reply carries a session token (HelloReplyV2), and kResume and
+// kQueryRegistration exist (a session survives a daemon restart). A version 1 client is served as
+// before.
+inline constexpr uint16_t kVersionMax = 2;
+inline constexpr uint16_t kVersionSessions = 2;
 inline constexpr size_t kMaxFrameBytes = 4096;
 inline constexpr size_t kMaxFdsPerFrame = 4;  // the receive cmsg buffer holds this many
 inline constexpr uint32_t kMaxNics = RDMAD_MAX_NICS;
@@ -51,12 +55,20 @@ enum class MsgType : uint16_t {
   kCcSet = 17,
   kReload = 18,
   kNicDetails = 19,
+  // Version 2: take back a session of the daemon's previous run; a registration's current keys.
+  kResume = 20,
+  kQueryRegistration = 21,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 19;
+inline constexpr uint16_t kMaxRequestType = 21;
 inline constexpr uint16_t kFirstAdminType = 14;
+inline constexpr uint16_t kLastAdminType = 19;
 
-constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kMaxRequestType; }
+constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kLastAdminType; }
+// Request types a connection may send only once version 2 is negotiated.
+constexpr bool needs_sessions(uint16_t type) {
+  return type == static_cast<uint16_t>(MsgType::kResume) || type == static_cast<uint16_t>(MsgType::kQueryRegistration);
+}
 
 constexpr uint16_t reply_type(MsgType t) {
   return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
@@ -86,6 +98,37 @@ struct HelloReply {
   uint64_t instance_id;  // random per daemon start: a changed value means a restart
 };
 static_assert(sizeof(HelloReply) == 16);
+
+inline constexpr size_t kSessionTokenBytes = 16;
+
+// The hello reply when version 2 is negotiated: the connection's session token. Only this
+// connection learns it; with it (and the same uid) a connection to the daemon's next run takes the
+// session's registrations and exports back (kResume).
+struct HelloReplyV2 {
+  uint16_t version;
+  uint16_t reserved;
+  uint32_t max_frame_bytes;
+  uint64_t instance_id;
+  uint8_t session[kSessionTokenBytes];
+};
+static_assert(sizeof(HelloReplyV2) == 32);
+
+struct ResumeRequest {
+  uint8_t session[kSessionTokenBytes];  // the token of a connection to the daemon's previous run
+};
+static_assert(sizeof(ResumeRequest) == 16);
+
+struct ResumeReply {
+  uint32_t resumed;  // 1: this connection now holds the session's handles and exports (its token too)
+  uint32_t handles;  // how many handles it holds now
+  uint64_t reserved;
+};
+static_assert(sizeof(ResumeReply) == 16);
+
+struct QueryRegistrationRequest {  // answered with a RegisterReply
+  uint64_t handle;
+};
+static_assert(sizeof(QueryRegistrationRequest) == 8);
 
 struct NicEntry {
   char name[32];  // NUL-terminated
@@ -409,6 +452,10 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(NicDetailsRequest);
     case MsgType::kReload:
       return 0;
+    case MsgType::kResume:
+      return sizeof(ResumeRequest);
+    case MsgType::kQueryRegistration:
+      return sizeof(QueryRegistrationRequest);
     case MsgType::kError:
       return -1;
   }

@@ -97,7 +97,8 @@ Result<Registered> RegistrationService::register_dmabuf(const Peer& peer, int fd
                                  req.gpu_pci_address});
 }
 
-Result<Registered> RegistrationService::register_common(const Peer& peer, int fd, const Request& req) {
+Result<Registered> RegistrationService::register_common(const Peer& peer, int fd, const Request& req,
+                                                        uint64_t forced_handle, uint64_t store_seq) {
   auto start = std::chrono::steady_clock::now();
   auto valid =
       validate_request(req.offset, req.length, req.iova, req.access, req.nic_mask, inventory_.count());
@@ -137,8 +138,11 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
                                       " registrations, its share (nic_table_share_percent) of the NICs' " +
                                       "memory-region tables"};
   Registered out;
+  Region* used = nullptr;
+  Released duplicate;
   if (auto it = regions_.find(key); it != regions_.end()) {
-    out = add_handle(peer, it->second.get(), req, true);
+    used = it->second.get();
+    out = add_handle(peer, used, req, true, forced_handle);
   } else {
     if (use.pinned_bytes + pinned > quota.max_pinned_bytes)
       return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of uid " + std::to_string(peer.uid) + " exceeded (" +
@@ -162,31 +166,101 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
       if (again.registrations == 0 && again.pinned_bytes == 0) usage_.erase(peer.uid);
       return made.error();
     }
-    Released duplicate;
     if (auto raced = regions_.find(key); raced != regions_.end()) {
       // Another connection of this uid registered the same range meanwhile: share its region.
-      out = add_handle(peer, raced->second.get(), req, true);
+      used = raced->second.get();
+      out = add_handle(peer, used, req, true, forced_handle);
       duplicate.push_back(std::move(made.value()));
     } else {
-      Region* region = made.value().get();
-      again.pinned_bytes += region->pinned_bytes;
-      if (metrics_ != nullptr) metrics_->region_added(region->kind, region->pinned_bytes);
+      used = made.value().get();
+      again.pinned_bytes += used->pinned_bytes;
+      if (metrics_ != nullptr) metrics_->region_added(used->kind, used->pinned_bytes);
       regions_.emplace(key, std::move(made.value()));
-      out = add_handle(peer, region, req, false);
+      out = add_handle(peer, used, req, false, forced_handle);
     }
-    lock.unlock();
-    release_regions(duplicate);
   }
-  if (lock.owns_lock()) lock.unlock();
+  // A session's region keeps its descriptor in the store (once, by the first handle that needs it).
+  uint64_t seq = 0;
+  int keep_fd = -1;
+  if (store_ != nullptr && (forced_handle != 0 || store_->has_session(peer.conn_id))) {
+    if (used->store_seq == 0) {
+      used->store_seq = store_seq != 0 ? store_seq : store_->next_region_seq();
+      if (forced_handle == 0) keep_fd = fd;
+    }
+    seq = used->store_seq;
+  }
+  lock.unlock();
+  release_regions(duplicate);
+  // A restored handle is in the state file already.
+  if (seq != 0 && forced_handle == 0) record_handle(peer, req, out, seq, keep_fd);
   if (metrics_ != nullptr)
     metrics_->observe_registration_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return out;
 }
 
+void RegistrationService::record_handle(const Peer& peer, const Request& req, const Registered& out,
+                                        uint64_t seq, int fd) {
+  StoredHandle h;
+  h.handle = out.handle;
+  h.conn_id = peer.conn_id;
+  h.region_seq = seq;
+  h.kind = req.kind;
+  h.access = req.access;
+  h.nic_mask = req.nic_mask;
+  h.offset = req.offset;
+  h.length = req.length;
+  h.iova = req.iova;
+  h.gpu_pci_address = req.gpu_pci_address;
+  store_->handle_added(h, fd);
+}
+
+Result<Registered> RegistrationService::restore(const Peer& owner, int fd, const StoredHandle& h) {
+  const auto kind = static_cast<rdmad_mem_kind>(h.kind);
+  if (kind != RDMAD_MEM_HOST && kind != RDMAD_MEM_GPU)
+    return Error{RDMAD_ERR_PROTOCOL, "restored handle of unknown kind " + std::to_string(h.kind)};
+  {
+    std::lock_guard lock(mu_);
+    if (handles_.count(h.handle) != 0)
+      return Error{RDMAD_ERR_PROTOCOL, "handle " + std::to_string(h.handle) + " restored twice"};
+  }
+  auto r = register_common(owner, fd, Request{kind, h.offset, h.length, h.iova, h.access, h.nic_mask, h.gpu_pci_address},
+                           h.handle, h.region_seq);
+  if (!r.ok() && store_ != nullptr) store_->handle_dropped(h.handle);
+  return r;
+}
+
+void RegistrationService::reserve_handles(uint64_t handle) {
+  std::lock_guard lock(mu_);
+  next_handle_ = std::max(next_handle_, handle + 1);
+}
+
+void RegistrationService::adopt_connection(uint64_t from, const Peer& to) {
+  std::lock_guard lock(mu_);
+  auto c = by_conn_.find(from);
+  if (c == by_conn_.end()) return;
+  std::set<uint64_t> handles = std::move(c->second);
+  by_conn_.erase(c);
+  for (uint64_t handle : handles) {
+    Handle& h = handles_.at(handle);
+    h.conn_id = to.conn_id;
+    h.pid = to.pid;
+  }
+  by_conn_[to.conn_id].insert(handles.begin(), handles.end());
+}
+
+Result<Registered> RegistrationService::query(uint64_t conn_id, uint64_t handle) const {
+  std::lock_guard lock(mu_);
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || it->second.conn_id != conn_id)
+    return Error{RDMAD_ERR_NOT_FOUND, "no registration with handle " + std::to_string(handle) + " on this connection"};
+  const Handle& h = it->second;
+  return Registered{handle, h.region->iova, h.length, h.region->refs > 1, h.region->keys};
+}
+
 Registered RegistrationService::add_handle(const Peer& peer, Region* region, const Request& req,
-                                           bool shared) {
-  uint64_t handle = next_handle_++;
+                                           bool shared, uint64_t forced_handle) {
+  uint64_t handle = forced_handle != 0 ? forced_handle : next_handle_++;
   ++region->refs;
   ++usage_[peer.uid].registrations;
   handles_.emplace(handle,
@@ -229,6 +303,7 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
   uint64_t handle = it->first;
   Handle h = it->second;
   handles_.erase(it);
+  if (store_ != nullptr) store_->handle_dropped(handle);
   if (auto c = by_conn_.find(h.conn_id); c != by_conn_.end()) {
     c->second.erase(handle);
     if (c->second.empty()) by_conn_.erase(c);
@@ -259,6 +334,7 @@ bool RegistrationService::holds_registrations(uint64_t conn_id) const {
 }
 
 void RegistrationService::release_connection(uint64_t conn_id) {
+  if (store_ != nullptr) store_->session_ended(conn_id);
   Released released;
   {
     std::lock_guard lock(mu_);
@@ -315,6 +391,8 @@ void RegistrationService::release_regions(Released& regions) {
   if (regions.empty()) return;
   for (const auto& r : regions) r->attachments.clear();  // their MRs go before the memory
   for (const auto& r : regions) registrar_.deregister(r->mr_id);
+  if (store_ != nullptr)
+    for (const auto& r : regions) store_->region_dropped(r->store_seq);
   for (const auto& r : regions) {
     if (r->map_base != nullptr) munmap(r->map_base, r->map_bytes);
     if (r->dmabuf_fd >= 0) {

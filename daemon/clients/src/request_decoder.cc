@@ -189,6 +189,15 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     case MsgType::kRevoke:
       d.body = load<proto::RevokeRequest>(body);
       break;
+    case MsgType::kResume:
+      d.body = load<proto::ResumeRequest>(body);
+      break;
+    case MsgType::kQueryRegistration: {
+      auto r = load<proto::QueryRegistrationRequest>(body);
+      if (r.handle == 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "query_registration: handle 0 is never valid");
+      d.body = r;
+      break;
+    }
     case MsgType::kQueryNics:
     case MsgType::kDiagnose:
     case MsgType::kReload:
@@ -240,6 +249,8 @@ DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count,
     return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "wrong number of file descriptors for type");
   if (negotiated_version == 0 && !is_hello) return fail(d, RDMAD_ERR_PROTOCOL, "hello required first");
   if (negotiated_version != 0 && is_hello) return fail(d, RDMAD_ERR_PROTOCOL, "hello already done");
+  if (proto::needs_sessions(type) && negotiated_version < proto::kVersionSessions)
+    return fail(d, RDMAD_ERR_VERSION, "request needs protocol version 2");
   return validate_body(d, body);
 }
 

@@ -1,6 +1,8 @@
 // Serving decoded requests: each operation turns into exactly one reply frame.
 #include <fcntl.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
@@ -57,6 +59,7 @@ bool served_on_worker(uint16_t type) {
     case MsgType::kRegisterDmabuf:
     case MsgType::kDeregister:
     case MsgType::kListRegistrations:
+    case MsgType::kQueryRegistration:
       return true;
     default:
       return false;
@@ -140,8 +143,16 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     auto& hello = std::get<proto::HelloRequest>(req.body);
     conn.set_version(std::min(hello.max_version, proto::kVersionMax));
     FrameWriter w(out, conn.version(), proto::reply_type(type), id);
-    w.append(
-        proto::HelloReply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_});
+    if (conn.version() < proto::kVersionSessions) {
+      w.append(
+          proto::HelloReply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_});
+      return w.finish();
+    }
+    proto::HelloReplyV2 reply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_, {}};
+    const SessionToken token = random_token();
+    std::memcpy(reply.session, token.data(), token.size());
+    if (store_ != nullptr) store_->session_started({conn.peer().conn_id, conn.peer().uid, conn.peer().pid, token});
+    w.append(reply);
     return w.finish();
   }
   FrameWriter w(out, conn.version(), proto::reply_type(type), id);
@@ -176,6 +187,16 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
       auto entries = service_.list(conn.peer().conn_id, l.after_handle, l.max_entries, &more);
       w.append(proto::ListReply{static_cast<uint32_t>(entries.size()), more ? 1u : 0u});
       for (const auto& e : entries) w.append(e);
+      return w.finish();
+    }
+    case MsgType::kQueryRegistration: {
+      auto r = service_.query(conn.peer().conn_id, std::get<proto::QueryRegistrationRequest>(req.body).handle);
+      return r.ok() ? registered(w, r.value()) : fail(r.error());
+    }
+    case MsgType::kResume: {
+      SessionToken token;
+      std::memcpy(token.data(), std::get<proto::ResumeRequest>(req.body).session, token.size());
+      w.append(resume(conn, token));
       return w.finish();
     }
     case MsgType::kDiagnose: {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <deque>
+#include <map>
 #include <boost/asio/basic_seq_packet_socket.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -125,6 +126,11 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   bool created_path_ = false;
   bool stopped_ = false;
   uint64_t next_conn_id_ = 1;
+  // Sessions of the previous run (restore()), waiting for their client to come back (kResume) until
+  // the grace timer releases them; by token.
+  SessionStore* store_ = nullptr;
+  std::map<SessionToken, StoredSession> detached_;
+  boost::asio::steady_timer grace_timer_{io_};
   // Declared before the connections: their sockets belong to the workers' io_contexts.
   std::vector<std::unique_ptr<ServiceWorker>> workers_;
   std::vector<size_t> worker_load_;  // connections per worker: a new one goes to the least loaded
@@ -146,6 +152,8 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   // Finishes the bulk registrations queued (their replies go to the workers, still running).
   void stop_bulk();
   void on_closed(uint64_t conn_id);
+  // Control thread: gives the previous run's session named by `token` to conn (same uid only).
+  proto::ResumeReply resume(const Connection& conn, const SessionToken& token);
   void accept_next();
   void on_accept(SeqPacket::socket accepted);
   // accept() failed for want of descriptors: refuse one waiting client, pause with a growing delay.

@@ -102,9 +102,18 @@ UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegi
       accept_retry_(io) {}
 
 bool UnixServer::Core::adopt_systemd_socket() {
-  int n = sd_listen_fds(0);
+  char** names = nullptr;
+  int n = sd_listen_fds_with_names(0, &names);
+  std::vector<std::string> fd_names;
+  for (int i = 0; i < n; ++i) {
+    fd_names.emplace_back(names != nullptr && names[i] != nullptr ? names[i] : "");
+    if (names != nullptr) free(names[i]);
+  }
+  free(names);
   bool adopted = false;
   for (int fd = SD_LISTEN_FDS_START; n > 0 && fd < SD_LISTEN_FDS_START + n; ++fd) {
+    // The file-descriptor store's registered memory (session_store.h), not a socket.
+    if (fd_names[static_cast<size_t>(fd - SD_LISTEN_FDS_START)].rfind(kStoredMemoryPrefix, 0) == 0) continue;
     if (!adopted && sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
       boost::system::error_code ec;
       acceptor_.assign(SeqPacket(), fd, ec);
@@ -294,6 +303,64 @@ void UnixServer::Core::connection_closed(uint64_t conn_id) {
   });
 }
 
+size_t UnixServer::restore(const RestoredState& state, std::chrono::milliseconds grace) {
+  Core& c = *core_;
+  std::map<uint64_t, const StoredSession*> sessions;
+  for (const auto& s : state.sessions) sessions[s.conn_id] = &s;
+  size_t restored = 0;
+  for (const auto& h : state.handles) {
+    auto s = sessions.find(h.conn_id);
+    auto fd = state.region_fds.find(h.region_seq);
+    if (s == sessions.end() || fd == state.region_fds.end()) continue;
+    const Peer owner{h.conn_id, s->second->uid, 0, s->second->pid};
+    auto r = c.service_.restore(owner, fd->second, h);
+    if (!r.ok()) {
+      ipc_log()->warn("registration not restored handle={} uid={} error={}", h.handle, owner.uid,
+                      base::q(r.error().message));
+      continue;
+    }
+    ++restored;
+  }
+  c.service_.reserve_handles(state.max_handle);
+  c.next_conn_id_ = std::max(c.next_conn_id_, state.max_conn_id + 1);
+  for (const auto& s : state.sessions)
+    if (c.service_.holds_registrations(s.conn_id)) c.detached_[s.token] = s;
+  if (!c.detached_.empty()) {
+    c.grace_timer_.expires_after(grace);
+    c.grace_timer_.async_wait([weak = std::weak_ptr<Core>(core_)](const boost::system::error_code& ec) {
+      auto core = weak.lock();
+      if (ec || !core || core->stopped_) return;
+      for (const auto& [token, s] : core->detached_) {
+        ipc_log()->info("restored session expired uid={} pid={} reason=no_resume", s.uid, s.pid);
+        if (core->flows_ != nullptr) core->flows_->connection_closed(s.conn_id);
+        core->service_.release_connection(s.conn_id);
+      }
+      core->detached_.clear();
+    });
+  }
+  return restored;
+}
+
+size_t UnixServer::detached_sessions() const { return core_->detached_.size(); }
+
+proto::ResumeReply UnixServer::Core::resume(const Connection& conn, const SessionToken& token) {
+  proto::ResumeReply reply{};
+  auto it = detached_.find(token);
+  // Another uid's token is answered as an unknown one: a token is no use to anyone else.
+  if (it == detached_.end() || it->second.uid != conn.peer().uid) return reply;
+  const StoredSession old = it->second;
+  detached_.erase(it);
+  service_.adopt_connection(old.conn_id, conn.peer());
+  if (flows_ != nullptr) flows_->adopt_connection(old.conn_id, conn.peer());
+  if (store_ != nullptr) store_->session_moved(old.conn_id, StoredSession{conn.peer().conn_id, conn.peer().uid,
+                                                                          conn.peer().pid, token});
+  bool more = false;
+  reply.resumed = 1;
+  reply.handles = static_cast<uint32_t>(service_.list(conn.peer().conn_id, 0, UINT32_MAX, &more).size());
+  ipc_log()->info("session resumed uid={} pid={} handles={}", conn.peer().uid, conn.peer().pid, reply.handles);
+  return reply;
+}
+
 void UnixServer::Core::on_closed(uint64_t conn_id) {
   auto it = connections_.find(conn_id);
   if (it == connections_.end()) return;
@@ -310,6 +377,10 @@ void UnixServer::Core::on_closed(uint64_t conn_id) {
 
 void UnixServer::Core::stop() {
   stopped_ = true;
+  // What the state file says now is what the next start restores: releasing the connections
+  // below must not be recorded as their clients leaving.
+  if (store_ != nullptr) store_->freeze();
+  grace_timer_.cancel();
   boost::system::error_code ec;
   accept_retry_.cancel();
   acceptor_.close(ec);
@@ -361,6 +432,10 @@ bool UnixServer::socket_activated() const { return core_->activated_; }
 size_t UnixServer::client_count() const { return core_->connections_.size(); }
 const RegistrationService& UnixServer::service() const { return core_->service_; }
 RegistrationService& UnixServer::registrations() { return core_->service_; }
+void UnixServer::set_session_store(SessionStore* store) {
+  core_->store_ = store;
+  core_->service_.set_session_store(store);
+}
 void UnixServer::set_flow_handler(FlowHandler* handler) { core_->flows_ = handler; }
 void UnixServer::set_diagnose_extra(std::function<std::string()> extra) { core_->diagnose_extra_ = std::move(extra); }
 void UnixServer::set_admin_handler(AdminHandler* handler) { core_->admin_ = handler; }

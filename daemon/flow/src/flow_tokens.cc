@@ -5,28 +5,17 @@
 // an access outside it, one with other rights, or one from any other peer's QPs — even from a
 // misbehaving peer daemon. The grant is sent to that peer, which acknowledges it before the
 // client gets its token. The importing daemon checks rights and bounds again before it posts.
-#include <sys/random.h>
-
 #include "engine_state.h"
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
 #include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
 
 namespace rdmad::flow {
 namespace {
-
-FlowService::Token random_token() {
-  FlowService::Token t{};
-  size_t got = 0;
-  while (got < t.size()) {
-    ssize_t n = ::getrandom(t.data() + got, t.size() - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  return t;
-}
 
 FlowService::Token to_token(const uint8_t (&bytes)[16]) {
   FlowService::Token t;
@@ -66,11 +55,13 @@ void FlowService::export_memory(const clients::Peer& client, const proto::Export
     return;
   }
   Export e;
-  e.token = random_token();
+  e.token = clients::random_token();
   e.conn_id = client.conn_id;
   e.owner_uid = client.uid;
   ++exports_by_uid_[client.uid];
   e.peer = peer;
+  e.handle = req.handle;
+  e.offset = req.offset;
   e.range = pinned.value();
   e.rights = req.rights;
   e.done = std::move(done);
@@ -120,7 +111,45 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   registrations_.unpin(e.range.pin);
   if (auto u = exports_by_uid_.find(e.owner_uid); u != exports_by_uid_.end() && --u->second == 0)
     exports_by_uid_.erase(u);
+  if (store_ != nullptr) store_->export_dropped(e.token);
   exports_.erase(it);
+}
+
+size_t FlowService::restore_exports(const std::vector<clients::StoredSession>& sessions,
+                                    const std::vector<clients::StoredExport>& exports) {
+  std::map<uint64_t, uid_t> owners;
+  for (const auto& s : sessions) owners[s.conn_id] = s.uid;
+  size_t restored = 0;
+  for (const auto& x : exports) {
+    auto owner = owners.find(x.conn_id);
+    auto pinned = owner == owners.end()
+                      ? clients::Result<clients::PinnedRange>(clients::Error{RDMAD_ERR_NOT_FOUND, "no session"})
+                      : registrations_.pin(x.conn_id, x.handle, x.offset, x.length, x.rights);
+    if (!pinned.ok()) {
+      base::log_limited(*flow_log(), g_refusal_log, spdlog::level::warn, "export not restored peer={} handle={} error={}",
+                        x.peer, x.handle, base::q(pinned.error().message));
+      if (store_ != nullptr) store_->export_dropped(x.token);
+      continue;
+    }
+    Export e;
+    e.token = x.token;
+    e.conn_id = x.conn_id;
+    e.owner_uid = owner->second;
+    e.peer = x.peer;
+    e.handle = x.handle;
+    e.offset = x.offset;
+    e.range = pinned.value();
+    e.rights = x.rights;
+    ++exports_by_uid_[e.owner_uid];
+    exports_.emplace(e.token, std::move(e));  // granted again once the peer's session is ready
+    ++restored;
+  }
+  return restored;
+}
+
+void FlowService::adopt_connection(uint64_t from, const clients::Peer& to) {
+  for (auto& [token, e] : exports_)
+    if (e.conn_id == from) e.conn_id = to.conn_id;
 }
 
 clients::Result<proto::ImportReply> FlowService::import_token(const clients::Peer& client, const proto::ImportRequest& req) {
@@ -197,6 +226,10 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
         drop_export(it, false);
         done(clients::Error{RDMAD_ERR_REMOTE_ACCESS, "peer " + peer + " refused the export"});
         return;
+      }
+      if (store_ != nullptr) {
+        const Export& e = it->second;
+        store_->export_added({e.token, e.conn_id, e.handle, e.offset, e.range.length, e.rights, e.peer});
       }
       proto::ExportReply r{};
       std::memcpy(r.token, a->token.data(), sizeof(r.token));

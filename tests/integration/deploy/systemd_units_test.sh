@@ -39,7 +39,8 @@ for line in Type=notify WatchdogSec=30s Restart=on-failure 'ExecReload=/bin/kill
     User=rdmad Group=rdmad 'CapabilityBoundingSet=CAP_IPC_LOCK CAP_NET_ADMIN' \
     'AmbientCapabilities=CAP_IPC_LOCK CAP_NET_ADMIN' LimitMEMLOCK=infinity LimitNOFILE=524288 DevicePolicy=closed \
     'DeviceAllow=char-infiniband_verbs rw' ProtectSystem=strict RuntimeDirectory=rdmad \
-    'RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6' ProtectProc=invisible 'ExecStart=/usr/sbin/rdmad --config /etc/rdmad/rdmad.toml'; do
+    'RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6' ProtectProc=invisible 'ExecStart=/usr/sbin/rdmad --config /etc/rdmad/rdmad.toml' \
+    FileDescriptorStoreMax=65536 RuntimeDirectoryPreserve=yes; do
   grep -qxF "$line" "$units/rdmad.service" || fail "rdmad.service lacks '$line'"
 done
 grep -q '^After=.*network-online.target' "$units/rdmad.service" || fail "not after network-online.target"

@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "rdmad/rdmad.h"
+#include "support/fd_store.h"
 #include "support/fill_pattern.h"
 #include "support/free_port.h"
 #include "support/http_get.h"
@@ -59,6 +61,8 @@ struct NodeSpec {
   // they name credentials or key_file is set, the node uses kTestClusterKey, written into its temp dir.
   std::string peer_keys = "";
   std::string daemon = "daemon/rdmad";  // the daemon binary, relative to the build directory
+  // The daemon's systemd stand-in ($NOTIFY_SOCKET, the descriptor store passed back at each start).
+  FakeFdStore* fd_store = nullptr;
 };
 
 // The pre-shared key of the test cluster: every node that brings no credentials of its own has it,
@@ -77,6 +81,8 @@ class Node {
 
   // Writes the config (dialling `dial`: id -> peer port) and starts the daemon.
   bool start(const std::vector<std::pair<std::string, int>>& dial, const std::string& dial_host = "127.0.0.1") {
+    dial_ = dial;
+    dial_host_ = dial_host;
     std::string t = fmt::format(
         "[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{0}/run/rdmad.sock\"\nlog_level = \"info\"\n"
         "[metrics]\nlisten = \"127.0.0.1:0\"\n[peer]\nenabled = true\nnode_id = \"{1}\"\n"
@@ -107,7 +113,14 @@ class Node {
     config_ = dir_.write("rdmad.toml", t);
     std::vector<std::string> argv = spec_.wrapper;
     for (const auto& a : {binary(spec_.daemon), std::string("--config"), config_}) argv.push_back(a);
-    proc_ = std::make_unique<Subprocess>(argv);
+    std::vector<std::string> env;
+    std::vector<int> fds;
+    if (spec_.fd_store != nullptr) {
+      env.push_back(spec_.fd_store->notify_env());
+      fds = spec_.fd_store->listen_fds();
+      if (!fds.empty()) env.push_back(spec_.fd_store->listen_fdnames_env());
+    }
+    proc_ = std::make_unique<Subprocess>(argv, env, fds);
     if (!proc_->wait_for_output("] ready", 15s)) {
       ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
       return false;
@@ -118,6 +131,23 @@ class Node {
     metrics_port_ = std::stoi(m[1]);
     return true;
   }
+
+  // Stops the daemon with SIGTERM (the test's client stays connected, as an application's would)
+  // and starts it again on the same configuration; false (with a test failure) if either fails.
+  bool restart() {
+    last_output_ += proc_ ? proc_->output() : std::string();
+    if (proc_) {
+      proc_->signal(SIGTERM);
+      const auto code = proc_->wait_exit(10s);
+      if (code != 0) {
+        ADD_FAILURE() << spec_.id << " exited " << (code ? std::to_string(*code) : "late") << ":\n" << proc_->output();
+        return false;
+      }
+    }
+    return start(dial_, dial_host_);
+  }
+  // Output of the runs before the last restart.
+  const std::string& earlier_output() const { return last_output_; }
 
   void kill() {
     if (client_) rdmad_disconnect(client_);
@@ -162,6 +192,9 @@ class Node {
   std::unique_ptr<Subprocess> proc_;
   int metrics_port_ = 0;
   rdmad_client* client_ = nullptr;
+  std::vector<std::pair<std::string, int>> dial_;
+  std::string dial_host_;
+  std::string last_output_;
 };
 
 // Host memory registered with one daemon, also mapped in the test (to fill and check).

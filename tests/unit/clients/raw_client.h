@@ -104,8 +104,9 @@ class RawClient {
     return r;
   }
 
-  bool hello() {
-    send(proto::MsgType::kHello, proto::HelloRequest{proto::kVersionMin, proto::kVersionMax, 0}, 1);
+  // Negotiates version 1 (what send() speaks by default) unless asked for more.
+  bool hello(uint16_t max_version = proto::kVersionMin) {
+    send(proto::MsgType::kHello, proto::HelloRequest{proto::kVersionMin, max_version, 0}, 1);
     RawReply r = receive();
     return !r.closed && r.header.type == proto::reply_type(proto::MsgType::kHello);
   }

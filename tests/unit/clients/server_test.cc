@@ -33,7 +33,7 @@ TEST(IpcServer, QueryRegisterListDeregisterByteExact) {
   ASSERT_TRUE(srv.started()) << srv.start_error();
   rdmad_client* c = connect_or_die(srv.path());
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(rdmad_protocol_version(c), 1);
+  EXPECT_EQ(rdmad_protocol_version(c), proto::kVersionMax);
 
   rdmad_nic_info nics[4];
   size_t n = 0;

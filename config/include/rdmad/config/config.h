@@ -75,6 +75,7 @@ struct IpcSection {
   int64_t nic_table_share_percent = 25;  // of a NIC's memory-region table one uid may fill
   int64_t hello_timeout_ms = 5000;
   int64_t idle_timeout_ms = 300000;
+  int64_t resume_grace_ms = 60000;  // sessions of the previous run wait this long to be resumed (0: none kept)
 };
 
 struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]

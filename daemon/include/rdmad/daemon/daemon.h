@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +18,7 @@
 #include "rdmad/daemon/admin_service.h"
 #include "rdmad/daemon/clients/client_service.h"
 #include "rdmad/daemon/nics/device_events.h"
+#include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/daemon/clients/unix_server.h"
 #include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/notifier.h"
@@ -72,6 +74,10 @@ class Daemon {
   void apply_live(const config::Config& next);
   bool start_client_service();
   bool start_flows();
+  // Sessions of the previous run: the state file and the descriptors passed back (before the
+  // client socket is served), then their exports once the flows run.
+  void open_session_store();
+  void finish_restore();
 
   config::Config config_;
   // The file has no [[nic]]: config_.nics is the embedded default (embedded_nics.h), not the file's.
@@ -98,6 +104,13 @@ class Daemon {
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
   // The client service, after the NICs it registers memory on (so it goes first at shutdown).
   std::unique_ptr<VerbsRegistrar> registrar_;
+  // Client sessions that outlive a restart ([ipc] resume_grace_ms, under a descriptor keeper);
+  // before ipc_, which records into it. restored_: what this start found, until the flows took
+  // their exports back.
+  std::unique_ptr<clients::SessionStore> sessions_;
+  std::optional<clients::RestoredState> restored_;
+  size_t restored_handles_ = 0;
+  std::chrono::steady_clock::time_point restore_started_;
   std::unique_ptr<clients::UnixServer> ipc_;
   std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
   std::unique_ptr<AdminService> admin_;        // rdmactl's requests

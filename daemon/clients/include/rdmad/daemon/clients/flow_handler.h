@@ -31,6 +31,9 @@ class FlowHandler {
   virtual Result<Ok> revoke(const Peer& client, const proto::RevokeRequest& req) = 0;
   // A client connection closed: its flows and exports go, before its registrations are released.
   virtual void connection_closed(uint64_t conn_id) = 0;
+  // A session of connection `from` (restored from the previous run) was resumed by connection `to`:
+  // its exports are to's from now on.
+  virtual void adopt_connection(uint64_t from, const Peer& to) = 0;
 };
 
 }  // namespace rdmad::clients

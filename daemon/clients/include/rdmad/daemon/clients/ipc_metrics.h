@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "rdmad/protocol.h"
 #include "rdmad/rdmad.h"
 
 namespace rdmad::clients {
@@ -32,7 +33,7 @@ class IpcMetrics {
   void set_quota_usage_max_ratio(double ratio) { quota_ratio_.Set(ratio); }
 
  private:
-  static constexpr size_t kOps = 20;      // unknown + 19 request types
+  static constexpr size_t kOps = proto::kMaxRequestType + 1;  // unknown + every request type
   static constexpr size_t kResults = 15;  // RDMAD_OK .. RDMAD_ERR_REMOTE_ACCESS
   prometheus::Gauge& clients_;
   prometheus::Gauge& quota_ratio_;

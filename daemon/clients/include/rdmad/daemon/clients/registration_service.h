@@ -29,6 +29,7 @@
 #include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/result.h"
+#include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/protocol.h"
 
 namespace rdmad::clients {
@@ -67,6 +68,18 @@ class RegistrationService final : public RegionPins {
                                      bool* more) const;
   // Every connection's handles above `after`, ascending, with their owners (operators' view).
   std::vector<proto::RegistrationEntry> list_all(uint64_t after, uint32_t max_entries, bool* more) const;
+  // Records every handle of a connection with a session (SessionStore::session_started) there, and
+  // keeps its region's descriptor, so the next start can restore it. Set before serving.
+  void set_session_store(SessionStore* store) { store_ = store; }
+  // Registers a handle a previous run recorded (SessionStore::replay), under the same handle
+  // number, owned by connection owner.conn_id. fd: the region's kept descriptor (stays the caller's).
+  Result<Registered> restore(const Peer& owner, int fd, const StoredHandle& h);
+  // Handles are numbered above `handle` from now on (restored ones keep theirs).
+  void reserve_handles(uint64_t handle);
+  // The handles of connection `from` now belong to connection `to` (a resumed session).
+  void adopt_connection(uint64_t from, const Peer& to);
+  // The registration behind one of conn_id's handles, with its keys.
+  Result<Registered> query(uint64_t conn_id, uint64_t handle) const;
   // GPU registrations keep their dma-buf open: one descriptor each, taken from `budget`.
   void set_fd_budget(FdBudget* budget) { fds_ = budget; }
   // Whether connection conn_id holds a registration.
@@ -121,6 +134,7 @@ class RegistrationService final : public RegionPins {
     uint64_t file_offset = 0;   // offset of the first registered byte in the memfd or dma-buf
     uint32_t access = 0;        // RDMAD_ACCESS_* of the request (the MRs carry local access only)
     int dmabuf_fd = -1;         // device memory: our dup of the dma-buf, for registrations in peer domains
+    uint64_t store_seq = 0;     // its descriptor in the session store ("mem-<seq>"); 0: not kept
     std::vector<std::pair<uint64_t, std::unique_ptr<RegionAttachment>>> attachments;  // by domain (pins_mu_)
     uint64_t pinned_bytes = 0;
     uint32_t refs = 0;
@@ -148,12 +162,17 @@ class RegistrationService final : public RegionPins {
     std::string gpu_pci_address;
   };
 
-  Result<Registered> register_common(const Peer& peer, int fd, const Request& req);
+  // forced_handle != 0: a restored handle keeps its number (and store_seq its region's descriptor).
+  Result<Registered> register_common(const Peer& peer, int fd, const Request& req, uint64_t forced_handle = 0,
+                                     uint64_t store_seq = 0);
+  // Without mu_: the session store's record of a new handle (and its region's descriptor).
+  void record_handle(const Peer& peer, const Request& req, const Registered& out, uint64_t seq, int fd);
   // Without mu_: maps the range (host memory) and registers it with the registrar.
   Result<std::unique_ptr<Region>> make_region(int fd, const Request& req, RegionKey key, uint64_t aligned,
                                               uint64_t pinned);
   // The rest run under mu_.
-  Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared);
+  Registered add_handle(const Peer& peer, Region* region, const Request& req, bool shared,
+                        uint64_t forced_handle = 0);
   // Regions left without handle or pin are appended to `released`.
   void drop_handle(std::unordered_map<uint64_t, Handle>::iterator it, Released& released);
   // Recomputes rdmad_quota_usage_max_ratio (O(uids with registrations), per request, not per packet).
@@ -184,6 +203,7 @@ class RegistrationService final : public RegionPins {
   std::vector<std::unique_ptr<Region>> zombies_;
   std::function<void()> reaper_;
   FdBudget* fds_ = nullptr;
+  SessionStore* store_ = nullptr;
 };
 
 }  // namespace rdmad::clients

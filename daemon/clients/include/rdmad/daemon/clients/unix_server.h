@@ -8,6 +8,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "rdmad/daemon/nics/nic_directory.h"
 #include "rdmad/daemon/clients/registration_service.h"
 #include "rdmad/daemon/clients/result.h"
+#include "rdmad/daemon/clients/session_store.h"
 
 namespace prometheus {
 class Registry;
@@ -38,6 +40,15 @@ class UnixServer {
 
   // Binds (or adopts the systemd-passed socket for config.socket_path) and starts accepting.
   Result<Ok> start();
+  // Records sessions in `store` (protocol version 2 connections) so that the next run can serve
+  // them again. Before start().
+  void set_session_store(SessionStore* store);
+  // Registers the previous run's handles again (their regions' descriptors: seq → fd, left open)
+  // under their numbers and connection ids; each session then waits for its client's kResume for
+  // `grace` (counted from start()), after which what is left is released. Before start(). Returns
+  // how many handles were restored; failures are logged and dropped.
+  size_t restore(const RestoredState& state, std::chrono::milliseconds grace);
+  size_t detached_sessions() const;
   // Stops accepting, drops every connection (releasing its registrations) and removes the socket
   // file it created. Idempotent.
   void stop();

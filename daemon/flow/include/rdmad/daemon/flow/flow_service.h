@@ -24,6 +24,7 @@
 #include "rdmad/daemon/clients/flow_handler.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/clients/region_pins.h"
+#include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/daemon/nics/flow_nic.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/qp_connector.h"
@@ -114,6 +115,15 @@ class FlowService final : public clients::FlowHandler {
   clients::Result<proto::ImportReply> import_token(const clients::Peer& client, const proto::ImportRequest& req) override;
   clients::Result<clients::Ok> revoke(const clients::Peer& client, const proto::RevokeRequest& req) override;
   void connection_closed(uint64_t conn_id) override;
+  void adopt_connection(uint64_t from, const clients::Peer& to) override;
+
+  /// Records exports of connections with a session there (session_store.h). Before start().
+  void set_session_store(clients::SessionStore* store) { store_ = store; }
+  /// Exports the previous run recorded, of handles the client service restored: each is granted
+  /// to its peer again when that peer's session is ready (the token stays the same). Returns how
+  /// many were restored; the others are logged and dropped from the store.
+  size_t restore_exports(const std::vector<clients::StoredSession>& sessions,
+                         const std::vector<clients::StoredExport>& exports);
 
   using Token = std::array<uint8_t, 16>;
 
@@ -144,6 +154,8 @@ class FlowService final : public clients::FlowHandler {
     uint64_t conn_id = 0;
     uid_t owner_uid = 0;
     std::string peer;
+    uint64_t handle = 0;  // the registration and offset it was made from (the session store's record)
+    uint64_t offset = 0;
     clients::PinnedRange range{};
     // MRs over exactly the range with exactly the rights, in the peer's domain (while it has one).
     std::unique_ptr<ExactRegion> mrs;
@@ -194,6 +206,7 @@ class FlowService final : public clients::FlowHandler {
   std::map<std::string, uint32_t> grants_by_peer_;
   Counters counters_;
   clients::FdBudget* fds_ = nullptr;
+  clients::SessionStore* store_ = nullptr;
   std::map<uid_t, uint32_t> flows_by_uid_;
   std::map<uid_t, uint32_t> exports_by_uid_;
   void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }
