@@ -103,8 +103,10 @@ typedef struct rdmad_host_buffer {
   int fd;
 } rdmad_host_buffer;
 
-/* Called once per registration lost when the library reconnected after a daemon restart. The
- * rdmad_mr stays valid (rdmad_mr_is_lost() returns 1) until the caller deregisters it. */
+/* Called once per registration lost when the library reconnected after a daemon restart (a
+ * daemon that kept the client's session gives it back instead: the registrations stay, with their
+ * handles; docs/operations.md, "Restarts that keep registrations"). The rdmad_mr stays valid
+ * (rdmad_mr_is_lost() returns 1) until the caller deregisters it. */
 typedef void (*rdmad_lost_fn)(void* user, rdmad_mr* mr, uint64_t old_handle);
 
 /* Returns a static description of a status code. */
@@ -193,7 +195,8 @@ uint64_t rdmad_mr_length(const rdmad_mr* mr);
 /* Number of NICs the registration is valid on, and their keys. */
 size_t rdmad_mr_nic_count(const rdmad_mr* mr);
 rdmad_status rdmad_mr_key(const rdmad_mr* mr, size_t i, rdmad_nic_key* out);
-/* 1 when the daemon restarted after this registration was made (it is gone there). */
+/* 1 when the daemon restarted after this registration was made and did not keep it (it is gone
+ * there); 0 while it is valid, also across a restart that kept the client's session. */
 int rdmad_mr_is_lost(const rdmad_mr* mr);
 
 /* Lists this connection's registrations in the daemon. */
