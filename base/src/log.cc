@@ -9,26 +9,85 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <spdlog/pattern_formatter.h>
-#include "rdmad/base/assert.h"
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "rdmad/base/assert.h"
+#include "rdmad/base/log_fields.h"
 
 namespace rdmad::log {
 namespace {
 
 constexpr size_t kCount = std::size(kComponents);
 
+constexpr const char* kPriority[] = {"7", "7", "6", "4", "3", "2", "6"};
+
+const char* priority(spdlog::level::level_enum level) {
+  const auto i = static_cast<size_t>(level);
+  return i < std::size(kPriority) ? kPriority[i] : "6";
+}
+
 // "%*" → the syslog priority of the message level, as sd-daemon(3) prefixes expect.
 class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    static constexpr const char* kPrio[] = {"<7>", "<7>", "<6>", "<4>", "<3>", "<2>", "<6>"};
-    const auto i = static_cast<size_t>(msg.level);
-    const char* p = i < std::size(kPrio) ? kPrio[i] : "<6>";
-    dest.append(p, p + 3);
+    dest.push_back('<');
+    dest.push_back(priority(msg.level)[0]);
+    dest.push_back('>');
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SyslogPriorityFlag>(); }
+};
+
+std::string& journal_socket_path() {
+  static std::string path = "/run/systemd/journal/socket";
+  return path;
+}
+
+// Under systemd: each line goes to journald natively (sd_journal_print's datagram protocol,
+// systemd.journal-fields(7)), with PRIORITY, SYSLOG_IDENTIFIER, RDMAD_COMPONENT and one
+// RDMAD_<KEY> field per key=value of the line, so `journalctl RDMAD_NIC=rail0` finds a NIC's lines.
+// A datagram the journal does not take (no socket, too large) goes to stderr in the stream format
+// instead: nothing is lost.
+class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit JournalSink(std::shared_ptr<spdlog::sinks::sink> fallback) : fallback_(std::move(fallback)) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  }
+  ~JournalSink() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string_view text(msg.payload.data(), msg.payload.size());
+    const std::string_view component(msg.logger_name.data(), msg.logger_name.size());
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"MESSAGE", "[" + std::string(component) + "] " + std::string(text)},
+        {"PRIORITY", priority(msg.level)},
+        {"SYSLOG_IDENTIFIER", "rdmad"},
+        {"RDMAD_COMPONENT", std::string(component)}};
+    for (auto& f : base::journal_fields(text)) fields.push_back(std::move(f));
+    const std::string datagram = journal_datagram(fields);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string& path = journal_socket_path();
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    if (fd_ >= 0 && ::sendto(fd_, datagram.data(), datagram.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
+                             sizeof(addr)) == static_cast<ssize_t>(datagram.size()))
+      return;
+    fallback_->log(msg);
+  }
+  void flush_() override { fallback_->flush(); }
+
+ private:
+  std::shared_ptr<spdlog::sinks::sink> fallback_;
+  int fd_ = -1;
 };
 
 // get() runs per log line on every thread: it reads the table without the mutex (an atomic
@@ -46,15 +105,17 @@ Loggers& loggers() {
 
 // Builds every logger; the caller holds loggers().mu.
 void build(Loggers& l, spdlog::level::level_enum level, bool journal) {
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(journal ? spdlog::color_mode::never
-                                                                           : spdlog::color_mode::automatic);
+  auto stream = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(journal ? spdlog::color_mode::never
+                                                                             : spdlog::color_mode::automatic);
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   if (journal) {
     formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("%*[%n] %v");
   } else {
     formatter->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%-5l%$ [%n] %v");
   }
-  sink->set_formatter(std::move(formatter));
+  stream->set_formatter(std::move(formatter));
+  std::shared_ptr<spdlog::sinks::sink> sink = stream;
+  if (journal) sink = std::make_shared<JournalSink>(stream);
   for (size_t i = 0; i < kCount; ++i) {
     const std::string n(kComponents[i]);
     spdlog::drop(n);
@@ -69,6 +130,26 @@ void build(Loggers& l, spdlog::level::level_enum level, bool journal) {
 }
 
 }  // namespace
+
+std::string journal_datagram(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [key, value] : fields) {
+    out += key;
+    if (value.find('\n') == std::string::npos) {
+      out += '=';
+      out += value;
+    } else {  // the binary form: KEY, newline, the length as 64-bit little-endian, the value
+      out += '\n';
+      const uint64_t n = value.size();
+      for (int b = 0; b < 8; ++b) out += static_cast<char>((n >> (8 * b)) & 0xff);
+      out += value;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+void set_journal_socket_for_test(const std::string& path) { journal_socket_path() = path; }
 
 std::string_view name(Component component) { return kComponents[static_cast<size_t>(component)]; }
 

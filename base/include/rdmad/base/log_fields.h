@@ -4,6 +4,8 @@
 // or a logfmt parser can tell where it ends even when it holds an error message from elsewhere.
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,11 @@ namespace rdmad::base {
 /// than space, '"' and '='; otherwise in double quotes, with '"' and '\' escaped and control
 /// characters written as \n, \t or \xNN.
 std::string quote(std::string_view text);
+
+/// The fields of a log line, as journald fields: every `key=value` after the event words becomes
+/// ("RDMAD_" + KEY in upper case, the value unquoted), in line order. Keys are snake_case (the
+/// journal allows A-Z, 0-9 and _); a token that is no such field is skipped.
+std::vector<std::pair<std::string, std::string>> journal_fields(std::string_view line);
 
 /// A value that formats as quote(text). The quoting happens only when the line is written (spdlog
 /// formats no line below the logger's level), so a debug line costs nothing when debug is off.
