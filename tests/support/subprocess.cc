@@ -19,10 +19,7 @@ namespace {
 }
 }  // namespace
 
-Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env)
-    : Subprocess(std::move(argv), std::move(env), {}) {}
-
-Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env, std::vector<int> listen_fds) {
+Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) die("pipe2");
   // The journal test needs the pipe's identity before exec, so expose it through the env hook.
@@ -38,17 +35,6 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> e
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     for (auto& e : env) putenv(e.data());
-    if (!listen_fds.empty()) {
-      // Out of the way of 3.. first (a passed fd may sit where another must go), then into place.
-      const int n = static_cast<int>(listen_fds.size());
-      for (int& fd : listen_fds) fd = fcntl(fd, F_DUPFD, 3 + n);
-      for (int i = 0; i < n; ++i) dup2(listen_fds[static_cast<size_t>(i)], 3 + i);  // dup2 clears FD_CLOEXEC
-      static char count[32], pid[32];
-      std::snprintf(count, sizeof count, "LISTEN_FDS=%d", n);
-      std::snprintf(pid, sizeof pid, "LISTEN_PID=%d", static_cast<int>(getpid()));
-      putenv(count);
-      putenv(pid);
-    }
     execv(args[0], args.data());
     std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
     _exit(127);

@@ -18,9 +18,6 @@ class Subprocess {
   // Starts argv[0] with the parent's environment plus `env` ("KEY=value"). Aborts the test
   // binary if fork/exec plumbing fails.
   Subprocess(std::vector<std::string> argv, std::vector<std::string> env = {});
-  // Also passes `listen_fds` as systemd does at a start: at descriptors 3, 4, ... with LISTEN_FDS
-  // and LISTEN_PID (the child's pid) set; LISTEN_FDNAMES, when wanted, comes in `env`.
-  Subprocess(std::vector<std::string> argv, std::vector<std::string> env, std::vector<int> listen_fds);
   ~Subprocess();  // SIGKILLs and reaps a child that is still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

@@ -21,7 +21,6 @@
 #include <gtest/gtest.h>
 
 #include "rdmad/rdmad.h"
-#include "support/fd_store.h"
 #include "support/fill_pattern.h"
 #include "support/free_port.h"
 #include "support/http_get.h"
@@ -61,8 +60,8 @@ struct NodeSpec {
   // they name credentials or key_file is set, the node uses kTestClusterKey, written into its temp dir.
   std::string peer_keys = "";
   std::string daemon = "daemon/rdmad";  // the daemon binary, relative to the build directory
-  // The daemon's systemd stand-in ($NOTIFY_SOCKET, the descriptor store passed back at each start).
-  FakeFdStore* fd_store = nullptr;
+  // Run under rdmad-supervise (its descriptor store keeps the sessions across restart()).
+  bool supervised = false;
 };
 
 // The pre-shared key of the test cluster: every node that brings no credentials of its own has it,
@@ -112,29 +111,49 @@ class Node {
     t += spec_.extra;
     config_ = dir_.write("rdmad.toml", t);
     std::vector<std::string> argv = spec_.wrapper;
+    if (spec_.supervised) {
+      for (const auto& a : {binary("tools/supervise/rdmad-supervise"), std::string("--runtime-dir"), dir_.path() + "/run",
+                            std::string("--restart-delay-ms"), std::string("50"), std::string("--")})
+        argv.push_back(a);
+    }
     for (const auto& a : {binary(spec_.daemon), std::string("--config"), config_}) argv.push_back(a);
-    std::vector<std::string> env;
-    std::vector<int> fds;
-    if (spec_.fd_store != nullptr) {
-      env.push_back(spec_.fd_store->notify_env());
-      fds = spec_.fd_store->listen_fds();
-      if (!fds.empty()) env.push_back(spec_.fd_store->listen_fdnames_env());
+    proc_ = std::make_unique<Subprocess>(argv);
+    return wait_ready(1);
+  }
+
+  // Waits until the daemon said ready the n-th time (restarts under the supervisor) and reads the
+  // metrics port it printed last.
+  bool wait_ready(size_t n) {
+    const auto end = std::chrono::steady_clock::now() + 15s;
+    while (occurrences(proc_->output(), "] ready") < n) {
+      if (std::chrono::steady_clock::now() >= end || proc_->wait_exit(0ms).has_value()) {
+        ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
+        return false;
+      }
+      usleep(10'000);
     }
-    proc_ = std::make_unique<Subprocess>(argv, env, fds);
-    if (!proc_->wait_for_output("] ready", 15s)) {
-      ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
-      return false;
-    }
-    std::smatch m;
     const std::string out = proc_->output();
-    if (!std::regex_search(out, m, std::regex(R"(serving metrics url=http://127\.0\.0\.1:(\d+)/metrics)"))) return false;
-    metrics_port_ = std::stoi(m[1]);
-    return true;
+    std::regex re(R"(serving metrics url=http://127\.0\.0\.1:(\d+)/metrics)");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
+      metrics_port_ = std::stoi((*it)[1]);
+    return metrics_port_ != 0;
+  }
+
+  static size_t occurrences(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
   }
 
   // Stops the daemon with SIGTERM (the test's client stays connected, as an application's would)
   // and starts it again on the same configuration; false (with a test failure) if either fails.
+  // Under the supervisor: asks it to (SIGUSR1), as `systemctl restart`.
   bool restart() {
+    if (spec_.supervised) {
+      const size_t ready = occurrences(proc_->output(), "] ready");
+      proc_->signal(SIGUSR1);
+      return wait_ready(ready + 1);
+    }
     last_output_ += proc_ ? proc_->output() : std::string();
     if (proc_) {
       proc_->signal(SIGTERM);
