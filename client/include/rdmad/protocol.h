@@ -51,12 +51,19 @@ enum class MsgType : uint16_t {
   kCcSet = 17,
   kReload = 18,
   kNicDetails = 19,
+  // Test hook, refused unless rdmad runs with --enable-test-hooks (rdmactl's hidden `debug stall`).
+  // Numbered apart from the admin range so that new admin types do not meet it.
+  kTestStall = 90,
   kError = 0xffff,  // reply to any request that failed
 };
 inline constexpr uint16_t kMaxRequestType = 19;
 inline constexpr uint16_t kFirstAdminType = 14;
 
-constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kMaxRequestType; }
+inline constexpr uint16_t kTestStallType = 90;
+
+constexpr bool is_admin_request(uint16_t type) {
+  return (type >= kFirstAdminType && type <= kMaxRequestType) || type == kTestStallType;
+}
 
 constexpr uint16_t reply_type(MsgType t) {
   return static_cast<uint16_t>(static_cast<uint16_t>(t) | kReplyBit);
@@ -339,6 +346,16 @@ static_assert(sizeof(CcSetReply) == 8);
 
 // kReload: empty request and reply body; an error reply carries the configuration errors.
 
+// kTestStall (test hook): the daemon's thread named `thread` ("datapath:NIC", "flow-engine")
+// spins busy for `seconds`; the reply comes at once, empty. Refused with
+// RDMAD_ERR_NOT_SUPPORTED unless the daemon runs with --enable-test-hooks.
+struct TestStallRequest {
+  char thread[64];
+  uint32_t seconds;  // 1..3600
+  uint32_t reserved;
+};
+static_assert(sizeof(TestStallRequest) == 72);
+
 // One NIC's details for operators: `nic` names it ([[nic]] name), or, when empty, `cursor` walks
 // the NICs the daemon opened from 0 (the reply's `more` says whether cursor + 1 exists).
 struct NicDetailsRequest {
@@ -409,6 +426,8 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(NicDetailsRequest);
     case MsgType::kReload:
       return 0;
+    case MsgType::kTestStall:
+      return sizeof(TestStallRequest);
     case MsgType::kError:
       return -1;
   }

@@ -21,7 +21,8 @@ using RequestBody =
     std::variant<std::monostate, proto::HelloRequest, proto::NearestNicsRequest, proto::RegisterHostRequest,
                  proto::RegisterDmabufRequest, proto::DeregisterRequest, proto::ListRequest,
                  proto::FlowOpenRequest, proto::FlowCloseRequest, proto::ExportRequest, proto::ImportRequest,
-                 proto::RevokeRequest, proto::CcShowRequest, proto::NicDetailsRequest, proto::CcSetRequest>;
+                 proto::RevokeRequest, proto::CcShowRequest, proto::NicDetailsRequest, proto::CcSetRequest,
+                 proto::TestStallRequest>;
 
 struct DecodedRequest {
   DecodeAction action = DecodeAction::kClose;
