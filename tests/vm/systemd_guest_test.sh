@@ -26,7 +26,7 @@ mirror=${RDMAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$cache/bookworm-systemd-root
 # minbase plus what PID 1, the unit's hardening, the daemon's libraries (the .deb's Depends) and
 # the test script need. A change here rebuilds the cached root.
-include=systemd,systemd-sysv,iproute2,procps,libibverbs1,ibverbs-providers,libssl3,libfmt9,libspdlog1.10-fmt9
+include=systemd,systemd-sysv,iproute2,procps,libibverbs1,ibverbs-providers,libssl3,libfmt9,libspdlog1.10
 include=$include,libprometheus-cpp-core1.0,libprometheus-cpp-pull1.0,libtomlplusplus3
 t0=$(date +%s)
 

@@ -61,6 +61,8 @@ debootstrap_cached() {
   rm -rf "$root.tmp"
   if ! debootstrap --variant=minbase "$@" bookworm "$root.tmp" "$mirror" >"$log" 2>&1; then
     rm -rf "$root.tmp"
+    # A package the caller named that the mirror does not have is the test's error, not the network's.
+    ! grep -q "Couldn't find these debs" "$log" || fail "debootstrap: $(grep "Couldn't find these debs" "$log")"
     skip "debootstrap bookworm from $mirror failed (no mirror reachable?): $(tail -3 "$log")"
   fi
   rm -rf "$root"
