@@ -30,6 +30,11 @@ std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t 
 
 clients::Result<clients::Ok> AdminService::reload() { return reload_(); }
 
+clients::Result<clients::Ok> AdminService::test_stall(const std::string& thread, uint32_t seconds) {
+  if (!stall_hook_) return clients::AdminHandler::test_stall(thread, seconds);
+  return stall_hook_(thread, seconds);
+}
+
 AdminService::CcTarget AdminService::resolve(const config::NicSection& nic) const {
   CcTarget t;
   t.nic = &nic;

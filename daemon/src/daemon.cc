@@ -27,7 +27,6 @@ Daemon::Daemon(config::Config config, std::string config_path, BackendHook backe
     : config_(std::move(config)),
       config_path_(std::move(config_path)),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
-      watchdog_timer_(io_),
       nic_poll_timer_(io_),
       dcqcn_sample_timer_(io_) {
   verbs::register_builtin_backends(backends_);
@@ -40,6 +39,9 @@ bool Daemon::start() {
   auto log = log::get(log::Component::kDaemon);
   log->info("rdmad starting version={} commit={} config={}", kVersion, kCommit,
             base::q(config_path_.empty() ? std::string("embedded-default") : config_path_));
+  if (test_hooks_)
+    log->warn("test hooks enabled flag=--enable-test-hooks detail=\"rdmactl debug stall can stall the daemon's threads; "
+              "never in production\"");
 
   std::error_code ec;
   std::filesystem::create_directories(config_.daemon.runtime_dir, ec);
@@ -210,17 +212,14 @@ int Daemon::run() {
     return 1;
   }
   wait_for_signal();
-  watchdog_interval_ = notifier_.watchdog_interval();
-  if (watchdog_interval_.count() > 0) {
-    log::get(log::Component::kDaemon)->info("systemd watchdog interval_ms={}", watchdog_interval_.count() / 1000);
-    arm_watchdog();
-  }
+  start_watchdog();
   arm_nic_poll();
   arm_dcqcn_sample();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   log::get(log::Component::kDaemon)->info("ready");
   io_.run();
 
+  watchdog_->stop();  // the control thread no longer beats; systemd's stop timeout rules from here
   notifier_.stopping();
   log::get(log::Component::kDaemon)->info("stopping");
   // First, before anything slower: every client sees its connection close now (EOF), so its
@@ -247,12 +246,34 @@ void Daemon::wait_for_signal() {
   });
 }
 
-void Daemon::arm_watchdog() {
-  notifier_.watchdog();
-  watchdog_timer_.expires_after(watchdog_interval_);
-  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) arm_watchdog();
-  });
+void Daemon::start_watchdog() {
+  const std::chrono::microseconds interval = notifier_.watchdog_interval();
+  if (interval.count() > 0)
+    log::get(log::Component::kDaemon)->info("systemd watchdog interval_ms={}", interval.count() / 1000);
+  watchdog_ = std::make_unique<Watchdog>(io_, interval, [this] { notifier_.watchdog(); });
+  // Every thread that does the node's work beside this one: a soft NIC's datapath, the flow
+  // engine. rdma_core NICs have no thread of their own (their completions are polled by the flow
+  // engine and the clients); the control thread is proven by the watchdog's own timer.
+  for (const Nic& nic : nics_->slots().nics()) {
+    if (!nic.in_service() || nic.device->datapath_heartbeat() == nullptr) continue;
+    verbs::Device* dev = nic.device.get();
+    watchdog_->watch("datapath:" + nic.config.name, dev->datapath_heartbeat(),
+                     [dev](const std::function<void()>& fn) { (void)dev->run_on_datapath_for_test(fn); });
+  }
+  if (flows_ && flows_->engine_heartbeat() != nullptr) {
+    flow::FlowService* flows = flows_.get();
+    watchdog_->watch("flow-engine", flows_->engine_heartbeat(),
+                     [flows](const std::function<void()>& fn) { flows->run_on_engine_for_test(fn); });
+  }
+  exporter_->add_collectable(watchdog_->collector());
+  if (admin_ && test_hooks_) {
+    admin_->set_stall_hook([this](const std::string& thread, uint32_t seconds) -> clients::Result<clients::Ok> {
+      if (const base::Status st = watchdog_->stall_for_test(thread, seconds); !st.ok())
+        return clients::Error{RDMAD_ERR_NOT_FOUND, st.message()};
+      return clients::Ok{};
+    });
+  }
+  watchdog_->start();
 }
 
 void Daemon::arm_nic_poll() {

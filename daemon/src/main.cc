@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   bool print_default = false;
   bool print_doc = false;
   bool version = false;
+  bool test_hooks = false;
   // No CLI11 existence check: the loader refuses a missing or unsafe file (a directory, FIFO,
   // device, or one too large) with the same message --check-config prints, and exit code 1.
   app.add_option("-c,--config", config_path,
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
   app.add_flag("--print-default-config", print_default, "Print the default configuration, every key documented");
   app.add_flag("--print-config-doc", print_doc, "Print the configuration reference (docs/configuration.md)");
   app.add_flag("-V,--version", version, "Print the version and exit");
+  app.add_flag("--enable-test-hooks", test_hooks,
+               "Allow test hooks (rdmactl debug stall: a thread spins busy, the watchdog's test); "
+               "logged as a warning at start; never in production");
   CLI11_PARSE(app, argc, argv);
 
   if (version) {
@@ -82,5 +86,6 @@ int main(int argc, char** argv) {
   rdmad::log::setup(*rdmad::log::parse_level(loaded.config.daemon.log_level));
   rdmad::config::log_warnings(loaded);
   rdmad::daemon::Daemon daemon(std::move(loaded.config), config_path);
+  if (test_hooks) daemon.enable_test_hooks();
   return daemon.run();
 }

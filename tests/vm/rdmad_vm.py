@@ -27,7 +27,13 @@ into a cache under the build directory.
       10.200.0.254), under the same deadline: the run then succeeds only when CMD exits 0 too; CMD
       failing stops the guests, a guest failing stops CMD. A failure prints the guests' console logs
       and CMD's output, a pass the console lines that start with "report: ". qemu processes, CMD's
-      process group, the namespace and the temporary directory are removed on any exit.
+      process group, the namespace and the temporary directory are removed on any exit. CMD gets the
+      share's host path in RDMAD_VM_OUT.
+      --sysroot DIR boots DIR instead of the host's root: a Debian root shared read-write in which
+      systemd is PID 1 (tests/vm/guest/init), the host's root read-only at /host, the kernel's
+      modules at /lib/modules, the share at /mnt. The harness does not run SCRIPT there: a unit in
+      DIR does (it finds SCRIPT in rdmad.cmd= on the kernel command line, as boot.sh does) and
+      writes RDMAD-VM-EXIT=<code> to the console before it powers off.
 
 Exit codes: 0 pass, 1 fail, 77 skip (qemu or the kernel package cannot be had here; the reason is
 printed), 2 usage.
@@ -98,15 +104,15 @@ def extract_vmlinux(vmlinuz, vmlinux):
 def build_initramfs(root, version, path):
     work = tempfile.mkdtemp(prefix="rdmad-initrd-")
     try:
-        for d in ("bin", "mods", "host", "proc", "sys", "dev", "out"):
+        for d in ("bin", "mods", "host", "proc", "sys", "dev", "out", "newroot"):
             os.makedirs(os.path.join(work, d))
         busybox = shutil.which("busybox")
         if busybox is None:
             raise RuntimeError("busybox is not installed (busybox-static)")
         shutil.copy(busybox, os.path.join(work, "bin", "busybox"))
         # Relative links: `busybox --install -s` would write absolute host paths.
-        for applet in ("sh", "mount", "insmod", "mkdir", "chroot", "cat", "echo", "poweroff", "sed", "sleep", "grep",
-                       "tr"):
+        for applet in ("sh", "mount", "umount", "insmod", "mkdir", "chroot", "cat", "echo", "poweroff", "sed", "sleep",
+                       "grep", "tr", "switch_root"):
             os.symlink("busybox", os.path.join(work, "bin", applet))
         order = []
         for m in EARLY_MODULES:
@@ -272,6 +278,9 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
     if args.out:
         argv += ["-virtfs", f"local,path={os.path.abspath(args.out)},mount_tag=out,security_model=none,multidevs=remap"]
+    if args.sysroot:
+        argv += ["-virtfs", f"local,path={os.path.abspath(args.sysroot)},mount_tag=sysroot,security_model=none,"
+                            "multidevs=remap"]
     for r in range(args.rails):
         mine, other = rail_ports[(g, r)]
         argv += ["-netdev", f"socket,id=r{r},udp=127.0.0.1:{other},localaddr=127.0.0.1:{mine}",
@@ -292,6 +301,9 @@ def qemu_argv(args, g, vmlinux, initramfs, rail_ports, script_args, console):
               f"rdmad.tap={1 if args.tap else 0} rdmad.out={1 if args.out else 0} rdmad.mtu={args.mtu} "
               f"rdmad.modroot={args.modroot} rdmad.kver={args.kver} rdmad.keep={','.join(keep) or '-'} "
               f"rdmad.boot={os.path.join(HERE, 'guest', 'boot.sh')} rdmad.cmd={enc(cmd)}")
+    if args.sysroot:
+        # systemd as PID 1 in the --sysroot tree (tests/vm/guest/init): eth<n> names, a quiet console.
+        append += " rdmad.sysroot=1 net.ifnames=0 systemd.show_status=0"
     argv += ["-append", append]
     if args.tap:
         argv = ["ip", "netns", "exec", args.tap] + argv
@@ -333,7 +345,8 @@ def run_guests(args):
         # group: cleanup() kills everything it started.
         host_log = tempfile.TemporaryFile(dir=logdir)
         host = subprocess.Popen(["ip", "netns", "exec", args.tap, "bash", "-c", args.host_cmd], stdin=subprocess.DEVNULL,
-                                stdout=host_log, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=host_log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=dict(os.environ, RDMAD_VM_OUT=os.path.abspath(args.out)))
         _procs.append(host)
     for g in range(args.guests):
         console = os.path.join(logdir, f"guest{g}.log")
@@ -403,6 +416,9 @@ def main():
     r.add_argument("--out", help="a directory the guests share read-write (mounted at /mnt; default: a fresh "
                                  "temporary one)")
     r.add_argument("--verbose", action="store_true", help="print the consoles even when the run passes")
+    r.add_argument("--sysroot", metavar="DIR",
+                   help="boot DIR (a Debian root, shared read-write) with systemd as PID 1 instead of running "
+                        "boot.sh in the host's root; a unit in DIR runs the script (tests/vm/systemd_guest_test.sh)")
     r.add_argument("script")
     r.add_argument("script_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()

@@ -56,15 +56,21 @@ enum class MsgType : uint16_t {
   kReload = 18,
   kNicDetails = 19,
   // Version 2: take back a session of the daemon's previous run; a registration's current keys.
-  kResume = 20,
-  kQueryRegistration = 21,
+  kResume = 23,
+  kQueryRegistration = 24,
+  // Test hook, refused unless rdmad runs with --enable-test-hooks (rdmactl's hidden `debug stall`).
+  // Numbered apart from the admin range so that new admin types do not meet it.
+  kTestStall = 90,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 21;
+inline constexpr uint16_t kMaxRequestType = 24;
 inline constexpr uint16_t kFirstAdminType = 14;
 inline constexpr uint16_t kLastAdminType = 19;
+inline constexpr uint16_t kTestStallType = 90;
 
-constexpr bool is_admin_request(uint16_t type) { return type >= kFirstAdminType && type <= kLastAdminType; }
+constexpr bool is_admin_request(uint16_t type) {
+  return (type >= kFirstAdminType && type <= kLastAdminType) || type == kTestStallType;
+}
 // Request types a connection may send only once version 2 is negotiated.
 constexpr bool needs_sessions(uint16_t type) {
   return type == static_cast<uint16_t>(MsgType::kResume) || type == static_cast<uint16_t>(MsgType::kQueryRegistration);
@@ -382,6 +388,16 @@ static_assert(sizeof(CcSetReply) == 8);
 
 // kReload: empty request and reply body; an error reply carries the configuration errors.
 
+// kTestStall (test hook): the daemon's thread named `thread` ("datapath:NIC", "flow-engine")
+// spins busy for `seconds`; the reply comes at once, empty. Refused with
+// RDMAD_ERR_NOT_SUPPORTED unless the daemon runs with --enable-test-hooks.
+struct TestStallRequest {
+  char thread[64];
+  uint32_t seconds;  // 1..3600
+  uint32_t reserved;
+};
+static_assert(sizeof(TestStallRequest) == 72);
+
 // One NIC's details for operators: `nic` names it ([[nic]] name), or, when empty, `cursor` walks
 // the NICs the daemon opened from 0 (the reply's `more` says whether cursor + 1 exists).
 struct NicDetailsRequest {
@@ -456,6 +472,8 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(ResumeRequest);
     case MsgType::kQueryRegistration:
       return sizeof(QueryRegistrationRequest);
+    case MsgType::kTestStall:
+      return sizeof(TestStallRequest);
     case MsgType::kError:
       return -1;
   }

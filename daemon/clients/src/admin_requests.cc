@@ -74,6 +74,11 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
       auto r = admin_->reload();
       return r.ok() ? w.finish() : fail(r.error());
     }
+    case MsgType::kTestStall: {
+      const auto& s = std::get<proto::TestStallRequest>(req.body);
+      auto r = admin_->test_stall(s.thread, s.seconds);
+      return r.ok() ? w.finish() : fail(r.error());
+    }
     default:
       break;
   }

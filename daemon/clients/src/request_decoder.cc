@@ -151,6 +151,14 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       d.body = r;
       break;
     }
+    case MsgType::kTestStall: {
+      auto r = load<proto::TestStallRequest>(body);
+      if (!proto::is_terminated(r.thread)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "test_stall: thread not NUL-terminated");
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "test_stall: reserved field set");
+      if (r.seconds == 0 || r.seconds > 3600) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "test_stall: seconds must be 1..3600");
+      d.body = r;
+      break;
+    }
     case MsgType::kCcSet: {
       auto r = load<proto::CcSetRequest>(body);
       if (auto reason = check_cc_set(r)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);

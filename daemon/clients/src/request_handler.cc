@@ -218,6 +218,7 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kCcSet:
     case MsgType::kReload:
     case MsgType::kNicDetails:
+    case MsgType::kTestStall:
       return dispatch_admin(conn, req, out, status);
     case MsgType::kHello:
     case MsgType::kError:

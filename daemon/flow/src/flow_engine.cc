@@ -84,6 +84,7 @@ uint64_t FlowEngine::now_us() const {
 void FlowEngine::loop() {
   uint64_t last_progress = now_us();
   while (running_.load(std::memory_order_relaxed)) {
+    heartbeat_.busy(++passes_);
     bool progress = commands_.drain();
     progress |= poll_flows();
     progress |= poll_cqs();
@@ -111,8 +112,10 @@ void FlowEngine::loop() {
       if (now - last_progress >= kSpinBeforeYieldUs) std::this_thread::yield();
       continue;
     }
+    heartbeat_.idle(passes_);  // waiting for work by choice: never a stall, however long
     sleep_until_work(in_flight_ > 0);
   }
+  heartbeat_.idle(passes_);
 }
 
 void FlowEngine::sleep_until_work(bool in_flight) {

@@ -23,6 +23,7 @@
 
 #include "rdmad/balancer/balancer.h"
 #include "rdmad/base/command_queue.h"
+#include "rdmad/base/heartbeat.h"
 #include "rdmad/flow_ring.h"
 #include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/peer/wire.h"
@@ -151,6 +152,8 @@ class FlowEngine {
   void stop();
   /// Runs `f` on the engine thread and waits for it (inline when the thread is not running).
   void run_sync(const std::function<void()>& f);
+  // The engine thread's heartbeat (a pass per loop turn, idle while it sleeps): the watchdog reads it.
+  const base::Heartbeat& heartbeat() const { return heartbeat_; }
 
   // Engine-thread operations (call through run_sync).
   void add_flow(const FlowSetup& setup);
@@ -245,6 +248,8 @@ class FlowEngine {
   // Commands from the control thread.
   std::thread thread_;
   std::atomic<bool> running_{false};
+  base::Heartbeat heartbeat_;
+  uint64_t passes_ = 0;  // loop turns (engine thread)
   int wake_fd_ = -1;
   // Commands from the control thread (run_sync); the engine drains it every pass.
   base::CommandQueue commands_{64, [this] { wake(); }};

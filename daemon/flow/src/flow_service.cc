@@ -146,6 +146,12 @@ void FlowService::stop() {
   registrations_.reap();
 }
 
+const base::Heartbeat* FlowService::engine_heartbeat() const { return engine_ ? &engine_->heartbeat() : nullptr; }
+
+void FlowService::run_on_engine_for_test(const std::function<void()>& fn) {
+  if (engine_) engine_->run_sync(fn);
+}
+
 peer::LocalNic FlowService::local_nic(size_t i) const {
   peer::LocalNic l;
   l.name = nics_[i].name;

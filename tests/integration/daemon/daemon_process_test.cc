@@ -54,11 +54,13 @@ std::vector<rdmad_nic_info> query_nics(rdmad_client* client) {
 
 class DaemonProcess : public ::testing::Test {
  protected:
-  // Starts rdmad on `config` and returns the metrics port it printed.
-  int start(std::vector<std::string> env = {}) {
-    config_ = dir_.write("rdmad.toml", config_text(dir_, "info"));
-    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", config_},
-                                         std::move(env));
+  // Starts rdmad on `config` (with `extra` appended, and `args` on its command line) and returns
+  // the metrics port it printed.
+  int start(std::vector<std::string> env = {}, std::vector<std::string> args = {}, const std::string& extra = "") {
+    config_ = dir_.write("rdmad.toml", config_text(dir_, "info") + extra);
+    std::vector<std::string> argv{binary("daemon/rdmad"), "--config", config_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    proc_ = std::make_unique<Subprocess>(std::move(argv), std::move(env));
     EXPECT_TRUE(proc_->wait_for_output("] ready", 10s)) << proc_->output();
     std::smatch m;
     const std::string out = proc_->output();
@@ -466,6 +468,91 @@ TEST(DaemonCli, VersionAndInvalidConfigRefusesToStart) {
   Subprocess d({binary("daemon/rdmad"), "--config", cfg});
   EXPECT_EQ(d.wait_exit(10s), 1);
   EXPECT_NE(d.output().find("not starting: 1 configuration error(s)"), std::string::npos) << d.output();
+}
+
+// rdmactl's hidden test hook, against this fixture's daemon: exit code and output.
+std::pair<int, std::string> ctl_stall(const TempDir& dir, const std::string& thread, const std::string& seconds) {
+  Subprocess p({binary("tools/rdmactl/rdmactl"), "--socket", dir.path() + "/run/rdmad.sock", "debug", "stall", thread,
+                seconds});
+  const int code = p.wait_exit(10s).value_or(-1);
+  return {code, p.output()};
+}
+
+constexpr const char* kSoftNic = "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n";
+
+// The watchdog means it: a soft NIC datapath stuck inside a pass stops the pings (systemd would
+// kill the service), is named in an error line and in rdmad_thread_stalled; when it moves again
+// the pings resume.
+TEST_F(DaemonProcess, WatchdogStopsPingingWhileADatapathThreadIsStalled) {
+  NotifySocket notify(dir_.path() + "/notify.sock");
+  // WATCHDOG_USEC = 1 s: pings every 500 ms, a thread busy without progress for 500 ms is stalled.
+  const int port =
+      start({"NOTIFY_SOCKET=" + dir_.path() + "/notify.sock", "WATCHDOG_USEC=1000000"}, {"--enable-test-hooks"}, kSoftNic);
+  ASSERT_GT(port, 0);
+  EXPECT_NE(proc_->output().find("test hooks enabled"), std::string::npos) << proc_->output();
+  EXPECT_NE(proc_->output().find("watchdog threads=datapath:rail0,control "), std::string::npos) << proc_->output();
+  ASSERT_TRUE(notify.wait_for("READY=1", 5s));
+  // Healthy and idle: pings arrive.
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (notify.count("WATCHDOG=1") < 3 && std::chrono::steady_clock::now() < until) notify.wait_for("\x01", 50ms);
+  ASSERT_GE(notify.count("WATCHDOG=1"), 3u);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"datapath:rail0\"} 0", 5s));
+  // A name the daemon does not have is refused, with the names it has.
+  const auto [bad_code, bad_out] = ctl_stall(dir_, "datapath:nope", "1");
+  EXPECT_EQ(bad_code, 1) << bad_out;
+  EXPECT_NE(bad_out.find("datapath:rail0"), std::string::npos) << bad_out;
+
+  const auto [code, out] = ctl_stall(dir_, "datapath:rail0", "4");
+  ASSERT_EQ(code, 0) << out;
+  ASSERT_TRUE(proc_->wait_for_output("thread stalled thread=datapath:rail0", 5s)) << proc_->output();
+  // (No scrape here: it would wait for the stalled datapath, which its NIC's counters are read on.)
+  // From the error on, no ping until the thread moves again (the stall lasts 4 s).
+  notify.wait_for("\x01", 150ms);  // take what was sent before the error (already queued)
+  const size_t pings = notify.count("WATCHDOG=1");
+  notify.wait_for("\x01", 1500ms);
+  EXPECT_EQ(notify.count("WATCHDOG=1"), pings);
+  EXPECT_EQ(proc_->output().find("thread progresses again"), std::string::npos) << proc_->output();
+  // The stall ends: the thread is healthy again and the pings resume.
+  ASSERT_TRUE(proc_->wait_for_output("thread progresses again thread=datapath:rail0", 10s)) << proc_->output();
+  until = std::chrono::steady_clock::now() + 5s;
+  while (notify.count("WATCHDOG=1") < pings + 2 && std::chrono::steady_clock::now() < until)
+    notify.wait_for("\x01", 50ms);
+  EXPECT_GE(notify.count("WATCHDOG=1"), pings + 2);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"datapath:rail0\"} 0", 5s));
+}
+
+// The flow engine is watched too, and a stall of it shows in rdmad_thread_stalled while it lasts
+// (a scrape does not wait for the engine).
+TEST_F(DaemonProcess, WatchdogNamesAStalledFlowEngineInTheMetrics) {
+  NotifySocket notify(dir_.path() + "/notify.sock");
+  const int port = start({"NOTIFY_SOCKET=" + dir_.path() + "/notify.sock", "WATCHDOG_USEC=1000000"},
+                         {"--enable-test-hooks"},
+                         std::string(kSoftNic) +
+                             "[peer]\nenabled = true\nnode_id = \"nodeA\"\nlisten = \"127.0.0.1:0\"\ninsecure = true\n");
+  ASSERT_GT(port, 0);
+  EXPECT_NE(proc_->output().find("watchdog threads=datapath:rail0,flow-engine,control "), std::string::npos)
+      << proc_->output();
+  ASSERT_TRUE(notify.wait_for("READY=1", 5s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"flow-engine\"} 0", 5s));
+  const auto [code, out] = ctl_stall(dir_, "flow-engine", "3");
+  ASSERT_EQ(code, 0) << out;
+  ASSERT_TRUE(proc_->wait_for_output("thread stalled thread=flow-engine", 5s)) << proc_->output();
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"flow-engine\"} 1", 2s));
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"datapath:rail0\"} 0", 1s));
+  notify.wait_for("\x01", 150ms);  // take what was sent before the error (already queued)
+  const size_t pings = notify.count("WATCHDOG=1");
+  notify.wait_for("\x01", 1000ms);
+  EXPECT_EQ(notify.count("WATCHDOG=1"), pings);
+  ASSERT_TRUE(proc_->wait_for_output("thread progresses again thread=flow-engine", 10s)) << proc_->output();
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"flow-engine\"} 0", 5s));
+}
+
+TEST_F(DaemonProcess, StallHookIsRefusedWithoutTheFlagAndNamesTheThreads) {
+  ASSERT_GT(start({}, {}, kSoftNic), 0);
+  auto [code, out] = ctl_stall(dir_, "datapath:rail0", "1");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("--enable-test-hooks"), std::string::npos) << out;
+  EXPECT_EQ(proc_->output().find("test hooks enabled"), std::string::npos);
 }
 
 }  // namespace

@@ -47,16 +47,7 @@ t_pack=$(date +%s)
 mkdir -p "$cache"
 exec 9>"$cache/lock"
 flock 9  # one user of the cached root at a time
-if [ ! -e "$root/.rdmad-complete" ]; then
-  rm -rf "$root.tmp"
-  if ! debootstrap --variant=minbase bookworm "$root.tmp" "$mirror" >"$work/debootstrap.log" 2>&1; then
-    rm -rf "$root.tmp"
-    skip "debootstrap bookworm from $mirror failed (no mirror reachable?): $(tail -3 "$work/debootstrap.log")"
-  fi
-  rm -rf "$root"
-  mv "$root.tmp" "$root"
-  touch "$root/.rdmad-complete"
-fi
+debootstrap_cached "$root" "$mirror" "$work/debootstrap.log"
 t_root=$(date +%s)
 in_root() { chroot "$root" "$@"; }
 if mount -t proc proc "$root/proc" 2>/dev/null; then mounted=1; fi

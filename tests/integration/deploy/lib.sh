@@ -49,3 +49,23 @@ TOML
   poll 10 grep -q '\] ready' "$dir/rdmad.log" || fail "rdmad did not start: $(cat "$dir/rdmad.log")"
   RDMAD_PORT=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$dir/rdmad.log" | head -1)
 }
+
+# debootstrap_cached ROOT MIRROR LOG [debootstrap options...]: a Debian 12 (bookworm) root at ROOT,
+# built once with `debootstrap --variant=minbase [options] bookworm` (ROOT/.rdmad-complete holds
+# the options: a half-built root, or one built with other options, is redone); skips, with the
+# reason, when the mirror cannot be reached. The caller holds the cache's lock.
+debootstrap_cached() {
+  local root=$1 mirror=$2 log=$3
+  shift 3
+  [ "$(cat "$root/.rdmad-complete" 2>/dev/null)" != "$*" ] || return 0
+  rm -rf "$root.tmp"
+  if ! debootstrap --variant=minbase "$@" bookworm "$root.tmp" "$mirror" >"$log" 2>&1; then
+    rm -rf "$root.tmp"
+    # A package the caller named that the mirror does not have is the test's error, not the network's.
+    ! grep -q "Couldn't find these debs" "$log" || fail "debootstrap: $(grep "Couldn't find these debs" "$log")"
+    skip "debootstrap bookworm from $mirror failed (no mirror reachable?): $(tail -3 "$log")"
+  fi
+  rm -rf "$root"
+  mv "$root.tmp" "$root"
+  echo "$*" >"$root/.rdmad-complete"
+}

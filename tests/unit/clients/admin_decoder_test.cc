@@ -52,9 +52,10 @@ TEST(AdminDecoder, TypesAreAdminAndHaveFixedBodies) {
   EXPECT_EQ(proto::request_body_bytes(17), long{sizeof(proto::CcSetRequest)});
   EXPECT_EQ(proto::request_body_bytes(18), 0);
   EXPECT_EQ(proto::request_body_bytes(19), long{sizeof(proto::NicDetailsRequest)});
-  EXPECT_EQ(proto::request_body_bytes(20), long{sizeof(proto::ResumeRequest)});
-  EXPECT_EQ(proto::request_body_bytes(21), long{sizeof(proto::QueryRegistrationRequest)});
-  EXPECT_EQ(proto::request_body_bytes(22), -1);
+  EXPECT_EQ(proto::request_body_bytes(20), -1);
+  EXPECT_EQ(proto::request_body_bytes(23), long{sizeof(proto::ResumeRequest)});
+  EXPECT_EQ(proto::request_body_bytes(24), long{sizeof(proto::QueryRegistrationRequest)});
+  EXPECT_FALSE(proto::is_admin_request(23));
 }
 
 TEST(AdminDecoder, WellFormedRequestsDispatch) {

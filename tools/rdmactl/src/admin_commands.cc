@@ -317,4 +317,18 @@ int cmd_reload(rdmad_client* c, bool json) {
   return kExitOk;
 }
 
+int cmd_debug_stall(rdmad_client* c, const std::string& thread, uint32_t seconds, bool json) {
+  rdmad::proto::TestStallRequest req{};
+  rdmad::proto::copy_cstr(req.thread, thread.c_str());
+  req.seconds = seconds;
+  std::vector<std::byte> reply;
+  if (auto st = rdmad::admin::call(c, MsgType::kTestStall, bytes_of(req), &reply); st != RDMAD_OK)
+    return fail(c, "debug stall", st);
+  if (json)
+    std::printf("{\"stalled\":\"%s\",\"seconds\":%u}\n", thread.c_str(), seconds);
+  else
+    std::printf("stalling %s for %u s\n", thread.c_str(), seconds);
+  return kExitOk;
+}
+
 }  // namespace rdmactl

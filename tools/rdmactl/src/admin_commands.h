@@ -20,6 +20,8 @@ int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json);
 int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::string>& assignments,
                bool json);
 int cmd_reload(rdmad_client* c, bool json);
+// Hidden `debug stall THREAD SECONDS`: the daemon's test hook (rdmad --enable-test-hooks).
+int cmd_debug_stall(rdmad_client* c, const std::string& thread, uint32_t seconds, bool json);
 
 // Checks the KNOB=VALUE syntax before anything is sent; empty when fine, else the problem.
 std::string check_assignments(const std::vector<std::string>& assignments);

@@ -219,6 +219,17 @@ int main(int argc, char** argv) {
     names.push_back(sub->get_name());
     commands += (commands.empty() ? "" : ", ") + sub->get_name();
   }
+  // Hidden (not in --help or the command list): the test hooks of a daemon started with
+  // --enable-test-hooks, which refuses them otherwise.
+  auto* debug = app.add_subcommand("debug", "Test hooks of a daemon started with --enable-test-hooks");
+  debug->group("");
+  debug->require_subcommand(1);
+  auto* debug_stall = debug->add_subcommand("stall", "Make a daemon thread spin busy (the watchdog's test)");
+  std::string stall_thread;
+  uint32_t stall_seconds = 0;
+  debug_stall->add_option("thread", stall_thread, "datapath:NIC or flow-engine")->required();
+  debug_stall->add_option("seconds", stall_seconds, "1..3600")->required()->check(CLI::Range(1, 3600));
+  names.push_back("debug");
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-s" || arg == "--socket") {
@@ -287,6 +298,7 @@ int main(int argc, char** argv) {
   if (cc_show->parsed()) rc = cmd_cc_show(c, nic, json);
   if (cc_set->parsed()) rc = cmd_cc_set(c, nic, assignments, json);
   if (reload->parsed()) rc = cmd_reload(c, json);
+  if (debug_stall->parsed()) rc = rdmactl::cmd_debug_stall(c, stall_thread, stall_seconds, json);
   rdmad_disconnect(c);
   return rc;
 }

@@ -231,6 +231,11 @@ class SoftDevice final : public Device {
     if (depth == 0 || depth > kMaxCqDepth) return Status::error("create_cq: depth out of range");
     return std::unique_ptr<CompletionQueue>(std::make_unique<SoftCq>(nic_, depth));
   }
+  const base::Heartbeat* datapath_heartbeat() const override { return &nic_->heartbeat(); }
+  Status run_on_datapath_for_test(const std::function<void()>& fn) override {
+    nic_->run(fn);
+    return Status::success();
+  }
   NicCounters counters() const override {
     NicCounters c;
     nic_->run([&] { c = nic_->counters(); });

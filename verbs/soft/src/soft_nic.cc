@@ -198,7 +198,7 @@ void SoftNic::loop() {
     const uint64_t rx_before = counters_.rx_packets;
     ++passes_;
     // seq_cst: ordered before this pass's key lookups, against remove_mr's clear of a key.
-    pass_state_.store(passes_ * 2 + 1, std::memory_order_seq_cst);
+    pass_state_.busy(passes_);
     bool work = commands_.drain();
     work |= rx_burst(now);
     const uint64_t seq_before_tx = doorbell_seq_.load();  // collect_posted sees every post counted here
@@ -236,7 +236,7 @@ void SoftNic::loop() {
       last_work = now_ns();
     }
   }
-  pass_state_.store(passes_ * 2, std::memory_order_seq_cst);
+  pass_state_.idle(passes_);
 }
 
 NicCounters SoftNic::counters() const {
@@ -252,7 +252,7 @@ NicCounters SoftNic::counters() const {
 
 void SoftNic::idle_wait(TimeNs now, TimeNs next_deadline, uint64_t seen_seq) {
   // Out of the pass: nothing registered is touched until the next one (remove_mr need not wait).
-  pass_state_.store(passes_ * 2, std::memory_order_seq_cst);
+  pass_state_.idle(passes_);
   sleeping_.store(true);
   TimeNs wait_ns = next_deadline == cc::kNever ? 100'000'000 : next_deadline - now;
   if (wait_ns > 0 && commands_.queued() == 0) {

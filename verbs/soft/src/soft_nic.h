@@ -16,6 +16,7 @@
 #include "ids.h"
 #include "qp_context.h"
 #include "rdmad/base/command_queue.h"
+#include "rdmad/base/heartbeat.h"
 #include "rdmad/cc/notification_point.h"
 #include "rdmad/cc/pacer.h"
 #include "rdmad/cc/reaction_point.h"
@@ -94,6 +95,8 @@ class SoftNic {
 
   /// Runs fn on the datapath thread and waits for it (control path only).
   void run(const std::function<void()>& fn);
+  // The datapath thread's heartbeat: the pass state (below), read by the daemon's watchdog.
+  const base::Heartbeat& heartbeat() const { return pass_state_; }
   /// Tells a sleeping datapath that new work was posted.
   void doorbell();
   /// Same, for work posted to the QP with this number: the next pass gives it a transmit turn.
@@ -256,7 +259,7 @@ class SoftNic {
   std::vector<std::shared_ptr<QpShared>> posters_;
   // The datapath's pass, for remove_mr: passes_ * 2, plus 1 while a pass runs (it may touch
   // registered memory then); even while the datapath sleeps or has stopped.
-  std::atomic<uint64_t> pass_state_{0};
+  base::Heartbeat pass_state_;
   // Combines a full segment's CRC into an ICRC, per path MTU (256 << index); built on first RTR.
   std::array<std::unique_ptr<roce::Crc32Shift>, 5> mtu_shifts_;
 

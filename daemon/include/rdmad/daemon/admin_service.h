@@ -24,6 +24,11 @@ class AdminService final : public clients::AdminHandler {
   clients::Result<proto::CcSetReply> cc_set(const proto::CcSetRequest& req) override;
   clients::Result<clients::Ok> reload() override;
   clients::Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) override;
+  clients::Result<clients::Ok> test_stall(const std::string& thread, uint32_t seconds) override;
+
+  // --enable-test-hooks: test_stall calls `hook`; without one it is refused (not supported).
+  using StallHook = std::function<clients::Result<clients::Ok>(const std::string&, uint32_t)>;
+  void set_stall_hook(StallHook hook) { stall_hook_ = std::move(hook); }
 
  private:
   // Where one [[nic]]'s DCQCN parameters live.
@@ -40,6 +45,7 @@ class AdminService final : public clients::AdminHandler {
   NodeNics& nics_;
   flow::FlowService* flows_;
   std::function<clients::Result<clients::Ok>()> reload_;
+  StallHook stall_hook_;
 };
 
 }  // namespace rdmad::daemon

@@ -22,6 +22,7 @@
 #include "rdmad/daemon/clients/unix_server.h"
 #include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/notifier.h"
+#include "rdmad/daemon/watchdog.h"
 #include "rdmad/daemon/flow/flow_service.h"
 #include "rdmad/verbs/registry.h"
 
@@ -54,6 +55,10 @@ class Daemon {
   // file of at most config::kMaxConfigFileBytes is read (config::read_config_file).
   clients::Result<clients::Ok> reload();
 
+  // --enable-test-hooks (before run()): rdmactl's hidden `debug stall` may make a watched thread
+  // spin busy (Watchdog::stall_for_test). Logged as a warning at start; never on by default.
+  void enable_test_hooks() { test_hooks_ = true; }
+
  private:
   struct ReloadMailbox;
 
@@ -66,7 +71,7 @@ class Daemon {
   void finish_reload(uint64_t seq, config::LoadResult next);
   // Applies a loaded file (or reports its errors), counts it, and tells systemd.
   clients::Result<clients::Ok> apply_loaded(config::LoadResult next);
-  void arm_watchdog();
+  void start_watchdog();
   void arm_nic_poll();
   // Opens the NICs out of service whose retry is due and brings each into the subsystems.
   void retry_nics();
@@ -85,10 +90,9 @@ class Daemon {
   std::string config_path_;
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer nic_poll_timer_;
   boost::asio::steady_timer dcqcn_sample_timer_;
-  std::chrono::microseconds watchdog_interval_{0};
+  bool test_hooks_ = false;
   // Background reloads: the reading thread posts its result here while the daemon lives.
   std::shared_ptr<ReloadMailbox> reload_mailbox_;
   std::shared_ptr<prometheus::Collectable> process_collector_;  // process_* families
@@ -115,6 +119,9 @@ class Daemon {
   std::unique_ptr<flow::FlowService> flows_;  // flows between nodes ([peer] enabled)
   std::unique_ptr<AdminService> admin_;        // rdmactl's requests
   std::unique_ptr<DeviceEventMonitor> device_events_;  // watches the NICs' descriptors: goes before them
+  // Reads the NICs' and the flow engine's heartbeats: goes before them (a test stall in flight
+  // is waited for while they still exist).
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace rdmad::daemon

@@ -8,12 +8,14 @@
 // from one thread at a time; everything else (create, modify, destroy) from any thread.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "rdmad/base/heartbeat.h"
 #include "rdmad/cc/dcqcn_params.h"
 #include "rdmad/verbs/counters.h"
 #include "rdmad/verbs/status.h"
@@ -136,6 +138,16 @@ class Device {
   virtual Status set_dcqcn_params(const cc::DcqcnParams& params) {
     (void)params;
     return Status::not_supported("congestion control is not run by this backend");
+  }
+  /// The heartbeat of the thread the backend's datapath runs on (rdmad/base/heartbeat.h), which the
+  /// daemon's watchdog reads; nullptr for a backend without a thread of its own (rdma_core: its
+  /// datapath is the NIC, and completions are polled on their users' threads).
+  virtual const base::Heartbeat* datapath_heartbeat() const { return nullptr; }
+  /// Runs `fn` on that thread, inside a pass, and returns when it has run (the daemon's test hooks
+  /// stall the datapath with it). kNotSupported where datapath_heartbeat() is nullptr.
+  virtual Status run_on_datapath_for_test(const std::function<void()>& fn) {
+    (void)fn;
+    return Status::not_supported("this backend has no datapath thread");
   }
 };
 

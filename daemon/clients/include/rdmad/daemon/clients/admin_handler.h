@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rdmad/daemon/clients/result.h"
@@ -30,6 +31,12 @@ class AdminHandler {
   virtual Result<Ok> reload() = 0;
   // One opened NIC's port, address, counters and software DCQCN summary (by name or cursor).
   virtual Result<proto::NicDetailsReply> nic_details(const proto::NicDetailsRequest& req) = 0;
+  // Test hook: makes a named thread spin busy for `seconds` (rdmad --enable-test-hooks only).
+  virtual Result<Ok> test_stall(const std::string& thread, uint32_t seconds) {
+    (void)thread;
+    (void)seconds;
+    return Error{RDMAD_ERR_NOT_SUPPORTED, "test hooks are off (rdmad --enable-test-hooks)"};
+  }
 };
 
 }  // namespace rdmad::clients

@@ -22,7 +22,7 @@ using RequestBody =
                  proto::RegisterDmabufRequest, proto::DeregisterRequest, proto::ListRequest,
                  proto::FlowOpenRequest, proto::FlowCloseRequest, proto::ExportRequest, proto::ImportRequest,
                  proto::RevokeRequest, proto::CcShowRequest, proto::NicDetailsRequest, proto::CcSetRequest,
-                 proto::ResumeRequest, proto::QueryRegistrationRequest>;
+                 proto::ResumeRequest, proto::QueryRegistrationRequest, proto::TestStallRequest>;
 
 struct DecodedRequest {
   DecodeAction action = DecodeAction::kClose;

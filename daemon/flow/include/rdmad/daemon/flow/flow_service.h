@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "rdmad/balancer/balancer_config.h"
+#include "rdmad/base/heartbeat.h"
 #include "rdmad/base/status.h"
 #include "rdmad/daemon/flow/mr_slices.h"
 #include "rdmad/daemon/clients/fd_budget.h"
@@ -103,6 +104,10 @@ class FlowService final : public clients::FlowHandler {
   /// The flow, balancer and peer series (register it with the exporter; valid until destruction).
   std::shared_ptr<prometheus::Collectable> collector() const { return collector_; }
   size_t flow_count() const { return flows_.size(); }
+  /// The engine thread's heartbeat, for the daemon's watchdog (valid from start() to destruction).
+  const base::Heartbeat* engine_heartbeat() const;
+  /// Runs `fn` on the engine thread and returns when it has run (the daemon's test hooks).
+  void run_on_engine_for_test(const std::function<void()>& fn);
   /// Every client's flows with ids above `after`, ascending, for operators; *more when some were
   /// left out. State and requests in flight are read from each flow's ring header.
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) const;
