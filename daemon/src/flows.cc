@@ -18,10 +18,16 @@ std::string host_name() {
   return buf;
 }
 
+}  // namespace
+
+std::string node_id_of(const config::Config& c) { return c.peer.node_id.empty() ? host_name() : c.peer.node_id; }
+
+namespace {
+
 flow::FlowServiceOptions flow_options(const config::Config& c) {
   flow::FlowServiceOptions o;
   peer::PeerConfig& p = o.peer;
-  p.node_id = c.peer.node_id.empty() ? host_name() : c.peer.node_id;
+  p.node_id = node_id_of(c);
   p.listen_host = c.peer.listen_host;
   p.listen_port = static_cast<uint16_t>(c.peer.listen_port);
   p.tls_ca_file = c.peer.tls_ca_file;

@@ -197,6 +197,9 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kCcSet:
     case MsgType::kReload:
     case MsgType::kNicDetails:
+    case MsgType::kListPeers:
+    case MsgType::kListGids:
+    case MsgType::kStatus:
       return dispatch_admin(conn, req, out, status);
     case MsgType::kHello:
     case MsgType::kError:
