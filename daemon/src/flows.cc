@@ -73,16 +73,23 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
 
 }  // namespace
 
+std::string peer_start_problem(const config::Config& c) {
+  if (!c.peer.enabled) return {};
+  const std::string node = node_id_of(c);
+  for (const auto& p : c.peers)
+    if (p.node_id == node)
+      return fmt::format("[[peers]] lists this node ({}, the host name): set [peer] node_id", node);
+  return {};
+}
+
 bool Daemon::start_flows() {
   if (!config_.peer.enabled) return true;
+  if (const std::string problem = peer_start_problem(config_); !problem.empty()) {
+    log::get(log::Component::kFlow)->error("cannot start flows error={}", base::q(problem));
+    return false;
+  }
   auto options = flow_options(config_);
   const std::string node = options.peer.node_id;
-  for (const auto& p : options.peer.peers) {
-    if (p.node_id == node) {
-      log::get(log::Component::kFlow)->error("peers list this node node_id={} fix=\"set [peer] node_id\"", node);
-      return false;
-    }
-  }
   flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), nics_->flow_nics(), ipc_->registrations(),
                                                exporter_->registry());
   if (const base::Status st = flows_->start(); !st.ok()) {

@@ -32,6 +32,9 @@ namespace rdmad::daemon {
 
 // This node's id on the peer channel: [peer] node_id, else the host name.
 std::string node_id_of(const config::Config& config);
+// What stops the flows from starting that the file alone does not show (the peers list this node
+// by its host name); empty when nothing. Start-up and --check-config both ask.
+std::string peer_start_problem(const config::Config& config);
 
 class Daemon {
  public:
