@@ -9,6 +9,10 @@
 namespace rdmad::daemon {
 namespace {
 
+static_assert(static_cast<uint32_t>(Health::kDegraded) == static_cast<uint32_t>(proto::Health::kDegraded) &&
+              static_cast<uint32_t>(Health::kFailing) == static_cast<uint32_t>(proto::Health::kFailing));
+static_assert(static_cast<uint32_t>(proto::PeerState::kReady) == 3);
+
 uint64_t unix_ms(std::chrono::system_clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
 }
@@ -98,10 +102,10 @@ proto::StatusReply AdminService::status() {
     in.nics.push_back(std::move(s));
   }
   r.nics = static_cast<uint32_t>(in.nics.size());
+  static constexpr const char* kStates[] = {"down", "connecting", "connected", "ready"};
   for (const proto::PeerEntry& p : all_peers(flows_)) {
-    const auto state = static_cast<proto::PeerState>(p.state);
-    in.peers.push_back({p.node_id, state, p.dialled != 0, p.last_error});
-    r.peers_ready += state == proto::PeerState::kReady ? 1 : 0;
+    in.peers.push_back({p.node_id, p.state < 4 ? kStates[p.state] : "down", p.dialled != 0, p.last_error});
+    r.peers_ready += static_cast<proto::PeerState>(p.state) == proto::PeerState::kReady ? 1 : 0;
   }
   r.peers = static_cast<uint32_t>(in.peers.size());
   in.last_reload_failed = !reloads_.last_error.empty();

@@ -4,11 +4,11 @@
 
 namespace rdmad::daemon {
 
-const char* to_string(proto::Health h) {
+const char* to_string(Health h) {
   switch (h) {
-    case proto::Health::kOk: return "ok";
-    case proto::Health::kDegraded: return "degraded";
-    case proto::Health::kFailing: return "failing";
+    case Health::kOk: return "ok";
+    case Health::kDegraded: return "degraded";
+    case Health::kFailing: return "failing";
   }
   return "unknown";
 }
@@ -27,24 +27,22 @@ HealthVerdict judge_health(const HealthInput& in) {
     }
   }
   if (up == 0) {
-    v.health = proto::Health::kFailing;
+    v.health = Health::kFailing;
     v.reasons.push_back(in.nics.empty() ? "no NIC up: none configured" : "no NIC up");
   } else if (!nic_findings.empty()) {
-    v.health = proto::Health::kDegraded;
+    v.health = Health::kDegraded;
   }
   v.reasons.insert(v.reasons.end(), nic_findings.begin(), nic_findings.end());
   for (const auto& p : in.peers) {
-    if (!p.dialled || p.state == proto::PeerState::kReady) continue;
-    const char* what = p.state == proto::PeerState::kConnected    ? "connected, queue pairs not ready"
-                       : p.state == proto::PeerState::kConnecting ? "connecting"
-                                                                  : "down";
+    if (!p.dialled || p.state == "ready") continue;
+    const std::string what = p.state == "connected" ? "connected, queue pairs not ready" : p.state;
     v.reasons.push_back(p.last_error.empty() ? fmt::format("peer {} {}", p.node_id, what)
                                              : fmt::format("peer {} {}: {}", p.node_id, what, p.last_error));
-    if (v.health == proto::Health::kOk) v.health = proto::Health::kDegraded;
+    if (v.health == Health::kOk) v.health = Health::kDegraded;
   }
   if (in.last_reload_failed) {
     v.reasons.push_back("last reload failed: running on the previous configuration");
-    if (v.health == proto::Health::kOk) v.health = proto::Health::kDegraded;
+    if (v.health == Health::kOk) v.health = Health::kDegraded;
   }
   return v;
 }

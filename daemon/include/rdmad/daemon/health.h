@@ -5,12 +5,14 @@
 //   degraded: a NIC is out of service or its link is down, a configured peer's queue pairs are
 //             not ready, or the last reload failed (the daemon runs on the previous file);
 //   ok:       none of these.
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "rdmad/protocol.h"
-
 namespace rdmad::daemon {
+
+// In the order of the protocol's StatusReply.health.
+enum class Health : uint8_t { kOk = 0, kDegraded = 1, kFailing = 2 };
 
 struct HealthInput {
   struct NicState {
@@ -21,8 +23,8 @@ struct HealthInput {
   };
   struct PeerState {
     std::string node_id;
-    proto::PeerState state = proto::PeerState::kDown;
-    bool dialled = false;  // a configured peer ([[peers]])
+    std::string state = "down";  // "down", "connecting", "connected" (queue pairs not ready) or "ready"
+    bool dialled = false;        // a configured peer ([[peers]])
     std::string last_error;
   };
   std::vector<NicState> nics;
@@ -31,13 +33,13 @@ struct HealthInput {
 };
 
 struct HealthVerdict {
-  proto::Health health = proto::Health::kOk;
+  Health health = Health::kOk;
   std::vector<std::string> reasons;  // one finding each, most serious first
 };
 
 HealthVerdict judge_health(const HealthInput& in);
 
 // "ok", "degraded" or "failing".
-const char* to_string(proto::Health h);
+const char* to_string(Health h);
 
 }  // namespace rdmad::daemon
