@@ -21,7 +21,7 @@ int check_config(const std::string& path, const std::string& user) {
   rdmad::verbs::BackendRegistry backends;
   rdmad::verbs::register_builtin_backends(backends);
   const rdmad::daemon::PreflightReport r = rdmad::daemon::preflight(path, {user}, backends);
-  if (!r.identity.empty()) std::printf("%s: files checked as %s\n", path.c_str(), r.identity.c_str());
+  if (!r.identity.empty()) std::printf("note: files checked as %s\n", r.identity.c_str());
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
   std::fflush(stdout);  // in order with the findings on stderr
   for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
@@ -58,13 +58,14 @@ int main(int argc, char** argv) {
   // device, or one too large) with the same message --check-config prints, and exit code 1.
   app.add_option("-c,--config", config_path,
                  "Configuration file (TOML, a regular file of at most 4 MiB); without it the embedded default is used");
-  app.add_option("--check-config", check_path,
+  auto* check = app.add_option("--check-config", check_path,
                  "Run every start-up check that needs no start on a configuration file: the file and the "
                  "credentials it names as the service's user reads them (as root), the NICs' devices and addresses, "
                  "the peer channel; print every error and each check it could not run; exit 0 or 1");
   app.add_option("--user", check_user,
                  "With --check-config: the user the service runs as (User= of the unit; default rdmad when it "
-                 "exists)");
+                 "exists)")
+      ->needs(check);
   app.add_flag("--print-default-config", print_default, "Print the default configuration, every key documented");
   app.add_flag("--print-config-doc", print_doc, "Print the configuration reference (docs/configuration.md)");
   app.add_flag("-V,--version", version, "Print the version and exit");

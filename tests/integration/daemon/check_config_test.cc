@@ -75,7 +75,7 @@ TEST_F(CheckConfig, RootOnlyKeyIsUnreadableForTheServiceUser) {
   const std::string cfg = config(k);
   Outcome as_nobody = rdmad({"--check-config", cfg, "--user", "nobody"});
   EXPECT_EQ(as_nobody.exit, 1) << as_nobody.output;
-  EXPECT_NE(as_nobody.output.find(cfg + ": files checked as user nobody (uid 65534, gid 65534)"), std::string::npos)
+  EXPECT_NE(as_nobody.output.find("note: files checked as user nobody (uid 65534, gid 65534)\n"), std::string::npos)
       << as_nobody.output;
   EXPECT_NE(as_nobody.output.find("peer.key_file: key file " + k + ": Permission denied"), std::string::npos)
       << as_nobody.output;
@@ -86,6 +86,10 @@ TEST_F(CheckConfig, RootOnlyKeyIsUnreadableForTheServiceUser) {
   EXPECT_EQ(owned.exit, 0) << owned.output;
   EXPECT_NE(owned.output.find(cfg + ": ok"), std::string::npos) << owned.output;
   EXPECT_EQ(rdmad({"--check-config", cfg, "--user", "no-such-user-here"}).exit, 1);
+  // --user belongs to --check-config.
+  Outcome alone = rdmad({"--user", "nobody"});
+  EXPECT_NE(alone.exit, 0) << alone.output;
+  EXPECT_NE(alone.output.find("--user requires --check-config"), std::string::npos) << alone.output;
 }
 
 // key_file = "credential:NAME" is $CREDENTIALS_DIRECTORY/NAME (systemd's LoadCredential=NAME:PATH).
