@@ -34,8 +34,8 @@ struct DaemonStatus {
   std::string json;       // its members, without braces
   uint32_t nics_up = 0;
 };
-// kExitOk and fills *out; -1 (printing nothing) when the daemon refuses it for permission; else
-// the exit code after printing the error.
+// kExitOk and fills *out; -1 (printing nothing) when the daemon refuses it for permission, -2
+// when the daemon is older than the request; else the exit code after printing the error.
 int daemon_status(rdmad_client* c, DaemonStatus* out);
 
 // Checks the KNOB=VALUE syntax before anything is sent; empty when fine, else the problem.

@@ -76,6 +76,7 @@ int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
                 known ? fmt::format(" ({} up)", d.nics_up).c_str() : "", peer_summary(peer).c_str(),
                 listening_everywhere ? "; listening on every address" : "");
     if (known) std::printf("%s%s", d.peers_line.c_str(), d.text_tail.c_str());
+    else if (drc == -2) std::printf("(this rdmad is older than rdmactl: it does not report version, uptime or health)\n");
     else std::printf("(version, uptime, node id, configuration and health: run as root or as the daemon's user)\n");
   }
   return 0;

@@ -150,6 +150,7 @@ int daemon_status(rdmad_client* c, DaemonStatus* out) {
   std::vector<std::byte> reply;
   if (auto st = rdmad::admin::call(c, MsgType::kStatus, {}, &reply); st != RDMAD_OK) {
     if (st == RDMAD_ERR_PERMISSION) return -1;
+    if (st == RDMAD_ERR_PROTOCOL) return -2;  // a daemon older than kStatus: "unknown request type"
     return fail(c, "status", st);
   }
   if (reply.size() != sizeof(rdmad::proto::StatusReply)) {
