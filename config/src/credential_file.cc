@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -56,6 +57,31 @@ std::optional<std::string> read_credential_file(const std::string& path, Credent
   }
   *error = fmt::format("{} {}: {}", what, path, why);
   return std::nullopt;
+}
+
+bool is_credential_reference(const std::string& value, std::string* name) {
+  if (value.rfind(kCredentialPrefix, 0) != 0) return false;
+  *name = value.substr(kCredentialPrefix.size());
+  return true;
+}
+
+bool valid_credential_name(const std::string& name) {
+  return !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string::npos;
+}
+
+std::optional<std::string> credential_path(const std::string& value, std::string* error) {
+  std::string name;
+  if (!is_credential_reference(value, &name)) return value;
+  const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+  if (dir == nullptr || *dir == '\0') {
+    *error = fmt::format(
+        "names the systemd credential '{}', but $CREDENTIALS_DIRECTORY is not set: the unit needs "
+        "LoadCredential={}:/path/to/file (docs/operations.md)",
+        name, name);
+    return std::nullopt;
+  }
+  return std::string(dir) + "/" + name;
 }
 
 FileStamp stamp_of(const std::string& path) {

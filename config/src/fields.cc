@@ -87,17 +87,18 @@ void add_peer_fields(std::vector<Field>& f) {
                "tls_cert_file and tls_key_file): a peer is accepted only with a certificate from it whose DNS SAN "
                "(or URI SAN, see tls_san_uri_prefix) is the node id it claims. Use a CA that signs rdmad's "
                "certificates only.",
-               "an absolute path, or empty", false, v::absolute_path(true),
+               "an absolute path, credential:NAME (a systemd credential), or empty", false, v::credential_path(),
                [](Config& c, size_t, const Value& x) { c.peer.tls_ca_file = as<std::string>(x); }});
   f.push_back({"peer", "tls_cert_file", FieldType::kString, std::string(""),
                "PEM file of this node's certificate (and any intermediates), with this node's id as a DNS SAN; it "
                "serves both as TLS server and client certificate. Re-read when it changes (certificate rotation).",
-               "an absolute path, or empty", false, v::absolute_path(true),
+               "an absolute path, credential:NAME (a systemd credential), or empty", false, v::credential_path(),
                [](Config& c, size_t, const Value& x) { c.peer.tls_cert_file = as<std::string>(x); }});
   f.push_back({"peer", "tls_key_file", FieldType::kString, std::string(""),
                "PEM file of the private key of tls_cert_file; must be readable by the daemon only (mode 0600 or "
-               "0400, owned by root or the daemon's user).",
-               "an absolute path, or empty", false, v::absolute_path(true),
+               "0400, owned by root or the daemon's user); under systemd a root-only key is passed with "
+               "LoadCredential=NAME:PATH and named credential:NAME.",
+               "an absolute path, credential:NAME (a systemd credential), or empty", false, v::credential_path(),
                [](Config& c, size_t, const Value& x) { c.peer.tls_key_file = as<std::string>(x); }});
   f.push_back({"peer", "tls_san_uri_prefix", FieldType::kString, std::string(""),
                "With certificates: a URI SAN equal to this prefix followed by the node id also proves that id (e.g. "
@@ -108,8 +109,9 @@ void add_peer_fields(std::vector<Field>& f) {
                "Instead of certificates: a file holding the cluster's pre-shared key (at least 16 bytes; trailing "
                "whitespace is ignored), used as a TLS 1.3 external PSK with the node id as identity. Every node "
                "holds the same key, so any holder can claim any node id: prefer certificates. Must be readable by "
-               "the daemon only.",
-               "an absolute path, or empty", false, v::absolute_path(true),
+               "the daemon only; under systemd a root-only key is passed with LoadCredential=NAME:PATH and named "
+               "credential:NAME ($CREDENTIALS_DIRECTORY/NAME).",
+               "an absolute path, credential:NAME (a systemd credential), or empty", false, v::credential_path(),
                [](Config& c, size_t, const Value& x) { c.peer.key_file = as<std::string>(x); }});
   f.push_back({"peer", "insecure", FieldType::kBool, false,
                "Run the peer channel without credentials: plaintext TCP, no authentication, so anyone who reaches "

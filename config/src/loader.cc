@@ -287,11 +287,13 @@ class Parser {
         error(where({key}, "peer"), key, fmt::format("duplicate peer node_id '{}' (also peers[{}])", id, it->second));
       }
     }
-    check_peer_security(out_.config, options_.check_files,
-                        [this](const std::string& key, const std::string& message, bool is_warning) {
+    check_peer_security(out_.config, options_.check_files, options_.credentials_elsewhere,
+                        [this](const std::string& key, const std::string& message, Finding finding) {
                           const auto at = where({key}, "peer");
-                          if (is_warning) {
+                          if (finding == Finding::kWarning) {
                             warning(at, key, message);
+                          } else if (finding == Finding::kNotChecked) {
+                            out_.not_checked.push_back(Error{file_, at.begin.line, at.begin.column, key, message});
                           } else {
                             error(at, key, message);
                           }

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "rdmad/config/credential_file.h"
+
 namespace rdmad::config::validators {
 
 Validator one_of(std::initializer_list<const char*> choices) {
@@ -61,6 +63,15 @@ Validator absolute_path(bool allow_empty) {
     if (allow_empty && s.empty()) return "";
     if (!s.empty() && s.front() == '/' && s.find('\0') == std::string::npos) return "";
     return allow_empty ? "an absolute path, or empty" : "an absolute path";
+  };
+}
+
+Validator credential_path() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if (s.empty() || (s.front() == '/' && s.find('\0') == std::string::npos)) return "";
+    if (std::string name; is_credential_reference(s, &name) && valid_credential_name(name)) return "";
+    return "an absolute path, credential:NAME (a systemd credential), or empty";
   };
 }
 

@@ -19,6 +19,8 @@ Validator power_of_two(int64_t min, int64_t max);  // an integer power of two in
 Validator double_range(double min, double max);     // a finite number in [min, max]
 Validator positive_double();                        // a finite number > 0
 Validator absolute_path(bool allow_empty = false);
+// An absolute path, "credential:NAME" (a systemd credential, credential_file.h), or empty.
+Validator credential_path();
 Validator listen_address(bool allow_empty = false);  // host:port, [v6]:port; port 0 picks a free port
 Validator uri_prefix();  // "" or scheme://... without spaces
 Validator peer_address();  // host:port or [v6]:port with an IP literal host and a port in [1, 65535]

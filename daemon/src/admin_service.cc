@@ -19,9 +19,15 @@ proto::CcKnob knob_entry(const cc::Mlx5Knob& k, std::optional<int64_t> value) {
 
 }  // namespace
 
-AdminService::AdminService(const config::Config& config, NodeNics& nics,
-                           flow::FlowService* flows, std::function<clients::Result<clients::Ok>()> reload)
-    : config_(config), nics_(nics), flows_(flows), reload_(std::move(reload)) {}
+AdminService::AdminService(const config::Config& config, NodeNics& nics, flow::FlowService* flows,
+                           std::function<clients::Result<clients::Ok>()> reload, DaemonFacts facts,
+                           const ReloadRecord& reloads)
+    : config_(config),
+      nics_(nics),
+      flows_(flows),
+      reload_(std::move(reload)),
+      facts_(std::move(facts)),
+      reloads_(reloads) {}
 
 std::vector<proto::FlowEntry> AdminService::list_flows(uint64_t after, uint32_t max_entries, bool* more) {
   *more = false;

@@ -37,6 +37,8 @@ Daemon::Daemon(config::Config config, std::string config_path, BackendHook backe
 
 bool Daemon::start() {
   auto log = log::get(log::Component::kDaemon);
+  started_ = std::chrono::system_clock::now();
+  started_steady_ = std::chrono::steady_clock::now();
   log->info("rdmad starting version={} commit={} config={}", kVersion, kCommit,
             base::q(config_path_.empty() ? std::string("embedded-default") : config_path_));
   if (test_hooks_)
@@ -156,8 +158,10 @@ bool Daemon::start_client_service() {
       [this] { return nics_->diagnosis() + peer_diagnosis(config_); });
   if (!start_flows()) return false;
   finish_restore();
-  admin_ =
-      std::make_unique<AdminService>(config_, *nics_, flows_.get(), [this] { return reload(); });
+  admin_ = std::make_unique<AdminService>(config_, *nics_, flows_.get(), [this] { return reload(); },
+                                          DaemonFacts{config_path_.empty() ? "" : std::filesystem::absolute(config_path_).string(),
+                                                      node_id_of(config_), started_, started_steady_},
+                                          reloads_);
   ipc_->set_admin_handler(admin_.get());
   return true;
 }

@@ -112,6 +112,7 @@ clients::Result<clients::Ok> Daemon::reload() {
   if (config_path_.empty()) {
     log->warn("reload skipped reason=embedded_default_config");
     metrics_->reload_succeeded();
+    reloads_.ok++;
     return clients::Ok{};
   }
   notifier_.reloading();
@@ -135,11 +136,15 @@ clients::Result<clients::Ok> Daemon::apply_loaded(config::LoadResult next) {
     std::string text =
         fmt::format("{} error(s), still running on the previous configuration:", next.errors.size());
     for (const auto& e : next.errors) text += " " + e.to_string() + ";";
+    reloads_.failed++;
+    reloads_.last_error = text;
     return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, text};
   }
   config::log_warnings(next);
   apply_live(next.config);
   metrics_->reload_succeeded();
+  reloads_.ok++;
+  reloads_.last_error.clear();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   return clients::Ok{};
 }

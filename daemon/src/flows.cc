@@ -18,10 +18,16 @@ std::string host_name() {
   return buf;
 }
 
+}  // namespace
+
+std::string node_id_of(const config::Config& c) { return c.peer.node_id.empty() ? host_name() : c.peer.node_id; }
+
+namespace {
+
 flow::FlowServiceOptions flow_options(const config::Config& c) {
   flow::FlowServiceOptions o;
   peer::PeerConfig& p = o.peer;
-  p.node_id = c.peer.node_id.empty() ? host_name() : c.peer.node_id;
+  p.node_id = node_id_of(c);
   p.listen_host = c.peer.listen_host;
   p.listen_port = static_cast<uint16_t>(c.peer.listen_port);
   p.tls_ca_file = c.peer.tls_ca_file;
@@ -67,16 +73,23 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
 
 }  // namespace
 
+std::string peer_start_problem(const config::Config& c) {
+  if (!c.peer.enabled) return {};
+  const std::string node = node_id_of(c);
+  for (const auto& p : c.peers)
+    if (p.node_id == node)
+      return fmt::format("[[peers]] lists this node ({}, the host name): set [peer] node_id", node);
+  return {};
+}
+
 bool Daemon::start_flows() {
   if (!config_.peer.enabled) return true;
+  if (const std::string problem = peer_start_problem(config_); !problem.empty()) {
+    log::get(log::Component::kFlow)->error("cannot start flows error={}", base::q(problem));
+    return false;
+  }
   auto options = flow_options(config_);
   const std::string node = options.peer.node_id;
-  for (const auto& p : options.peer.peers) {
-    if (p.node_id == node) {
-      log::get(log::Component::kFlow)->error("peers list this node node_id={} fix=\"set [peer] node_id\"", node);
-      return false;
-    }
-  }
   flows_ = std::make_unique<flow::FlowService>(io_, std::move(options), nics_->flow_nics(), ipc_->registrations(),
                                                exporter_->registry());
   if (const base::Status st = flows_->start(); !st.ok()) {

@@ -41,6 +41,12 @@ The configuration (TOML); \\fBrdmad \\-\\-print\\-default\\-config\\fR prints ev
 .TP
 .I ${SOCKET_PATH}
 The client socket (created by rdmad.socket under systemd).
+.SH ENVIRONMENT
+.TP
+.B CREDENTIALS_DIRECTORY
+Set by systemd for a unit with \\fBLoadCredential=\\fR. A key or certificate setting of the form
+\\fBcredential:\\fR\\fINAME\\fR is the file \\fI\$CREDENTIALS_DIRECTORY/NAME\\fR: a root-only key can
+reach \\fBUser=rdmad\\fR that way (operations.md, section Keys and certificates).
 .SH SIGNALS
 SIGHUP reloads the configuration file (a file with any error is rejected as a whole);
 SIGTERM and SIGINT stop the daemon.

@@ -55,6 +55,9 @@ enum class MsgType : uint16_t {
   kCcSet = 17,
   kReload = 18,
   kNicDetails = 19,
+  kListPeers = 20,
+  kListGids = 21,
+  kStatus = 22,
   // Version 2: take back a session of the daemon's previous run; a registration's current keys.
   kResume = 23,
   kQueryRegistration = 24,
@@ -65,7 +68,7 @@ enum class MsgType : uint16_t {
 };
 inline constexpr uint16_t kMaxRequestType = 24;
 inline constexpr uint16_t kFirstAdminType = 14;
-inline constexpr uint16_t kLastAdminType = 19;
+inline constexpr uint16_t kLastAdminType = 22;
 inline constexpr uint16_t kTestStallType = 90;
 
 constexpr bool is_admin_request(uint16_t type) {
@@ -428,6 +431,71 @@ struct NicDetailsReply {
 };
 static_assert(sizeof(NicDetailsReply) == 272);
 
+// kListPeers and kListGids take a ListRequest whose after_handle is the number of entries of the
+// previous pages (0 first) and answer a ListReply followed by `count` entries.
+inline constexpr uint32_t kMaxPeerListEntries = 8;  // max_entries of a kListPeers page
+inline constexpr uint32_t kMaxGidListEntries = 32;  // max_entries of a kListGids page
+
+// PeerEntry.state.
+enum class PeerState : uint32_t {
+  kDown = 0,        // no connection (this node redials it with back-off; an accepting peer dials back)
+  kConnecting = 1,  // TCP connect or handshake in progress
+  kConnected = 2,   // the channel is up, its queue pairs are not (yet) ready
+  kReady = 3,       // the channel is up and its queue pairs carry traffic
+};
+
+// One peer daemon this node knows: dialled ([[peers]]) or connected to it at some point.
+struct PeerEntry {
+  char node_id[kMaxNodeIdBytes];
+  char address[64];      // "host:port" it is dialled at, or "ip:port" of its connection; NUL-terminated
+  char last_error[128];  // why its last connection closed or its last dial failed; empty: none
+  uint64_t since_unix_ms;  // when it last came up or went down (the channel's start for one never up)
+  uint64_t rtt_us;         // the last keepalive round trip on its connection; 0: none measured
+  uint32_t state;          // PeerState
+  uint32_t dialled;        // 1: this node dials it, 0: it dialled this node
+  uint32_t rails_up;       // local NICs whose queue pairs to it are connected
+  uint32_t rails;          // local NICs (the most rails it can have)
+};
+static_assert(sizeof(PeerEntry) == 288);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxPeerListEntries * sizeof(PeerEntry) <= kMaxFrameBytes);
+
+// One entry of a port's GID table (as show_gids prints it).
+struct GidEntry {
+  char nic[kMaxNicNameBytes];  // the [[nic]] on this port; empty: no [[nic]] names it
+  char device[32];             // RDMA device ("mlx5_0"; a soft NIC's name)
+  char netdev[16];             // the netdev the GID belongs to; empty: none (InfiniBand, soft)
+  char type[16];               // "IB", "RoCE v1" or "RoCE v2"
+  uint8_t gid[16];             // network order; IPv4 addresses in the ::ffff:a.b.c.d form
+  uint32_t port;
+  uint32_t index;
+};
+static_assert(sizeof(GidEntry) == 120);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxGidListEntries * sizeof(GidEntry) <= kMaxFrameBytes);
+
+// StatusReply.health.
+enum class Health : uint32_t { kOk = 0, kDegraded = 1, kFailing = 2 };
+
+// kStatus: empty request. What the daemon is and how it is doing.
+struct StatusReply {
+  char version[32];
+  char commit[48];
+  char node_id[kMaxNodeIdBytes];
+  char config_path[256];  // empty: running on the embedded default
+  char reasons[1024];     // why health is not ok: "; "-separated findings, NUL-terminated
+  char last_reload_error[512];  // the errors of the last reload when it failed; empty otherwise
+  uint64_t start_time_unix_ms;
+  uint64_t uptime_ms;
+  uint64_t reloads_ok;
+  uint64_t reloads_failed;
+  uint32_t health;  // Health
+  uint32_t nics;    // [[nic]] slots
+  uint32_t nics_up;  // in service with the link up
+  uint32_t peers;    // peers known (PeerEntry)
+  uint32_t peers_ready;
+  uint32_t peer_enabled;  // [peer] enabled
+};
+static_assert(sizeof(StatusReply) == 32 + 48 + 64 + 256 + 1024 + 512 + 32 + 24);
+
 // Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
@@ -467,6 +535,7 @@ constexpr long request_body_bytes(uint16_t type) {
     case MsgType::kNicDetails:
       return sizeof(NicDetailsRequest);
     case MsgType::kReload:
+    case MsgType::kStatus:
       return 0;
     case MsgType::kResume:
       return sizeof(ResumeRequest);
@@ -474,6 +543,9 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(QueryRegistrationRequest);
     case MsgType::kTestStall:
       return sizeof(TestStallRequest);
+    case MsgType::kListPeers:
+    case MsgType::kListGids:
+      return sizeof(ListRequest);
     case MsgType::kError:
       return -1;
   }

@@ -14,6 +14,15 @@ namespace {
 
 bool may_administer(const Peer& peer) { return peer.uid == 0 || peer.uid == ::geteuid(); }
 
+// A ListReply and the entries of one page, cut to max_entries whatever the handler returned.
+template <class Entry>
+std::span<const std::byte> write_page(FrameWriter& w, std::vector<Entry> entries, uint32_t max_entries, bool more) {
+  if (entries.size() > max_entries) entries.resize(max_entries), more = true;
+  w.append(proto::ListReply{static_cast<uint32_t>(entries.size()), more ? 1u : 0u});
+  for (const auto& e : entries) w.append(e);
+  return w.finish();
+}
+
 }  // namespace
 
 std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, DecodedRequest& req,
@@ -43,11 +52,7 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
     case MsgType::kListFlows: {
       auto& l = std::get<proto::ListRequest>(req.body);
       bool more = false;
-      auto entries = admin_->list_flows(l.after_handle, l.max_entries, &more);
-      if (entries.size() > l.max_entries) entries.resize(l.max_entries), more = true;
-      w.append(proto::ListReply{static_cast<uint32_t>(entries.size()), more ? 1u : 0u});
-      for (const auto& e : entries) w.append(e);
-      return w.finish();
+      return write_page(w, admin_->list_flows(l.after_handle, l.max_entries, &more), l.max_entries, more);
     }
     case MsgType::kCcShow: {
       auto r = admin_->cc_show(std::get<proto::CcShowRequest>(req.body));
@@ -79,6 +84,17 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
       auto r = admin_->test_stall(s.thread, s.seconds);
       return r.ok() ? w.finish() : fail(r.error());
     }
+    case MsgType::kListPeers:
+    case MsgType::kListGids: {
+      auto& l = std::get<proto::ListRequest>(req.body);
+      bool more = false;
+      if (type == MsgType::kListPeers)
+        return write_page(w, admin_->list_peers(l.after_handle, l.max_entries, &more), l.max_entries, more);
+      return write_page(w, admin_->list_gids(l.after_handle, l.max_entries, &more), l.max_entries, more);
+    }
+    case MsgType::kStatus:
+      w.append(admin_->status());
+      return w.finish();
     default:
       break;
   }

@@ -13,7 +13,7 @@ constexpr const char* kOpNames[] = {
     "diagnose",      "flow_open",       "flow_close", "export",
     "import",        "revoke",          "list_flows", "list_all_registrations",
     "cc_show",       "cc_set",          "reload",     "nic_details",
-    "unknown_20",    "unknown_21",      "unknown_22", "resume",
+    "list_peers",    "list_gids",       "status",     "resume",
     "query_registration"};
 static_assert(std::size(kOpNames) == proto::kMaxRequestType + 1, "a name for every request type");
 constexpr const char* kResultNames[] = {

@@ -139,6 +139,18 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       d.body = r;
       break;
     }
+    case MsgType::kListPeers:
+    case MsgType::kListGids: {
+      const bool peers = d.header.type == static_cast<uint16_t>(MsgType::kListPeers);
+      auto r = load<proto::ListRequest>(body);
+      if (r.reserved != 0)
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT, peers ? "list_peers: reserved field set" : "list_gids: reserved field set");
+      if (r.max_entries == 0 || r.max_entries > (peers ? proto::kMaxPeerListEntries : proto::kMaxGidListEntries))
+        return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
+                    peers ? "list_peers: max_entries must be 1..8" : "list_gids: max_entries must be 1..32");
+      d.body = r;
+      break;
+    }
     case MsgType::kCcShow: {
       auto r = load<proto::CcShowRequest>(body);
       if (auto reason = check_nic_page(r, kCcShowErrors)) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, reason);
@@ -209,6 +221,7 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     case MsgType::kQueryNics:
     case MsgType::kDiagnose:
     case MsgType::kReload:
+    case MsgType::kStatus:
     case MsgType::kError:
       break;
   }

@@ -219,6 +219,9 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kReload:
     case MsgType::kNicDetails:
     case MsgType::kTestStall:
+    case MsgType::kListPeers:
+    case MsgType::kListGids:
+    case MsgType::kStatus:
       return dispatch_admin(conn, req, out, status);
     case MsgType::kHello:
     case MsgType::kError:

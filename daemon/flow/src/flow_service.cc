@@ -401,6 +401,42 @@ std::vector<proto::FlowEntry> FlowService::list_flows(uint64_t after, uint32_t m
   return out;
 }
 
+std::vector<proto::PeerEntry> FlowService::list_peers(uint64_t skip, uint32_t max_entries, bool* more) const {
+  std::vector<proto::PeerEntry> out;
+  *more = false;
+  if (!channel_) return out;
+  const auto peers = channel_->peers();
+  for (size_t i = skip; i < peers.size(); ++i) {
+    if (out.size() == max_entries) {
+      *more = true;
+      break;
+    }
+    const auto& p = peers[i];
+    proto::PeerEntry e{};
+    proto::copy_cstr(e.node_id, p.node_id.c_str());
+    proto::copy_cstr(e.address, p.address.c_str());
+    proto::copy_cstr(e.last_error, p.last_error.c_str());
+    e.since_unix_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.since.time_since_epoch()).count());
+    e.rtt_us = static_cast<uint64_t>(p.rtt.count());
+    e.dialled = p.dialled ? 1 : 0;
+    e.rails = static_cast<uint32_t>(nics_.size());
+    using State = peer::PeerChannel::PeerStatus::State;
+    e.state = static_cast<uint32_t>(p.state == State::kConnected    ? proto::PeerState::kConnected
+                                    : p.state == State::kConnecting ? proto::PeerState::kConnecting
+                                                                    : proto::PeerState::kDown);
+    if (const peer::QpConnector* qps = p.state == State::kConnected ? session_->ready(p.node_id) : nullptr) {
+      e.state = static_cast<uint32_t>(proto::PeerState::kReady);
+      std::vector<bool> up(nics_.size());
+      for (const auto& q : qps->qps())
+        if (q.connected && q.nic_index < up.size()) up[q.nic_index] = true;
+      e.rails_up = static_cast<uint32_t>(std::count(up.begin(), up.end(), true));
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
 void FlowService::destroy_flow(FlowRecord& f) {
   const uint64_t id = f.id;
   if (engine_) engine_->run_sync([&] { engine_->remove_flow(id); });

@@ -70,6 +70,17 @@ void HardwareNics::discover(const verbs::BackendInfo& b) {
   host_ports_.insert(host_ports_.end(), host.ports.begin(), host.ports.end());
 }
 
+std::vector<verbs::HostNic> HardwareNics::gid_tables() const {
+  std::vector<verbs::HostNic> out;
+  for (const auto& [device, backend] : backend_of_) {
+    verbs::HostScan scan{root_.root().string(), {device}, true};
+    scan.gids = true;
+    auto found = backend->discover(scan);
+    if (found.ok()) out.insert(out.end(), found.value().ports.begin(), found.value().ports.end());
+  }
+  return out;
+}
+
 void HardwareNics::start() {
   auto log = log::get(log::Component::kVerbs);
   for (const std::string& name : backends_.names()) {

@@ -174,6 +174,7 @@ void Connection::on_timer() {
                       std::to_string((cfg.keepalive_interval * cfg.keepalive_misses).count()) + " ms",
                   &channel_->counters_.keepalive_timeouts);
   } else {
+    ping_sent_at_ = now;
     send(MessageType::kPing, encode(Ping{++ping_seq_}));
     if (closed_) return;
   }

@@ -61,6 +61,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool established() const { return established_; }
   Clock::time_point established_at() const { return established_at_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
+  /// "127.0.0.1:41234": the other end of the TCP connection (empty before it is known).
+  const std::string& remote() const { return remote_; }
+  /// The round trip of the last keepalive ping answered (0: none answered yet).
+  std::chrono::microseconds rtt() const { return rtt_; }
   /// "node-b (127.0.0.1:41234)" for log lines.
   std::string describe() const;
 
@@ -114,6 +118,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point last_rx_;
   Clock::time_point established_at_;
   uint64_t ping_seq_ = 0;
+  Clock::time_point ping_sent_at_;  // of ping ping_seq_
+  std::chrono::microseconds rtt_{0};
 };
 
 }  // namespace rdmad::peer

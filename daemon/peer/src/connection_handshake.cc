@@ -92,9 +92,17 @@ void Connection::handle(MessageType type, std::span<const uint8_t> payload) {
       send(MessageType::kPong, encode(*p));
       return;
     }
-    case MessageType::kPong:
-      if (!decode_ping(payload)) refuse("broken frame: malformed pong", &c.frame_errors);
+    case MessageType::kPong: {
+      const auto p = decode_ping(payload);
+      if (!p) {
+        refuse("broken frame: malformed pong", &c.frame_errors);
+        return;
+      }
+      // The answer to our latest ping measures the round trip (an older one's would be late).
+      if (p->seq == ping_seq_ && ping_seq_ != 0)
+        rtt_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ping_sent_at_);
       return;  // any frame proves liveness (last_rx_)
+    }
     default:
       if (!flow_payload_valid(type, payload)) {
         refuse(std::string("broken frame: malformed ") + to_string(type), &c.frame_errors);

@@ -74,6 +74,9 @@ base::Status PeerChannel::start() {
   }
   listen_port_ = acceptor_.local_endpoint().port();
   running_ = true;
+  started_at_ = std::chrono::system_clock::now();
+  for (const PeerAddress& a : config_.peers)
+    history_[a.node_id].address = a.host + ":" + std::to_string(a.port);
   log_->log(tls_ ? spdlog::level::info : spdlog::level::warn, "peer channel listening node_id={} listen={}:{} security={}",
             config_.node_id, config_.listen_host, listen_port_, base::q(describe_security(tls_.get())));
   if (is_wildcard(address)) {
@@ -272,6 +275,7 @@ void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   }
   established_[peer] = c;
   counters_.peers_connected = established_.size();
+  note_up(*c);
   for (auto& d : dialers_) {
     if (d->address.node_id == peer) d->backoff->reset();
   }
@@ -289,6 +293,7 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
     if (it != established_.end() && it->second == c) {
       established_.erase(it);
       counters_.peers_connected = established_.size();
+      note_closed(peer, reason, true);
       base::log_limited(*log_, peer_log_, spdlog::level::warn, "peer lost peer={} reason={}", base::q(c->describe()),
                         base::q(reason));
       if (handlers_.on_down) handlers_.on_down(peer, reason);
@@ -297,6 +302,7 @@ void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::str
   for (auto& d : dialers_) {
     if (d->connection == c) {
       d->connection.reset();
+      if (!was_established) note_closed(d->address.node_id, reason, false);
       if (!was_established && !d->failed_before) {
         base::log_limited(*log_, peer_log_, spdlog::level::info, "peer not connected yet peer={} reason={}",
                           d->address.node_id, base::q(reason));

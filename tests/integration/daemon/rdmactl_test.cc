@@ -120,6 +120,60 @@ TEST_F(Rdmactl, StatusShowsAnInsecurePeerChannel) {
   EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_peer_channel_insecure 1", 5s));
 }
 
+TEST_F(Rdmactl, StatusShowsVersionUptimeNodeConfigAndHealth) {
+  Ctl text = ctl({"status"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(\nversion:  \d+\.\d+\.\d+\S* \(commit \S+\)\n)")))
+      << text.output;
+  EXPECT_NE(text.output.find("\nnode:     nodeA\n"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\nconfig:   " + config_ + "\n"), std::string::npos) << text.output;
+  EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(\nuptime:   \d+[smhd].* \(since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)\n)")))
+      << text.output;
+  // Two soft NICs up, the peer channel on with no peer to dial: nothing wrong.
+  EXPECT_NE(text.output.find("\nhealth:   ok\n"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\nnics:     2 (2 up)\n"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\npeers:    0 known, 0 ready\n"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\nreloads:  0 ok, 0 failed\n"), std::string::npos) << text.output;
+  Ctl json = ctl({"--json", "status"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_NE(json.output.find("\"node_id\":\"nodeA\",\"config_path\":\"" + config_ + "\""), std::string::npos)
+      << json.output;
+  EXPECT_NE(json.output.find("\"health\":\"ok\",\"health_reasons\":[],\"nics_up\":2,\"peer_enabled\":true"),
+            std::string::npos)
+      << json.output;
+  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"("uptime_seconds":\d+\.\d{3},)"))) << json.output;
+  EXPECT_NE(json.output.find("\"last_reload_error\":null}"), std::string::npos) << json.output;
+}
+
+TEST_F(Rdmactl, GidsShowsEachSoftNicsAddress) {
+  Ctl json = ctl({"--json", "gids"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  for (const char* nic : {"rail0", "rail1"}) {
+    EXPECT_NE(json.output.find(fmt::format(
+                  "{{\"device\":\"{0}\",\"port\":1,\"index\":0,\"gid\":\"0000:0000:0000:0000:0000:ffff:7f00:0001\","
+                  "\"ipv4\":\"127.0.0.1\",\"type\":\"RoCE v2\",\"roce_version\":2,\"netdev\":\"\",\"nic\":\"{0}\"}}",
+                  nic)),
+              std::string::npos)
+        << json.output;
+  }
+  Ctl text = ctl({"gids"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_TRUE(std::regex_search(text.output, std::regex(R"(^DEV +PORT +INDEX +GID +IPv4 +VER +DEV +NIC\n)")))
+      << text.output;
+  EXPECT_TRUE(std::regex_search(
+      text.output, std::regex(R"(\nrail1 +1 +0 +0000:0000:0000:0000:0000:ffff:7f00:0001 +127\.0\.0\.1 +v2 +- +rail1\n)")))
+      << text.output;
+}
+
+TEST_F(Rdmactl, PeersIsEmptyWithoutPeers) {
+  Ctl json = ctl({"--json", "peers"});
+  ASSERT_EQ(json.exit, 0) << json.output;
+  EXPECT_EQ(json.output, "[]\n");
+  Ctl text = ctl({"peers"});
+  ASSERT_EQ(text.exit, 0) << text.output;
+  EXPECT_NE(text.output.find("(no peers: "), std::string::npos) << text.output;
+}
+
 TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
   Ctl empty = ctl({"--json", "flows"});
   ASSERT_EQ(empty.exit, 0) << empty.output;
@@ -236,6 +290,16 @@ TEST_F(Rdmactl, ReloadCountsOkAndReportsABrokenFile) {
   EXPECT_NE(bad.output.find("rdmad.toml:4:13: daemon.log_level: invalid value"), std::string::npos)
       << bad.output;
   EXPECT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"error\"} 1", 5s));
+  // status says so until a reload succeeds.
+  Ctl status = ctl({"status"});
+  EXPECT_NE(status.output.find("\nhealth:   degraded: last reload failed: running on the previous configuration\n"),
+            std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("\nreloads:  1 ok, 1 failed; last: 1 error(s), still running"), std::string::npos)
+      << status.output;
+  dir_.write("rdmad.toml", config_text("info"));
+  ASSERT_EQ(ctl({"reload"}).exit, 0);
+  EXPECT_NE(ctl({"status"}).output.find("\nhealth:   ok\n"), std::string::npos);
 }
 
 TEST_F(Rdmactl, NicsShowsAddressCountersDcqcnAndCcParameters) {
@@ -268,8 +332,14 @@ TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
   EXPECT_EQ(nics.exit, 0) << nics.output;
   EXPECT_NE(nics.output.find("rail0"), std::string::npos) << nics.output;
   EXPECT_NE(nics.output.find("counters and CC parameters: run as root"), std::string::npos) << nics.output;
+  // status answers everyone; what only operators get, it says how to get.
+  Ctl status = ctl({"status"}, as_nobody);
+  EXPECT_EQ(status.exit, 0) << status.output;
+  EXPECT_NE(status.output.find("(version, uptime, node id, configuration and health: run as root"), std::string::npos)
+      << status.output;
+  EXPECT_EQ(status.output.find("node:     nodeA"), std::string::npos) << status.output;
   const std::vector<std::vector<std::string>> admin = {
-      {"flows"}, {"registrations"}, {"cc", "show"}, {"cc", "set", "rpg_ai_rate=1"}, {"reload"}};
+      {"flows"}, {"registrations"}, {"cc", "show"}, {"cc", "set", "rpg_ai_rate=1"}, {"reload"}, {"peers"}, {"gids"}};
   for (const auto& cmd : admin) {
     Ctl denied = ctl(cmd, as_nobody);
     EXPECT_EQ(denied.exit, 1) << cmd[0] << ": " << denied.output;
@@ -384,6 +454,24 @@ TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
   EXPECT_EQ(written, 9);
   EXPECT_TRUE(std::regex_search(run({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +9\n)")));
   EXPECT_NE(d.output().find("cc knob set nic=rail0 change=\"rpg_ai_rate: 5 -> 9\""), std::string::npos) << d.output();
+  // The port's GID table, like show_gids, named by the [[nic]] on it.
+  Ctl gids = run({"--json", "gids"});
+  ASSERT_EQ(gids.exit, 0) << gids.output;
+  EXPECT_NE(gids.output.find("{\"device\":\"mlx5_0\",\"port\":1,\"index\":3,\"gid\":\"0000:0000:0000:0000:0000:ffff:ac10:0503\","
+                             "\"ipv4\":\"172.16.5.3\",\"type\":\"RoCE v2\",\"roce_version\":2,\"netdev\":\"eth0\",\"nic\":\"rail0\"}"),
+            std::string::npos)
+      << gids.output;
+  EXPECT_NE(gids.output.find("{\"device\":\"mlx5_0\",\"port\":1,\"index\":0,\"gid\":\"fe80:0000:0000:0000:0e42:a1ff:fe5e:0010\","
+                             "\"ipv4\":null,\"type\":\"RoCE v1\",\"roce_version\":1,\"netdev\":\"eth0\",\"nic\":\"rail0\"}"),
+            std::string::npos)
+      << gids.output;
+  EXPECT_TRUE(std::regex_search(run({"gids"}).output,
+                                std::regex(R"(\nmlx5_0 +1 +2 +0000:0000:0000:0000:0000:ffff:ac10:0503 +172\.16\.5\.3 +v1 +eth0 +rail0\n)")));
+  // The fixture's device cannot be opened (no provider): nothing can be registered on this node.
+  Ctl status = run({"status"});
+  EXPECT_EQ(status.exit, 0) << status.output;
+  EXPECT_NE(status.output.find("\nhealth:   failing: no NIC up; nic rail0 out of service: "), std::string::npos)
+      << status.output;
   // The metrics follow the change.
   std::smatch m;
   const std::string out = d.output();

@@ -254,6 +254,49 @@ TEST_F(PeerChannelTest, ReconnectsWhenThePeerComesBack) {
   EXPECT_EQ(ra.ups, 2);
 }
 
+// What rdmactl peers shows: each peer's address, state, direction, keepalive round trip, when it
+// came up or went down and why its last connection closed.
+TEST_F(PeerChannelTest, PeersReportStateAddressRttSinceAndLastError) {
+  using State = PeerChannel::PeerStatus::State;
+  auto b = start(config("node-b"));
+  const uint16_t port = b->listen_port();
+  PeerConfig ca = config("node-a");
+  ca.peers.push_back(address_of("node-b", port));
+  auto a = start(ca);
+  // Configured peers are known from the start, before any connection.
+  ASSERT_EQ(a->peers().size(), 1u);
+  EXPECT_EQ(a->peers()[0].node_id, "node-b");
+  EXPECT_EQ(a->peers()[0].address, "127.0.0.1:" + std::to_string(port));
+  EXPECT_TRUE(a->peers()[0].dialled);
+  EXPECT_NE(a->peers()[0].state, State::kConnected);
+  const auto started = a->peers()[0].since;
+  ASSERT_TRUE(run_until(io_, [&] { return a->connected("node-b") && b->connected("node-a"); }));
+  const auto up = a->peers()[0];
+  EXPECT_EQ(up.state, State::kConnected);
+  EXPECT_GE(up.since, started);
+  EXPECT_TRUE(up.last_error.empty()) << up.last_error;
+  // The accepting side knows its peer by the connection's address; it does not dial it.
+  ASSERT_EQ(b->peers().size(), 1u);
+  EXPECT_EQ(b->peers()[0].node_id, "node-a");
+  EXPECT_FALSE(b->peers()[0].dialled);
+  EXPECT_EQ(b->peers()[0].address.rfind("127.0.0.1:", 0), 0u) << b->peers()[0].address;
+  EXPECT_EQ(b->peers()[0].state, State::kConnected);
+  // Keepalive pings (every 50 ms) measure the round trip.
+  ASSERT_TRUE(run_until(io_, [&] { return a->peers()[0].rtt.count() > 0 && b->peers()[0].rtt.count() > 0; }));
+  EXPECT_LT(a->peers()[0].rtt, std::chrono::seconds(1));
+
+  b.reset();  // the peer daemon dies
+  ASSERT_TRUE(run_until(io_, [&] { return a->peers()[0].state != State::kConnected; }));
+  const auto down = a->peers()[0];
+  EXPECT_FALSE(down.last_error.empty());
+  EXPECT_GE(down.since, up.since);
+  EXPECT_EQ(down.rtt.count(), 0) << "no connection, no round trip";
+  // Redials that fail say why (connection refused: nothing listens on the port now).
+  ASSERT_TRUE(run_until(io_, [&] { return a->counters().reconnects >= 1 && a->peers()[0].state == State::kDown; }));
+  EXPECT_FALSE(a->peers()[0].last_error.empty());
+  EXPECT_EQ(a->peers()[0].since, down.since) << "a failed redial is not a change between up and down";
+}
+
 TEST_F(PeerChannelTest, DaemonsDiallingEachOtherKeepOneConnection) {
   Recorder ra, rb;
   std::unique_ptr<PeerChannel> a, b;

@@ -43,18 +43,21 @@ void expect_error(const DecodedRequest& d, const char* reason_part) {
 }
 
 TEST(AdminDecoder, TypesAreAdminAndHaveFixedBodies) {
-  for (uint16_t t = 14; t <= 19; ++t) EXPECT_TRUE(proto::is_admin_request(t)) << t;
+  for (uint16_t t = 14; t <= 22; ++t) EXPECT_TRUE(proto::is_admin_request(t)) << t;
   EXPECT_FALSE(proto::is_admin_request(13));
-  EXPECT_FALSE(proto::is_admin_request(20));
+  EXPECT_FALSE(proto::is_admin_request(23));
   EXPECT_EQ(proto::request_body_bytes(14), long{sizeof(proto::ListRequest)});
   EXPECT_EQ(proto::request_body_bytes(15), long{sizeof(proto::ListRequest)});
   EXPECT_EQ(proto::request_body_bytes(16), long{sizeof(proto::CcShowRequest)});
   EXPECT_EQ(proto::request_body_bytes(17), long{sizeof(proto::CcSetRequest)});
   EXPECT_EQ(proto::request_body_bytes(18), 0);
   EXPECT_EQ(proto::request_body_bytes(19), long{sizeof(proto::NicDetailsRequest)});
-  EXPECT_EQ(proto::request_body_bytes(20), -1);
+  EXPECT_EQ(proto::request_body_bytes(20), long{sizeof(proto::ListRequest)});  // peers
+  EXPECT_EQ(proto::request_body_bytes(21), long{sizeof(proto::ListRequest)});  // gids
+  EXPECT_EQ(proto::request_body_bytes(22), 0);                                  // status
   EXPECT_EQ(proto::request_body_bytes(23), long{sizeof(proto::ResumeRequest)});
   EXPECT_EQ(proto::request_body_bytes(24), long{sizeof(proto::QueryRegistrationRequest)});
+  EXPECT_EQ(proto::request_body_bytes(25), -1);
   EXPECT_FALSE(proto::is_admin_request(23));
 }
 
@@ -82,6 +85,12 @@ TEST(AdminDecoder, ListPagesAreBounded) {
   expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 33, 0}), "1..32");
   expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 8, 1}), "reserved");
   expect_error(decode(MsgType::kListAllRegistrations, proto::ListRequest{0, 65, 0}), "1..64");
+  EXPECT_EQ(decode(MsgType::kListPeers, proto::ListRequest{3, 8, 0}).action, DecodeAction::kDispatch);
+  expect_error(decode(MsgType::kListPeers, proto::ListRequest{0, 9, 0}), "list_peers: max_entries must be 1..8");
+  expect_error(decode(MsgType::kListPeers, proto::ListRequest{0, 1, 1}), "list_peers: reserved");
+  EXPECT_EQ(decode(MsgType::kListGids, proto::ListRequest{0, 32, 0}).action, DecodeAction::kDispatch);
+  expect_error(decode(MsgType::kListGids, proto::ListRequest{0, 0, 0}), "list_gids: max_entries must be 1..32");
+  expect_error(decode(MsgType::kListGids, proto::ListRequest{0, 1, 7}), "list_gids: reserved");
 }
 
 TEST(AdminDecoder, CcShowFieldsAreChecked) {

@@ -174,5 +174,45 @@ TEST_F(CredentialFiles, StampChangesWhenTheFileIsReplaced) {
   EXPECT_EQ(stamp_of(dir_.path() + "/none"), FileStamp{});
 }
 
+// "credential:NAME" names the systemd credential NAME: $CREDENTIALS_DIRECTORY/NAME, filled from
+// LoadCredential= before the service starts; the loaded configuration holds the path.
+TEST_F(CredentialFiles, SystemdCredentialIsReadFromTheCredentialsDirectory) {
+  ASSERT_TRUE(std::filesystem::create_directory(dir_.path() + "/creds"));
+  const std::string key = write(dir_, "creds/psk", "0123456789abcdef0123456789abcdef\n", 0600);
+  const std::string text = "[peer]\nenabled = true\nlisten = \"10.0.0.1:1\"\nkey_file = \"credential:psk\"\n";
+  ASSERT_EQ(::setenv("CREDENTIALS_DIRECTORY", (dir_.path() + "/creds").c_str(), 1), 0);
+  LoadResult r = load_string(text, "t.toml");
+  EXPECT_EQ(lines_of(r.errors), "");
+  EXPECT_EQ(r.config.peer.key_file, key);
+  std::string error;
+  EXPECT_EQ(credential_path("/etc/rdmad/peer.key", &error), "/etc/rdmad/peer.key");
+  EXPECT_EQ(credential_path("credential:psk", &error), key);
+
+  // Without the directory (not under systemd, or no LoadCredential=): an error at start, a check
+  // not run for --check-config outside the service.
+  ASSERT_EQ(::unsetenv("CREDENTIALS_DIRECTORY"), 0);
+  r = load_string(text, "t.toml");
+  EXPECT_EQ(lines_of(r.errors),
+            "4 peer.key_file: names the systemd credential 'psk', but $CREDENTIALS_DIRECTORY is not set: the unit "
+            "needs LoadCredential=psk:/path/to/file (docs/operations.md)\n");
+  EXPECT_FALSE(credential_path("credential:psk", &error));
+  r = load_string(text, "t.toml", {.check_files = true, .credentials_elsewhere = true});
+  EXPECT_TRUE(r.ok()) << lines_of(r.errors);
+  EXPECT_EQ(lines_of(r.not_checked).rfind("4 peer.key_file: names the systemd credential 'psk'", 0), 0u)
+      << lines_of(r.not_checked);
+
+  // Names systemd would not accept are refused as values.
+  for (const char* bad : {"credential:", "credential:a/b", "credential:..", "relative/path"}) {
+    r = load_string(fmt::format("[peer]\nenabled = true\nlisten = \"10.0.0.1:1\"\nkey_file = \"{}\"\n", bad),
+                    "t.toml");
+    EXPECT_NE(lines_of(r.errors).find("peer.key_file: invalid value"), std::string::npos) << bad << lines_of(r.errors);
+  }
+  for (const char* tls : {"tls_ca_file", "tls_cert_file", "tls_key_file"}) {
+    r = load_string(fmt::format("[peer]\nenabled = true\nlisten = \"10.0.0.1:1\"\n{} = \"credential:x\"\n", tls),
+                    "t.toml", {.check_files = false});
+    EXPECT_EQ(lines_of(r.errors).find("invalid value"), std::string::npos) << tls << lines_of(r.errors);
+  }
+}
+
 }  // namespace
 }  // namespace rdmad::config

@@ -174,5 +174,43 @@ TEST_F(HardwareNicsTest, NoDevicesIsANormalState) {
   EXPECT_EQ(scrape(hw), "");
 }
 
+// rdmactl gids: every port's GID table as sysfs has it when asked (GIDs follow the addresses).
+TEST_F(HardwareNicsTest, GidTablesAreReadFromSysfsWhenAsked) {
+  test::TempDir dir;
+  const fs::path root = copy_tree("roce-vendor-ecn", dir);
+  const auto cfg = load("[[nic]]\nname = \"rail0\"\ndevice = \"mlx5_0\"\n");
+  HardwareNics hw(backends(), nic_cc::SysfsRoot(root), cfg);
+  hw.start();
+  EXPECT_TRUE(hw.ports()[0].gids.empty()) << "discovery at start-up does not read GID tables";
+  auto tables = hw.gid_tables();
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].device, "mlx5_0");
+  EXPECT_EQ(tables[0].port, 1u);
+  const auto& gids = tables[0].gids;
+  ASSERT_EQ(gids.size(), 4u) << "the empty slots are left out";
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(gids[i].index, i);
+    EXPECT_EQ(gids[i].netdev, "eth0");
+  }
+  // "IB/RoCE v1" on an Ethernet port is RoCE v1.
+  EXPECT_EQ(gids[0].type, "RoCE v1");
+  EXPECT_EQ(gids[1].type, "RoCE v2");
+  EXPECT_EQ(gids[3].type, "RoCE v2");
+  const std::array<uint8_t, 16> v4 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 172, 16, 5, 3};
+  EXPECT_EQ(gids[3].gid, v4);
+  EXPECT_EQ(gids[0].gid[0], 0xfe);
+
+  // An address added on the netdev shows up at the next read.
+  const fs::path port = fs::canonical(root / "sys/class/infiniband/mlx5_0") / "ports/1";
+  std::ofstream(port / "gids/4") << "0000:0000:0000:0000:0000:ffff:0a00:0009\n";
+  std::ofstream(port / "gid_attrs/types/4") << "RoCE v2\n";
+  std::ofstream(port / "gid_attrs/ndevs/4") << "eth0\n";
+  tables = hw.gid_tables();
+  ASSERT_EQ(tables.size(), 1u);
+  ASSERT_EQ(tables[0].gids.size(), 5u);
+  EXPECT_EQ(tables[0].gids[4].index, 4u);
+  EXPECT_EQ(tables[0].gids[4].gid[15], 9);
+}
+
 }  // namespace
 }  // namespace rdmad::daemon

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "admin_call.h"
 #include "output.h"
 #include "rdmad/admin.h"
 
@@ -13,41 +14,6 @@ namespace rdmactl {
 namespace {
 
 using rdmad::proto::MsgType;
-
-template <class T>
-std::span<const std::byte> bytes_of(const T& v) {
-  return {reinterpret_cast<const std::byte*>(&v), sizeof(T)};
-}
-
-template <class T>
-T load(const std::vector<std::byte>& buf, size_t offset) {
-  T v{};
-  if (offset + sizeof(T) <= buf.size()) std::memcpy(&v, buf.data() + offset, sizeof(T));
-  return v;
-}
-
-// Every entry of a paged list (kListFlows, kListAllRegistrations); false after printing the error.
-template <class Entry, class IdOf>
-bool list_all(rdmad_client* c, MsgType type, uint32_t page, IdOf id_of, std::vector<Entry>* out, int* rc) {
-  rdmad::proto::ListRequest req{0, page, 0};
-  std::vector<std::byte> reply;
-  for (;;) {
-    if (auto st = rdmad::admin::call(c, type, bytes_of(req), &reply); st != RDMAD_OK) {
-      *rc = fail(c, type == MsgType::kListFlows ? "list flows" : "list registrations", st);
-      return false;
-    }
-    const auto head = load<rdmad::proto::ListReply>(reply, 0);
-    if (reply.size() != sizeof(head) + size_t{head.count} * sizeof(Entry)) {
-      std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
-      *rc = kExitDaemonError;
-      return false;
-    }
-    for (uint32_t i = 0; i < head.count; ++i)
-      out->push_back(load<Entry>(reply, sizeof(head) + i * sizeof(Entry)));
-    if (!head.more || head.count == 0) return true;
-    req.after_handle = id_of(out->back());
-  }
-}
 
 const char* flow_state_name(uint32_t s) {
   static constexpr const char* kNames[] = {"connecting", "connected", "disconnected", "failed"};
@@ -74,8 +40,8 @@ int cmd_flows(rdmad_client* c, bool json) {
   std::vector<rdmad::proto::FlowEntry> flows;
   int rc = kExitOk;
   if (!list_all(
-          c, MsgType::kListFlows, rdmad::proto::kMaxFlowListEntries, [](const auto& e) { return e.flow_id; },
-          &flows, &rc))
+          c, MsgType::kListFlows, rdmad::proto::kMaxFlowListEntries, "list flows",
+          [](const auto& v) { return v.back().flow_id; }, &flows, &rc))
     return rc;
   if (json) {
     std::printf("[");
@@ -107,8 +73,8 @@ int cmd_registrations(rdmad_client* c, bool json) {
   std::vector<rdmad::proto::RegistrationEntry> regs;
   int rc = kExitOk;
   if (!list_all(
-          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries,
-          [](const auto& e) { return e.handle; }, &regs, &rc))
+          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries, "list registrations",
+          [](const auto& v) { return v.back().handle; }, &regs, &rc))
     return rc;
   if (json) {
     std::printf("[");

@@ -22,6 +22,23 @@ int cmd_cc_set(rdmad_client* c, const std::string& nic, const std::vector<std::s
 int cmd_reload(rdmad_client* c, bool json);
 // Hidden `debug stall THREAD SECONDS`: the daemon's test hook (rdmad --enable-test-hooks).
 int cmd_debug_stall(rdmad_client* c, const std::string& thread, uint32_t seconds, bool json);
+// node_commands.cc
+int cmd_peers(rdmad_client* c, bool json);
+int cmd_gids(rdmad_client* c, bool json);
+
+// The daemon's own part of `status` (kStatus), formatted for the text and JSON forms.
+struct DaemonStatus {
+  std::string health;     // "ok", "degraded", "failing"
+  std::string reasons;    // "; "-separated
+  std::string text;       // version, node, config, uptime and health lines
+  std::string peers_line;  // with [peer] enabled
+  std::string text_tail;  // the reload line
+  std::string json;       // its members, without braces
+  uint32_t nics_up = 0;
+};
+// kExitOk and fills *out; -1 (printing nothing) when the daemon refuses it for permission, -2
+// when the daemon is older than the request; else the exit code after printing the error.
+int daemon_status(rdmad_client* c, DaemonStatus* out);
 
 // Checks the KNOB=VALUE syntax before anything is sent; empty when fine, else the problem.
 std::string check_assignments(const std::vector<std::string>& assignments);

@@ -1,7 +1,8 @@
 // rdmactl: operator CLI for rdmad. Talks to the daemon's client socket through librdmad.
-//   rdmactl [--socket PATH] [--json] status | nics | diagnose | flows | registrations |
+//   rdmactl [--socket PATH] [--json] status | nics | diagnose | peers | gids | flows | registrations |
 //           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | reload
-// Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable.
+// Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable,
+// 4 not allowed to use the socket, 5 diagnose: a check failed.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -57,15 +58,26 @@ int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
   if (const auto st = rdmad_query_nics(c, nullptr, 0, &count); st != RDMAD_OK) return fail(c, "query nics", st);
   const PeerChannelState peer = peer_channel_state(c);
   const bool listening_everywhere = peer.detail.find("listens on every address") != std::string::npos;
+  // Version, uptime, node id, configuration and health are for operators (root or the daemon's uid).
+  DaemonStatus d;
+  const int drc = daemon_status(c, &d);
+  if (drc > 0) return drc;
+  const bool known = drc == kExitOk;
   if (json) {
     std::printf("{\"socket\":\"%s\",\"protocol_version\":%u,\"nics\":%zu,\"peer_channel\":\"%s\","
-                "\"peer_channel_insecure\":%s,\"peer_listens_on_every_address\":%s}\n",
+                "\"peer_channel_insecure\":%s,\"peer_listens_on_every_address\":%s%s%s}\n",
                 json_escape(socket).c_str(), rdmad_protocol_version(c), count, json_escape(peer.mode).c_str(),
-                peer.mode == "insecure" ? "true" : "false", listening_everywhere ? "true" : "false");
+                peer.mode == "insecure" ? "true" : "false", listening_everywhere ? "true" : "false",
+                known ? "," : "", known ? d.json.c_str() : "");
   } else {
-    std::printf("daemon:   reachable at %s (protocol %u)\nnics:     %zu\npeer:     %s%s\n", socket.c_str(),
-                rdmad_protocol_version(c), count, peer_summary(peer).c_str(),
+    std::printf("daemon:   reachable at %s (protocol %u)\n", socket.c_str(), rdmad_protocol_version(c));
+    if (known) std::printf("%s", d.text.c_str());
+    std::printf("nics:     %zu%s\npeer:     %s%s\n", count,
+                known ? fmt::format(" ({} up)", d.nics_up).c_str() : "", peer_summary(peer).c_str(),
                 listening_everywhere ? "; listening on every address" : "");
+    if (known) std::printf("%s%s", d.peers_line.c_str(), d.text_tail.c_str());
+    else if (drc == -2) std::printf("(this rdmad is older than rdmactl: it does not report version, uptime or health)\n");
+    else std::printf("(version, uptime, node id, configuration and health: run as root or as the daemon's user)\n");
   }
   return 0;
 }
@@ -181,10 +193,18 @@ int cmd_diagnose(rdmad_client* c, bool json) {
 int main(int argc, char** argv) {
   CLI::App app{
       "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
-      "flows, registrations, cc, reload and the details of nics need root or the daemon's uid.\n"
+      "peers, gids, flows, registrations, cc, reload, the details of nics and of status need root or the\n"
+      "daemon's uid.\n"
       "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
       "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable;\n"
-      "4 this user may not use the daemon's socket; 5 diagnose: a check failed.",
+      "4 this user may not use the daemon's socket; 5 diagnose: a check failed.\n"
+      "Examples:\n"
+      "  rdmactl status                  version, uptime, node id, health (ok/degraded/failing and why)\n"
+      "  rdmactl peers                   which peer is down, since when, its last error, rails, RTT\n"
+      "  rdmactl gids                    the GID table of every port, like show_gids\n"
+      "  rdmactl --json diagnose         one {check, status, detail, hint} object per check\n"
+      "  rdmactl cc set --nic rail0 rpg_ai_rate=10\n"
+      "  rdmactl -s /run/rdmad/rdmad.sock reload",
       "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
   if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
@@ -193,9 +213,15 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Machine-readable output");
   app.require_subcommand(1);
   auto* status = app.add_subcommand(
-      "status", "Is the daemon reachable; protocol version; NIC count; peer channel security (insecure, TLS)");
+      "status",
+      "Is the daemon reachable; version, uptime, node id, configuration file, health (ok, degraded, failing: why); "
+      "NICs; peer channel security (insecure, TLS); reloads");
   auto* nics = app.add_subcommand("nics", "The node's NICs: backend, link, speed, PCI address, NUMA node; as root also GID, MTU, counters, DCQCN rates and CC parameters");
   auto* diagnose = app.add_subcommand("diagnose", "Why GPUDirect RDMA is or is not available, and the NICs' congestion-control checks, one line per check");
+  auto* peers = app.add_subcommand(
+      "peers", "Every peer daemon this node knows: address, state, rails, keepalive RTT, since when, last error");
+  auto* gids = app.add_subcommand(
+      "gids", "The GID table of every port (device, port, index, GID, IPv4, RoCE version, netdev), like show_gids");
   auto* flows =
       app.add_subcommand("flows", "Every client's flows: peer, channel, state, requests in flight, owner");
   auto* regs =
@@ -293,6 +319,8 @@ int main(int argc, char** argv) {
     }
   }
   if (diagnose->parsed()) rc = cmd_diagnose(c, json);
+  if (peers->parsed()) rc = cmd_peers(c, json);
+  if (gids->parsed()) rc = cmd_gids(c, json);
   if (flows->parsed()) rc = cmd_flows(c, json);
   if (regs->parsed()) rc = cmd_registrations(c, json);
   if (cc_show->parsed()) rc = cmd_cc_show(c, nic, json);

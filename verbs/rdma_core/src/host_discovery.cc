@@ -6,6 +6,7 @@
 
 #include "address_watcher.h"
 #include "device_discovery.h"
+#include "gid_table.h"
 
 namespace rdmad::verbs::rdma_core {
 namespace {
@@ -19,7 +20,8 @@ HostLinkLayer host_layer(LinkLayer l) {
   return HostLinkLayer::kUnknown;
 }
 
-void add_device(const DeviceInfo& d, HostNics& out) {
+// With `gids`, each port's GID table too.
+void add_device(const nic_cc::SysfsRoot& root, const DeviceInfo& d, bool gids, HostNics& out) {
   out.devices.push_back(d.name);
   const std::vector<std::string> lines = describe(d);
   if (d.ports.empty()) {
@@ -36,6 +38,9 @@ void add_device(const DeviceInfo& d, HostNics& out) {
     n.numa = d.numa_node;
     n.link = {host_layer(p.link_layer), p.state, p.state_text, p.rate_mbps, p.active_mtu_bytes};
     n.summary = i < lines.size() ? lines[i] : std::string();
+    if (gids)
+      for (const GidEntry& g : read_gid_table_sysfs(root, d.name, p.port))
+        n.gids.push_back({g.index, g.gid, std::string(to_string(g.type)), g.ndev_name});
     out.ports.push_back(std::move(n));
   }
 }
@@ -58,7 +63,7 @@ Result<HostNics> discover_host(const HostScan& scan) {
   if (!scan.sysfs_only) {
     auto found = discover_devices(root);
     if (!found.ok()) return Status::error(found.error().message());
-    for (const DeviceInfo& d : found.value().devices) add_device(d, out);
+    for (const DeviceInfo& d : found.value().devices) add_device(root, d, scan.gids, out);
     out.warnings = std::move(found.value().warnings);
   }
   // Devices that sysfs shows but libibverbs did not list (no provider, or a fixture root): their CC
@@ -66,7 +71,7 @@ Result<HostNics> discover_host(const HostScan& scan) {
   for (const std::string& name : scan.devices) {
     if (std::find(out.devices.begin(), out.devices.end(), name) != out.devices.end()) continue;
     if (!root.exists("/sys/class/infiniband/" + name)) continue;
-    add_device(read_device_sysfs(root, name), out);
+    add_device(root, read_device_sysfs(root, name), scan.gids, out);
   }
   return out;
 }

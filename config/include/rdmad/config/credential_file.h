@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace rdmad::config {
 
@@ -21,6 +22,20 @@ enum class CredentialKind : uint8_t {
 };
 
 inline constexpr size_t kMaxCredentialFileBytes = size_t{1} << 20;
+
+// A credential setting (tls_ca_file, tls_cert_file, tls_key_file, key_file) is an absolute path or
+// "credential:NAME": the systemd credential NAME, i.e. $CREDENTIALS_DIRECTORY/NAME, which systemd
+// fills from LoadCredential=NAME:/etc/rdmad/peer.key before the service starts, readable by the
+// service's user (User=rdmad) however the source file's owner and mode are (docs/operations.md).
+inline constexpr std::string_view kCredentialPrefix = "credential:";
+
+/// True when `value` is "credential:NAME" (*name = NAME).
+bool is_credential_reference(const std::string& value, std::string* name);
+/// A credential name systemd accepts: 1..255 bytes, no '/', not "." or "..".
+bool valid_credential_name(const std::string& name);
+/// The path a credential setting names: `value` itself, or $CREDENTIALS_DIRECTORY/NAME for
+/// "credential:NAME". nullopt with *error when $CREDENTIALS_DIRECTORY is not set.
+std::optional<std::string> credential_path(const std::string& value, std::string* error);
 
 /// The file's contents, or nullopt with `error` saying what is wrong with it ("key file
 /// /etc/rdmad/peer.key: is a directory, not a regular file"). `what` names the file's role.

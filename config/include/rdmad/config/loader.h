@@ -27,6 +27,9 @@ struct LoadResult {
   // Valid but risky settings (an insecure peer channel, a wildcard listen address): `--check-config`
   // prints them, the daemon logs them at warning on every start.
   std::vector<Error> warnings;
+  // Checks that could not run where the file was loaded (with LoadOptions::credentials_elsewhere:
+  // a systemd credential outside its service); `--check-config` names them.
+  std::vector<Error> not_checked;
   bool ok() const { return errors.empty(); }
 };
 
@@ -34,6 +37,9 @@ struct LoadOptions {
   // Open the credential files the config names and check them (credential_file.h). Off only for
   // tests of example files whose paths exist on an operator's host, not here.
   bool check_files = true;
+  // Loaded outside the service (--check-config): a "credential:NAME" setting without
+  // $CREDENTIALS_DIRECTORY is a check not run (LoadResult::not_checked), not an error.
+  bool credentials_elsewhere = false;
 };
 
 // The largest configuration file the daemon reads: 4 MiB (the full reference file is about 40 KiB).

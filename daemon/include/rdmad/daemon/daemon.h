@@ -33,6 +33,12 @@ class DaemonMetrics;
 
 namespace rdmad::daemon {
 
+// This node's id on the peer channel: [peer] node_id, else the host name.
+std::string node_id_of(const config::Config& config);
+// What stops the flows from starting that the file alone does not show (the peers list this node
+// by its host name); empty when nothing. Start-up and --check-config both ask.
+std::string peer_start_problem(const config::Config& config);
+
 class Daemon {
  public:
   // Changes the backend registry after the built-in backends are in it (adds or replaces one by
@@ -100,6 +106,9 @@ class Daemon {
   bool reload_again_ = false;   // a SIGHUP came while one was in flight
   uint64_t reload_seq_ = 0;     // reloads started (background and rdmactl)
   uint64_t applied_seq_ = 0;    // the latest one applied: an older background read is stale
+  ReloadRecord reloads_;  // for rdmactl status
+  std::chrono::system_clock::time_point started_;
+  std::chrono::steady_clock::time_point started_steady_;
   Notifier notifier_;
   verbs::BackendRegistry backends_;
   // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.

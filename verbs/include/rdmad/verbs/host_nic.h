@@ -2,6 +2,7 @@
 // The NIC ports a host has, as a backend finds them without opening anything for the datapath
 // (BackendInfo::discover): plain data for the start-up log, metrics labels, CC management through
 // sysfs and the NUMA/PCI placement of client memory. The daemon never sees a backend's own types.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,6 +24,15 @@ struct HostLink {
   uint32_t mtu_bytes = 0;   // active MTU; 0 unknown
 };
 
+/// One entry of a port's GID table, as the kernel shows it now (show_gids). Indexes move whenever
+/// addresses change: for display, never to keep.
+struct HostGid {
+  uint32_t index = 0;
+  std::array<uint8_t, 16> gid{};  // network order; IPv4 as ::ffff:a.b.c.d
+  std::string type;               // "IB", "RoCE v1" or "RoCE v2"
+  std::string netdev;             // empty: not bound to a netdev (InfiniBand)
+};
+
 /// One port of one device.
 struct HostNic {
   std::string device;  // "mlx5_0"
@@ -31,6 +41,7 @@ struct HostNic {
   std::string pci;     // "0000:3b:00.0"; a software device takes its netdev's PCI function
   int numa = -1;       // -1 unknown
   HostLink link;
+  std::vector<HostGid> gids;  // the port's non-empty GID table entries (HostScan::gids)
   std::string summary;  // the backend's line for the start-up log
 };
 
@@ -42,6 +53,8 @@ struct HostScan {
   std::vector<std::string> devices;
   // Only `devices`, from sysfs alone: cheap enough for every scrape (link state and speed).
   bool sysfs_only = false;
+  // Also read each port's GID table (HostNic::gids): a few hundred sysfs reads per port.
+  bool gids = false;
 };
 
 struct HostNics {

@@ -1,5 +1,6 @@
 // What the operator's requests (rdmactl) need from the daemon beyond the client service: the
-// node's flows, the DCQCN parameters of its NICs and a configuration reload. The socket server
+// node's flows and peers, the DCQCN parameters and GID tables of its NICs, its status and a
+// configuration reload. The socket server
 // decodes and validates the requests and checks that the peer may make them (uid 0 or the
 // daemon's uid); the handler owns the semantics. Called on the control io_context.
 #pragma once
@@ -37,6 +38,14 @@ class AdminHandler {
     (void)seconds;
     return Error{RDMAD_ERR_NOT_SUPPORTED, "test hooks are off (rdmad --enable-test-hooks)"};
   }
+  // The peer daemons this node knows, in node id order, from the `skip`-th on; *more when some
+  // were left out.
+  virtual std::vector<proto::PeerEntry> list_peers(uint64_t skip, uint32_t max_entries, bool* more) = 0;
+  // Every GID of every port (hardware ports as sysfs shows them now, soft NICs their address),
+  // from the `skip`-th on; *more when some were left out.
+  virtual std::vector<proto::GidEntry> list_gids(uint64_t skip, uint32_t max_entries, bool* more) = 0;
+  // Version, uptime, node id, configuration file and the health verdict with its reasons.
+  virtual proto::StatusReply status() = 0;
 };
 
 }  // namespace rdmad::clients

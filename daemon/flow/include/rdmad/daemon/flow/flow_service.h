@@ -111,6 +111,9 @@ class FlowService final : public clients::FlowHandler {
   /// Every client's flows with ids above `after`, ascending, for operators; *more when some were
   /// left out. State and requests in flight are read from each flow's ring header.
   std::vector<proto::FlowEntry> list_flows(uint64_t after, uint32_t max_entries, bool* more) const;
+  /// The peers the channel knows (node id order) from the `skip`-th on, with their state, last
+  /// error, keepalive round trip and rails (NICs whose QPs to them are connected).
+  std::vector<proto::PeerEntry> list_peers(uint64_t skip, uint32_t max_entries, bool* more) const;
 
   // clients::FlowHandler
   clients::Result<clients::FlowOpened> open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) override;

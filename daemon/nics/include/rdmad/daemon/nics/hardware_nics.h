@@ -34,6 +34,9 @@ class HardwareNics {
   void poll();
   /// Every port found by start(), device by device.
   const std::vector<verbs::HostNic>& ports() const { return host_ports_; }
+  /// The ports of every device found by start(), read from sysfs now with their GID tables
+  /// (rdmactl gids): GIDs follow the host's addresses.
+  std::vector<verbs::HostNic> gid_tables() const;
   // Port state, speed, counters, DCQCN counters and CC health, read when Prometheus scrapes.
   std::shared_ptr<prometheus::Collectable> collector() const;
 

@@ -49,6 +49,18 @@ class PeerChannel {
     std::function<void(const std::string& peer, MessageType type, std::span<const uint8_t> payload)> on_message;
   };
 
+  /// What an operator sees of one peer (rdmactl peers).
+  struct PeerStatus {
+    enum class State : uint8_t { kDown, kConnecting, kConnected };
+    std::string node_id;
+    std::string address;  // "host:port" it is dialled at, or the remote end of its last connection
+    State state = State::kDown;
+    bool dialled = false;    // a configured peer this channel dials
+    std::string last_error;  // why its last connection closed or its last dial failed
+    std::chrono::system_clock::time_point since;  // last up or down; the channel's start if never up
+    std::chrono::microseconds rtt{0};             // last keepalive round trip; 0: none measured
+  };
+
   PeerChannel(boost::asio::io_context& io, PeerConfig config);
   ~PeerChannel();
   PeerChannel(const PeerChannel&) = delete;
@@ -78,6 +90,8 @@ class PeerChannel {
   uint16_t listen_port() const { return listen_port_; }
   const PeerCounters& counters() const { return counters_; }
   const PeerConfig& config() const { return config_; }
+  /// Every peer this channel dials or had an established connection with, in node id order.
+  std::vector<PeerStatus> peers() const;
 
  private:
   friend class Connection;
@@ -88,6 +102,19 @@ class PeerChannel {
     std::shared_ptr<Connection> connection;  // dialling, handshaking or established
     bool failed_before = false;
   };
+
+  // What peers() reports beyond the live state; kept for configured peers and for peers that were
+  // established (authenticated), at most kMaxHistory of the latter.
+  struct History {
+    std::string address;
+    std::string last_error;
+    std::chrono::system_clock::time_point since;
+    bool up = false;
+  };
+  static constexpr size_t kMaxHistory = 1024;
+  void note_up(const Connection& c);
+  void note_closed(const std::string& peer, const std::string& reason, bool was_up);
+  const Dialer* dialer_of(const std::string& peer) const;
 
   void accept();
   void on_accept_error(const boost::system::error_code& ec);
@@ -120,6 +147,8 @@ class PeerChannel {
   std::vector<std::shared_ptr<Connection>> accepted_;  // until established or closed
   std::map<std::string, uint32_t> accepted_per_source_;  // of those, per source address
   std::map<std::string, std::shared_ptr<Connection>> established_;
+  std::map<std::string, History> history_;
+  std::chrono::system_clock::time_point started_at_;
   PeerCounters counters_;
   Handlers handlers_;
   // Handlers hold a weak reference: expired once the channel is destroyed.
