@@ -36,7 +36,7 @@ set(RDMAD_INSTALL_CONFIG_DIR_CODE "
   endif()")
 
 # --- daemon component ------------------------------------------------------------------------
-install(TARGETS rdmad RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT daemon)
+install(TARGETS rdmad rdmad-supervise RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT daemon)
 if(TARGET rdmactl)
   install(TARGETS rdmactl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 endif()
@@ -63,16 +63,17 @@ set(RDMAD_PACKAGE_CONTACT "rdmad maintainers <maintainers@rdmad.dev>" CACHE STRI
 
 # The default configuration and the man page come from the daemon itself, so they always match
 # the binary that is packaged.
-set(RDMAD_PAGES rdmad.8.gz rdmactl.1.gz rdmad.toml.5.gz librdmad.3.gz)
+set(RDMAD_PAGES rdmad.8.gz rdmad-supervise.8.gz rdmactl.1.gz rdmad.toml.5.gz librdmad.3.gz)
 list(TRANSFORM RDMAD_PAGES PREPEND ${RDMAD_DEPLOY_OUT}/ OUTPUT_VARIABLE RDMAD_PAGE_FILES)
 add_custom_command(
   OUTPUT ${RDMAD_DEPLOY_OUT}/rdmad.toml ${RDMAD_PAGE_FILES} ${RDMAD_DEPLOY_OUT}/changelog.gz
   COMMAND ${CMAKE_COMMAND} -DRDMAD=$<TARGET_FILE:rdmad> -DRDMACTL=$<TARGET_FILE:rdmactl>
+          -DSUPERVISE=$<TARGET_FILE:rdmad-supervise>
           -DOUT_DIR=${RDMAD_DEPLOY_OUT} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
           -DCONFIG_FILE=${RDMAD_CONFIG_FILE} -DSOCKET_PATH=${RDMAD_SOCKET_PATH}
           -DPACKAGE_VERSION=${PROJECT_VERSION} -DPACKAGE_CONTACT=${RDMAD_PACKAGE_CONTACT}
           -P ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
-  DEPENDS rdmad rdmactl ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
+  DEPENDS rdmad rdmactl rdmad-supervise ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
           ${PROJECT_SOURCE_DIR}/deploy/debian/librdmad.3
   COMMENT "Generating the default rdmad.toml, the man pages and the Debian changelog"
   VERBATIM)
@@ -80,7 +81,8 @@ add_custom_target(rdmad_deploy_files ALL DEPENDS ${RDMAD_DEPLOY_OUT}/rdmad.toml 
 install(CODE "${RDMAD_INSTALL_CONFIG_DIR_CODE}
   file(INSTALL \"${RDMAD_DEPLOY_OUT}/rdmad.toml\" DESTINATION \"\${RDMAD_INSTALL_CONFIG_DIR}\")"
   COMPONENT daemon)
-install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.8.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)
+install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.8.gz ${RDMAD_DEPLOY_OUT}/rdmad-supervise.8.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man8
+  COMPONENT daemon)
 install(FILES ${RDMAD_DEPLOY_OUT}/rdmactl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT daemon)
 install(FILES ${RDMAD_DEPLOY_OUT}/rdmad.toml.5.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man5 COMPONENT daemon)
 install(FILES ${RDMAD_DEPLOY_OUT}/librdmad.3.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT dev)

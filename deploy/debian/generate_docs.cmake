@@ -1,4 +1,4 @@
-# Run at build time: the packaged default configuration and the man pages rdmad(8), rdmactl(1)
+# Run at build time: the packaged default configuration and the man pages rdmad(8), rdmad-supervise(8), rdmactl(1)
 # and rdmad.toml(5) come from the binaries themselves (-DRDMAD=<binary> -DRDMACTL=<binary>
 # -DOUT_DIR=<dir> -DCONFIG_FILE=<path> -DSOCKET_PATH=<path> -DSOURCE_DIR=<dir>); librdmad(3) is
 # written by hand (deploy/debian/librdmad.3). Every page is installed gzipped (gzip -9n: no name,
@@ -82,6 +82,28 @@ The daemon's socket when \\fB\\-\\-socket\\fR is not given (default ${SOCKET_PAT
 /usr/share/doc/rdmad/operations.md
 ")
 
+execute_process(COMMAND ${SUPERVISE} --help OUTPUT_VARIABLE sup_help RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${SUPERVISE} --help failed: ${rc}")
+endif()
+roff_escape(sup_help)
+file(WRITE ${OUT_DIR}/rdmad-supervise.8 ".TH RDMAD-SUPERVISE 8 \"\" \"${version}\" \"System Administration\"
+.SH NAME
+rdmad-supervise \\- runs rdmad with a file-descriptor store where systemd does not
+.SH SYNOPSIS
+.B rdmad-supervise
+[\\fIOPTIONS\\fR] \\fB\\-\\-\\fR \\fICOMMAND\\fR [\\fIARGS\\fR...]
+.SH DESCRIPTION
+The text below is rdmad-supervise's own \\fB\\-\\-help\\fR output. Under systemd it is not needed:
+rdmad.service keeps the descriptors itself (FileDescriptorStoreMax=).
+.PP
+.nf
+${sup_help}.fi
+.SH SEE ALSO
+.BR rdmad (8),
+/usr/share/doc/rdmad/operations.md
+")
+
 set(config_text "")
 file(READ ${OUT_DIR}/rdmad.toml config_text)
 roff_escape(config_text)
@@ -103,7 +125,7 @@ ${config_text}.fi
 /usr/share/doc/rdmad/configuration.md
 ")
 
-foreach(page rdmad.8 rdmactl.1 rdmad.toml.5)
+foreach(page rdmad.8 rdmactl.1 rdmad.toml.5 rdmad-supervise.8)
   execute_process(COMMAND gzip -9nf ${OUT_DIR}/${page} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "gzip ${page} failed: ${rc}")

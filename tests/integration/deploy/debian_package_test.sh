@@ -85,7 +85,8 @@ t_install=$(date +%s)
 in_root dpkg-query -W -f='${Conffiles}\n' rdmad | grep -q '^ /etc/rdmad/rdmad.toml ' || fail "/etc/rdmad/rdmad.toml is not a conffile"
 in_root getent passwd rdmad >/dev/null || fail "postinst did not create user rdmad"
 [ -f "$root/usr/lib/systemd/system/rdmad.service" ] || fail "no rdmad.service"
-for page in man8/rdmad.8.gz man1/rdmactl.1.gz man5/rdmad.toml.5.gz man3/librdmad.3.gz; do
+[ -x "$root/usr/sbin/rdmad-supervise" ] || fail "no /usr/sbin/rdmad-supervise"
+for page in man8/rdmad.8.gz man8/rdmad-supervise.8.gz man1/rdmactl.1.gz man5/rdmad.toml.5.gz man3/librdmad.3.gz; do
   [ -f "$root/usr/share/man/$page" ] || fail "no man page $page"
 done
 check=$(in_root /usr/sbin/rdmad --check-config /etc/rdmad/rdmad.toml 2>&1) || fail "rdmad --check-config /etc/rdmad/rdmad.toml: $check"
