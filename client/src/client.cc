@@ -348,4 +348,18 @@ rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity) {
   return RDMAD_OK;
 }
 
+rdmad_status rdmad_node_id(rdmad_client* client, char out[RDMAD_NODE_ID_BYTES]) {
+  if (client == nullptr || out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
+  std::lock_guard lock(client->mu);
+  auto r = rdmad::client::call(client, MsgType::kNodeId, {}, -1);
+  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+  rdmad::proto::NodeIdReply reply;
+  if (r.body.size() != sizeof(reply)) return fail(client, RDMAD_ERR_PROTOCOL, "node id reply has the wrong size");
+  std::memcpy(&reply, r.body.data(), sizeof(reply));
+  if (!rdmad::proto::is_terminated(reply.node_id) || reply.node_id[0] == '\0')
+    return fail(client, RDMAD_ERR_PROTOCOL, "node id reply is not a NUL-terminated id");
+  std::memcpy(out, reply.node_id, sizeof(reply.node_id));
+  return RDMAD_OK;
+}
+
 }  // extern "C"

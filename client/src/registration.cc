@@ -12,7 +12,7 @@ using rdmad::proto::MsgType;
 
 namespace {
 
-enum CacheKind { kHostKey = 1, kGpuKey = 2 };
+enum CacheKind { kHostKey = 1, kGpuKey = 2, kDmabufKey = 3 };
 
 rdmad_status finish_registration(rdmad_client* client, const rdmad::client::Reply& r, const MrCacheKey& key,
                                  rdmad_mr** out) {
@@ -80,6 +80,24 @@ rdmad_status rdmad_register_gpu(rdmad_client* client, uint64_t device_ptr, uint6
     rdmad::proto::copy_cstr(req.gpu_pci_address, where.pci_address);
   auto r = rdmad::client::call(client, MsgType::kRegisterDmabuf, rdmad::client::as_bytes_of(req), exp.fd);
   close(exp.fd);  // the daemon holds its own reference until it registered
+  return finish_registration(client, r, key, out);
+}
+
+rdmad_status rdmad_register_dmabuf(rdmad_client* client, int fd, uint64_t offset, uint64_t length,
+                                   uint64_t device_ptr, uint32_t access, uint32_t nic_mask, rdmad_mr** out) {
+  if (client == nullptr || out == nullptr || fd < 0) return RDMAD_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (length == 0) return fail(client, RDMAD_ERR_INVALID_ARGUMENT, "zero length");
+  struct stat st {};
+  if (fstat(fd, &st) != 0)
+    return fail(client, RDMAD_ERR_INVALID_ARGUMENT, std::string("fstat: ") + strerror(errno));
+  MrCacheKey key{kDmabufKey, st.st_dev, st.st_ino, offset, length, access, nic_mask};
+  std::lock_guard lock(client->mu);
+  if (cached(client, key, out)) return RDMAD_OK;
+  rdmad::proto::RegisterDmabufRequest req{offset, length, device_ptr, access, nic_mask, {}};
+  if (rdmad_location where{}; device_ptr != 0 && rdmad_locate_gpu(device_ptr, &where) == RDMAD_OK)
+    rdmad::proto::copy_cstr(req.gpu_pci_address, where.pci_address);
+  auto r = rdmad::client::call(client, MsgType::kRegisterDmabuf, rdmad::client::as_bytes_of(req), fd);
   return finish_registration(client, r, key, out);
 }
 

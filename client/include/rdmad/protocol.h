@@ -61,12 +61,14 @@ enum class MsgType : uint16_t {
   // Version 2: take back a session of the daemon's previous run; a registration's current keys.
   kResume = 23,
   kQueryRegistration = 24,
+  // The node id this daemon's flows come from (empty body; flows must be on).
+  kNodeId = 25,
   // Test hook, refused unless rdmad runs with --enable-test-hooks (rdmactl's hidden `debug stall`).
   // Numbered apart from the admin range so that new admin types do not meet it.
   kTestStall = 90,
   kError = 0xffff,  // reply to any request that failed
 };
-inline constexpr uint16_t kMaxRequestType = 24;
+inline constexpr uint16_t kMaxRequestType = 25;
 inline constexpr uint16_t kFirstAdminType = 14;
 inline constexpr uint16_t kLastAdminType = 22;
 inline constexpr uint16_t kTestStallType = 90;
@@ -261,6 +263,12 @@ struct FlowOpenReply {
 };
 static_assert(sizeof(FlowOpenReply) == 32);
 inline constexpr size_t kFlowOpenFds = 3;
+
+// Reply to kNodeId.
+struct NodeIdReply {
+  char node_id[kMaxNodeIdBytes];  // NUL-terminated
+};
+static_assert(sizeof(NodeIdReply) == 64);
 
 struct FlowCloseRequest {
   uint64_t flow_id;
@@ -536,6 +544,7 @@ constexpr long request_body_bytes(uint16_t type) {
       return sizeof(NicDetailsRequest);
     case MsgType::kReload:
     case MsgType::kStatus:
+    case MsgType::kNodeId:
       return 0;
     case MsgType::kResume:
       return sizeof(ResumeRequest);

@@ -203,6 +203,14 @@ int rdmad_mr_is_lost(const rdmad_mr* mr);
 rdmad_status rdmad_list_registrations(rdmad_client* client, rdmad_registration_info* out, size_t capacity,
                                       size_t* count);
 
+/* Registers [offset, offset+length) of a dma-buf the caller exported itself (e.g. NCCL's
+ * regMrDmaBuf: cuMemGetHandleForAddressRange) whose first registered byte is at device address
+ * device_ptr (the registration's address; also how the GPU's PCI address, and so the nearest NICs,
+ * are found). The fd stays the caller's. Repeating an
+ * identical registration (same dma-buf, offset, length, access, nic_mask) adds a reference. */
+rdmad_status rdmad_register_dmabuf(rdmad_client* client, int fd, uint64_t offset, uint64_t length,
+                                   uint64_t device_ptr, uint32_t access, uint32_t nic_mask, rdmad_mr** out);
+
 /* Writes the daemon's GPUDirect RDMA diagnosis, one line per check, NUL-terminated. */
 rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity);
 
@@ -212,6 +220,12 @@ rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity);
  * them over the node's NICs and completes the request when every byte is placed. Completions come
  * in submission order. One thread at a time per flow. */
 typedef struct rdmad_flow rdmad_flow;
+
+enum { RDMAD_NODE_ID_BYTES = 64 }; /* a node id and its NUL */
+
+/* Writes this node's id on the peer channel (what another node's rdmad_flow_open names to reach
+ * it), NUL-terminated. RDMAD_ERR_NOT_SUPPORTED when flows are off ([peer] enabled = false). */
+rdmad_status rdmad_node_id(rdmad_client* client, char out[RDMAD_NODE_ID_BYTES]);
 
 /* Names memory another node exported to this one (rdmad_export on that node). */
 typedef struct rdmad_token {

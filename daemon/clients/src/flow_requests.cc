@@ -52,6 +52,12 @@ std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, Dec
                             });
       return {};
     }
+    case MsgType::kNodeId: {
+      proto::NodeIdReply reply{};
+      proto::copy_cstr(reply.node_id, flows_->node_id().c_str());
+      w.append(reply);
+      return w.finish();
+    }
     case MsgType::kImport: {
       auto r = flows_->import_token(conn.peer(), std::get<proto::ImportRequest>(req.body));
       if (!r.ok()) return fail(r.error());

@@ -14,7 +14,7 @@ constexpr const char* kOpNames[] = {
     "import",        "revoke",          "list_flows", "list_all_registrations",
     "cc_show",       "cc_set",          "reload",     "nic_details",
     "list_peers",    "list_gids",       "status",     "resume",
-    "query_registration"};
+    "query_registration", "node_id"};
 static_assert(std::size(kOpNames) == proto::kMaxRequestType + 1, "a name for every request type");
 constexpr const char* kResultNames[] = {
     "ok",         "invalid_argument", "permission",  "quota",  "not_supported", "not_found", "protocol",

@@ -222,6 +222,7 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     case MsgType::kDiagnose:
     case MsgType::kReload:
     case MsgType::kStatus:
+    case MsgType::kNodeId:
     case MsgType::kError:
       break;
   }

@@ -211,6 +211,7 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     case MsgType::kExport:
     case MsgType::kImport:
     case MsgType::kRevoke:
+    case MsgType::kNodeId:
       return dispatch_flow(conn, req, out, reply_fds, status);
     case MsgType::kListFlows:
     case MsgType::kListAllRegistrations:

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "rdmad/daemon/clients/client_peer.h"
 #include "rdmad/daemon/clients/region_pins.h"
@@ -29,6 +30,8 @@ class FlowHandler {
                              std::function<void(Result<proto::ExportReply>)> done) = 0;
   virtual Result<proto::ImportReply> import_token(const Peer& client, const proto::ImportRequest& req) = 0;
   virtual Result<Ok> revoke(const Peer& client, const proto::RevokeRequest& req) = 0;
+  // This node's id on the peer channel (what a peer's flows to this node name).
+  virtual std::string node_id() const = 0;
   // A client connection closed: its flows and exports go, before its registrations are released.
   virtual void connection_closed(uint64_t conn_id) = 0;
   // A session of connection `from` (restored from the previous run) was resumed by connection `to`:

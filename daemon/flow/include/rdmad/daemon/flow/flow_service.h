@@ -122,6 +122,7 @@ class FlowService final : public clients::FlowHandler {
                      std::function<void(clients::Result<proto::ExportReply>)> done) override;
   clients::Result<proto::ImportReply> import_token(const clients::Peer& client, const proto::ImportRequest& req) override;
   clients::Result<clients::Ok> revoke(const clients::Peer& client, const proto::RevokeRequest& req) override;
+  std::string node_id() const override { return options_.peer.node_id; }
   void connection_closed(uint64_t conn_id) override;
   void adopt_connection(uint64_t from, const clients::Peer& to) override;
 
