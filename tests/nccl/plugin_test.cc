@@ -1,0 +1,150 @@
+// The NCCL net plugin (libnccl-net-rdmad.so) driven by nccl_harness processes exactly as NCCL would
+// call it (no NCCL or GPU on these machines): ranks in separate processes on two real rdmad daemons
+// with two soft NICs each.
+#include <signal.h>
+
+#include <fstream>
+
+#include "../integration/flow/fabric_pair.h"
+
+namespace rdmad::test {
+namespace {
+
+std::string plugin_path() { return binary("nccl/libnccl-net-rdmad.so"); }
+
+// One rank: the harness on a node's daemon.
+std::unique_ptr<Subprocess> rank(Node& node, const TempDir& dir, int r, int n, const std::vector<std::string>& args,
+                                 int abi = 10, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {binary("tests/nccl/nccl_harness"), "--plugin", plugin_path(), "--abi",
+                                   std::to_string(abi), "--rank", std::to_string(r), "--nranks", std::to_string(n),
+                                   "--dir", dir.path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> e = {"RDMAD_SOCKET=" + node.socket_path(), "RDMAD_NCCL_SOCKET_IFNAME=lo"};
+  e.insert(e.end(), env.begin(), env.end());
+  return std::make_unique<Subprocess>(argv, e);
+}
+
+// Waits for every rank to exit 0 and to have printed `done`.
+void expect_all_done(std::vector<std::unique_ptr<Subprocess>>& ranks, const std::string& done,
+                     std::chrono::milliseconds deadline) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    auto code = ranks[i]->wait_exit(deadline);
+    EXPECT_EQ(code, 0) << "rank " << i << ":\n" << ranks[i]->output();
+    EXPECT_NE(ranks[i]->output().find(done), std::string::npos) << "rank " << i << ":\n" << ranks[i]->output();
+  }
+}
+
+struct Cluster {
+  Pair pair{two_nic_node("node-a", 11), two_nic_node("node-b", 21)};
+  TempDir dir;
+  bool start() { return pair.start(); }
+  Node& a() { return *pair.a; }
+  Node& b() { return *pair.b; }
+};
+
+TEST(NcclPlugin, DevicesAndPropertiesInEveryVersion) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  for (int abi : {8, 9, 10}) {
+    auto p = rank(c.a(), c.dir, 0, 1, {"properties"}, abi);
+    ASSERT_EQ(p->wait_exit(30s), 0) << p->output();
+    EXPECT_NE(p->output().find("devices 1\n"), std::string::npos) << p->output();
+    EXPECT_NE(p->output().find("device 0 name=rdmad pci=(none)"), std::string::npos) << p->output();
+    EXPECT_NE(p->output().find("ptr=1 speed=200000 max_recvs=8 reg_is_global=1"), std::string::npos) << p->output();
+  }
+  // One device per NIC, named after it, for NCCL to pick rails by locality.
+  auto p = rank(c.a(), c.dir, 0, 1, {"properties"}, 10, {"RDMAD_NCCL_DEVICES=nic"});
+  ASSERT_EQ(p->wait_exit(30s), 0) << p->output();
+  EXPECT_NE(p->output().find("devices 2\n"), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("device 0 name=node-a0 "), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("device 1 name=node-a1 "), std::string::npos) << p->output();
+}
+
+TEST(NcclPlugin, InitFailsCleanlyWithoutADaemonSoNcclFallsBack) {
+  TempDir dir;
+  auto p = std::make_unique<Subprocess>(
+      std::vector<std::string>{binary("tests/nccl/nccl_harness"), "--plugin", plugin_path(), "--dir", dir.path(),
+                               "properties"},
+      std::vector<std::string>{"RDMAD_SOCKET=" + dir.path() + "/none.sock"});
+  EXPECT_EQ(p->wait_exit(30s), 1);
+  EXPECT_NE(p->output().find("rdmad is not reachable"), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("FAIL: init failed"), std::string::npos) << p->output();
+}
+
+TEST(NcclPlugin, BadDeviceModeIsAnInvalidUsage) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  auto p = rank(c.a(), c.dir, 0, 1, {"properties"}, 10, {"RDMAD_NCCL_DEVICES=rails"});
+  EXPECT_EQ(p->wait_exit(30s), 1);
+  EXPECT_NE(p->output().find("RDMAD_NCCL_DEVICES=rails: expected node or nic"), std::string::npos) << p->output();
+}
+
+void call_sequence(int abi) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  ranks.push_back(rank(c.a(), c.dir, 0, 2, {"sequence"}, abi));
+  ranks.push_back(rank(c.b(), c.dir, 1, 2, {"sequence"}, abi));
+  expect_all_done(ranks, "sequence done", 120s);
+}
+
+TEST(NcclPlugin, CallSequenceV10) { call_sequence(10); }
+TEST(NcclPlugin, CallSequenceV8) { call_sequence(8); }
+
+// Four ranks in four processes, two per node; the ring alternates nodes so every hop is a flow.
+std::vector<std::unique_ptr<Subprocess>> four_ranks(Node& a, Node& b, const TempDir& dir, int iterations,
+                                                    const std::vector<std::string>& env = {}) {
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  const std::vector<std::string> args = {"allreduce", "--ring", "0,2,1,3", "--elements", std::to_string(1 << 20),
+                                         "--iterations", std::to_string(iterations)};
+  for (int r = 0; r < 4; ++r) ranks.push_back(rank(r < 2 ? a : b, dir, r, 4, args, 10, env));
+  return ranks;
+}
+
+TEST(NcclPlugin, RingAllReduceAndAllGatherFourRanksOnTwoDaemons) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  auto ranks = four_ranks(c.a(), c.b(), c.dir, 3);
+  expect_all_done(ranks, "allreduce done", 180s);
+  // The bytes went through the daemons' flows over both NICs.
+  EXPECT_GT(c.a().metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(0), 0);
+  EXPECT_GT(c.a().metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(0), 0);
+}
+
+TEST(NcclPlugin, RingAllReduceSurvivesANicCutMidRun) {
+  FabricPair fp("0");
+  ASSERT_TRUE(fp.fabric->start());
+  ASSERT_TRUE(fp.pair->start());
+  TempDir dir;
+  auto ranks = four_ranks(*fp.a(), *fp.b(), dir, 12);
+  ASSERT_TRUE(ranks[0]->wait_for_output("iteration 1 ok", 120s)) << ranks[0]->output();
+  fp.fabric->cut();
+  expect_all_done(ranks, "allreduce done", 300s);
+  const double failovers = fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0) +
+                           fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0);
+  EXPECT_GE(failovers, 1) << "the cut path was never failed over: did the run cross it?";
+}
+
+TEST(NcclPlugin, PeerDaemonKilledFailsEveryPendingRequestWithin5s) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  auto r0 = rank(c.a(), c.dir, 0, 2, {"pending"});
+  auto r1 = rank(c.b(), c.dir, 1, 2, {"pending"});
+  ASSERT_TRUE(r0->wait_for_output("posted", 60s)) << r0->output() << r1->output();
+  const auto killed = std::chrono::steady_clock::now();
+  c.b().kill();
+  ASSERT_TRUE(r0->wait_for_output("send test", 30s)) << r0->output();
+  const auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_EQ(r0->wait_exit(30s), 0) << r0->output();
+  // Both requests failed with NCCL's remote error (6) or system error (2), never success or a hang.
+  std::smatch m;
+  const std::string out = r0->output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(send test (\d+) receive test (\d+))"))) << out;
+  for (int i : {1, 2}) EXPECT_TRUE(m[i] == "6" || m[i] == "2") << out;
+  std::ofstream(c.dir.path() + "/stop") << "x";
+  EXPECT_EQ(r1->wait_exit(30s), 0) << r1->output();
+}
+
+}  // namespace
+}  // namespace rdmad::test
