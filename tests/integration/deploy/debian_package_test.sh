@@ -77,6 +77,11 @@ fi
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 libdir=/usr/lib/$multiarch
 [ -f "$root$libdir/librdmad.so.0" ] || fail "no $libdir/librdmad.so.0 in librdmad0"
+# The NCCL net plugin, where NCCL's dlopen("libnccl-net-rdmad.so") finds it, with its tables.
+[ -f "$root$libdir/libnccl-net-rdmad.so" ] || fail "no $libdir/libnccl-net-rdmad.so in librdmad0"
+for v in 8 9 10; do
+  nm -D --defined-only "$root$libdir/libnccl-net-rdmad.so" | grep -q " ncclNetPlugin_v$v\$" || fail "the plugin exports no ncclNetPlugin_v$v"
+done
 for h in protocol.h admin.h flow_ring.h; do
   [ ! -e "$root/usr/include/rdmad/$h" ] || fail "internal header rdmad/$h installed as public"
 done
