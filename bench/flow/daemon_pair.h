@@ -173,6 +173,7 @@ class Daemon {
   }
 
   rdmad_client* client() const { return client_; }
+  std::string socket_path() const { return dir_ + "/run/rdmad.sock"; }
   pid_t pid() const { return pid_; }
   const std::string& id() const { return id_; }
   int peer_port() const { return peer_port_; }
