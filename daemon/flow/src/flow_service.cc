@@ -368,7 +368,6 @@ clients::Result<clients::FlowOpened> FlowService::open_flow(const clients::Peer&
     return e;
   }
   ring::init_header(f.ring, f.id, sq, cq);
-  f.nic_mask = req.nic_mask;
   FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd, req.nic_mask};
   engine_->run_sync([&] { engine_->add_flow(s); });
   clients::FlowOpened out;

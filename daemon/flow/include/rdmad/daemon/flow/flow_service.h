@@ -151,7 +151,6 @@ class FlowService final : public clients::FlowHandler {
     uint64_t channel = 0;
     uint32_t sq_depth = 0;
     uint32_t cq_depth = 0;
-    uint32_t nic_mask = 0;  // the NICs it is pinned to (0: every NIC)
     void* ring = nullptr;
     uint64_t ring_bytes = 0;
     int memfd = -1;
