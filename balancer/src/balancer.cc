@@ -45,11 +45,12 @@ PlanStatus Balancer::plan(const Message& m, uint64_t now_us, std::vector<Chunk>&
   const uint64_t n = (m.bytes + config_.chunk_bytes - 1) / config_.chunk_bytes;
   if (n > free_.size()) return PlanStatus::kNoResource;
   for (uint64_t k = 0; k < n; ++k) {
-    const uint16_t nic = pick(m.flow_id, m.distance, now_us);
+    const uint16_t nic = pick(m.flow_id, m.distance, now_us, m.lanes);
     if (nic == kNoNic) return PlanStatus::kNoLane;  // only possible on the first chunk: nothing changes mid-plan
     Chunk c;
     c.tag = m.tag;
     c.flow_id = m.flow_id;
+    c.lanes = m.lanes;
     c.offset = k * config_.chunk_bytes;
     c.bytes = static_cast<uint32_t>(std::min<uint64_t>(config_.chunk_bytes, m.bytes - c.offset));
     assign(c, nic);

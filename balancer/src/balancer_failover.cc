@@ -50,7 +50,7 @@ std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::strin
 }
 
 bool Balancer::repost(Chunk& chunk, uint64_t now_us) {
-  const uint16_t nic = free_.empty() ? kNoNic : pick(chunk.flow_id, {}, now_us);
+  const uint16_t nic = free_.empty() ? kNoNic : pick(chunk.flow_id, {}, now_us, chunk.lanes);
   if (nic == kNoNic) {
     chunk.nic = kNoNic;
     return false;

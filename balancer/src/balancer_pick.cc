@@ -14,18 +14,28 @@ PciDistance distance_of(std::span<const PciDistance> distance, size_t i) {
 
 }  // namespace
 
-PciDistance Balancer::nearest_up(std::span<const PciDistance> distance) const {
+LaneMask Balancer::usable(LaneMask lanes) const {
+  // A pinned flow keeps to its lanes while one of them is up; with all of them down it spills
+  // over to the others rather than fail (it returns once one of its own rejoins).
+  if (lanes == kEveryLane) return lanes;
+  for (size_t i = 0; i < lanes_.size() && i < 32; ++i) {
+    if (lane_in(lanes, i) && lanes_[i].state == LaneState::kUp) return lanes;
+  }
+  return kEveryLane;
+}
+
+PciDistance Balancer::nearest_up(std::span<const PciDistance> distance, LaneMask lanes) const {
   PciDistance nearest = PciDistance::kCrossSocket;
   if (!config_.honour_pci_distance || distance.empty()) return nearest;
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (lanes_[i].state == LaneState::kUp) nearest = std::min(nearest, distance_of(distance, i));
+    if (lanes_[i].state == LaneState::kUp && lane_in(lanes, i)) nearest = std::min(nearest, distance_of(distance, i));
   }
   return nearest;
 }
 
-bool Balancer::eligible(uint16_t i, std::span<const PciDistance> distance, PciDistance nearest) const {
-  if (lanes_[i].state != LaneState::kUp) return false;
-  return !config_.honour_pci_distance || distance.empty() || distance_of(distance, i) == nearest;
+bool Balancer::eligible(uint16_t i, const Candidates& c) const {
+  if (lanes_[i].state != LaneState::kUp || !lane_in(c.lanes, i)) return false;
+  return !config_.honour_pci_distance || c.distance.empty() || distance_of(c.distance, i) == c.nearest;
 }
 
 void Balancer::recompute_weights() const {
@@ -61,26 +71,31 @@ void Balancer::recompute_weights() const {
   weights_dirty_ = false;
 }
 
-uint16_t Balancer::pick(uint64_t flow_id, std::span<const PciDistance> distance, uint64_t now_us) {
+uint16_t Balancer::pick(uint64_t flow_id, std::span<const PciDistance> distance, uint64_t now_us, LaneMask lanes) {
   if (recovering_ > 0) tick(now_us);
-  const PciDistance nearest = nearest_up(distance);
+  Candidates c{distance, PciDistance::kCrossSocket, usable(lanes)};
+  c.nearest = nearest_up(distance, c.lanes);
   uint16_t nic = kNoNic;
   switch (config_.policy) {
     case Policy::kWeighted:
-    case Policy::kCongestionAware: nic = pick_weighted(distance, nearest); break;
-    case Policy::kRoundRobin: nic = pick_round_robin(distance, nearest); break;
-    case Policy::kHash: nic = pick_hash(flow_id, distance, nearest); break;
+    case Policy::kCongestionAware: nic = pick_weighted(c); break;
+    case Policy::kRoundRobin: nic = pick_round_robin(c); break;
+    case Policy::kHash: nic = pick_hash(flow_id, c); break;
   }
-  if (nic == kNoNic) counters_.no_lane++;
+  if (nic == kNoNic) {
+    counters_.no_lane++;
+  } else if (!lane_in(lanes, nic)) {
+    counters_.spilled++;
+  }
   return nic;
 }
 
-uint16_t Balancer::pick_weighted(std::span<const PciDistance> distance, PciDistance nearest) {
+uint16_t Balancer::pick_weighted(const Candidates& c) {
   if (weights_dirty_) recompute_weights();
   const auto n = static_cast<uint16_t>(lanes_.size());
   double best = 0;
   for (uint16_t i = 0; i < n; ++i) {
-    if (eligible(i, distance, nearest)) best = std::max(best, weight_[i]);
+    if (eligible(i, c)) best = std::max(best, weight_[i]);
   }
   if (best <= 0) return kNoNic;
   const double thresh = best * config_.min_lane_fraction;
@@ -88,7 +103,7 @@ uint16_t Balancer::pick_weighted(std::span<const PciDistance> distance, PciDista
   if (config_.probe_every_chunks > 0 && picks_ % config_.probe_every_chunks == 0) {
     for (uint16_t k = 1; k <= n; ++k) {
       const auto i = static_cast<uint16_t>((probe_cursor_ + k) % n);
-      if (eligible(i, distance, nearest) && weight_[i] < thresh) {
+      if (eligible(i, c) && weight_[i] < thresh) {
         probe_cursor_ = i;
         counters_.probes++;
         return i;
@@ -100,7 +115,7 @@ uint16_t Balancer::pick_weighted(std::span<const PciDistance> distance, PciDista
   double total = 0;
   uint16_t chosen = kNoNic;
   for (uint16_t i = 0; i < n; ++i) {
-    if (!eligible(i, distance, nearest) || weight_[i] < thresh) continue;
+    if (!eligible(i, c) || weight_[i] < thresh) continue;
     Lane& l = lanes_[i];
     l.current += weight_[i];
     total += weight_[i];
@@ -110,11 +125,11 @@ uint16_t Balancer::pick_weighted(std::span<const PciDistance> distance, PciDista
   return chosen;
 }
 
-uint16_t Balancer::pick_round_robin(std::span<const PciDistance> distance, PciDistance nearest) {
+uint16_t Balancer::pick_round_robin(const Candidates& c) {
   const auto n = static_cast<uint16_t>(lanes_.size());
   for (uint16_t k = 0; k < n; ++k) {
     const auto i = static_cast<uint16_t>((rr_cursor_ + k) % n);
-    if (eligible(i, distance, nearest)) {
+    if (eligible(i, c)) {
       rr_cursor_ = static_cast<uint16_t>((i + 1) % n);
       return i;
     }
@@ -122,13 +137,13 @@ uint16_t Balancer::pick_round_robin(std::span<const PciDistance> distance, PciDi
   return kNoNic;
 }
 
-uint16_t Balancer::pick_hash(uint64_t flow_id, std::span<const PciDistance> distance, PciDistance nearest) const {
+uint16_t Balancer::pick_hash(uint64_t flow_id, const Candidates& c) const {
   // Rendezvous (highest random weight) hashing: a flow moves only when its own lane goes away,
   // and comes back to it when the lane returns.
   uint16_t chosen = kNoNic;
   uint64_t best = 0;
   for (uint16_t i = 0; i < lanes_.size(); ++i) {
-    if (!eligible(i, distance, nearest)) continue;
+    if (!eligible(i, c)) continue;
     const uint64_t score = mix64(flow_id ^ lanes_[i].salt);
     if (chosen == kNoNic || score > best) {
       chosen = i;

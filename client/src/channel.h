@@ -45,7 +45,7 @@ class Channel {
   int fd() const { return fd_; }
   uint16_t version() const { return version_; }
   uint64_t instance_id() const { return instance_id_; }
-  // The session token the daemon gave this connection (protocol version 2; else all zero), or the
+  // The session token the daemon gave this connection (protocol version 2 or later; else all zero), or the
   // one of a session this connection resumed.
   using Session = std::array<uint8_t, proto::kSessionTokenBytes>;
   const Session& session() const { return session_; }

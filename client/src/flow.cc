@@ -30,6 +30,7 @@ namespace ring = rdmad::ring;
 struct rdmad_flow {
   rdmad_client* client = nullptr;
   uint64_t id = 0;
+  uint32_t nic_mask = 0;  // the NICs it was opened on (rdmad_flow_open_nics); 0: every NIC
   void* base = nullptr;
   uint64_t bytes = 0;
   int memfd = -1;
@@ -135,6 +136,11 @@ extern "C" {
 
 rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const rdmad_flow_attr* attr,
                              rdmad_flow** out) {
+  return rdmad_flow_open_nics(client, peer_node, attr, 0, out);
+}
+
+rdmad_status rdmad_flow_open_nics(rdmad_client* client, const char* peer_node, const rdmad_flow_attr* attr,
+                                  uint32_t nic_mask, rdmad_flow** out) {
   if (client == nullptr || out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   std::lock_guard lock(client->mu);
@@ -145,7 +151,17 @@ rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const 
     req.sq_depth = attr->sq_depth;
     req.cq_depth = attr->cq_depth;
   }
-  auto r = call(client, MsgType::kFlowOpen, as_bytes_of(req), -1);
+  req.nic_mask = nic_mask;
+  // An unpinned flow sends the request every daemon version reads; only a mask needs version 3.
+  std::span<const std::byte> body = as_bytes_of(req);
+  if (nic_mask == 0) {
+    body = body.first(sizeof(rdmad::proto::FlowOpenRequestV1));
+  } else if (client->channel.version() < rdmad::proto::kVersionFlowNics) {
+    return fail(client, RDMAD_ERR_NOT_SUPPORTED,
+                "the daemon speaks protocol version " + std::to_string(client->channel.version()) +
+                    ": flows pinned to NICs need version 3 (a newer rdmad)");
+  }
+  auto r = call(client, MsgType::kFlowOpen, body, -1);
   if (r.status != RDMAD_OK) {
     for (int fd : r.fds) ::close(fd);
     return fail(client, r.status, r.error);
@@ -160,6 +176,7 @@ rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const 
   rdmad::proto::FlowOpenReply rep;
   std::memcpy(&rep, r.body.data(), sizeof(rep));
   f->id = rep.flow_id;
+  f->nic_mask = nic_mask;
   f->memfd = r.fds[0];
   f->doorbell_fd = r.fds[1];
   f->completion_fd = r.fds[2];
@@ -195,6 +212,8 @@ rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const 
   *out = f;
   return RDMAD_OK;
 }
+
+uint32_t rdmad_flow_nic_mask(const rdmad_flow* flow) { return flow != nullptr ? flow->nic_mask : 0; }
 
 void rdmad_flow_close(rdmad_flow* flow) {
   if (flow == nullptr) return;

@@ -24,10 +24,12 @@ static_assert(std::endian::native == std::endian::little, "the wire format is li
 inline constexpr uint32_t kMagic = 0x444d4452;  // "RDMD" in memory order
 inline constexpr uint16_t kVersionMin = 1;
 // Version 2: the hello reply carries a session token (HelloReplyV2), and kResume and
-// kQueryRegistration exist (a session survives a daemon restart). A version 1 client is served as
-// before.
-inline constexpr uint16_t kVersionMax = 2;
+// kQueryRegistration exist (a session survives a daemon restart). Version 3: kFlowOpen may carry a
+// nic_mask (FlowOpenRequest, 88 bytes; the 80-byte FlowOpenRequestV1 stays valid at every
+// version). A client of an older version is served as before.
+inline constexpr uint16_t kVersionMax = 3;
 inline constexpr uint16_t kVersionSessions = 2;
+inline constexpr uint16_t kVersionFlowNics = 3;
 inline constexpr size_t kMaxFrameBytes = 4096;
 inline constexpr size_t kMaxFdsPerFrame = 4;  // the receive cmsg buffer holds this many
 inline constexpr uint32_t kMaxNics = RDMAD_MAX_NICS;
@@ -243,13 +245,26 @@ static_assert(sizeof(ErrorReply) == 256);
 
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
-struct FlowOpenRequest {
+// kFlowOpen as versions 1 and 2 send it (accepted at every version: it means nic_mask 0).
+struct FlowOpenRequestV1 {
   char peer[kMaxNodeIdBytes];  // NUL-terminated node id of the peer daemon
   uint64_t channel;            // sends on this flow match receives on the peer's flow of the same channel
   uint32_t sq_depth;           // 0: the daemon's default; else a power of two
   uint32_t cq_depth;
 };
-static_assert(sizeof(FlowOpenRequest) == 80);
+static_assert(sizeof(FlowOpenRequestV1) == 80);
+
+// kFlowOpen from version 3: FlowOpenRequestV1's fields, then the NICs the flow is pinned to.
+struct FlowOpenRequest {
+  char peer[kMaxNodeIdBytes];
+  uint64_t channel;
+  uint32_t sq_depth;
+  uint32_t cq_depth;
+  uint32_t nic_mask;  // bit i: NIC i of kQueryNics carries the flow while one of them is up; 0: every NIC
+  uint32_t reserved;
+};
+static_assert(sizeof(FlowOpenRequest) == 88);
+static_assert(offsetof(FlowOpenRequest, nic_mask) == sizeof(FlowOpenRequestV1));
 
 // Reply to kFlowOpen; carries three fds: the ring memfd, the doorbell eventfd (client → daemon)
 // and the completion eventfd (daemon → client).
@@ -504,7 +519,9 @@ struct StatusReply {
 };
 static_assert(sizeof(StatusReply) == 32 + 48 + 64 + 256 + 1024 + 512 + 32 + 24);
 
-// Fixed body size of a request type, or -1 for an unknown type. Every request body is fixed.
+// Body size of a request type as this version of the protocol sends it, or -1 for an unknown
+// type. Every request body is fixed, except that kFlowOpen may also be the older
+// FlowOpenRequestV1 (request_body_valid).
 constexpr long request_body_bytes(uint16_t type) {
   switch (static_cast<MsgType>(type)) {
     case MsgType::kHello:
@@ -559,6 +576,16 @@ constexpr long request_body_bytes(uint16_t type) {
       return -1;
   }
   return -1;
+}
+
+// Whether `bytes` is a valid body size for a known request type on a connection of `version`
+// (before hello: kVersionMin). kFlowOpen: FlowOpenRequestV1 at every version, FlowOpenRequest
+// (with its nic_mask) from kVersionFlowNics.
+constexpr bool request_body_valid(uint16_t type, size_t bytes, uint16_t version) {
+  if (type == static_cast<uint16_t>(MsgType::kFlowOpen))
+    return bytes == sizeof(FlowOpenRequestV1) || (bytes == sizeof(FlowOpenRequest) && version >= kVersionFlowNics);
+  const long expected = request_body_bytes(type);
+  return expected >= 0 && bytes == static_cast<size_t>(expected);
 }
 
 // Number of fds a request type carries.

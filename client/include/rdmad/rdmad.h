@@ -217,8 +217,9 @@ rdmad_status rdmad_diagnose(rdmad_client* client, char* out, size_t capacity);
 /* ---- Flows: transfers to another node through its rdmad -------------------------------------
  * A flow carries this client's requests to one peer node. Requests go through a shared-memory
  * ring (no system call per request on a busy flow); the daemon splits each into chunks, spreads
- * them over the node's NICs and completes the request when every byte is placed. Completions come
- * in submission order. One thread at a time per flow. */
+ * them over the node's NICs (or the NICs the flow is pinned to: rdmad_flow_open_nics) and
+ * completes the request when every byte is placed. Completions come in submission order. One
+ * thread at a time per flow. */
 typedef struct rdmad_flow rdmad_flow;
 
 enum { RDMAD_NODE_ID_BYTES = 64 }; /* a node id and its NUL */
@@ -263,9 +264,24 @@ typedef struct rdmad_flow_attr {
   uint32_t cq_depth;
 } rdmad_flow_attr;
 
-/* Opens a flow to `peer_node` (its node id). attr NULL: defaults. */
+/* Opens a flow to `peer_node` (its node id) whose chunks are spread over every NIC of this node.
+ * attr NULL: defaults. The same as rdmad_flow_open_nics with nic_mask 0. */
 rdmad_status rdmad_flow_open(rdmad_client* client, const char* peer_node, const rdmad_flow_attr* attr,
                              rdmad_flow** out);
+/* Opens a flow pinned to the NICs (rails) in nic_mask: bit i is the NIC of index i in
+ * rdmad_query_nics (nic_info.index); 0 means every NIC, as rdmad_flow_open. The flow's chunks go
+ * only to those NICs, spread over them by the daemon's balancer, while at least one of them is up
+ * (its path to the peer works). When all of them are down, its chunks fail over to the node's
+ * other NICs, so transfers still complete, byte-exact and without an error; they return to the
+ * pinned NICs as soon as one of them rejoins (the daemon counts each departure in
+ * rdmad_flow_pinned_spills_total). The peer's NIC of the same index is the other end of each
+ * rail. A bit that names no NIC of this node is RDMAD_ERR_INVALID_ARGUMENT (rdmad_last_error
+ * says which); a daemon older than protocol version 3 cannot pin flows: RDMAD_ERR_NOT_SUPPORTED
+ * for any mask but 0. */
+rdmad_status rdmad_flow_open_nics(rdmad_client* client, const char* peer_node, const rdmad_flow_attr* attr,
+                                  uint32_t nic_mask, rdmad_flow** out);
+/* The nic_mask the flow was opened with (0: every NIC). */
+uint32_t rdmad_flow_nic_mask(const rdmad_flow* flow);
 /* Closes the flow (requests in flight are dropped) and frees it. NULL is a no-op. */
 void rdmad_flow_close(rdmad_flow* flow);
 rdmad_flow_state rdmad_flow_get_state(const rdmad_flow* flow);

@@ -178,13 +178,16 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
       break;
     }
     case MsgType::kFlowOpen: {
-      auto r = load<proto::FlowOpenRequest>(body);
+      // The older, shorter request is the same fields without nic_mask (0: every NIC).
+      proto::FlowOpenRequest r{};
+      std::memcpy(&r, body.data(), body.size());
       if (!proto::is_terminated(r.peer) || r.peer[0] == '\0')
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: peer must be a NUL-terminated node id");
       if ((r.sq_depth != 0 && !is_power_of_two(r.sq_depth)) || (r.cq_depth != 0 && !is_power_of_two(r.cq_depth)))
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: ring depths must be 0 or powers of two");
       if (r.sq_depth > kMaxRingDepth || r.cq_depth > kMaxRingDepth)
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: ring depth above 65536");
+      if (r.reserved != 0) return fail(d, RDMAD_ERR_INVALID_ARGUMENT, "flow_open: reserved field set");
       d.body = r;
       break;
     }
@@ -263,8 +266,11 @@ DecodedRequest decode_request(std::span<const std::byte> frame, size_t fd_count,
   uint16_t want_version = negotiated_version != 0 ? negotiated_version : proto::kVersionMin;
   if (d.header.version != want_version)
     return fail(d, RDMAD_ERR_VERSION, "header version is not the negotiated one");
-  if (body.size() != static_cast<size_t>(expected))
+  if (!proto::request_body_valid(type, body.size(), want_version)) {
+    if (type == static_cast<uint16_t>(MsgType::kFlowOpen) && body.size() == sizeof(proto::FlowOpenRequest))
+      return fail(d, RDMAD_ERR_VERSION, "flow_open: a nic_mask needs protocol version 3");
     return fail(d, RDMAD_ERR_PROTOCOL, "bad body length for type");
+  }
   if (control_truncated)
     return fail(d, RDMAD_ERR_PROTOCOL, "too many file descriptors (control data truncated)");
   if (fd_count != proto::request_fd_count(type))

@@ -24,6 +24,7 @@ struct FlowEngine::Transfer {
   uint8_t recv_peer_slot = 0;  // kRecv: whose advertised-receive count it is in
   uint32_t recv_peer_gen = 0;
   std::array<balancer::PciDistance, proto::kMaxNics> distance{};  // local buffer to each NIC
+  balancer::LaneMask lanes = balancer::kEveryLane;  // its flow's nic_mask
   RemoteRange remote{};       // kWrite/kRead: the import; kSend: the receive credit
   uint64_t recv_id = 0;       // kSend: the peer's receive; kRecv: ours
   uint32_t chunks_total = 0;
@@ -45,6 +46,7 @@ struct FlowEngine::Flow {
   uint32_t uncompleted = 0;     // requests taken whose completion is not written yet
   bool failed = false;
   bool sleeping = false;
+  bool spilled = false;  // pinned, and its last chunk went outside its NICs (all of them were down)
   std::map<uint64_t, RemoteRange> imports;  // remote handle -> range
 };
 

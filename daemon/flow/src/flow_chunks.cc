@@ -5,6 +5,7 @@
 
 #include "engine_state.h"
 #include "rdmad/base/log_fields.h"
+#include "rdmad/base/log_limiter.h"
 
 namespace rdmad::flow {
 namespace {
@@ -19,10 +20,12 @@ rdmad_status wc_to_status(verbs::WcStatus s) {
   }
 }
 
-// Failures of the request itself (retrying on another lane would fail the same way).
 // Chunks a lane may hold beyond its window before planning pauses.
 constexpr size_t kMaxBacklog = 2;
 
+base::LogLimiter g_spill_log;  // pinned flows leaving their NICs and coming back
+
+// Failures of the request itself (retrying on another lane would fail the same way).
 bool request_error(verbs::WcStatus s) {
   return s == verbs::WcStatus::kRemoteAccessError || s == verbs::WcStatus::kLocalProtectionError ||
          s == verbs::WcStatus::kLocalLengthError || s == verbs::WcStatus::kRemoteInvalidRequest;
@@ -72,9 +75,11 @@ bool FlowEngine::plan_and_post(Peer& p) {
     // Nearest NICs first (the balancer's PCI-distance rule): a far NIC striped with a near one
     // slows both down.
     m.distance = std::span<const balancer::PciDistance>(t->distance.data(), std::min(p.lanes.size(), t->distance.size()));
+    m.lanes = t->lanes;
     chunk_buf_.clear();
     if (p.balancer->plan(m, now, chunk_buf_) != balancer::PlanStatus::kOk) break;
     const balancer::Chunk& c = chunk_buf_.front();
+    note_lane(p, t, c.nic);
     p.chunks[c.id & kChunkSlotMask] = Peer::ChunkInfo{c.id, t, t->chunks_planned, 0};
     ++t->chunks_planned;
     progress = true;
@@ -216,6 +221,24 @@ void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
     }
     p.chunks[c.id & kChunkSlotMask] = Peer::ChunkInfo{c.id, t, tag_index(c.tag), 0};
     p.lanes[c.nic].backlog.push_back(c);
+    note_lane(p, t, c.nic);
+  }
+}
+
+void FlowEngine::note_lane(const Peer& p, const Transfer* t, uint16_t nic) {
+  if (t == nullptr || t->flow == nullptr || t->lanes == balancer::kEveryLane) return;
+  Flow& f = *t->flow;
+  const bool outside = !balancer::lane_in(t->lanes, nic);
+  if (outside == f.spilled) return;
+  f.spilled = outside;
+  if (outside) {
+    counters_.pinned_spills.fetch_add(1, std::memory_order_relaxed);
+    base::log_limited(*flow_log(), g_spill_log, spdlog::level::warn,
+                      "pinned flow left its nics flow={} peer={} nic_mask={:#x} now_on={} reason=\"its nics are down\"",
+                      f.setup.id, p.name, t->lanes, nic_names_[nic]);
+  } else {
+    base::log_limited(*flow_log(), g_spill_log, spdlog::level::info, "pinned flow back on its nics flow={} peer={} nic={}",
+                      f.setup.id, p.name, nic_names_[nic]);
   }
 }
 

@@ -95,6 +95,7 @@ struct EngineCounters {
   std::atomic<uint64_t> transfers_failed{0};
   std::atomic<uint64_t> flow_errors{0};  // flows failed for breaking the ring protocol
   std::atomic<uint64_t> credits_refused{0};  // receive credits beyond max_receives_per_peer
+  std::atomic<uint64_t> pinned_spills{0};    // times a pinned flow left its NICs (all of them down)
 };
 
 /// The balancer's and the peer protocol's names for why a lane went down.
@@ -138,6 +139,9 @@ struct FlowSetup {
   uint32_t cq_depth = 0;
   int doorbell_fd = -1;
   int completion_fd = -1;
+  // The NICs (lanes) its chunks go on while one of them is up (the client's nic_mask); every
+  // NIC when 0.
+  balancer::LaneMask nic_mask = balancer::kEveryLane;
 };
 
 class FlowEngine {
@@ -220,6 +224,9 @@ class FlowEngine {
   void lane_failed(Peer& p, uint16_t nic, const std::string& reason,
                    balancer::Balancer::Fault fault = balancer::Balancer::Fault::kPath);
   void requeue(Peer& p, std::vector<balancer::Chunk>& moved);
+  // A chunk of `t` got lane `nic`: notes a pinned flow leaving its lanes (counted, logged) or
+  // coming back to them.
+  void note_lane(const Peer& p, const Transfer* t, uint16_t nic);
   void progress(Flow& f);
   void finish(Flow& f, Transfer* t);
   void fail_peer_transfers(Peer& p, rdmad_status status);

@@ -18,6 +18,9 @@ inline constexpr Metric kTransferDuration{"rdmad_transfer_duration_seconds",
                                           Kind::kHistogram};
 inline constexpr Metric kFlowErrors{"rdmad_flow_errors_total", "Flows failed because the client broke the ring protocol",
                                     Kind::kCounter};
+inline constexpr Metric kPinnedSpills{"rdmad_flow_pinned_spills_total",
+                                      "Times a flow pinned to NICs had to leave them (all of its NICs were down)",
+                                      Kind::kCounter};
 inline constexpr Metric kGrantsHeld{"rdmad_peer_grants_held", "Memory grants from peer daemons held by this node",
                                     Kind::kGauge};
 inline constexpr Metric kMessagesRefused{

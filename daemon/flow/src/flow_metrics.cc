@@ -26,6 +26,7 @@ class FlowCollector final : public prometheus::Collectable {
     f.add(metric::kTransfers, {{"result", "ok"}}, load(c.transfers_completed));
     f.add(metric::kTransfers, {{"result", "error"}}, load(c.transfers_failed));
     f.add(metric::kFlowErrors, {}, load(c.flow_errors));
+    f.add(metric::kPinnedSpills, {}, load(c.pinned_spills));
     f.add(metric::kGrantsHeld, {}, load(service_.grants_held));
     f.add(metric::kMessagesRefused, {{"kind", "grant"}}, load(service_.grants_refused));
     f.add(metric::kMessagesRefused, {{"kind", "receive_credit"}}, load(c.credits_refused));

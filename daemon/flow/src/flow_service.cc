@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstring>
+#include <fmt/format.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -28,6 +29,15 @@ verbs::Result<std::unique_ptr<verbs::CompletionQueue>> lane_cq(const std::string
   auto cq = device.create_cq(depth);
   if (!cq.ok()) return base::Status::error("nic " + nic + ": cannot create a completion queue: " + cq.status().message());
   return cq;
+}
+
+// Why a flow's nic_mask is refused ("" when it is fine): every bit must name a NIC of this node.
+std::string check_nic_mask(uint32_t mask, size_t nics) {
+  const uint32_t known = nics >= 32 ? ~0u : (1u << nics) - 1;
+  if ((mask & ~known) == 0) return {};
+  const int first = __builtin_ctz(mask & ~known);
+  return fmt::format("nic_mask {:#x} names NIC {}, which this node does not have (it has {} NICs, rdmad_query_nics)",
+                     mask, first, nics);
 }
 
 }  // namespace
@@ -318,6 +328,7 @@ clients::Result<clients::FlowOpened> FlowService::open_flow(const clients::Peer&
                                            " flows open (its flow quota)"};
   const std::string peer(req.peer);
   if (peer == options_.peer.node_id) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
+  if (auto e = check_nic_mask(req.nic_mask, nics_.size()); !e.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, e};
   const uint32_t sq = req.sq_depth != 0 ? req.sq_depth : options_.sq_depth;
   const uint32_t cq = req.cq_depth != 0 ? req.cq_depth : options_.cq_depth;
   if (cq < sq) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "cq_depth must be at least sq_depth"};
@@ -357,7 +368,7 @@ clients::Result<clients::FlowOpened> FlowService::open_flow(const clients::Peer&
     return e;
   }
   ring::init_header(f.ring, f.id, sq, cq);
-  FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd};
+  FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd, req.nic_mask};
   engine_->run_sync([&] { engine_->add_flow(s); });
   clients::FlowOpened out;
   out.reply.flow_id = f.id;

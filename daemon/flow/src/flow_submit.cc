@@ -142,6 +142,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
   }
   Transfer* t = alloc_transfer();
   t->flow = &f;
+  t->lanes = f.setup.nic_mask;
   t->sqe = sqe;
   t->op = op;
   t->local = local;

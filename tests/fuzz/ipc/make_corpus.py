@@ -20,6 +20,7 @@ def seed(name, control, data):
 
 
 HELLO_DONE = 16
+NEWEST = 32  # with HELLO_DONE: the connection negotiated the newest version (3)
 os.makedirs(HERE, exist_ok=True)
 seed("hello", 0, frame(1, struct.pack("<HHI", 1, 1, 0)))
 seed("hello_no_common_version", 0, frame(1, struct.pack("<HHI", 5, 9, 0)))
@@ -33,6 +34,11 @@ seed("register_dmabuf", HELLO_DONE | 1, frame(5, struct.pack("<QQQII", 17, 1 << 
 seed("deregister", HELLO_DONE, frame(6, struct.pack("<Q", 42)))
 seed("list", HELLO_DONE, frame(7, struct.pack("<QII", 0, 64, 0)))
 seed("diagnose", HELLO_DONE, frame(8))
+FLOW_OPEN_V1 = struct.pack("<64sQII", b"node-b", 7, 64, 128)
+seed("flow_open_v1", HELLO_DONE, frame(9, FLOW_OPEN_V1))
+seed("flow_open_v1_on_v3", HELLO_DONE | NEWEST, frame(9, FLOW_OPEN_V1, version=3))
+seed("flow_open_nic_mask", HELLO_DONE | NEWEST, frame(9, FLOW_OPEN_V1 + struct.pack("<II", 2, 0), version=3))
+seed("flow_open_nic_mask_on_v1", HELLO_DONE, frame(9, FLOW_OPEN_V1 + struct.pack("<II", 2, 0)))
 seed("list_flows", HELLO_DONE, frame(14, struct.pack("<QII", 0, 32, 0)))
 seed("list_all_registrations", HELLO_DONE, frame(15, struct.pack("<QII", 3, 64, 0)))
 seed("cc_show", HELLO_DONE, frame(16, struct.pack("<32sII", b"rail0", 0, 0)))

@@ -1,5 +1,5 @@
-// Two daemons with two soft NICs each, the path between their NICs 0 through a fabric emulator
-// (rdmad-fabric) port each way, so a test can congest or cut that one path.
+// Two daemons with two soft NICs each, the path between their NICs 0 through rdmad-fabric (which
+// can congest it, or cut it by being killed): the failover tests' cluster.
 #pragma once
 
 #include "flow_cluster.h"
@@ -64,9 +64,11 @@ struct FabricPair {
     pair = std::make_unique<Pair>(std::move(a), std::move(b));
   }
   ~FabricPair() { rdmad_flow_close(fa); }
-  bool start() {
+  // Starts the fabric and both daemons and opens `fa` from node-a to node-b on the NICs of
+  // `nic_mask` (0: every NIC).
+  bool start(uint32_t nic_mask = 0) {
     if (!fabric->start() || !pair->start()) return false;
-    if (rdmad_flow_open(a()->client(), "node-b", nullptr, &fa) != RDMAD_OK) return false;
+    if (rdmad_flow_open_nics(a()->client(), "node-b", nullptr, nic_mask, &fa) != RDMAD_OK) return false;
     return rdmad_flow_wait_connected(fa, 10000) == RDMAD_OK;
   }
   Node* a() { return pair->a.get(); }

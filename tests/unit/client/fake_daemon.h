@@ -173,11 +173,13 @@ class FakeFlow {
 
   ring::Header* header() { return static_cast<ring::Header*>(base_); }
 
-  // Reads the FlowOpen request on `c` and answers it with this flow.
-  bool answer_open(int c) {
+  // Reads the FlowOpen request on `c` (into *seen when given) within timeout_ms and answers it with
+  // this flow.
+  bool answer_open(int c, Frame* seen = nullptr, int timeout_ms = 2000) {
     Frame f;
-    if (!FakeDaemon::read_frame(c, &f) || f.header.type != static_cast<uint16_t>(proto::MsgType::kFlowOpen))
+    if (!FakeDaemon::read_frame(c, &f, timeout_ms) || f.header.type != static_cast<uint16_t>(proto::MsgType::kFlowOpen))
       return false;
+    if (seen != nullptr) *seen = f;
     proto::FlowOpenReply r{id_, layout_.total_bytes, sq_depth_, cq_depth_,
                            header()->flow_state.load(), 0};
     return FakeDaemon::reply(c, f, &r, sizeof(r), {memfd_, doorbell_, completion_});

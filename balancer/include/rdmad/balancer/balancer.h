@@ -22,6 +22,9 @@ struct Message {
   uint64_t bytes = 0;
   // Distance of the message's buffer to each NIC (indexed like the lanes); empty: all equal.
   std::span<const PciDistance> distance = {};
+  // The lanes its flow is pinned to: chunks go only there while one of them is up, and to the
+  // other lanes (a spill, counted) while all of them are down.
+  LaneMask lanes = kEveryLane;
 };
 
 enum class PlanStatus : uint8_t {
@@ -39,8 +42,10 @@ class Balancer {
   PlanStatus plan(const Message& m, uint64_t now_us, std::vector<Chunk>& out);
 
   /// The lane for one chunk of `flow_id`, without recording anything in flight; kNoNic when no
-  /// lane is up.
-  uint16_t pick(uint64_t flow_id, std::span<const PciDistance> distance, uint64_t now_us);
+  /// lane is up. The policy chooses among the lanes in `lanes` that are up, or among every lane
+  /// that is up when none of those is (O(lanes), no allocation).
+  uint16_t pick(uint64_t flow_id, std::span<const PciDistance> distance, uint64_t now_us,
+                LaneMask lanes = kEveryLane);
 
   /// A chunk completed successfully `duration_us` after it was posted: frees it and feeds the
   /// lane's throughput average. Unknown ids (already moved or completed) are ignored: returns false.
@@ -112,11 +117,18 @@ class Balancer {
   };
 
   // pick helpers (balancer_pick.cc)
-  bool eligible(uint16_t i, std::span<const PciDistance> distance, PciDistance nearest) const;
-  PciDistance nearest_up(std::span<const PciDistance> distance) const;
-  uint16_t pick_weighted(std::span<const PciDistance> distance, PciDistance nearest);
-  uint16_t pick_round_robin(std::span<const PciDistance> distance, PciDistance nearest);
-  uint16_t pick_hash(uint64_t flow_id, std::span<const PciDistance> distance, PciDistance nearest) const;
+  // The candidates of one pick: lanes up, in the mask, and of the nearest distance class among those.
+  struct Candidates {
+    std::span<const PciDistance> distance;
+    PciDistance nearest = PciDistance::kCrossSocket;
+    LaneMask lanes = kEveryLane;
+  };
+  LaneMask usable(LaneMask lanes) const;
+  bool eligible(uint16_t i, const Candidates& c) const;
+  PciDistance nearest_up(std::span<const PciDistance> distance, LaneMask lanes) const;
+  uint16_t pick_weighted(const Candidates& c);
+  uint16_t pick_round_robin(const Candidates& c);
+  uint16_t pick_hash(uint64_t flow_id, const Candidates& c) const;
   void recompute_weights() const;
 
   bool track(Chunk& chunk);

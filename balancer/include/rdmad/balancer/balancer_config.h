@@ -1,6 +1,7 @@
 #pragma once
 // Plain parameters and value types of the multi-NIC balancer. Units are in every name; time is
 // microseconds on a caller-supplied clock.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,14 @@ struct NicSpec {
 inline constexpr uint16_t kNoNic = 0xFFFF;
 using ChunkId = uint32_t;
 
+/// Lanes a flow is pinned to: bit i is lane i (the client's nic_mask, so lanes 32 and above are
+/// only reachable unpinned). kEveryLane (0): not pinned, every lane.
+using LaneMask = uint32_t;
+inline constexpr LaneMask kEveryLane = 0;
+constexpr bool lane_in(LaneMask lanes, size_t lane) {
+  return lanes == kEveryLane || (lane < 32 && ((lanes >> lane) & 1u) != 0);
+}
+
 /// One piece of a message, posted on one NIC.
 struct Chunk {
   uint64_t tag = 0;      // the caller's id of the message
@@ -56,6 +65,7 @@ struct Chunk {
   uint32_t bytes = 0;
   ChunkId id = 0;        // handle for complete(); valid while in flight
   uint16_t nic = kNoNic;
+  LaneMask lanes = kEveryLane;  // its flow's lanes: a failover re-posts it there while one is up
 };
 static_assert(sizeof(Chunk) <= 40, "Chunk is copied per chunk on the hot path");
 
@@ -96,6 +106,7 @@ struct BalancerCounters {
   uint64_t failovers = 0;
   uint64_t rejoins = 0;
   uint64_t no_lane = 0;  // picks that found no lane up
+  uint64_t spilled = 0;  // picks for a pinned flow outside its lanes (every one of them was down)
 };
 
 }  // namespace rdmad::balancer
