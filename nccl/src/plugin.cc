@@ -193,7 +193,9 @@ abi::Result Plugin::open_stream(Comm& c, int tag, Stream** out) {
   attr.channel = channel_of(c.comm_id, tag);
   auto s = std::make_unique<Stream>();
   s->tag = tag;
-  if (rdmad_flow_open(client_, c.peer.c_str(), &attr, &s->flow) != RDMAD_OK)
+  // A per-NIC device's comms stay on its NIC while it is up (and move to the others while it is not).
+  const uint32_t mask = devices_[static_cast<size_t>(c.dev)].nic_mask;
+  if (rdmad_flow_open_nics(client_, c.peer.c_str(), &attr, mask, &s->flow) != RDMAD_OK)
     return fail(abi::kSystemError, "opening a flow to node " + c.peer + ": " + rdmad_last_error(client_));
   *out = s.get();
   c.streams.emplace(tag, std::move(s));

@@ -5,6 +5,7 @@
 //   nccl_harness --plugin SO --abi 8|9|10 --rank R --nranks N --dir DIR MODE [options]
 //   MODE allreduce   ring AllReduce (float32 sum) and AllGather over the ranks in --ring order,
 //                    --elements E --iterations I; prints "iteration K ok" after each
+//   --dev D          the device every comm uses (default 0)
 //   MODE sequence    2 ranks: the API's corner cases (several comms, multi-receive by tag, truncated,
 //                    zero-size and oversize messages, many requests in flight, close orders)
 //   MODE pending     2 ranks: rank 0 posts a send and a receive nobody answers, prints "posted", and
@@ -149,7 +150,7 @@ Net load(const std::string& path, int abi_version) {
 
 struct Args {
   std::string plugin, dir, mode;
-  int abi = 10, rank = 0, nranks = 2, iterations = 3;
+  int abi = 10, rank = 0, nranks = 2, iterations = 3, dev = 0;
   size_t elements = 1 << 20;
   std::vector<int> ring;
 };
@@ -192,7 +193,7 @@ void* wait_send(const std::string& name) {
   void* s = nullptr;
   const auto end = Clock::now() + std::chrono::seconds(60);
   while (s == nullptr) {
-    check(g_net.connect(0, handle, &s), "connect");
+    check(g_net.connect(g_args.dev, handle, &s), "connect");
     if (Clock::now() > end) die("connect %s: no comm within 60 s", name.c_str());
   }
   return s;
@@ -201,7 +202,7 @@ void* wait_send(const std::string& name) {
 void* open_listen(const std::string& name) {
   char handle[abi::kHandleMaxBytes] = {};
   void* l = nullptr;
-  check(g_net.listen(0, handle, &l), "listen");
+  check(g_net.listen(g_args.dev, handle, &l), "listen");
   if (l == nullptr) die("listen gave no comm");
   put("h." + name, handle, sizeof(handle));
   return l;
@@ -226,7 +227,7 @@ void connect_ring(const std::string& tag, int next, int prev, void** send, void*
   *recv = nullptr;
   const auto end = Clock::now() + std::chrono::seconds(60);
   while (*send == nullptr || *recv == nullptr) {
-    if (*send == nullptr) check(g_net.connect(0, handle, send), "connect");
+    if (*send == nullptr) check(g_net.connect(g_args.dev, handle, send), "connect");
     if (*recv == nullptr) check(g_net.accept(*listen, recv), "accept");
     if (Clock::now() > end) die("ring connections not up within 60 s");
   }
@@ -617,6 +618,7 @@ int main(int argc, char** argv) {
     else if (a == "--dir") g_args.dir = next();
     else if (a == "--elements") g_args.elements = std::stoull(next());
     else if (a == "--iterations") g_args.iterations = std::stoi(next());
+    else if (a == "--dev") g_args.dev = std::stoi(next());
     else if (a == "--ring") {
       std::stringstream ss(next());
       for (std::string x; std::getline(ss, x, ',');) g_args.ring.push_back(std::stoi(x));

@@ -125,6 +125,23 @@ TEST(NcclPlugin, RingAllReduceSurvivesANicCutMidRun) {
   EXPECT_GE(failovers, 1) << "the cut path was never failed over: did the run cross it?";
 }
 
+// RDMAD_NCCL_DEVICES=nic: device 1 is NIC 1, and its comms' bytes stay on that rail.
+TEST(NcclPlugin, PerNicDeviceKeepsItsTrafficOnItsNic) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  const std::vector<std::string> args = {"allreduce", "--dev", "1", "--elements", std::to_string(1 << 20),
+                                         "--iterations", "2"};
+  ranks.push_back(rank(c.a(), c.dir, 0, 2, args, 10, {"RDMAD_NCCL_DEVICES=nic"}));
+  ranks.push_back(rank(c.b(), c.dir, 1, 2, args, 10, {"RDMAD_NCCL_DEVICES=nic"}));
+  expect_all_done(ranks, "allreduce done", 180s);
+  for (Node* n : {&c.a(), &c.b()}) {
+    const std::string id = n->id();
+    EXPECT_EQ(n->metric("rdmad_balancer_bytes_sent_total{device=\"" + id + "0\"}").value_or(0), 0) << id;
+    EXPECT_GT(n->metric("rdmad_balancer_bytes_sent_total{device=\"" + id + "1\"}").value_or(0), 4 << 20) << id;
+  }
+}
+
 TEST(NcclPlugin, PeerDaemonKilledFailsEveryPendingRequestWithin5s) {
   Cluster c;
   ASSERT_TRUE(c.start());
