@@ -8,6 +8,7 @@ namespace {
 
 constexpr size_t kMaxRequestsPerComm = abi::kMaxRequests * kMaxRecvs * 4;  // NCCL's bound, with room
 constexpr auto kLivenessInterval = std::chrono::milliseconds(1);
+constexpr auto kPeerGoneGrace = std::chrono::seconds(2);
 
 abi::Result result_of(rdmad_status s) {
   switch (s) {
@@ -123,9 +124,14 @@ void Plugin::progress(Comm& c) {
   }
   // The other rank's process: its end of the rendezvous connection closes when it exits.
   const auto now = Clock::now();
+  // A rank that finished may exit while our last completions are still on their way from our
+  // daemon (its receive completed when our send's data was placed; our send completes just
+  // after): requests get kPeerGoneGrace to complete before they fail.
   if (c.failed.empty() && c.socket >= 0 && now >= c.next_liveness) {
     c.next_liveness = now + kLivenessInterval;
-    if (peer_closed(c.socket)) c.failed = "the rank on node " + c.peer + " closed its connection (its process ended?)";
+    if (c.peer_gone == Clock::time_point{} && peer_closed(c.socket)) c.peer_gone = now;
+    if (c.peer_gone != Clock::time_point{} && now - c.peer_gone > kPeerGoneGrace)
+      c.failed = "the rank on node " + c.peer + " closed its connection (its process ended?)";
   }
 }
 

@@ -91,6 +91,7 @@ struct Comm {
   std::vector<std::unique_ptr<Request>> requests;
   std::string failed;  // set once the comm is broken: every request after it fails
   Clock::time_point next_liveness{};
+  Clock::time_point peer_gone{};  // when the other rank's end of the rendezvous connection closed
 };
 
 struct ListenComm {

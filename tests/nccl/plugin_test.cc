@@ -163,5 +163,22 @@ TEST(NcclPlugin, PeerDaemonKilledFailsEveryPendingRequestWithin5s) {
   EXPECT_EQ(r1->wait_exit(30s), 0) << r1->output();
 }
 
+// The other rank's process dies (its daemon stays): the rendezvous connection closes, and the
+// pending requests fail after the 2 s grace, never hang.
+TEST(NcclPlugin, PeerProcessKilledFailsEveryPendingRequestWithin5s) {
+  Cluster c;
+  ASSERT_TRUE(c.start());
+  auto r0 = rank(c.a(), c.dir, 0, 2, {"pending"});
+  auto r1 = rank(c.b(), c.dir, 1, 2, {"pending"});
+  ASSERT_TRUE(r0->wait_for_output("posted", 60s)) << r0->output() << r1->output();
+  const auto killed = std::chrono::steady_clock::now();
+  r1->signal(SIGKILL);
+  ASSERT_TRUE(r0->wait_for_output("send test", 30s)) << r0->output();
+  const auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_LT(took, 5s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_NE(r0->output().find("send test 6 receive test 6"), std::string::npos) << r0->output();
+  EXPECT_EQ(r0->wait_exit(30s), 0) << r0->output();
+}
+
 }  // namespace
 }  // namespace rdmad::test

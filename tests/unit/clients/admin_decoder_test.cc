@@ -57,8 +57,10 @@ TEST(AdminDecoder, TypesAreAdminAndHaveFixedBodies) {
   EXPECT_EQ(proto::request_body_bytes(22), 0);                                  // status
   EXPECT_EQ(proto::request_body_bytes(23), long{sizeof(proto::ResumeRequest)});
   EXPECT_EQ(proto::request_body_bytes(24), long{sizeof(proto::QueryRegistrationRequest)});
-  EXPECT_EQ(proto::request_body_bytes(25), -1);
+  EXPECT_EQ(proto::request_body_bytes(25), 0);  // node id: for every client, not admin
+  EXPECT_EQ(proto::request_body_bytes(26), -1);
   EXPECT_FALSE(proto::is_admin_request(23));
+  EXPECT_FALSE(proto::is_admin_request(25));
 }
 
 TEST(AdminDecoder, WellFormedRequestsDispatch) {
