@@ -158,8 +158,13 @@ abi::Result Plugin::properties(int dev, abi::PropertiesV9* p) {
   p->max_recvs = kMaxRecvs;
   p->device_type = abi::kDeviceHost;
   p->device_version = 0;
-  p->vprops.ndevs = 1;
-  p->vprops.devs[0] = dev;
+  if (d.members.empty()) {
+    p->vprops.ndevs = 1;
+    p->vprops.devs[0] = dev;
+  } else {
+    p->vprops.ndevs = static_cast<int>(d.members.size());
+    for (size_t i = 0; i < d.members.size(); ++i) p->vprops.devs[i] = d.members[i];
+  }
   p->max_p2p_bytes = size_t{1} << 30;
   p->max_coll_bytes = size_t{1} << 30;
   return abi::kSuccess;
@@ -389,6 +394,7 @@ abi::Result Plugin::make_vdevice(int* dev, abi::VDeviceProps* props) {
     if (m < 0 || static_cast<size_t>(m) >= devices_.size()) return abi::kInvalidArgument;
     const Device& d = devices_[static_cast<size_t>(m)];
     every_nic |= d.nic_mask == 0;
+    v.members.push_back(m);
     v.nic_mask |= d.nic_mask;
     v.speed_mbps += d.speed_mbps;
     v.ptr_support &= d.ptr_support;

@@ -38,6 +38,7 @@ struct Device {
   int speed_mbps = 0;
   uint32_t nic_mask = 0;  // 0: every NIC of the node
   int ptr_support = abi::kPtrHost;
+  std::vector<int> members;  // a merged (virtual) device's devices; empty for a device of its own
 };
 
 struct MemHandle {
