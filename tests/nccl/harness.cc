@@ -77,6 +77,7 @@ struct Net {
   std::function<int(void*, int, void**, size_t*, int*, void**, void**)> irecv;
   std::function<int(void*, int*, int*)> test;
   std::function<int(void*)> close_send, close_recv, close_listen;
+  std::function<int(int*, abi::VDeviceProps*)> make_vdevice;  // v9 and later
 };
 
 Net load(const std::string& path, int abi_version) {
@@ -130,6 +131,7 @@ Net load(const std::string& path, int abi_version) {
     if (t->init(logger) != abi::kSuccess) die("init failed");
     common(t);
     n.properties = t->get_properties;
+    n.make_vdevice = t->make_vdevice;
     n.connect = [t](int d, void* h, void** s) { return t->connect(d, h, s, nullptr); };
     n.isend = t->isend;
     n.irecv = t->irecv;
@@ -138,6 +140,7 @@ Net load(const std::string& path, int abi_version) {
     if (t->init(logger, nullptr) != abi::kSuccess) die("init failed");
     common(t);
     n.properties = t->get_properties;
+    n.make_vdevice = t->make_vdevice;
     abi::CommConfigV10 config{-1};
     n.connect = [t, config](int d, void* h, void** s) mutable { return t->connect(d, &config, h, s, nullptr); };
     n.isend = [t](void* c, void* d, size_t s, int tag, void* m, void** r) { return t->isend(c, d, s, tag, m, nullptr, r); };
@@ -591,6 +594,13 @@ int run_pending() {
 int run_properties() {
   int n = 0;
   check(g_net.devices(&n), "devices");
+  if (n >= 2 && g_net.make_vdevice) {  // NCCL's NIC fusion: one virtual device over devices 0 and 1
+    abi::VDeviceProps v{2, {0, 1, 0, 0}};
+    int merged = -1;
+    check(g_net.make_vdevice(&merged, &v), "makeVDevice");
+    say("merged device %d", merged);
+    check(g_net.devices(&n), "devices");
+  }
   say("devices %d", n);
   for (int d = 0; d < n; ++d) {
     abi::PropertiesV9 p{};
@@ -598,6 +608,7 @@ int run_properties() {
     say("device %d name=%s pci=%s guid=%llx ptr=%d speed=%d max_recvs=%d reg_is_global=%d max_comms=%d", d, p.name,
         p.pci_path ? p.pci_path : "(none)", static_cast<unsigned long long>(p.guid), p.ptr_support, p.speed,
         p.max_recvs, p.reg_is_global, p.max_comms);
+    if (p.vprops.ndevs > 1) say("device %d members %d,%d", d, p.vprops.devs[0], p.vprops.devs[1]);
   }
   return 0;
 }

@@ -57,9 +57,13 @@ TEST(NcclPlugin, DevicesAndPropertiesInEveryVersion) {
   // One device per NIC, named after it, for NCCL to pick rails by locality.
   auto p = rank(c.a(), c.dir, 0, 1, {"properties"}, 10, {"RDMAD_NCCL_DEVICES=nic"});
   ASSERT_EQ(p->wait_exit(30s), 0) << p->output();
-  EXPECT_NE(p->output().find("devices 2\n"), std::string::npos) << p->output();
   EXPECT_NE(p->output().find("device 0 name=node-a0 "), std::string::npos) << p->output();
   EXPECT_NE(p->output().find("device 1 name=node-a1 "), std::string::npos) << p->output();
+  // makeVDevice (v9, v10): NCCL fuses the two NICs into a third device spanning both.
+  EXPECT_NE(p->output().find("merged device 2\ndevices 3\n"), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("device 2 name=rdmad-merged+node-a0+node-a1 pci=(none) guid="), std::string::npos)
+      << p->output();
+  EXPECT_NE(p->output().find("device 2 members 0,1"), std::string::npos) << p->output();
 }
 
 TEST(NcclPlugin, InitFailsCleanlyWithoutADaemonSoNcclFallsBack) {
