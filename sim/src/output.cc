@@ -94,24 +94,38 @@ void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
 
 base::Status plot_outputs(const std::filesystem::path& dir) {
   // One gnuplot script; CSVs are long-format, so each flow/port is selected with a filter.
+  // Every picture is always drawn: an empty series (output.max_rate_flows = 0, no finished flow)
+  // gives a labelled empty frame instead of gnuplot's "x range is invalid", which would abort the
+  // script and leave the later pictures undrawn.
   const std::string script = R"GP(set datafile separator ","
 set terminal pngcairo size 1000,600
 set key outside right
+empty(what) = sprintf("set label 1 \"%s\" at graph 0.5, graph 0.5 center; set xrange [0:1]; set yrange [0:1]; plot NaN notitle; unset label 1; set autoscale xy", what)
 set output "rates.png"
 set title "per-flow delivered rate"
 set xlabel "time (us)"; set ylabel "Gb/s"
 flows = system("tail -n +2 rates.csv | cut -d, -f2 | sort -n -u | head -16 | tr '\n' ' '")
-plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
+if (strlen(flows) > 0) {
+  plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
+} else {
+  eval empty("no per-flow rate samples (output.max_rate_flows = 0)")
+}
 set output "queues.png"
-set title "bottleneck queues"; set ylabel "bytes"
+set title "bottleneck queues"; set xlabel "time (us)"; set ylabel "bytes"
 ports = system("tail -n +2 queues.csv | cut -d, -f2 | awk '!s[$0]++' | head -16 | tr '\n' ' '")
-plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+if (strlen(ports) > 0) {
+  plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+} else {
+  eval empty("no queue samples")
+}
+set output "fct_slowdown.png"
+set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
 finished = system("awk -F, 'NR > 1 && $8 != \"\"' fct.csv | wc -l") + 0
 if (finished > 0) {
-  set output "fct_slowdown.png"
-  set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
   set logscale xy
   plot "fct.csv" using 4:8 with points pt 7 ps 0.3 notitle
+} else {
+  eval empty("no finished flows")
 }
 )GP";
   {
