@@ -186,6 +186,7 @@ void Network::transmit(uint32_t port, uint32_t pkt) {
   Port& p = ports_[port];
   uint32_t bytes = packets_[pkt].wire_bytes;
   p.tx_wire_bytes += bytes;
+  if (packets_[pkt].type == PacketType::kData) p.tx_data_wire_bytes += bytes;
   auto ser = static_cast<SimTimeNs>(std::ceil(bytes * p.ns_per_byte));
   p.busy_until = now_ + ser;
   packets_[pkt].arrive_ns = now_ + ser + p.delay_ns;

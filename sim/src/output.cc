@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/os.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <fstream>
+#include <ranges>
 #include <stdexcept>
 
 namespace rdmad::sim {
@@ -49,7 +51,17 @@ std::string summary_json(const RunResults& r) {
   j += fmt::format("  \"jain_index\": {},\n", r.jain_index < 0 ? "null" : num(r.jain_index));
   j += fmt::format("  \"jain_index_mean\": {},\n", r.jain_index_mean < 0 ? "null" : num(r.jain_index_mean));
   j += fmt::format("  \"jain_windows\": {},\n", r.jain_windows.size());
+  j += fmt::format("  \"jain_bursts\": [{}],\n", fmt::join(r.jain_bursts | std::views::transform(num), ", "));
   j += fmt::format("  \"bottleneck_utilization\": {},\n", num(r.bottleneck_utilization));
+  j += "  \"ports\": [";
+  for (size_t i = 0; i < r.port_utilization.size(); ++i) {
+    const PortUtilization& u = r.port_utilization[i];
+    j += fmt::format("{}\n    {{\"port\": {}, \"busy_ms\": {}, \"data_bytes\": {}, \"busy_utilization\": {}, "
+                     "\"utilization\": {}}}",
+                     i ? "," : "", json_string(i < r.port_names.size() ? r.port_names[i] : std::string()),
+                     num(u.busy_ms), u.data_bytes, num(u.busy_utilization), num(u.utilization));
+  }
+  j += r.port_utilization.empty() ? "],\n" : "\n  ],\n";
   j += fmt::format("  \"queue_bytes\": {},\n", pct_json(r.queue_bytes, false));
   j += fmt::format("  \"pfc_pauses\": {},\n  \"drops\": {},\n  \"cnps_sent\": {},\n  \"ecn_marks\": {},\n",
                    r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
