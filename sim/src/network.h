@@ -138,6 +138,8 @@ class Network {
   // network_metrics.cc
   void sample();
   void close_jain_window();
+  uint64_t fit_headroom(uint32_t node);
+  double xoff_threshold(uint64_t shared_free) const;
   void incast_jain(RunResults& r) const;
   RunResults collect(double wall_seconds);
   void progress(bool final);
@@ -182,6 +184,7 @@ class Network {
   std::vector<QueueSample> queue_samples_;
   std::vector<double> queue_values_;
   std::vector<double> jain_windows_;
+  std::vector<std::string> warnings_;
   std::vector<uint32_t> bottleneck_ports_;
   std::chrono::steady_clock::time_point wall_start_;
   std::chrono::steady_clock::time_point last_progress_;

@@ -135,6 +135,7 @@ RunResults Network::collect(double wall_seconds) {
   r.scenario = s_.name;
   r.seed = s_.seed;
   r.jain_windows = jain_windows_;
+  r.warnings = warnings_;
   set_jain(r, jain_windows_);
   if (s_.traffic.kind == TrafficKind::kIncast) incast_jain(r);
   // Utilisation over the ports that carry data, over the time they are busy: data wire bytes sent in

@@ -74,6 +74,8 @@ std::string summary_json(const RunResults& r) {
   j += fmt::format("  \"flows_total\": {},\n  \"flows_completed\": {},\n", r.flows_total, r.flows_completed);
   j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n",
                    num(r.simulated_ms), r.events, r.packet_hops);
+  j += fmt::format("  \"warnings\": [{}],\n",
+                   fmt::join(r.warnings | std::views::transform(json_string), ", "));
   j += fmt::format("  \"wall_seconds\": {}\n}}\n", fmt::format("{:.3f}", r.wall_seconds));
   return j;
 }

@@ -86,6 +86,7 @@ struct RunResults {
   std::vector<RateSample> rates;
   std::vector<QueueSample> queues;
   std::vector<std::string> port_names;  // "leaf0->host3"
+  std::vector<std::string> warnings;    // settings the run adjusted (each also on stderr)
 };
 
 }  // namespace rdmad::sim
