@@ -104,8 +104,9 @@ void ReactionPoint::on_cnp(RpState& s, TimeNs now) const {
 void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   const double old_rate = s.rate_mbps;
   double new_rate;
-  // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it);
-  // NVIDIA: "Rates (current, target) on first CNP", so Rt is set to it too (below).
+  // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it).
+  // NVIDIA documents "Rates (current, target) on first CNP"; Rt is still left to the clamp rules
+  // (docs/dcqcn.md, "Knobs": the soft datapath's tests rely on it; open question).
   const bool set_on_first = (s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0;
   if (set_on_first) {
     new_rate = std::min(old_rate, first_cnp_rate_mbps_);
@@ -118,9 +119,7 @@ void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   // Rt ← Rc when the rate rose since the previous cut by the byte counter, or by the timer with
   // clamp_tgt_rate_after_time_inc. Back-to-back cuts with no increase between them keep the
   // target, so recovery heads back to where the flow was before the burst of cuts.
-  if (set_on_first) {
-    s.target_mbps = new_rate;
-  } else if (clamp_target_ || s.byte_events > 0 || (clamp_target_after_timer_ && s.timer_events > 0)) {
+  if (clamp_target_ || s.byte_events > 0 || (clamp_target_after_timer_ && s.timer_events > 0)) {
     s.target_mbps = old_rate;
   }
   s.rate_mbps = new_rate;

@@ -220,8 +220,6 @@ TEST(ReactionPoint, RateOnFirstCnp) {
   const ReactionPoint rp(p, 100'000);
   RpState s = cut_at_zero(rp);
   EXPECT_EQ(rp.rate_mbps(s), 10'000);
-  // NVIDIA: "Rates (current, target) on first CNP": recovery heads for 10 G, not for line rate.
-  EXPECT_EQ(rp.target_mbps(s), 10'000);
   rp.on_cnp(s, 10 * kUs);  // later cuts are normal: α/2 = (1023/1024·(1019/1024)^10·…)/2 < 50%
   EXPECT_GT(rp.rate_mbps(s), 5'000);
   EXPECT_LT(rp.rate_mbps(s), 10'000);
