@@ -18,7 +18,7 @@ DcqcnParams paper_profile() {
   p.fast_recovery_stages = 5;
   p.rate_ai_mbps = 40;
   p.rate_hai_mbps = 200;
-  p.max_cut_pct = 100;  // no cut limit (α/2 ≤ 50% anyway)
+  p.min_dec_fac_pct = 0;  // no floor on a cut (the paper has none; α/2 ≤ 50% anyway)
   p.rate_cut_gd_log2 = 11;
   p.min_rate_mbps = 1;  // the paper has no floor; a zero rate cannot be paced
   p.max_rate_mbps = 0;
@@ -42,7 +42,7 @@ DcqcnParams mlx5_profile() {
   p.fast_recovery_stages = 1;
   p.rate_ai_mbps = 5;
   p.rate_hai_mbps = 50;
-  p.max_cut_pct = 50;
+  p.min_dec_fac_pct = 50;  // a cut keeps at least half the rate
   p.rate_cut_gd_log2 = 11;
   p.min_rate_mbps = 1;
   p.max_rate_mbps = 0;
@@ -106,9 +106,9 @@ const std::array kKnobs = {
              [](const DcqcnParams& p) { return int64_t{p.rate_hai_mbps}; },
              [](DcqcnParams& p, int64_t v) { p.rate_hai_mbps = static_cast<uint32_t>(v); }},
     Mlx5Knob{"rpg_min_dec_fac", "rp_min_dec_fac", KnobSide::kReactionPoint, "percent",
-             "one rate cut lowers the current rate by at most this percent", 1, 100,
-             [](const DcqcnParams& p) { return int64_t{p.max_cut_pct}; },
-             [](DcqcnParams& p, int64_t v) { p.max_cut_pct = static_cast<uint32_t>(v); }},
+             "a rate cut keeps the new rate at least this percent of the old one (100 disables cuts, 0 no floor)",
+             0, 100, [](const DcqcnParams& p) { return int64_t{p.min_dec_fac_pct}; },
+             [](DcqcnParams& p, int64_t v) { p.min_dec_fac_pct = static_cast<uint32_t>(v); }},
     Mlx5Knob{"rpg_gd", "rp_gd", KnobSide::kReactionPoint, "log2",
              "cut gain: a cut multiplies the rate by (1 - alpha*1024/2^gd); 11 is the classic alpha/2", 1, 15,
              [](const DcqcnParams& p) { return int64_t{p.rate_cut_gd_log2}; },
@@ -162,10 +162,10 @@ const Mlx5Knob* find_mlx5_knob(std::string_view name) {
 
 std::string describe(const DcqcnParams& p) {
   return fmt::format(
-      "g={:.5f} K={}us alpha0={:.4f} cut_period={}us T={}us B={}B F={} ai={}Mbps hai={}Mbps max_cut={}% "
+      "g={:.5f} K={}us alpha0={:.4f} cut_period={}us T={}us B={}B F={} ai={}Mbps hai={}Mbps min_dec_fac={}% "
       "min={}Mbps max={}Mbps np_interval={}us cnp_dscp={}",
       p.alpha_gain, p.alpha_timer_us, p.initial_alpha, p.rate_reduce_period_us, p.increase_timer_us,
-      p.byte_counter_bytes, p.fast_recovery_stages, p.rate_ai_mbps, p.rate_hai_mbps, p.max_cut_pct,
+      p.byte_counter_bytes, p.fast_recovery_stages, p.rate_ai_mbps, p.rate_hai_mbps, p.min_dec_fac_pct,
       p.min_rate_mbps, p.max_rate_mbps, p.np_cnp_interval_us, p.cnp_dscp);
 }
 

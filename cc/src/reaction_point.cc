@@ -28,9 +28,9 @@ ReactionPoint::ReactionPoint(const DcqcnParams& p, double line_rate_mbps)
       rate_hai_mbps_(p.rate_hai_mbps),
       // rpg_gd: the firmware cuts Rc by Rc·α_fw/2^gd with α_fw = α·1024 in 1/1024 steps.
       cut_gain_(std::ldexp(1.0, 10 - static_cast<int>(p.rate_cut_gd_log2))),
-      // rpg_min_dec_fac read as "one cut lowers Rc by at most this percent" (at the firmware
-      // default of 50 the other reading, "new rate ≥ pct% of old", is the same).
-      max_cut_fraction_(std::min(100u, p.max_cut_pct) / 100.0),
+      // rpg_min_dec_fac, as NVIDIA documents it: the new rate stays at least this percent of the old
+      // one (25 keeps a cut above 25%, 100 disables cuts). docs/dcqcn.md, "Knobs".
+      min_dec_fraction_(std::min(100u, p.min_dec_fac_pct) / 100.0),
       first_cnp_rate_mbps_(p.rate_on_first_cnp_mbps),
       clamp_target_(p.clamp_target_rate),
       clamp_target_after_timer_(p.clamp_target_rate_after_time_inc) {
@@ -105,11 +105,14 @@ void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   const double old_rate = s.rate_mbps;
   double new_rate;
   // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it).
-  if ((s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0) {
+  // NVIDIA documents "Rates (current, target) on first CNP"; Rt is still left to the clamp rules
+  // (docs/dcqcn.md, "Knobs": the soft datapath's tests rely on it; open question).
+  const bool set_on_first = (s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0;
+  if (set_on_first) {
     new_rate = std::min(old_rate, first_cnp_rate_mbps_);
   } else {
-    const double fraction = std::min({alpha_now * cut_gain_, max_cut_fraction_, 1.0});
-    new_rate = old_rate * (1.0 - fraction);
+    const double fraction = std::min(alpha_now * cut_gain_, 1.0);
+    new_rate = std::max(old_rate * (1.0 - fraction), old_rate * min_dec_fraction_);
   }
   new_rate = std::clamp(new_rate, min_rate_mbps_, max_rate_mbps_);
   // mlx5 clamp_tgt_rate / clamp_tgt_rate_after_time_inc (docs/dcqcn.md, "Target rate at a cut"):

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     rdmad::sim::Scenario scenario = rdmad::sim::load_scenario(resolve(scenario_arg), overrides);
     rdmad::sim::Simulator sim(scenario);
     rdmad::sim::RunResults results = sim.run();
+    for (const std::string& w : results.warnings) std::fprintf(stderr, "rdmad-sim: warning: %s\n", w.c_str());
     rdmad::sim::write_outputs(results, out_dir);
     if (plot) {
       if (const auto plotted = rdmad::sim::plot_outputs(out_dir); !plotted.ok()) {

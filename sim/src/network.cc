@@ -1,5 +1,7 @@
 #include "network.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -88,13 +90,7 @@ void Network::build_ports() {
   for (uint32_t i = 0; i < topo_.switches; ++i) {
     SwitchState& sw = switches_[i];
     sw.node = topo_.hosts + i;
-    uint64_t headroom = 0;
-    for (uint32_t p = node_first_port_[sw.node]; p < node_first_port_[sw.node + 1]; ++p) {
-      headroom += s_.sw.pfc ? ports_[p].headroom_bytes : 0;
-    }
-    if (headroom >= s_.sw.buffer_bytes)
-      throw std::runtime_error("switch.buffer_bytes is smaller than PFC headroom");
-    sw.shared_size = s_.sw.buffer_bytes - headroom;
+    sw.shared_size = s_.sw.buffer_bytes - (s_.sw.pfc ? fit_headroom(sw.node) : 0);
   }
   for (auto [from, to] : topo_.bottlenecks) {
     for (uint32_t p = node_first_port_[from]; p < node_first_port_[from + 1]; ++p) {
@@ -170,6 +166,39 @@ SimTimeNs Network::path_ideal_ns(uint32_t flow) const {
   return static_cast<SimTimeNs>(rtt + static_cast<double>(f.size_bytes) * line_ns_per_byte);
 }
 
+// The switch's PFC headroom, all ingress ports together. An explicit switch.headroom_bytes that does
+// not fit is an error naming both keys; the automatic 2·BDP one (long links) is scaled down to half
+// the buffer with a warning, so a long-delay run starts but may drop under PFC.
+uint64_t Network::fit_headroom(uint32_t node) {
+  const uint32_t first = node_first_port_[node];
+  const uint32_t last = node_first_port_[node + 1];
+  uint64_t headroom = 0;
+  for (uint32_t p = first; p < last; ++p) headroom += ports_[p].headroom_bytes;
+  const uint64_t buffer = s_.sw.buffer_bytes;
+  const std::string& name = topo_.switch_names[node - topo_.hosts];
+  if (s_.sw.headroom_bytes != 0) {
+    if (headroom < buffer) return headroom;
+    throw std::runtime_error(fmt::format(
+        "{}: key 'switch.headroom_bytes' ({} per ingress port, {} on switch {} with {} ports) does not fit in "
+        "switch.buffer_bytes ({}, {}): needs switch.buffer_bytes > {}",
+        s_.sw.headroom_bytes_at, s_.sw.headroom_bytes, headroom, name, last - first, buffer, s_.sw.buffer_bytes_at,
+        headroom));
+  }
+  if (headroom <= buffer / 2) return headroom;
+  const double scale = static_cast<double>(buffer / 2) / static_cast<double>(headroom);
+  uint64_t capped = 0;
+  for (uint32_t p = first; p < last; ++p) {
+    ports_[p].headroom_bytes = static_cast<uint64_t>(static_cast<double>(ports_[p].headroom_bytes) * scale);
+    capped += ports_[p].headroom_bytes;
+  }
+  warnings_.push_back(fmt::format(
+      "{}: switch.buffer_bytes ({}) cannot hold switch {}'s automatic PFC headroom of 2·BDP per port ({} in "
+      "all): capped to {} (half the buffer), so PFC may drop; lossless needs switch.buffer_bytes >= {} "
+      "(headroom + as much shared buffer) or an explicit switch.headroom_bytes",
+      s_.sw.buffer_bytes_at, buffer, name, headroom, capped, 2 * headroom));
+  return capped;
+}
+
 uint32_t Network::alloc_packet() {
   if (!free_packets_.empty()) {
     uint32_t p = free_packets_.back();
@@ -186,6 +215,7 @@ void Network::transmit(uint32_t port, uint32_t pkt) {
   Port& p = ports_[port];
   uint32_t bytes = packets_[pkt].wire_bytes;
   p.tx_wire_bytes += bytes;
+  if (packets_[pkt].type == PacketType::kData) p.tx_data_wire_bytes += bytes;
   auto ser = static_cast<SimTimeNs>(std::ceil(bytes * p.ns_per_byte));
   p.busy_until = now_ + ser;
   packets_[pkt].arrive_ns = now_ + ser + p.delay_ns;

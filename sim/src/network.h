@@ -59,7 +59,13 @@ struct Port {
   uint64_t headroom_used_bytes = 0;
   uint64_t headroom_bytes = 0;
   uint64_t tx_wire_bytes = 0;
+  uint64_t tx_data_wire_bytes = 0;  // data packets only (headers included), not CNPs
   uint64_t tx_at_sample = 0;
+  uint64_t data_at_sample = 0;
+  // After warm-up, over the sample intervals in which the port sent data: their length and the
+  // data wire bytes sent in them (the busy-time utilisation, docs/simulator.md).
+  SimTimeNs data_busy_ns = 0;
+  uint64_t data_busy_bytes = 0;
   uint64_t tx_at_warmup = 0;
   uint64_t max_queue_bytes = 0;  // after warm-up
   std::optional<cc::RedMarker> marker;
@@ -132,6 +138,9 @@ class Network {
   // network_metrics.cc
   void sample();
   void close_jain_window();
+  uint64_t fit_headroom(uint32_t node);
+  double xoff_threshold(uint64_t shared_free) const;
+  void incast_jain(RunResults& r) const;
   RunResults collect(double wall_seconds);
   void progress(bool final);
   std::string node_name(uint32_t node) const;
@@ -175,6 +184,7 @@ class Network {
   std::vector<QueueSample> queue_samples_;
   std::vector<double> queue_values_;
   std::vector<double> jain_windows_;
+  std::vector<std::string> warnings_;
   std::vector<uint32_t> bottleneck_ports_;
   std::chrono::steady_clock::time_point wall_start_;
   std::chrono::steady_clock::time_point last_progress_;

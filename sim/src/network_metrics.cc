@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "network.h"
 
@@ -21,6 +22,15 @@ constexpr BucketDef kBuckets[] = {
     {"1MB-10MB", 1'000'000, 10'000'000},
     {">=10MB", 10'000'000, UINT64_MAX},
 };
+
+// jain_index / jain_index_mean: the minimum and mean of `indices` (left undefined when empty).
+void set_jain(RunResults& r, const std::vector<double>& indices) {
+  if (indices.empty()) return;
+  r.jain_index = *std::min_element(indices.begin(), indices.end());
+  double sum = 0;
+  for (double j : indices) sum += j;
+  r.jain_index_mean = sum / static_cast<double>(indices.size());
+}
 
 }  // namespace
 
@@ -63,6 +73,13 @@ void Network::sample() {
     queue_samples_.push_back({now_, static_cast<uint32_t>(i), q});
     if (measuring && p.tx_wire_bytes != p.tx_at_sample) queue_values_.push_back(static_cast<double>(q));
     p.tx_at_sample = p.tx_wire_bytes;
+    // A whole interval after the warm-up mark in which the port sent data counts as busy.
+    const uint64_t data = p.tx_data_wire_bytes - p.data_at_sample;
+    if (warmup_mark_ns_ >= 0 && last_sample_ns_ >= warmup_mark_ns_ && data > 0) {
+      p.data_busy_ns += now_ - last_sample_ns_;
+      p.data_busy_bytes += data;
+    }
+    p.data_at_sample = p.tx_data_wire_bytes;
   }
   last_sample_ns_ = now_;
   while (measuring && now_ >= next_window_ns_) {
@@ -70,6 +87,27 @@ void Network::sample() {
     next_window_ns_ += jain_window_ns_;
   }
   if (now_ + sample_ns_ <= end_ns_) events_.push(now_ + sample_ns_, EventKind::kSample, 0);
+}
+
+// Incast: Jain's index of each burst over its flows' mean rates (size / FCT); the flows of a burst
+// share a start time. A burst with fewer than two finished flows has no index.
+void Network::incast_jain(RunResults& r) const {
+  std::map<SimTimeNs, std::vector<double>> bursts;
+  for (const Flow& f : flows_) {
+    if (f.finish_ns > f.start_ns && f.start_ns >= warmup_ns_) {
+      bursts[f.start_ns].push_back(static_cast<double>(f.size_bytes) / static_cast<double>(f.finish_ns - f.start_ns));
+    }
+  }
+  for (const auto& [start, x] : bursts) {
+    double sum = 0;
+    double sum_sq = 0;
+    for (double v : x) {
+      sum += v;
+      sum_sq += v * v;
+    }
+    if (x.size() >= 2) r.jain_bursts.push_back(sum * sum / (static_cast<double>(x.size()) * sum_sq));
+  }
+  set_jain(r, r.jain_bursts);
 }
 
 // Jain's index over the flows active for the whole window [next_window − W, next_window).
@@ -97,25 +135,34 @@ RunResults Network::collect(double wall_seconds) {
   r.scenario = s_.name;
   r.seed = s_.seed;
   r.jain_windows = jain_windows_;
-  if (!jain_windows_.empty()) {
-    r.jain_index = *std::min_element(jain_windows_.begin(), jain_windows_.end());
-    double sum = 0;
-    for (double j : jain_windows_) sum += j;
-    r.jain_index_mean = sum / static_cast<double>(jain_windows_.size());
-  }
-  double util_sum = 0;
-  uint32_t busy_ports = 0;
+  r.warnings = warnings_;
+  set_jain(r, jain_windows_);
+  if (s_.traffic.kind == TrafficKind::kIncast) incast_jain(r);
+  // Utilisation over the ports that carry data, over the time they are busy: data wire bytes sent in
+  // the busy intervals over the capacity of those intervals, summed over ports (so a port busy
+  // longer weighs more). Ports that only carry CNPs (toward the senders) never count.
+  double busy_bits = 0;
+  double busy_capacity_bits = 0;
   uint64_t max_queue = 0;
+  const double measured_ns =
+      warmup_mark_ns_ >= 0 ? static_cast<double>(std::max<SimTimeNs>(0, last_sample_ns_ - warmup_mark_ns_)) : 0;
   for (uint32_t pi : bottleneck_ports_) {
     const Port& p = ports_[pi];
     max_queue = std::max(max_queue, p.max_queue_bytes);
-    uint64_t sent = p.tx_at_sample - p.tx_at_warmup;
-    if (warmup_mark_ns_ < 0 || last_sample_ns_ <= warmup_mark_ns_ || sent == 0) continue;
-    util_sum += static_cast<double>(sent) * 8000.0 / static_cast<double>(p.rate_mbps) /
-                static_cast<double>(last_sample_ns_ - warmup_mark_ns_);
-    ++busy_ports;
+    // Mb/s = bits per µs: capacity in bits over t ns is rate_mbps·t/1000.
+    const double capacity_bits = static_cast<double>(p.rate_mbps) * static_cast<double>(p.data_busy_ns) / 1000;
+    PortUtilization u;
+    u.busy_ms = static_cast<double>(p.data_busy_ns) / 1e6;
+    u.data_bytes = p.data_busy_bytes;
+    u.busy_utilization = capacity_bits > 0 ? static_cast<double>(p.data_busy_bytes) * 8 / capacity_bits : 0;
+    u.utilization = measured_ns > 0 ? static_cast<double>(p.tx_at_sample - p.tx_at_warmup) * 8000.0 /
+                                          static_cast<double>(p.rate_mbps) / measured_ns
+                                    : 0;
+    r.port_utilization.push_back(u);
+    busy_bits += static_cast<double>(p.data_busy_bytes) * 8;
+    busy_capacity_bits += capacity_bits;
   }
-  r.bottleneck_utilization = busy_ports ? util_sum / busy_ports : 0;
+  r.bottleneck_utilization = busy_capacity_bits > 0 ? busy_bits / busy_capacity_bits : 0;
   r.queue_bytes = percentiles(queue_values_);
   r.queue_bytes.max = static_cast<double>(max_queue);
   r.pfc_pauses = pfc_pauses_;

@@ -29,9 +29,9 @@ void Network::switch_receive(uint32_t in_port, uint32_t pkt_id) {
     }
     sw.shared_used += bytes;
   } else if (s_.sw.pfc) {
-    // Lossless: an ingress over its dynamic threshold spills into its headroom and pauses upstream.
-    const double threshold = s_.sw.pfc_alpha * static_cast<double>(shared_free);
-    if (static_cast<double>(in.ingress_shared_bytes + bytes) <= threshold && bytes <= shared_free) {
+    // Lossless: an ingress over its Xoff threshold spills into its headroom and pauses upstream.
+    if (static_cast<double>(in.ingress_shared_bytes + bytes) <= xoff_threshold(shared_free) &&
+        bytes <= shared_free) {
       in.ingress_shared_bytes += bytes;
       sw.shared_used += bytes;
     } else if (in.headroom_used_bytes + bytes <= in.headroom_bytes) {
@@ -103,10 +103,20 @@ void Network::release_ingress(const Packet& pkt, uint32_t node) {
   if (in.xoff_sent && in.headroom_used_bytes == 0) {
     const uint64_t xon_offset =
         s_.sw.xon_offset_bytes != 0 ? s_.sw.xon_offset_bytes : 2 * (s_.mtu_bytes + s_.header_bytes);
-    const double threshold = s_.sw.pfc_alpha * static_cast<double>(sw.shared_size - sw.shared_used);
-    if (static_cast<double>(in.ingress_shared_bytes + xon_offset) <= threshold)
-      send_pause(pkt.ingress_port, false);
+    const bool resume =
+        s_.sw.pfc_xoff_bytes != 0
+            ? in.ingress_shared_bytes <= (s_.sw.pfc_xon_bytes != 0 ? s_.sw.pfc_xon_bytes
+                                                                   : s_.sw.pfc_xoff_bytes - std::min(s_.sw.pfc_xoff_bytes, xon_offset))
+            : static_cast<double>(in.ingress_shared_bytes + xon_offset) <= xoff_threshold(sw.shared_size - sw.shared_used);
+    if (resume) send_pause(pkt.ingress_port, false);
   }
+}
+
+// Bytes of shared buffer an ingress may hold before Xoff: static (switch.pfc_xoff_bytes) or dynamic
+// (pfc_alpha of the free shared buffer).
+double Network::xoff_threshold(uint64_t shared_free) const {
+  return s_.sw.pfc_xoff_bytes != 0 ? static_cast<double>(s_.sw.pfc_xoff_bytes)
+                                   : s_.sw.pfc_alpha * static_cast<double>(shared_free);
 }
 
 // PAUSE/RESUME for the data priority reaches the upstream port one propagation delay later; the

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/os.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <fstream>
+#include <ranges>
 #include <stdexcept>
 
 namespace rdmad::sim {
@@ -49,7 +51,17 @@ std::string summary_json(const RunResults& r) {
   j += fmt::format("  \"jain_index\": {},\n", r.jain_index < 0 ? "null" : num(r.jain_index));
   j += fmt::format("  \"jain_index_mean\": {},\n", r.jain_index_mean < 0 ? "null" : num(r.jain_index_mean));
   j += fmt::format("  \"jain_windows\": {},\n", r.jain_windows.size());
+  j += fmt::format("  \"jain_bursts\": [{}],\n", fmt::join(r.jain_bursts | std::views::transform(num), ", "));
   j += fmt::format("  \"bottleneck_utilization\": {},\n", num(r.bottleneck_utilization));
+  j += "  \"ports\": [";
+  for (size_t i = 0; i < r.port_utilization.size(); ++i) {
+    const PortUtilization& u = r.port_utilization[i];
+    j += fmt::format("{}\n    {{\"port\": {}, \"busy_ms\": {}, \"data_bytes\": {}, \"busy_utilization\": {}, "
+                     "\"utilization\": {}}}",
+                     i ? "," : "", json_string(i < r.port_names.size() ? r.port_names[i] : std::string()),
+                     num(u.busy_ms), u.data_bytes, num(u.busy_utilization), num(u.utilization));
+  }
+  j += r.port_utilization.empty() ? "],\n" : "\n  ],\n";
   j += fmt::format("  \"queue_bytes\": {},\n", pct_json(r.queue_bytes, false));
   j += fmt::format("  \"pfc_pauses\": {},\n  \"drops\": {},\n  \"cnps_sent\": {},\n  \"ecn_marks\": {},\n",
                    r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
@@ -62,6 +74,8 @@ std::string summary_json(const RunResults& r) {
   j += fmt::format("  \"flows_total\": {},\n  \"flows_completed\": {},\n", r.flows_total, r.flows_completed);
   j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n",
                    num(r.simulated_ms), r.events, r.packet_hops);
+  j += fmt::format("  \"warnings\": [{}],\n",
+                   fmt::join(r.warnings | std::views::transform(json_string), ", "));
   j += fmt::format("  \"wall_seconds\": {}\n}}\n", fmt::format("{:.3f}", r.wall_seconds));
   return j;
 }
@@ -94,24 +108,38 @@ void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
 
 base::Status plot_outputs(const std::filesystem::path& dir) {
   // One gnuplot script; CSVs are long-format, so each flow/port is selected with a filter.
+  // Every picture is always drawn: an empty series (output.max_rate_flows = 0, no finished flow)
+  // gives a labelled empty frame instead of gnuplot's "x range is invalid", which would abort the
+  // script and leave the later pictures undrawn.
   const std::string script = R"GP(set datafile separator ","
 set terminal pngcairo size 1000,600
 set key outside right
+empty(what) = sprintf("set label 1 \"%s\" at graph 0.5, graph 0.5 center; set xrange [0:1]; set yrange [0:1]; plot NaN notitle; unset label 1; set autoscale xy", what)
 set output "rates.png"
 set title "per-flow delivered rate"
 set xlabel "time (us)"; set ylabel "Gb/s"
 flows = system("tail -n +2 rates.csv | cut -d, -f2 | sort -n -u | head -16 | tr '\n' ' '")
-plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
+if (strlen(flows) > 0) {
+  plot for [f in flows] "< awk -F, '$2 == ".f."' rates.csv" using 1:3 with lines title "flow ".f
+} else {
+  eval empty("no per-flow rate samples (output.max_rate_flows = 0)")
+}
 set output "queues.png"
-set title "bottleneck queues"; set ylabel "bytes"
+set title "bottleneck queues"; set xlabel "time (us)"; set ylabel "bytes"
 ports = system("tail -n +2 queues.csv | cut -d, -f2 | awk '!s[$0]++' | head -16 | tr '\n' ' '")
-plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+if (strlen(ports) > 0) {
+  plot for [p in ports] "< awk -F, '$2 == \"".p."\"' queues.csv" using 1:3 with lines title p
+} else {
+  eval empty("no queue samples")
+}
+set output "fct_slowdown.png"
+set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
 finished = system("awk -F, 'NR > 1 && $8 != \"\"' fct.csv | wc -l") + 0
 if (finished > 0) {
-  set output "fct_slowdown.png"
-  set title "FCT slowdown by flow size"; set xlabel "flow size (bytes)"; set ylabel "slowdown"
   set logscale xy
   plot "fct.csv" using 4:8 with points pt 7 ps 0.3 notitle
+} else {
+  eval empty("no finished flows")
 }
 )GP";
   {

@@ -37,6 +37,12 @@ class Reader {
     fail(where(node), fmt::format("key '{}' has the wrong type or range", key));
   }
 
+  // "file:line" of a key, or the file when the key is not in it.
+  std::string where_key(const std::string& key) const {
+    toml::node_view<const toml::node> node = root_.at_path(key);
+    return node ? where(node) : origin_;
+  }
+
   std::string where(toml::node_view<const toml::node> node) const {
     const auto& src = node.node()->source();
     return src.begin ? fmt::format("{}:{}", origin_, src.begin.line) : origin_;
@@ -152,6 +158,15 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("switch.pfc_alpha", w.pfc_alpha);
   r.get("switch.headroom_bytes", w.headroom_bytes);
   r.get("switch.xon_offset_bytes", w.xon_offset_bytes);
+  r.get("switch.pfc_xoff_bytes", w.pfc_xoff_bytes);
+  r.get("switch.pfc_xon_bytes", w.pfc_xon_bytes);
+  w.buffer_bytes_at = r.where_key("switch.buffer_bytes");
+  w.headroom_bytes_at = r.where_key("switch.headroom_bytes");
+  if (w.pfc_xon_bytes != 0 && w.pfc_xon_bytes >= w.pfc_xoff_bytes) {
+    fail(r.where_key("switch.pfc_xon_bytes"),
+         fmt::format("key 'switch.pfc_xon_bytes' ({}) must be below switch.pfc_xoff_bytes ({}; 0 = dynamic)",
+                     w.pfc_xon_bytes, w.pfc_xoff_bytes));
+  }
   r.get("switch.ecn", w.ecn);
   r.get("switch.kmin_bytes", w.kmin_bytes);
   r.get("switch.kmax_bytes", w.kmax_bytes);

@@ -40,6 +40,21 @@ TEST(DcqcnParams, EveryKnobRoundTripsThroughTheStruct) {
   }
 }
 
+TEST(DcqcnParams, MinDecFacIsTheVendorsPercentOfTheOldRate) {
+  // NVIDIA: 0…100, default 50; the value is written to the NIC as-is (nic_cc) and read as-is by
+  // the reaction point (soft datapath, sim): no conversion.
+  const Mlx5Knob* k = find_mlx5_knob("rpg_min_dec_fac");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k, find_mlx5_knob("rp_min_dec_fac"));
+  EXPECT_EQ(k->min, 0);
+  EXPECT_EQ(k->max, 100);
+  DcqcnParams p;
+  k->set(p, 95);
+  EXPECT_EQ(p.min_dec_fac_pct, 95u);
+  EXPECT_EQ(k->get(paper_profile()), 0);  // the paper has no floor
+  EXPECT_EQ(k->get(mlx5_profile()), 50);
+}
+
 TEST(DcqcnParams, ProfilesByName) {
   EXPECT_EQ(profile_by_name("paper"), paper_profile());
   EXPECT_EQ(profile_by_name("mlx5"), mlx5_profile());

@@ -91,15 +91,18 @@ class EagerReactionPoint {
   void cut(TimeNs at) {
     const double old = rc_;
     double next;
-    if (!ever_cut_ && p_->rate_on_first_cnp_mbps > 0) {
+    const bool set_on_first = !ever_cut_ && p_->rate_on_first_cnp_mbps > 0;
+    if (set_on_first) {
       next = std::min<double>(old, p_->rate_on_first_cnp_mbps);
     } else {
       double frac = alpha_ * static_cast<double>(1u << 10) / static_cast<double>(1u << p_->rate_cut_gd_log2);
-      frac = std::min({frac, std::min(100u, p_->max_cut_pct) / 100.0, 1.0});
-      next = old * (1 - frac);
+      frac = std::min(frac, 1.0);
+      next = std::max(old * (1 - frac), old * std::min(100u, p_->min_dec_fac_pct) / 100.0);
     }
     next = std::clamp(next, min_, max_);
-    if (p_->clamp_target_rate || bc_ > 0 || (p_->clamp_target_rate_after_time_inc && t_ > 0)) rt_ = old;
+    if (p_->clamp_target_rate || bc_ > 0 || (p_->clamp_target_rate_after_time_inc && t_ > 0)) {
+      rt_ = old;
+    }
     rc_ = next;
     rt_ = std::min(std::max(rt_, rc_), max_);
     t_ = bc_ = 0;

@@ -27,7 +27,7 @@ DcqcnParams random_params(std::mt19937_64& rng) {
   p.rate_reduce_period_us = pick(0, 2) == 0 ? 0 : static_cast<uint32_t>(pick(1, 20));
   p.rate_ai_mbps = static_cast<uint32_t>(pick(5, 400));
   p.rate_hai_mbps = static_cast<uint32_t>(pick(50, 2000));
-  p.max_cut_pct = static_cast<uint32_t>(pick(10, 100));
+  p.min_dec_fac_pct = static_cast<uint32_t>(pick(0, 100));
   p.rate_cut_gd_log2 = static_cast<uint32_t>(pick(9, 12));
   p.min_rate_mbps = static_cast<uint32_t>(pick(1, 500));
   p.max_rate_mbps = pick(0, 3) == 0 ? static_cast<uint32_t>(pick(10'000, 40'000)) : 0;

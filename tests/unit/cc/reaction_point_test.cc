@@ -138,7 +138,7 @@ TEST(ReactionPoint, Mlx5CutsAtMostOncePerCheckPeriod) {
     rate = rp.rate_mbps(s);
   }
   EXPECT_EQ(cuts, 26);  // 0, 4, …, 100 µs
-  // First cut: α = 1023/1024 → Rc·(1 − α/2), within the 50% min_dec_fac limit.
+  // First cut: α = 1023/1024 → Rc·(1 − α/2), above the 50% min_dec_fac floor.
   RpState f;
   rp.start(f, 0);
   rp.on_cnp(f, 0);
@@ -157,7 +157,7 @@ TEST(ReactionPoint, Mlx5CutsAtMostOncePerCheckPeriod) {
 TEST(ReactionPoint, CutLimitsAndClamps) {
   DcqcnParams p = paper_profile();
   p.rate_cut_gd_log2 = 10;  // cut by α·Rc: with α = 1 a full cut ...
-  p.max_cut_pct = 50;       // ... limited to 50%
+  p.min_dec_fac_pct = 50;   // ... but the new rate stays ≥ 50% of the old
   p.min_rate_mbps = 1000;
   p.max_rate_mbps = 25'000;
   const ReactionPoint rp(p, 40'000);
@@ -170,6 +170,48 @@ TEST(ReactionPoint, CutLimitsAndClamps) {
   for (int i = 1; i < 10; ++i) rp.on_cnp(s, i);
   EXPECT_EQ(rp.rate_mbps(s), 1000);  // floor, not 25000/2^10
   EXPECT_GE(rp.target_mbps(s), rp.rate_mbps(s));
+}
+
+// rpg_min_dec_fac as NVIDIA documents it: "new_cur_rate >= min_dec_fac% * old_cur_rate", 100 means no
+// rate decrease. The expected rates are computed by hand from new = max(old·(1 − α/2), old·f/100).
+// (The old reading, "a cut lowers the rate by at most f%", gives 75000, 50000, 50000 and 59921.875.)
+TEST(ReactionPoint, MinDecFacKeepsTheNewRateAtLeastThatPercentOfTheOld) {
+  const auto first_cut = [](uint32_t min_dec_fac, double alpha0) {
+    DcqcnParams p = paper_profile();
+    p.min_dec_fac_pct = min_dec_fac;
+    p.initial_alpha = alpha0;
+    const ReactionPoint rp(p, 100'000);
+    return rp.rate_mbps(cut_at_zero(rp));
+  };
+  // α = 1: the α/2 cut is 50%.
+  EXPECT_EQ(first_cut(25, 1.0), 50'000);   // 1 − α/2 = 0.5 > 0.25: the floor does not bind
+  EXPECT_EQ(first_cut(50, 1.0), 50'000);   // both 0.5
+  EXPECT_EQ(first_cut(75, 1.0), 75'000);   // floor 0.75 binds
+  EXPECT_EQ(first_cut(100, 1.0), 100'000);  // 100: no rate decrease at all
+  EXPECT_EQ(first_cut(0, 1.0), 50'000);    // 0: no floor
+  // α = 0.5: the α/2 cut is 25% → 75000.
+  EXPECT_EQ(first_cut(25, 0.5), 75'000);
+  EXPECT_EQ(first_cut(80, 0.5), 80'000);
+
+  // Two cuts at t = 0 with f = 80, α0 = 0.5, g = 1/256 (paper): cut 1 → max(75000, 80000) = 80000;
+  // α ← 0.5·255/256 + 1/256 = 0.501953125; cut 2 → max(80000·(1 − 0.2509765625) = 59921.875,
+  // 80000·0.8 = 64000) = 64000.
+  DcqcnParams p = paper_profile();
+  p.min_dec_fac_pct = 80;
+  p.initial_alpha = 0.5;
+  const ReactionPoint rp(p, 100'000);
+  RpState s = cut_at_zero(rp);
+  EXPECT_EQ(rp.rate_mbps(s), 80'000);
+  EXPECT_EQ(rp.alpha(s, 0), 0.501953125);
+  rp.on_cnp(s, 0);
+  EXPECT_EQ(rp.rate_mbps(s), 64'000);
+
+  // gd = 10 cuts by α: with α = 1 the α cut alone would reach 0, so the floor decides: 25% → 25000.
+  DcqcnParams q = paper_profile();
+  q.rate_cut_gd_log2 = 10;
+  q.min_dec_fac_pct = 25;
+  const ReactionPoint rq(q, 100'000);
+  EXPECT_EQ(rq.rate_mbps(cut_at_zero(rq)), 25'000);
 }
 
 TEST(ReactionPoint, RateOnFirstCnp) {

@@ -25,7 +25,9 @@ struct DcqcnParams {
   uint32_t fast_recovery_stages = 0;        // F (rpg_threshold)
   uint32_t rate_ai_mbps = 0;                // R_AI, additive increase step
   uint32_t rate_hai_mbps = 0;               // R_HAI, hyper increase step
-  uint32_t max_cut_pct = 100;               // one cut lowers Rc by at most this percent (rpg_min_dec_fac)
+  // rpg_min_dec_fac (NVIDIA: "new_cur_rate >= min_dec_fac% * old_cur_rate"; 100 disables cuts): a cut
+  // never takes Rc below this percent of its value before the cut. 0 = no floor.
+  uint32_t min_dec_fac_pct = 0;
   uint32_t rate_cut_gd_log2 = 11;           // cut Rc·(1 − α·1024/2^gd): 11 is the classic α/2 (rpg_gd)
   uint32_t min_rate_mbps = 1;               // floor for Rc and Rt (rpg_min_rate)
   uint32_t max_rate_mbps = 0;               // ceiling below line rate; 0 = line rate (rpg_max_rate)

@@ -113,7 +113,7 @@ class ReactionPoint {
   double rate_ai_mbps_;
   double rate_hai_mbps_;
   double cut_gain_;             // 2^(10 − gd): the cut is Rc·α·cut_gain (α/2 for gd = 11)
-  double max_cut_fraction_;     // max_cut_pct / 100
+  double min_dec_fraction_;     // min_dec_fac_pct / 100: a cut keeps Rc ≥ Rc_old·this
   double first_cnp_rate_mbps_;  // 0: normal cut
   bool clamp_target_;
   bool clamp_target_after_timer_;

@@ -43,6 +43,14 @@ struct QueueSample {
   uint64_t bytes;
 };
 
+// One bottleneck port (RunResults::port_names, same order).
+struct PortUtilization {
+  double busy_ms = 0;            // after warm-up: sample intervals in which the port sent data
+  uint64_t data_bytes = 0;       // data wire bytes (headers included) sent in those intervals
+  double busy_utilization = 0;   // data_bytes·8 / (capacity · busy_ms); 0 when never busy
+  double utilization = 0;        // every wire byte (CNPs too) / capacity over the whole measured time
+};
+
 struct SizeBucket {
   std::string label;
   uint64_t lo_bytes;  // inclusive
@@ -53,10 +61,15 @@ struct SizeBucket {
 struct RunResults {
   std::string scenario;
   uint64_t seed = 0;
-  double jain_index = -1;  // minimum over complete windows after warm-up; -1 when undefined
+  // Minimum over complete windows after warm-up (incast: over bursts, jain_bursts); -1 when undefined.
+  double jain_index = -1;
   double jain_index_mean = -1;
   std::vector<double> jain_windows;
-  double bottleneck_utilization = 0;  // wire bytes / capacity on the busy bottleneck ports after warm-up
+  std::vector<double> jain_bursts;    // incast: Jain's index of each burst (size/FCT of its flows)
+  // Σ data_bytes·8 / Σ capacity·busy time over the bottleneck ports (PortUtilization): the ports that
+  // carry data, over the time they are busy.
+  double bottleneck_utilization = 0;
+  std::vector<PortUtilization> port_utilization;
   Percentiles queue_bytes;            // sampled bottleneck queues after warm-up (max is exact)
   uint64_t pfc_pauses = 0;            // Xoff frames sent
   uint64_t drops = 0;
@@ -73,6 +86,7 @@ struct RunResults {
   std::vector<RateSample> rates;
   std::vector<QueueSample> queues;
   std::vector<std::string> port_names;  // "leaf0->host3"
+  std::vector<std::string> warnings;    // settings the run adjusted (each also on stderr)
 };
 
 }  // namespace rdmad::sim

@@ -32,6 +32,15 @@ struct SwitchConfig {
   double pfc_alpha = 1.0 / 8;     // Xoff when an ingress holds more than pfc_alpha·(free shared)
   uint64_t headroom_bytes = 0;    // per ingress port beyond Xoff; 0 = 2·BDP of the link + 2 MTU
   uint64_t xon_offset_bytes = 0;  // Xon this far below Xoff; 0 = 2 MTU
+  // Static PFC thresholds per ingress port (as switches and htsim set them), instead of the dynamic
+  // pfc_alpha one: Xoff when the ingress holds more than pfc_xoff_bytes of shared buffer, Xon at
+  // pfc_xon_bytes or less. 0 = dynamic; pfc_xon_bytes 0 with a static Xoff = Xoff − 2 frames.
+  uint64_t pfc_xoff_bytes = 0;
+  uint64_t pfc_xon_bytes = 0;
+  // Where buffer_bytes and headroom_bytes were set ("file:line", or the file when defaulted), for
+  // errors found once the topology is known.
+  std::string buffer_bytes_at;
+  std::string headroom_bytes_at;
   bool ecn = true;
   uint64_t kmin_bytes = 400'000;  // RED/ECN per egress data queue
   uint64_t kmax_bytes = 1'600'000;
