@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -22,9 +23,10 @@ namespace {
 
 constexpr const char* kServiceUser = "rdmad";  // User= of deploy/systemd/rdmad.service
 
-// Binds a socket of `type` to host:0: empty when the address is one of this host's, else why not.
-// The port is left to the kernel: a daemon already running holds the configured one.
-std::string bind_problem(const std::string& host, int type) {
+// Binds a socket of `type` to host:port: empty when the address is one of this host's (and the port
+// free), else why not. Port 0 leaves the port to the kernel: a daemon already running holds the
+// configured one.
+std::string bind_problem(const std::string& host, int type, uint16_t port = 0) {
   sockaddr_storage ss{};
   socklen_t len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
@@ -38,8 +40,11 @@ std::string bind_problem(const std::string& host, int type) {
   } else {
     return "not an IP address";
   }
+  v4->sin_port = htons(port);  // sin_port and sin6_port are at the same offset
   const int s = ::socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
   if (s < 0) return fmt::format("socket: {}", std::strerror(errno));
+  const int one = 1;
+  if (type == SOCK_STREAM) ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as listeners do
   const int rc = ::bind(s, reinterpret_cast<sockaddr*>(&ss), len);
   const int err = errno;
   ::close(s);
@@ -131,6 +136,70 @@ void check_peer(const config::Config& c, NicCount nics, PreflightReport& out) {
     out.warnings.push_back(what + " until the daemon opens one of the NICs it retries");
 }
 
+// "host:port" or "[v6]:port" (the loader validated it) -> host and port.
+bool split_listen(const std::string& s, std::string& host, uint16_t& port) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const long p = std::strtol(s.c_str() + colon + 1, nullptr, 10);
+  if (p < 0 || p > 65535) return false;
+  port = static_cast<uint16_t>(p);
+  return true;
+}
+
+// What start-up makes or takes beyond NICs and peers: its directories, the sysfs root it reads and
+// the metrics port. A port already taken is a warning: the running daemon holds it until it is
+// restarted (a reload keeps it), but a second daemon could not start.
+void check_host(const config::Config& c, PreflightReport& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto directory_problem = [&](const std::string& key, const fs::path& dir) {
+    if (fs::exists(dir, ec)) {
+      if (!fs::is_directory(dir, ec))
+        out.errors.push_back(fmt::format("{}: {} exists and is not a directory (start-up would fail)", key, dir.string()));
+      return;
+    }
+    // Start-up creates it (and systemd's RuntimeDirectory= usually has): its nearest existing
+    // ancestor must be a directory.
+    fs::path p = dir.parent_path();
+    while (!p.empty() && p != p.root_path() && !fs::exists(p, ec)) p = p.parent_path();
+    if (!p.empty() && fs::exists(p, ec) && !fs::is_directory(p, ec))
+      out.errors.push_back(fmt::format("{}: {} cannot be created: {} is not a directory", key, dir.string(), p.string()));
+  };
+  directory_problem("daemon.runtime_dir", c.daemon.runtime_dir);
+  if (const fs::path dir = fs::path(c.daemon.socket_path).parent_path(); !dir.empty())
+    directory_problem("daemon.socket_path", dir);  // the client service creates it
+  if (!c.daemon.sysfs_root.empty() && c.daemon.sysfs_root != "/") {
+    const fs::path sys = fs::path(c.daemon.sysfs_root) / "sys";
+    if (!fs::is_directory(c.daemon.sysfs_root, ec))
+      out.errors.push_back(fmt::format("daemon.sysfs_root: {}: no such directory (no NIC, counter or DCQCN knob would be "
+                                       "found there)",
+                                       c.daemon.sysfs_root));
+    else if (!fs::is_directory(sys, ec))
+      out.warnings.push_back(fmt::format("daemon.sysfs_root: {} has no sys/ (is it the host's root, mounted?): no NIC, "
+                                         "counter or DCQCN knob would be found there",
+                                         c.daemon.sysfs_root));
+  }
+  std::string host;
+  uint16_t port = 0;
+  if (!c.metrics.listen.empty() && split_listen(c.metrics.listen, host, port)) {
+    if (std::string why = bind_problem(host, SOCK_STREAM); !why.empty())
+      out.errors.push_back(fmt::format("metrics.listen: {}: {} (start-up would fail)", host, why));
+    else if (port != 0 && !(why = bind_problem(host, SOCK_STREAM, port)).empty())
+      out.warnings.push_back(fmt::format("metrics.listen: {}: {} (a running rdmad holds it until it restarts; another "
+                                         "process there would stop start-up)",
+                                         c.metrics.listen, why));
+  }
+  if (c.peer.enabled && !c.peer.listen_host.empty() && c.peer.listen_port != 0) {
+    if (std::string why = bind_problem(c.peer.listen_host, SOCK_STREAM, static_cast<uint16_t>(c.peer.listen_port));
+        !why.empty() && bind_problem(c.peer.listen_host, SOCK_STREAM).empty())
+      out.warnings.push_back(fmt::format("peer.listen: port {}: {} (a running rdmad holds it until it restarts; another "
+                                         "process there would stop start-up)",
+                                         c.peer.listen_port, why));
+  }
+}
+
 }  // namespace
 
 PreflightReport preflight(const std::string& path, const PreflightOptions& options,
@@ -180,6 +249,7 @@ PreflightReport preflight(const std::string& path, const PreflightOptions& optio
   // What start-up checks beyond the file, on the configuration as this process reads it (the
   // credentials aside, the same for every user).
   if (!mine.ok()) return out;
+  check_host(mine.config, out);
   check_peer(mine.config, check_nics(mine.config, backends, out), out);
   return out;
 }

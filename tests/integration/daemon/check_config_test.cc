@@ -4,6 +4,8 @@
 // peer channel's coherence; it names what it could not check. Start-up agrees with it.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,6 +184,48 @@ TEST_F(CheckConfig, AddressesThatAreNotLocalFail) {
   EXPECT_EQ(listen.exit, 1) << listen.output;
   EXPECT_NE(listen.output.find("peer.listen: 192.0.2.77: not an address of this host"), std::string::npos)
       << listen.output;
+}
+
+// What start-up makes and takes on the host: a runtime directory that is a file, a sysfs root that
+// is not there, a metrics port someone else listens on.
+TEST_F(CheckConfig, HostDirectoriesAndPortsAreChecked) {
+  const int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(taken, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(taken, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(taken, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  const std::string file = dir_.write("not-a-dir", "x");
+  const std::string nic = "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n";
+  const auto cfg = [&](const std::string& runtime, const std::string& sysfs, int metrics_port) {
+    return dir_.write("host.toml", fmt::format("[daemon]\nruntime_dir = \"{0}\"\nsocket_path = \"{1}/run/rdmad.sock\"\n"
+                                               "sysfs_root = \"{2}\"\n[metrics]\nlisten = \"127.0.0.1:{3}\"\n{4}",
+                                               runtime, dir_.path(), sysfs, metrics_port, nic));
+  };
+  Outcome bad = rdmad({"--check-config", cfg(file, dir_.path() + "/no-such-root", port)});
+  EXPECT_EQ(bad.exit, 1) << bad.output;
+  EXPECT_NE(bad.output.find("daemon.runtime_dir: " + file + " exists and is not a directory"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("daemon.sysfs_root: " + dir_.path() + "/no-such-root: no such directory"), std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find(fmt::format("metrics.listen: 127.0.0.1:{}: Address already in use", port)), std::string::npos)
+      << bad.output;
+  // As start-up does.
+  EXPECT_EQ(rdmad({"--config", cfg(file, "/", 0)}).exit, 1);
+  // A port in use alone is a warning (a running daemon holds its own), and a root without sys/ too.
+  std::filesystem::create_directories(dir_.path() + "/empty-root");
+  Outcome warned = rdmad({"--check-config", cfg(dir_.path() + "/run", dir_.path() + "/empty-root", port)});
+  EXPECT_EQ(warned.exit, 0) << warned.output;
+  EXPECT_NE(warned.output.find("has no sys/"), std::string::npos) << warned.output;
+  EXPECT_NE(warned.output.find("a running rdmad holds it until it restarts"), std::string::npos) << warned.output;
+  ::close(taken);
+  Outcome good = rdmad({"--check-config", cfg(dir_.path() + "/run", "/", port)});
+  EXPECT_EQ(good.exit, 0) << good.output;
+  EXPECT_EQ(good.output.find("metrics.listen"), std::string::npos) << good.output;
 }
 
 // Without root, another user's view cannot be checked: it says so.
