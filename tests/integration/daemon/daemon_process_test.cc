@@ -505,7 +505,12 @@ TEST_F(DaemonProcess, WatchdogStopsPingingWhileADatapathThreadIsStalled) {
   const auto [code, out] = ctl_stall(dir_, "datapath:rail0", "4");
   ASSERT_EQ(code, 0) << out;
   ASSERT_TRUE(proc_->wait_for_output("thread stalled thread=datapath:rail0", 5s)) << proc_->output();
-  // (No scrape here: it would wait for the stalled datapath, which its NIC's counters are read on.)
+  // A scrape does not wait for the stalled datapath: the stall is in it, beside the NIC's counters
+  // (read without the datapath thread) — within a second, while the stall lasts 4 s.
+  const auto scraped = std::chrono::steady_clock::now();
+  EXPECT_TRUE(metrics_contain(port, "rdmad_thread_stalled{thread=\"datapath:rail0\"} 1", 1s));
+  EXPECT_LT(std::chrono::steady_clock::now() - scraped, 1500ms);
+  EXPECT_TRUE(metrics_contain(port, "rdmad_datapath_sleeps_total{device=", 1s));
   // From the error on, no ping until the thread moves again (the stall lasts 4 s).
   notify.wait_for("\x01", 150ms);  // take what was sent before the error (already queued)
   const size_t pings = notify.count("WATCHDOG=1");

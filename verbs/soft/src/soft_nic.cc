@@ -240,11 +240,37 @@ void SoftNic::loop() {
 }
 
 NicCounters SoftNic::counters() const {
-  NicCounters c = counters_;
+  const LiveCounters& l = counters_;
+  NicCounters c;
+  c.np_ecn_marked_roce_packets = l.np_ecn_marked_roce_packets;
+  c.np_cnp_sent = l.np_cnp_sent;
+  c.rp_cnp_handled = l.rp_cnp_handled;
+  c.rp_cnp_ignored = l.rp_cnp_ignored;
+  c.out_of_sequence = l.out_of_sequence;
+  c.packet_seq_err = l.packet_seq_err;
+  c.local_ack_timeout_err = l.local_ack_timeout_err;
+  c.duplicate_request = l.duplicate_request;
+  c.rnr_nak_retry_err = l.rnr_nak_retry_err;
+  c.req_remote_access_errors = l.req_remote_access_errors;
+  c.resp_remote_access_errors = l.resp_remote_access_errors;
+  c.implied_nak_seq_err = l.implied_nak_seq_err;
+  c.tx_packets = l.tx_packets;
+  c.rx_packets = l.rx_packets;
+  c.tx_bytes = l.tx_bytes;
+  c.rx_bytes = l.rx_bytes;
   c.rx_dropped = 0;
-  for (uint64_t n : c.rx_dropped_by_reason) c.rx_dropped += n;
+  for (size_t i = 0; i < kRxDropReasons; ++i) {
+    c.rx_dropped_by_reason[i] = l.rx_dropped_by_reason[i];
+    c.rx_dropped += c.rx_dropped_by_reason[i];
+  }
+  c.retransmitted_packets = l.retransmitted_packets;
+  c.datapath_sleeps = l.datapath_sleeps;
+  c.crc_at_post_packets = l.crc_at_post_packets;
+  // The datapath thread's CPU clock, read from whichever thread asks.
+  clockid_t cpu_clock{};
   timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+  if (thread_.joinable() && pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &cpu_clock) == 0 &&
+      clock_gettime(cpu_clock, &ts) == 0) {
     c.datapath_cpu_ns = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
   }
   return c;

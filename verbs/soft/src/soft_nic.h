@@ -46,6 +46,33 @@ inline constexpr size_t kWireOverheadBytes = 14 + 20 + 8 + 12 + 4 + 4;
 inline constexpr TimeNs kWheelSlotNs = 1000;
 
 /// A send-only socket bound to one UDP source port.
+// A counter one thread (the datapath) writes and any thread reads: relaxed loads and stores, so the
+// hot path has no locked instruction and a reader (a scrape) never waits for the datapath, a
+// stalled one included. Completions are published with release after the counts they follow, so
+// a reader that saw a completion sees its counts.
+class Counter {
+ public:
+  Counter& operator++() { return *this += 1; }
+  Counter& operator+=(uint64_t n) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return *this;
+  }
+  operator uint64_t() const { return v_.load(std::memory_order_relaxed); }  // NOLINT: reads as the number
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// The NIC's NicCounters as the datapath keeps them (NicCounters' fields, Counter for uint64_t).
+struct LiveCounters {
+  Counter np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled, rp_cnp_ignored;
+  Counter out_of_sequence, packet_seq_err, local_ack_timeout_err, duplicate_request, rnr_nak_retry_err;
+  Counter req_remote_access_errors, resp_remote_access_errors, implied_nak_seq_err;
+  Counter tx_packets, rx_packets, tx_bytes, rx_bytes;
+  std::array<Counter, kRxDropReasons> rx_dropped_by_reason;
+  Counter retransmitted_packets, datapath_sleeps, crc_at_post_packets;
+};
+
 struct SourceSocket {
   int fd = -1;
   uint16_t port = 0;
@@ -121,6 +148,9 @@ class SoftNic {
   static void wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps);
   /// Waits for the datapath's pass in progress, if one is.
   void wait_pass() const;
+  /// The counters, from any thread, without waiting for the datapath (LiveCounters); the CPU time
+  /// is the datapath thread's clock.
+  NicCounters counters() const;
 
   // ---- datapath-thread only (reached through run()) ----
   Result<QpContext*> add_qp(uint32_t pd_id, std::shared_ptr<QpShared> shared, std::shared_ptr<CqShared> scq,
@@ -128,8 +158,6 @@ class SoftNic {
   void remove_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
   QpAttr query_qp(uint32_t qpn);
-  /// The counters, with the datapath thread's CPU time read on the thread itself.
-  NicCounters counters() const;
   /// Appends the reaction-point state of every QP in RTS, brought up to the current loop pass.
   void dcqcn_samples(std::vector<DcqcnSample>& out);
   /// Rebuilds the reaction and notification points from new parameters; per-QP state is kept.
@@ -236,7 +264,7 @@ class SoftNic {
   cc::NotificationPoint np_;
   cc::Pacer pacer_;
   roce::DecodeCounters decode_counters_;
-  NicCounters counters_;
+  LiveCounters counters_;
   UdpTxBatch tx_;
   UdpRxBatch rx_;
 
