@@ -70,6 +70,7 @@ bool Daemon::start() {
 
   log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", config_.cc.profile,
                        base::q(cc::describe(config_.cc.params)));
+  std::map<std::string, verbs::HostNics> discovered;  // the embedded default's scan, not made twice
   if (config_.nics.empty()) {
     auto embedded = embedded_nics(backends_, config_);
     if (!embedded.ok()) {
@@ -77,12 +78,13 @@ bool Daemon::start() {
       return false;
     }
     config_.nics = embedded.value().nics;
+    discovered = std::move(embedded.value().discovered);
     embedded_nics_ = true;
     log::get(log::Component::kVerbs)
         ->info("no nic configured embedded_default=true nics={} detail={}", config_.nics.size(),
                base::q(embedded.value().why));
   }
-  nics_ = std::make_unique<NodeNics>(backends_, config_);
+  nics_ = std::make_unique<NodeNics>(backends_, config_, std::move(discovered));
   if (const base::Status st = nics_->open(); !st.ok()) {
     log::get(log::Component::kVerbs)->error("cannot open nics error={}", base::q(st.message()));
     return false;

@@ -46,6 +46,7 @@ base::Result<EmbeddedNics> embedded_nics(const verbs::BackendRegistry& backends,
     scan.sysfs_root = config.daemon.sysfs_root.empty() ? "/" : config.daemon.sysfs_root;
     auto host = b->discover(scan);
     if (!host.ok()) continue;  // HardwareNics logs the discovery error when it runs it again
+    out.discovered.emplace(name, host.value());
     for (const verbs::HostNic& p : host.value().ports) {
       config::NicSection n;
       n.name = p.port == 1 ? p.device : fmt::format("{}-{}", p.device, p.port);

@@ -43,13 +43,13 @@ const config::NicSection* HardwareNics::configured(const std::string& device) co
   return nullptr;
 }
 
-void HardwareNics::discover(const verbs::BackendInfo& b) {
+void HardwareNics::discover(const verbs::BackendInfo& b, const verbs::HostNics* known) {
   auto log = log::get(log::Component::kVerbs);
   verbs::HostScan scan;
   scan.sysfs_root = root_.root().string();
   for (const auto& n : config_.nics)
     if (n.backend == b.name) scan.devices.push_back(n.device);
-  auto found = b.discover(scan);
+  auto found = known != nullptr ? verbs::Result<verbs::HostNics>(*known) : b.discover(scan);
   if (!found.ok()) {
     log->error("rdma device discovery failed error={}", base::q(found.status().message()));
     // The configured devices are still manageable through sysfs.
@@ -81,11 +81,12 @@ std::vector<verbs::HostNic> HardwareNics::gid_tables() const {
   return out;
 }
 
-void HardwareNics::start() {
+void HardwareNics::start(const std::map<std::string, verbs::HostNics>& discovered) {
   auto log = log::get(log::Component::kVerbs);
   for (const std::string& name : backends_.names()) {
     const verbs::BackendInfo* b = backends_.find(name);
-    if (b->caps.sysfs_ports && b->discover) discover(*b);
+    const auto known = discovered.find(name);
+    if (b->caps.sysfs_ports && b->discover) discover(*b, known != discovered.end() ? &known->second : nullptr);
   }
   if (backend_of_.empty()) {
     log->info("no rdma devices found hardware_management=idle");

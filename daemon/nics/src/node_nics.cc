@@ -4,11 +4,16 @@
 
 namespace rdmad::daemon {
 
-NodeNics::NodeNics(const verbs::BackendRegistry& backends, const config::Config& config)
-    : hardware_(backends, nic_cc::SysfsRoot(config.daemon.sysfs_root), config), slots_(backends), config_(config) {}
+NodeNics::NodeNics(const verbs::BackendRegistry& backends, const config::Config& config,
+                   std::map<std::string, verbs::HostNics> discovered)
+    : hardware_(backends, nic_cc::SysfsRoot(config.daemon.sysfs_root), config),
+      slots_(backends),
+      config_(config),
+      discovered_(std::move(discovered)) {}
 
 base::Status NodeNics::open() {
-  hardware_.start();
+  hardware_.start(discovered_);
+  discovered_.clear();
   hardware_.poll();
   if (base::Status st = slots_.open(config_); !st.ok()) return st;
   // Every port of a device shares its PCI function and NUMA node: any of them describes the slot.

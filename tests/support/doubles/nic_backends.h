@@ -37,6 +37,7 @@ struct NicBackends {
   std::vector<std::string> opened;  // every attempt, by device name
   std::vector<verbs::DeviceConfig> configs;
   std::vector<verbs::HostNic> host_ports;  // what the hardware backend's discover() finds
+  int discoveries = 0;                     // its discover() calls
   verbs::BackendRegistry registry;
   explicit NicBackends(const std::string& hardware = "rdma_core") {
     registry.add({hardware, hardware_caps(), options_of("rdma_core"), [this](const verbs::DeviceConfig& c) -> verbs::Result<std::unique_ptr<verbs::Device>> {
@@ -47,6 +48,7 @@ struct NicBackends {
                   },
                   [] { return std::vector<std::string>{}; },
                   [this](const verbs::HostScan&) -> verbs::Result<verbs::HostNics> {
+                    ++discoveries;
                     verbs::HostNics found;
                     found.ports = host_ports;
                     for (const verbs::HostNic& p : host_ports) found.devices.push_back(p.device);

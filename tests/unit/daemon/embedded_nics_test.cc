@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "rdmad/base/log.h"
+#include "rdmad/daemon/nics/node_nics.h"
 #include "support/doubles/nic_backends.h"
+#include "support/temp_dir.h"
 
 namespace rdmad::daemon {
 namespace {
@@ -30,6 +33,27 @@ TEST(EmbeddedNics, EveryDiscoveredPortIsANicNamedAfterItsDevice) {
   EXPECT_EQ(e.value().nics[2].device, "mlx5_1");
   EXPECT_EQ(e.value().nics[2].port, 2);
   EXPECT_NE(e.value().why.find("mlx5_1 port 2"), std::string::npos) << e.value().why;
+}
+
+// Start-up scans the host once: the NICs open on the embedded default's discovery, not a second one.
+TEST(EmbeddedNics, TheHostIsScannedOnceAtStart) {
+  log::setup(spdlog::level::off);
+  test::NicBackends b;
+  b.host_ports = {port("mlx5_0", 1), port("mlx5_1", 1)};
+  b.present = {"mlx5_0", "mlx5_1"};
+  ::rdmad::test::TempDir sysfs;
+  config::Config cfg;
+  cfg.daemon.sysfs_root = sysfs.path();
+  auto e = embedded_nics(b.registry, cfg);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(b.discoveries, 1);
+  cfg.nics = e.value().nics;
+  NodeNics nics(b.registry, cfg, e.value().discovered);
+  ASSERT_TRUE(nics.open().ok());
+  EXPECT_EQ(b.discoveries, 1) << "NodeNics scanned the host again";
+  ASSERT_EQ(nics.slots().nics().size(), 2u);
+  EXPECT_TRUE(nics.slots().nics()[1].in_service());
+  ASSERT_NE(nics.host_port("mlx5_1", 1), nullptr) << "the ports of the first scan are the hardware view";
 }
 
 TEST(EmbeddedNics, WithoutRdmaDevicesOneSoftNicOnLoopbackWithAFreePort) {

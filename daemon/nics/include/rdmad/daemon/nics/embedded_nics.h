@@ -3,6 +3,7 @@
 // kernel ports discover (rdma_core) is a NIC; without any, one NIC of the software backend (soft0)
 // on [daemon] embedded_nic_address, so that a machine without RDMA devices still serves
 // registrations.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace rdmad::daemon {
 struct EmbeddedNics {
   std::vector<config::NicSection> nics;
   std::string why;  // for the log: what was found and what runs
+  // Each backend's discovery that succeeded, by backend name: NodeNics starts from it instead of
+  // scanning the host a second time.
+  std::map<std::string, verbs::HostNics> discovered;
 };
 
 /// The [[nic]] sections the daemon runs when the file has none: it asks every backend with kernel

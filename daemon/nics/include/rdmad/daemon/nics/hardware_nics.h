@@ -28,8 +28,9 @@ class HardwareNics {
 
   // Finds the ports: every device the sysfs_ports backends list, plus each [[nic]] device of such a
   // backend that sysfs shows. Logs one line per port, the CC parameters found and any it changed
-  // (cc_apply).
-  void start();
+  // (cc_apply). `discovered`: discoveries already made at start-up, by backend name (the embedded
+  // default's), used instead of scanning again.
+  void start(const std::map<std::string, verbs::HostNics>& discovered = {});
   // Samples driver counters and checks CC health; logs a finding when it appears and when it clears.
   void poll();
   /// Every port found by start(), device by device.
@@ -68,7 +69,7 @@ class HardwareNics {
   class Collector;
 
   const config::NicSection* configured(const std::string& device) const;
-  void discover(const verbs::BackendInfo& b);
+  void discover(const verbs::BackendInfo& b, const verbs::HostNics* known);
   void inspect_and_apply(const verbs::HostNic& p, PortState& st);
 
   nic_cc::SysfsRoot root_;

@@ -4,6 +4,7 @@
 // narrow views of it: the client service the NIC list (clients::NicDirectory), the flow engine its
 // FlowNics, the registrar and the event monitor the slots.
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@ class NodeNics final : public clients::NicDirectory {
   using Clock = NicSlots::Clock;
 
   // `backends` outlives this object.
-  NodeNics(const verbs::BackendRegistry& backends, const config::Config& config);
+  // `discovered`: the host scans start-up made already (EmbeddedNics::discovered), not made again.
+  NodeNics(const verbs::BackendRegistry& backends, const config::Config& config,
+           std::map<std::string, verbs::HostNics> discovered = {});
 
   /// Finds the hardware ports (HardwareNics::start and a first poll), then opens every [[nic]]
   /// (NicSlots::open). An error is a start-up error that names the NIC.
@@ -61,6 +64,7 @@ class NodeNics final : public clients::NicDirectory {
   HardwareNics hardware_;
   NicSlots slots_;
   config::Config config_;
+  std::map<std::string, verbs::HostNics> discovered_;  // until open()
   // By slot: the index in hardware_.ports() of a port of its device (-1: none), joined once at open().
   std::vector<int> host_of_slot_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectors_;
