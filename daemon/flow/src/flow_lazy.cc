@@ -67,9 +67,10 @@ void FlowService::wait_for_session(uint64_t conn_id, const std::string& peer,
     const clients::Error e = not_found(peer, "is not a discovered node");
     return go(&e);
   }
-  const auto deadline = SteadyClock::now() + session_wait();
-  waiters_.push_back(Waiter{conn_id, peer, deadline, std::move(go)});
-  channel_->want(peer, deadline);
+  const auto now = SteadyClock::now();
+  waiters_.push_back(Waiter{conn_id, peer, now + session_wait(), std::move(go)});
+  // Wanted while it waits: every tick renews it, so the want ends soon after the wait does.
+  channel_->want(peer, now + 2 * tick_interval());
 }
 
 void FlowService::resume_waiters(const std::string& peer) {
@@ -118,12 +119,14 @@ void FlowService::lazy_tick() {
   }
   for (auto& [w, e] : ended) w.go(&e);
   // Flows whose session is gone keep wanting their node: they reconnect when it is found again.
-  const auto until = now + 4 * tick_interval();
+  // Shorter than the idle time (tick_interval() is at most a quarter of it): a node no longer
+  // needed is not redialled after its session was closed as idle.
+  const auto until = now + 2 * tick_interval();
   std::set<std::string> need;
   for (const auto& [id, f] : flows_)
     if (session_->ready(f.peer) == nullptr && !channel_->static_peer(f.peer)) need.insert(f.peer);
   for (const Waiter& w : waiters_) need.insert(w.peer);
-  for (const std::string& p : need) channel_->want(p, std::max(until, now));
+  for (const std::string& p : need) channel_->want(p, until);
   // Idle sessions.
   std::map<std::string, bool> connected;
   for (const std::string& p : channel_->established_peers())
