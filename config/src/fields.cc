@@ -170,6 +170,32 @@ void add_peer_fields(std::vector<Field>& f) {
                "most the hardware allows).",
                "an integer in [0, 7]", false, v::int_range(0, 7),
                [](Config& c, size_t, const Value& x) { c.peer.qp_retry_cnt = as<int64_t>(x); }});
+  f.push_back({"peer", "discover", FieldType::kString, std::string(""),
+               "Find peers through DNS, as on a Kubernetes headless Service: dns:NAME takes the A and AAAA records "
+               "of NAME (port discover_port), dns-srv:NAME the SRV records (host and port, e.g. "
+               "dns-srv:_rdmad._tcp.rdmad-peers.rdmad.svc.cluster.local). A discovered address is only a "
+               "candidate: its node id is the one its authenticated hello proves, never the DNS name. Sessions to "
+               "discovered nodes are opened when a flow or export names the node and closed after idle_session_ms "
+               "without one; this node's own address is skipped. Combines with [[peers]], which stay dialled "
+               "eagerly. Empty: no discovery.",
+               "dns:NAME, dns-srv:NAME, or empty", false, v::discover_target(),
+               [](Config& c, size_t, const Value& x) { c.peer.discover = as<std::string>(x); }});
+  f.push_back({"peer", "discover_port", FieldType::kInt, kDefaultPeerPort,
+               "TCP port of the peer channel at the addresses of a dns:NAME discover (SRV records carry their own).",
+               "an integer in [1, 65535]", false, v::int_range(1, 65535),
+               [](Config& c, size_t, const Value& x) { c.peer.discover_port = as<int64_t>(x); }});
+  f.push_back({"peer", "discover_interval_ms", FieldType::kInt, int64_t{30000},
+               "Milliseconds between DNS resolutions of discover; after a failed one it is retried after 1 s, "
+               "doubling up to this interval, and the addresses of the last good answer are kept meanwhile. A "
+               "record removed or added is noticed within this interval.",
+               "an integer in [100, 3600000]", false, v::int_range(100, kMaxMs),
+               [](Config& c, size_t, const Value& x) { c.peer.discover_interval_ms = as<int64_t>(x); }});
+  f.push_back({"peer", "idle_session_ms", FieldType::kInt, int64_t{300000},
+               "A session to a discovered node that carries no flow, export or grant on either side for this many "
+               "milliseconds is closed (and opened again by the next flow to that node), so a large fleet does not "
+               "hold a session to every node; [[peers]] sessions are never closed. 0: never close.",
+               "an integer in [0, 86400000]", false, v::int_range(0, 86400000),
+               [](Config& c, size_t, const Value& x) { c.peer.idle_session_ms = as<int64_t>(x); }});
   // [[peers]]
   auto node = [](Config& c, size_t i) -> PeerNodeSection& {
     if (c.peers.size() <= i) c.peers.resize(i + 1);

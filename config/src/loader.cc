@@ -274,6 +274,10 @@ class Parser {
       error(where({"peers[0]"}, "peer"), "peers",
             "[[peers]] is listed but the peer channel is off: set enabled = true in [peer]");
     }
+    if (!c.peer.discover.empty() && !c.peer.enabled) {
+      error(where({"peer.discover"}, "peer"), "peer.discover",
+            "discover is set but the peer channel is off: set enabled = true in [peer]");
+    }
     std::map<std::string, size_t> ids;
     for (size_t i = 0; i < c.peers.size(); ++i) {
       const std::string& id = c.peers[i].node_id;

@@ -121,6 +121,43 @@ Validator uri_prefix() {
   };
 }
 
+namespace {
+
+bool dns_label_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+
+// Why `name` is not a DNS name ("" when it is one): dot-separated labels of 1..63 letters, digits,
+// '-' or '_', at most 253 bytes, an optional trailing dot.
+std::string dns_name_problem(const std::string& name) {
+  std::string n = name;
+  if (!n.empty() && n.back() == '.') n.pop_back();
+  if (n.empty() || n.size() > 253) return "the name after the scheme must have 1..253 bytes";
+  for (size_t start = 0; start <= n.size();) {
+    const size_t dot = std::min(n.find('.', start), n.size());
+    if (dot == start || dot - start > 63) return "'" + name + "' has a label that is empty or longer than 63 bytes";
+    if (!std::all_of(n.begin() + static_cast<std::ptrdiff_t>(start), n.begin() + static_cast<std::ptrdiff_t>(dot),
+                     dns_label_char))
+      return "'" + name + "' has a character a DNS name cannot hold";
+    start = dot + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+Validator discover_target() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    if (s.empty()) return "";
+    const size_t colon = s.find(':');
+    const std::string scheme = colon == std::string::npos ? "" : s.substr(0, colon);
+    if (scheme != "dns" && scheme != "dns-srv")
+      return "dns:NAME (A/AAAA records) or dns-srv:NAME (SRV records), or empty";
+    if (std::string p = dns_name_problem(s.substr(colon + 1)); !p.empty())
+      return "dns:NAME or dns-srv:NAME with NAME a DNS name: " + p;
+    return "";
+  };
+}
+
 Validator peer_address() {
   return [](const Value& v) -> std::string {
     std::string host;

@@ -23,6 +23,7 @@ Validator absolute_path(bool allow_empty = false);
 Validator credential_path();
 Validator listen_address(bool allow_empty = false);  // host:port, [v6]:port; port 0 picks a free port
 Validator uri_prefix();  // "" or scheme://... without spaces
+Validator discover_target();  // "", dns:NAME or dns-srv:NAME with NAME a DNS name
 Validator peer_address();  // host:port or [v6]:port with an IP literal host and a port in [1, 65535]
 Validator ip_address(bool allow_empty);
 Validator identifier(bool allow_empty);  // [A-Za-z0-9_.-]+

@@ -104,7 +104,9 @@ proto::StatusReply AdminService::status() {
   r.nics = static_cast<uint32_t>(in.nics.size());
   static constexpr const char* kStates[] = {"down", "connecting", "connected", "ready"};
   for (const proto::PeerEntry& p : all_peers(flows_)) {
-    in.peers.push_back({p.node_id, p.state < 4 ? kStates[p.state] : "down", p.dialled != 0, p.last_error});
+    // Only [[peers]] are expected up: a discovered node is connected when a flow needs it.
+    in.peers.push_back({p.node_id, p.state < 4 ? kStates[p.state] : "down",
+                        p.dialled == static_cast<uint32_t>(proto::PeerSource::kStatic), p.last_error});
     r.peers_ready += static_cast<proto::PeerState>(p.state) == proto::PeerState::kReady ? 1 : 0;
   }
   r.peers = static_cast<uint32_t>(in.peers.size());

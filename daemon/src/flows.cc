@@ -45,6 +45,10 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   p.reconnect_min = std::chrono::milliseconds(c.peer.reconnect_min_ms);
   p.reconnect_max = std::chrono::milliseconds(c.peer.reconnect_max_ms);
   for (const auto& n : c.peers) p.peers.push_back({n.node_id, n.host, static_cast<uint16_t>(n.port)});
+  p.discover = c.peer.discover;
+  p.discover_port = static_cast<uint16_t>(c.peer.discover_port);
+  p.discover_interval = std::chrono::milliseconds(c.peer.discover_interval_ms);
+  p.idle_session = std::chrono::milliseconds(c.peer.idle_session_ms);
   o.qp.qps_per_nic = 1;  // the engine uses one QP per NIC pair
   o.qp.timeout = static_cast<uint8_t>(c.peer.qp_timeout);
   o.qp.retry_cnt = static_cast<uint8_t>(c.peer.qp_retry_cnt);
@@ -105,9 +109,9 @@ bool Daemon::start_flows() {
     device_events_->set_qp_sink([this](size_t nic, uint32_t qpn) { flows_->qp_failed(nic, qpn); });
     device_events_->set_gid_sink([this](size_t nic) { flows_->gid_changed(nic); });
   }
-  log::get(log::Component::kFlow)->info("flows started node_id={} listen={}:{} security={} peers={} nics={} policy={}", node,
-                         config_.peer.listen_host, flows_->peer_port(), config_.peer.security(), config_.peers.size(),
-                         config_.nics.size(), config_.flow.policy);
+  log::get(log::Component::kFlow)->info("flows started node_id={} listen={}:{} security={} peers={} discover={} nics={} policy={}",
+                         node, config_.peer.listen_host, flows_->peer_port(), config_.peer.security(),
+                         config_.peers.size(), base::q(config_.peer.discover), config_.nics.size(), config_.flow.policy);
   return true;
 }
 

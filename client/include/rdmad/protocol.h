@@ -467,7 +467,14 @@ enum class PeerState : uint32_t {
   kReady = 3,       // the channel is up and its queue pairs carry traffic
 };
 
-// One peer daemon this node knows: dialled ([[peers]]) or connected to it at some point.
+// PeerEntry.dialled: where this node knows the peer from.
+enum class PeerSource : uint32_t {
+  kAccepted = 0,  // it dialled this node
+  kStatic = 1,    // a [[peers]] entry: this node dials it
+  kDns = 2,       // found through [peer] discover (node_id empty: an address not identified yet)
+};
+
+// One peer daemon this node knows: dialled ([[peers]]), discovered, or connected to it at some point.
 struct PeerEntry {
   char node_id[kMaxNodeIdBytes];
   char address[64];      // "host:port" it is dialled at, or "ip:port" of its connection; NUL-terminated
@@ -475,7 +482,7 @@ struct PeerEntry {
   uint64_t since_unix_ms;  // when it last came up or went down (the channel's start for one never up)
   uint64_t rtt_us;         // the last keepalive round trip on its connection; 0: none measured
   uint32_t state;          // PeerState
-  uint32_t dialled;        // 1: this node dials it, 0: it dialled this node
+  uint32_t dialled;        // PeerSource (1: this node dials it, 0: it dialled this node, 2: discovered)
   uint32_t rails_up;       // local NICs whose queue pairs to it are connected
   uint32_t rails;          // local NICs (the most rails it can have)
 };

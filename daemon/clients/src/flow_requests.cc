@@ -1,4 +1,6 @@
 // Serving the flow requests through the FlowHandler the daemon installed.
+#include <fcntl.h>
+
 #include "connection.h"
 
 namespace rdmad::clients {
@@ -6,7 +8,8 @@ namespace rdmad::clients {
 using proto::MsgType;
 
 std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,
-                                                           ReplyFds& reply_fds, rdmad_status* status) {
+                                                           [[maybe_unused]] ReplyFds& reply_fds,
+                                                           rdmad_status* status) {
   const uint64_t id = req.header.request_id;
   const uint16_t version = conn.version();
   auto type = static_cast<MsgType>(req.header.type);
@@ -19,12 +22,31 @@ std::span<const std::byte> UnixServer::Core::dispatch_flow(Connection& conn, Dec
   FrameWriter w(out, version, proto::reply_type(type), id);
   switch (type) {
     case MsgType::kFlowOpen: {
-      auto r = flows_->open_flow(conn.peer(), std::get<proto::FlowOpenRequest>(req.body));
-      if (!r.ok()) return fail(r.error());
-      conn.flows_open.fetch_add(1, std::memory_order_relaxed);
-      for (int fd : r.value().fds) reply_fds.fds[reply_fds.count++] = fd;
-      w.append(r.value().reply);
-      return w.finish();
+      // Answered when the flow is open: at once, or once a peer found through discovery is
+      // connected (or not found). The handler keeps the fds; the reply carries copies.
+      std::weak_ptr<Connection> weak = conn.shared_from_this();
+      flows_->open_flow(conn.peer(), std::get<proto::FlowOpenRequest>(req.body),
+                        [weak, version, id, type](Result<FlowOpened> r) {
+                          auto c = weak.lock();
+                          if (!c) return;
+                          FrameBuffer buf;
+                          std::span<const std::byte> frame;
+                          std::vector<int> fds;
+                          if (!r.ok()) {
+                            frame = write_error(buf, version, id, r.error().status, r.error().message);
+                          } else {
+                            c->flows_open.fetch_add(1, std::memory_order_relaxed);
+                            for (int fd : r.value().fds) {
+                              const int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                              if (d >= 0) fds.push_back(d);
+                            }
+                            FrameWriter reply(buf, version, proto::reply_type(type), id);
+                            reply.append(r.value().reply);
+                            frame = reply.finish();
+                          }
+                          c->send_from_elsewhere({frame.begin(), frame.end()}, std::move(fds), false);
+                        });
+      return {};
     }
     case MsgType::kFlowClose: {
       auto r = flows_->close_flow(conn.peer(), std::get<proto::FlowCloseRequest>(req.body).flow_id);

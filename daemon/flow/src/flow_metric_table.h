@@ -39,6 +39,18 @@ inline constexpr Metric kBalancerFailovers{"rdmad_balancer_failovers_total",
 
 inline constexpr Metric kPeersConnected{"rdmad_peers_connected", "Peer daemons with an established control connection",
                                         Kind::kGauge};
+inline constexpr Metric kPeersDiscovered{"rdmad_peers_discovered",
+                                         "Peer addresses found through [peer] discover (this node's own left out)",
+                                         Kind::kGauge};
+inline constexpr Metric kPeersFailed{"rdmad_peers_failed", "Discovered peer addresses whose last dial failed",
+                                     Kind::kGauge};
+inline constexpr Metric kPeerDiscoveryResolutions{"rdmad_peer_discovery_resolutions_total",
+                                                  "DNS resolutions of [peer] discover, by result", Kind::kCounter};
+inline constexpr Metric kPeerDiscoverySeconds{"rdmad_peer_discovery_seconds",
+                                              "How long the last DNS resolution of [peer] discover took", Kind::kGauge};
+inline constexpr Metric kPeerIdleCloses{"rdmad_peer_idle_closes_total",
+                                        "Peer sessions closed because neither side used them for idle_session_ms",
+                                        Kind::kCounter};
 inline constexpr Metric kPeerAuthFailures{"rdmad_peer_auth_failures_total", "Peer handshakes refused for authentication",
                                           Kind::kCounter};
 inline constexpr Metric kPeerHandshakeFailures{"rdmad_peer_handshake_failures_total",

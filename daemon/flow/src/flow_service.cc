@@ -125,6 +125,7 @@ base::Status FlowService::start() {
     return st;
   }
   collector_ = make_collector();
+  start_lazy();
   // A port that is not ACTIVE now gets no QPs (QpConnector) and no rebuilds until it comes up.
   port_down_.assign(nics_.size(), false);
   for (size_t i = 0; i < nics_.size(); ++i) port_down_[i] = !port_active(i);
@@ -144,6 +145,13 @@ void FlowService::stop() {
   if (!started_) return;
   started_ = false;
   if (congestion_timer_) congestion_timer_->cancel();
+  if (lazy_timer_) lazy_timer_->cancel();
+  {
+    std::vector<Waiter> waiting = std::move(waiters_);
+    waiters_.clear();
+    const clients::Error stopping{RDMAD_ERR_PEER, "the daemon is stopping"};
+    for (Waiter& w : waiting) w.go(&stopping);
+  }
   channel_->stop();
   while (!flows_.empty()) destroy_flow(flows_.begin()->second);
   while (!exports_.empty()) drop_export(exports_.begin(), false);
@@ -289,6 +297,7 @@ void FlowService::on_peer_ready(const std::string& peer, peer::QpConnector& qps)
     if (it->second.peer == peer) grant(it);
     it = next;
   }
+  resume_waiters(peer);
 }
 
 void FlowService::on_peer_lost(const std::string& peer) {
@@ -316,8 +325,23 @@ void FlowService::on_peer_closed(const std::string& peer) {
   }
 }
 
-clients::Result<clients::FlowOpened> FlowService::open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) {
-  size_t mine = 0;
+void FlowService::open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req,
+                            std::function<void(clients::Result<clients::FlowOpened>)> done) {
+  const std::string peer(req.peer);
+  if (peer != options_.peer.node_id && check_nic_mask(req.nic_mask, nics_.size()).empty() &&
+      needs_session_wait(peer)) {
+    // Opened once its session is up (or refused when the wait ends); its limits are checked then.
+    wait_for_session(client.conn_id, peer, [this, client, req, done](const clients::Error* e) {
+      if (e != nullptr) return done(*e);
+      done(create_flow(client, req));
+    });
+    return;
+  }
+  done(create_flow(client, req));
+}
+
+clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) {
+  size_t mine = waiting_of(client.conn_id);
   for (const auto& [id, f] : flows_) mine += f.conn_id == client.conn_id;
   if (mine >= options_.max_flows_per_client)
     return clients::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
@@ -430,7 +454,10 @@ std::vector<proto::PeerEntry> FlowService::list_peers(uint64_t skip, uint32_t ma
     e.since_unix_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(p.since.time_since_epoch()).count());
     e.rtt_us = static_cast<uint64_t>(p.rtt.count());
-    e.dialled = p.dialled ? 1 : 0;
+    using Source = peer::PeerChannel::PeerStatus::Source;
+    e.dialled = static_cast<uint32_t>(p.source == Source::kStatic ? proto::PeerSource::kStatic
+                                      : p.source == Source::kDns  ? proto::PeerSource::kDns
+                                                                  : proto::PeerSource::kAccepted);
     e.rails = static_cast<uint32_t>(nics_.size());
     using State = peer::PeerChannel::PeerStatus::State;
     e.state = static_cast<uint32_t>(p.state == State::kConnected    ? proto::PeerState::kConnected
@@ -469,6 +496,7 @@ clients::Result<clients::Ok> FlowService::close_flow(const clients::Peer& client
 }
 
 void FlowService::connection_closed(uint64_t conn_id) {
+  std::erase_if(waiters_, [&](const Waiter& w) { return w.conn_id == conn_id; });
   std::vector<uint64_t> ids;
   for (const auto& [id, f] : flows_)
     if (f.conn_id == conn_id) ids.push_back(id);

@@ -39,6 +39,19 @@ base::LogLimiter g_refusal_log;
 void FlowService::export_memory(const clients::Peer& client, const proto::ExportRequest& req,
                                 std::function<void(clients::Result<proto::ExportReply>)> done) {
   const std::string peer(req.peer);
+  if (peer != options_.peer.node_id && needs_session_wait(peer)) {
+    wait_for_session(client.conn_id, peer, [this, client, req, done](const clients::Error* e) {
+      if (e != nullptr) return done(*e);
+      export_now(client, req, done);
+    });
+    return;
+  }
+  export_now(client, req, std::move(done));
+}
+
+void FlowService::export_now(const clients::Peer& client, const proto::ExportRequest& req,
+                             std::function<void(clients::Result<proto::ExportReply>)> done) {
+  const std::string peer(req.peer);
   if (!channel_->connected(peer)) {
     done(clients::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
     return;
@@ -260,6 +273,9 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       engine_->run_sync([&] { engine_->send_done(peer, *m); });
       return;
     }
+    case peer::MessageType::kIdle:
+      on_idle_request(peer);
+      return;
     default:
       return;
   }

@@ -55,7 +55,8 @@ void Connection::on_tls_handshake(const boost::system::error_code& ec) {
   proven_ids_ = tls_context_->proven_ids(tls_->native_handle(), tls_peer_, role_ == Role::kInitiator, &error);
   if (proven_ids_ && proven_ids_->empty()) return refuse("refused: " + error, &c.auth_failures);
   // A dialler says nothing to a node that is not the one it dialled.
-  if (role_ == Role::kInitiator && proven_ids_ &&
+  // (A discovered address is dialled without an expected id: its credential says who it is.)
+  if (role_ == Role::kInitiator && !expected_.empty() && proven_ids_ &&
       std::find(proven_ids_->begin(), proven_ids_->end(), expected_) == proven_ids_->end()) {
     return refuse(fmt::format("refused: dialled {} but its certificate is for {}", expected_,
                               fmt::join(*proven_ids_, ", ")),
@@ -128,7 +129,7 @@ void Connection::on_hello(std::span<const uint8_t> payload) {
   hello_received_ = true;
   peer_id_ = h->node_id;
   if (peer_id_ == cfg.node_id) return refuse("refused: peer presents this daemon's own node id", &c.handshake_failures);
-  if (role_ == Role::kInitiator && peer_id_ != expected_) {
+  if (role_ == Role::kInitiator && !expected_.empty() && peer_id_ != expected_) {
     return refuse("refused: dialled " + expected_ + " but it says it is " + peer_id_, &c.handshake_failures);
   }
   // The id must be one the credential proves: a certificate for node-c cannot claim node-b.

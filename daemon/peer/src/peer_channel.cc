@@ -7,6 +7,7 @@
 #include "peer_log.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/daemon/peer/auth.h"
+#include "resolver.h"
 #include "tls_context.h"
 
 namespace rdmad::peer {
@@ -39,7 +40,10 @@ PeerChannel::PeerChannel(asio::io_context& io, PeerConfig config)
       peer_log_(std::chrono::seconds(10), 64),
       acceptor_(io),
       accept_pause_(io),
-      credentials_timer_(io) {}
+      credentials_timer_(io),
+      resolve_timer_(io),
+      pump_timer_(io),
+      discovery_log_(std::chrono::seconds(60), 5) {}
 
 PeerChannel::~PeerChannel() { stop(); }
 
@@ -61,6 +65,9 @@ base::Status PeerChannel::start() {
     error = "peer: listen address '" + config_.listen_host + "' is not an IP address";
     return base::Status::error(error);
   }
+  const auto target = parse_discover_target(config_.discover, &error);
+  if (!target) return base::Status::error("peer: discover: " + error);
+  target_ = *target;
   const tcp::endpoint ep(address, config_.listen_port);
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -95,6 +102,15 @@ base::Status PeerChannel::start() {
     dialers_.push_back(std::move(d));
     dial(*dialers_.back());
   }
+  if (target_.kind != DiscoverTarget::Kind::kNone) {
+    resolver_ = std::make_unique<Resolver>(io_);
+    resolve_backoff_ = std::make_unique<Backoff>(std::chrono::milliseconds(1000),
+                                                 std::max(config_.discover_interval, std::chrono::milliseconds(1000)),
+                                                 0.2, seed);
+    log_->info("peer discovery target={} interval_ms={} idle_session_ms={}", base::q(target_.text()),
+               config_.discover_interval.count(), config_.idle_session.count());
+    resolve();
+  }
   return base::Status::success();
 }
 
@@ -105,7 +121,13 @@ void PeerChannel::stop() {
   acceptor_.close(ec);
   accept_pause_.cancel();
   credentials_timer_.cancel();
+  resolve_timer_.cancel();
+  pump_timer_.cancel();
+  resolver_.reset();
   std::vector<std::shared_ptr<Connection>> all = accepted_;
+  for (auto& [key, f] : found_)
+    if (f.connection) all.push_back(f.connection);
+  found_.clear();
   for (auto& [id, c] : established_) all.push_back(c);
   for (auto& d : dialers_) {
     d->timer->cancel();
@@ -246,6 +268,7 @@ void PeerChannel::schedule_redial(Dialer& d) {
 void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   const std::string& peer = c->peer_id();
   forget_accepted(c);
+  if (!identify(c)) return;
   auto it = established_.find(peer);
   if (it != established_.end()) {
     counters_.duplicate_connections++;
@@ -285,9 +308,18 @@ void PeerChannel::on_established(const std::shared_ptr<Connection>& c) {
   if (handlers_.on_up) handlers_.on_up(peer, c->role() == Connection::Role::kInitiator);
 }
 
-void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::string& reason, bool was_established) {
+void PeerChannel::on_closed(const std::shared_ptr<Connection>& c, const std::string& why, bool was_established) {
   forget_accepted(c);
   const std::string peer = c->peer_id();
+  std::string reason = why;
+  if (auto a = idle_asked_.find(peer); a != idle_asked_.end() && a->second == c.get()) {
+    idle_asked_.erase(a);
+    if (was_established) {
+      reason = "idle: closed at this node's request (no flow on either side for idle_session_ms)";
+      counters_.idle_closes++;
+    }
+  }
+  found_closed(c, reason, was_established);
   if (was_established) {
     auto it = established_.find(peer);
     if (it != established_.end() && it->second == c) {

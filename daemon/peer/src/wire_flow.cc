@@ -132,6 +132,8 @@ bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
       return decode_recv_post(payload).has_value();
     case MessageType::kSendDone:
       return decode_send_done(payload).has_value();
+    case MessageType::kIdle:
+      return payload.empty();
     default:
       return true;
   }
@@ -159,6 +161,8 @@ const char* to_string(MessageType type) {
       return "recv post";
     case MessageType::kSendDone:
       return "send done";
+    case MessageType::kIdle:
+      return "idle";
   }
   return "unknown";
 }

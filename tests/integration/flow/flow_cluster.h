@@ -248,6 +248,15 @@ inline rdmad_remote export_and_import(Node& target, const Buffer& on_target, siz
   return remote;
 }
 
+// Runs rdmactl against a node's socket and returns what it printed (a non-zero exit fails the test).
+inline std::string rdmactl(const Node& n, std::vector<std::string> args) {
+  args.insert(args.begin(), {binary("tools/rdmactl/rdmactl"), "--socket", n.socket_path()});
+  Subprocess p(args);
+  const int exit = p.wait_exit(10s).value_or(-1);
+  EXPECT_EQ(exit, 0) << p.output();
+  return p.output();
+}
+
 // Index of the first differing byte, or -1.
 inline long first_difference(const uint8_t* a, const uint8_t* b, size_t n) {
   for (size_t i = 0; i < n; i += 1 << 20) {

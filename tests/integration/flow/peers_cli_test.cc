@@ -12,14 +12,6 @@
 namespace rdmad::test {
 namespace {
 
-std::string rdmactl(const Node& n, std::vector<std::string> args) {
-  args.insert(args.begin(), {binary("tools/rdmactl/rdmactl"), "--socket", n.socket_path()});
-  Subprocess p(args);
-  const int exit = p.wait_exit(10s).value_or(-1);
-  EXPECT_EQ(exit, 0) << p.output();
-  return p.output();
-}
-
 TEST(RdmactlPeers, ShowsStateRailsRttAndWhyAPeerIsDown) {
   Pair pair(two_nic_node("node-a", 1), two_nic_node("node-b", 3));
   ASSERT_TRUE(pair.start());
@@ -31,7 +23,7 @@ TEST(RdmactlPeers, ShowsStateRailsRttAndWhyAPeerIsDown) {
   ASSERT_TRUE(eventually(
       [&] {
         peers = rdmactl(a, {"--json", "peers"});
-        return peers.find("\"state\":\"ready\",\"dialled\":true,\"rails_up\":2,\"rails\":2,\"rtt_us\":") !=
+        return peers.find("\"state\":\"ready\",\"dialled\":true,\"source\":\"static\",\"rails_up\":2,\"rails\":2,\"rtt_us\":") !=
                    std::string::npos &&
                peers.find("\"rtt_us\":null") == std::string::npos;
       },
@@ -43,11 +35,11 @@ TEST(RdmactlPeers, ShowsStateRailsRttAndWhyAPeerIsDown) {
   EXPECT_NE(peers.find("\"last_error\":\"\"}]"), std::string::npos) << peers;
   // node-b was dialled: it knows node-a by the connection's address.
   const std::string on_b = rdmactl(b, {"--json", "peers"});
-  EXPECT_TRUE(std::regex_search(on_b, std::regex(R"re(\{"node_id":"node-a","address":"127\.0\.0\.1:\d+","state":"(ready|connected)","dialled":false)re")))
+  EXPECT_TRUE(std::regex_search(on_b, std::regex(R"re(\{"node_id":"node-a","address":"127\.0\.0\.1:\d+","state":"(ready|connected)","dialled":false,"source":"accepted")re")))
       << on_b;
   const std::string table = rdmactl(a, {"peers"});
   EXPECT_TRUE(std::regex_search(table, std::regex("\nnode-b +" + std::regex_replace(b_address, std::regex(R"(\.)"), R"(\.)") +
-                                                  R"( +ready +dials +2/2 +\d+\.\d\d ms  \d{4}-\d\d-\d\dT\S+Z \(\d+s ago\) +-\n)")))
+                                                  R"( +ready +static +2/2 +\d+\.\d\d ms  \d{4}-\d\d-\d\dT\S+Z \(\d+s ago\) +-\n)")))
       << table;
   EXPECT_NE(rdmactl(a, {"status"}).find("\nhealth:   ok\n"), std::string::npos);
   EXPECT_NE(rdmactl(a, {"status"}).find("\npeers:    1 known, 1 ready\n"), std::string::npos);

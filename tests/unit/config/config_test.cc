@@ -307,6 +307,28 @@ TEST(Config, PeerCrossKeyRules) {
   EXPECT_EQ(errors_of("[peer]\nreconnect_min_ms = 30000\n"), "");
 }
 
+TEST(Config, PeerDiscover) {
+  // dns:NAME and dns-srv:NAME with NAME a DNS name; errors name the line and the key.
+  EXPECT_EQ(errors_of(kPeerOn + "discover = \"dns:rdmad-peers.rdmad.svc.cluster.local\"\n"), "");
+  EXPECT_EQ(errors_of(kPeerOn + "discover = \"dns-srv:_rdmad._tcp.rdmad-peers.rdmad.svc.cluster.local.\"\n"), "");
+  EXPECT_TRUE(has_error(kPeerOn + "discover = \"rdmad-peers\"\n", "5 peer.discover: invalid value"));
+  EXPECT_TRUE(has_error(kPeerOn + "discover = \"srv:rdmad-peers\"\n", "dns:NAME (A/AAAA records) or dns-srv:NAME"));
+  for (const std::string& bad : {std::string("dns:"), std::string("dns:a..b"), std::string("dns:a b"),
+                                  std::string("dns-srv:") + std::string(64, 'x') + ".svc", std::string("dns:a/b")})
+    EXPECT_TRUE(has_error(kPeerOn + "discover = \"" + bad + "\"\n", "5 peer.discover: invalid value")) << bad;
+  // Discovery needs the channel on.
+  EXPECT_EQ(errors_of("[peer]\ndiscover = \"dns:peers.test\"\n"),
+            "2 peer.discover: discover is set but the peer channel is off: set enabled = true in [peer]\n");
+  EXPECT_TRUE(has_error(kPeerOn + "discover_port = 0\n", "5 peer.discover_port: invalid value"));
+  EXPECT_TRUE(has_error(kPeerOn + "discover_interval_ms = 10\n", "5 peer.discover_interval_ms: invalid value"));
+  EXPECT_EQ(errors_of(kPeerOn + "idle_session_ms = 0\n"), "");
+  const LoadResult d = load_string("", "<empty>");
+  EXPECT_EQ(d.config.peer.discover, "");
+  EXPECT_EQ(d.config.peer.discover_port, 18515);
+  EXPECT_EQ(d.config.peer.discover_interval_ms, 30000);
+  EXPECT_EQ(d.config.peer.idle_session_ms, 300000);
+}
+
 TEST(Config, FlowRules) {
   EXPECT_EQ(errors_of("[flow]\nrejoin_backoff_max_ms = 99\n"),
             "2 flow.rejoin_backoff_max_ms: rejoin_backoff_max_ms (99) must be at least rejoin_backoff_min_ms (100)\n");

@@ -155,8 +155,12 @@ TEST(PeerWireFlow, SendDoneRoundTripKeepsANegativeStatus) {
 }
 
 TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
-  for (uint16_t t = 7; t <= 11; ++t) EXPECT_TRUE(is_known(t)) << t;
-  EXPECT_FALSE(is_known(12));
+  for (uint16_t t = 7; t <= 12; ++t) EXPECT_TRUE(is_known(t)) << t;
+  EXPECT_FALSE(is_known(13));
+  // The idle request is empty.
+  EXPECT_TRUE(flow_payload_valid(MessageType::kIdle, {}));
+  const uint8_t one[1] = {0};
+  EXPECT_FALSE(flow_payload_valid(MessageType::kIdle, one));
   EXPECT_TRUE(flow_payload_valid(MessageType::kGrant, encode(grant())));
   EXPECT_FALSE(flow_payload_valid(MessageType::kGrant, encode(Revoke{})));
   EXPECT_FALSE(flow_payload_valid(MessageType::kSendDone, {}));

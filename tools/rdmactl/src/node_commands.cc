@@ -25,6 +25,12 @@ const char* peer_state_name(uint32_t s) {
   return s < 4 ? kNames[s] : "unknown";
 }
 
+// PeerEntry.dialled (rdmad::proto::PeerSource): where the node knows the peer from.
+const char* peer_source_name(uint32_t s) {
+  static constexpr const char* kNames[] = {"accepted", "static", "dns"};
+  return s < 3 ? kNames[s] : "unknown";
+}
+
 // "2026-12-03T12:51:02Z".
 std::string utc_text(uint64_t unix_ms) {
   const time_t t = static_cast<time_t>(unix_ms / 1000);
@@ -85,29 +91,33 @@ int cmd_peers(rdmad_client* c, bool json) {
     std::string out;
     for (const auto& p : peers) {
       out += fmt::format(
-          "{}{{\"node_id\":\"{}\",\"address\":\"{}\",\"state\":\"{}\",\"dialled\":{},\"rails_up\":{},\"rails\":{},"
+          "{}{{\"node_id\":\"{}\",\"address\":\"{}\",\"state\":\"{}\",\"dialled\":{},\"source\":\"{}\","
+          "\"rails_up\":{},\"rails\":{},"
           "\"rtt_us\":{},\"since\":\"{}\",\"since_unix_ms\":{},\"last_error\":\"{}\"}}",
           out.empty() ? "" : ",", json_escape(field(p.node_id)), json_escape(field(p.address)),
-          peer_state_name(p.state), p.dialled != 0, p.rails_up, p.rails,
+          peer_state_name(p.state), p.dialled == 1, peer_source_name(p.dialled), p.rails_up, p.rails,
           p.rtt_us == 0 ? std::string("null") : std::to_string(p.rtt_us), utc_text(p.since_unix_ms),
           p.since_unix_ms, json_escape(field(p.last_error)));
     }
     std::printf("[%s]\n", out.c_str());
     return kExitOk;
   }
-  std::printf("%-20s %-22s %-10s %-9s %5s %9s  %-28s %s\n", "NODE", "ADDRESS", "STATE", "DIRECTION", "RAILS", "RTT",
+  std::printf("%-20s %-22s %-10s %-9s %5s %9s  %-28s %s\n", "NODE", "ADDRESS", "STATE", "SOURCE", "RAILS", "RTT",
               "SINCE", "LAST ERROR");
   for (const auto& p : peers) {
     const std::string rtt = p.rtt_us == 0 ? "-" : fmt::format("{:.2f} ms", static_cast<double>(p.rtt_us) / 1000.0);
     const std::string since = fmt::format("{} ({} ago)", utc_text(p.since_unix_ms),
                                           duration_text(now > p.since_unix_ms ? now - p.since_unix_ms : 0));
     const std::string error = field(p.last_error);
-    std::printf("%-20s %-22s %-10s %-9s %5s %9s  %-28s %s\n", field(p.node_id).c_str(), field(p.address).c_str(),
-                peer_state_name(p.state), p.dialled ? "dials" : "accepted",
+    // A discovered address no connection has identified yet has no node id.
+    const std::string node = field(p.node_id);
+    std::printf("%-20s %-22s %-10s %-9s %5s %9s  %-28s %s\n", node.empty() ? "?" : node.c_str(), field(p.address).c_str(),
+                peer_state_name(p.state), peer_source_name(p.dialled),
                 fmt::format("{}/{}", p.rails_up, p.rails).c_str(), rtt.c_str(), since.c_str(),
                 error.empty() ? "-" : error.c_str());
   }
-  if (peers.empty()) std::printf("(no peers: [peer] is off, or no [[peers]] configured and none connected)\n");
+  if (peers.empty())
+    std::printf("(no peers: [peer] is off, or no [[peers]] configured, nothing discovered and none connected)\n");
   return kExitOk;
 }
 

@@ -112,6 +112,11 @@ struct PeerSection {  // the TCP control channel between daemons, and with it fl
   int64_t reconnect_max_ms = 30000;
   int64_t qp_timeout = 14;    // local ACK timeout, 4.096 us * 2^qp_timeout
   int64_t qp_retry_cnt = 7;
+  // Discovery through DNS: "dns:NAME" (A/AAAA, port discover_port), "dns-srv:NAME" (SRV), "" none.
+  std::string discover;
+  int64_t discover_port = 18515;
+  int64_t discover_interval_ms = 30000;
+  int64_t idle_session_ms = 300000;  // a discovered node's session without a flow is closed; 0 never
 
   bool operator==(const PeerSection&) const = default;
   /// Which credentials are set: "certificates", "psk", "insecure", or "none" (a config error).

@@ -23,7 +23,10 @@ struct FlowOpened {
 class FlowHandler {
  public:
   virtual ~FlowHandler() = default;
-  virtual Result<FlowOpened> open_flow(const Peer& client, const proto::FlowOpenRequest& req) = 0;
+  // Answers through `done` (possibly later: a peer found through discovery is connected first).
+  // The fds are the handler's: the server sends copies.
+  virtual void open_flow(const Peer& client, const proto::FlowOpenRequest& req,
+                         std::function<void(Result<FlowOpened>)> done) = 0;
   virtual Result<Ok> close_flow(const Peer& client, uint64_t flow_id) = 0;
   // Answers through `done` (possibly later: the peer daemon acknowledges the grant first).
   virtual void export_memory(const Peer& client, const proto::ExportRequest& req,

@@ -27,6 +27,7 @@
 #include "rdmad/daemon/clients/region_pins.h"
 #include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/daemon/nics/flow_nic.h"
+#include "rdmad/daemon/peer/discovery.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/qp_connector.h"
 #include "rdmad/verbs/device.h"
@@ -116,7 +117,10 @@ class FlowService final : public clients::FlowHandler {
   std::vector<proto::PeerEntry> list_peers(uint64_t skip, uint32_t max_entries, bool* more) const;
 
   // clients::FlowHandler
-  clients::Result<clients::FlowOpened> open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req) override;
+  // A flow (or export) to a node found through discovery whose session is not up waits for it,
+  // at most session_wait(): the session is opened lazily, by this request (flow_lazy.cc).
+  void open_flow(const clients::Peer& client, const proto::FlowOpenRequest& req,
+                 std::function<void(clients::Result<clients::FlowOpened>)> done) override;
   clients::Result<clients::Ok> close_flow(const clients::Peer& client, uint64_t flow_id) override;
   void export_memory(const clients::Peer& client, const proto::ExportRequest& req,
                      std::function<void(clients::Result<proto::ExportReply>)> done) override;
@@ -173,6 +177,35 @@ class FlowService final : public clients::FlowHandler {
     std::function<void(clients::Result<proto::ExportReply>)> done;  // until the peer acknowledged
   };
   struct Grant;  // a peer's export to us
+
+  clients::Result<clients::FlowOpened> create_flow(const clients::Peer& client, const proto::FlowOpenRequest& req);
+  void export_now(const clients::Peer& client, const proto::ExportRequest& req,
+                  std::function<void(clients::Result<proto::ExportReply>)> done);
+
+  // Lazy sessions and idle close (flow_lazy.cc). A request that waits for a peer's session: `go`
+  // runs with nullptr once the session is ready, or with the error that ended the wait.
+  struct Waiter {
+    uint64_t conn_id = 0;
+    std::string peer;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(const clients::Error*)> go;
+  };
+  static constexpr size_t kMaxWaiters = 4096;
+  bool needs_session_wait(const std::string& peer) const;
+  void wait_for_session(uint64_t conn_id, const std::string& peer, std::function<void(const clients::Error*)> go);
+  void resume_waiters(const std::string& peer);
+  size_t waiting_of(uint64_t conn_id) const;
+  clients::Error not_found(const std::string& peer, const char* why) const;
+  // Flows, exports, grants or waiting requests name the peer.
+  bool in_use(const std::string& peer) const;
+  std::chrono::milliseconds session_wait() const;
+  std::chrono::milliseconds tick_interval() const;
+  void start_lazy();
+  void lazy_tick();
+  void on_idle_request(const std::string& peer);
+  std::vector<Waiter> waiters_;
+  std::unique_ptr<peer::IdleSessions> idle_;
+  std::unique_ptr<boost::asio::steady_timer> lazy_timer_;
 
   void on_peer_message(const std::string& peer, uint16_t type, const std::vector<uint8_t>& payload);
   void on_peer_ready(const std::string& peer, peer::QpConnector& qps);

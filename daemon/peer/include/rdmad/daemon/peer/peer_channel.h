@@ -11,6 +11,15 @@
 // descriptors pauses accepting with a growing delay instead of spinning. An established peer is
 // never displaced by a later connection claiming its id (only a simultaneous cross-dial is
 // resolved, by node id order). All calls from the io_context's thread.
+//
+// With [peer] discover, the addresses a DNS name resolves to (re-resolved on an interval, on a
+// resolver thread) are candidates, not identities: each learns its node id only from a connection
+// that authenticated (the hello, checked against the certificate or PSK identity). Nothing is
+// dialled until a node is wanted (want(), a flow to it): then the addresses known to be that node,
+// or, while none is, every address not identified yet (at most kMaxDiscoveryDials at once) are
+// dialled; a connection to a node nobody wants is closed as soon as it has told who it is. This
+// node's own addresses are skipped (the listen address, and any address that answers with this
+// node's id).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +35,7 @@
 #include "rdmad/base/log_limiter.h"
 #include "rdmad/base/status.h"
 #include "rdmad/daemon/peer/backoff.h"
+#include "rdmad/daemon/peer/discovery.h"
 #include "rdmad/daemon/peer/peer_config.h"
 #include "rdmad/daemon/peer/wire.h"
 
@@ -37,6 +47,8 @@ namespace rdmad::peer {
 
 class Connection;
 class TlsContext;
+class Resolver;
+struct Resolution;
 
 class PeerChannel {
  public:
@@ -52,9 +64,11 @@ class PeerChannel {
   /// What an operator sees of one peer (rdmactl peers).
   struct PeerStatus {
     enum class State : uint8_t { kDown, kConnecting, kConnected };
-    std::string node_id;
+    enum class Source : uint8_t { kAccepted, kStatic, kDns };
+    std::string node_id;  // empty: a discovered address no connection has identified yet
     std::string address;  // "host:port" it is dialled at, or the remote end of its last connection
     State state = State::kDown;
+    Source source = Source::kAccepted;  // [[peers]], discovered, or only ever dialled this node
     bool dialled = false;    // a configured peer this channel dials
     std::string last_error;  // why its last connection closed or its last dial failed
     std::chrono::system_clock::time_point since;  // last up or down; the channel's start if never up
@@ -90,8 +104,32 @@ class PeerChannel {
   uint16_t listen_port() const { return listen_port_; }
   const PeerCounters& counters() const { return counters_; }
   const PeerConfig& config() const { return config_; }
-  /// Every peer this channel dials or had an established connection with, in node id order.
+  /// Every peer this channel dials or had an established connection with, in node id order, then
+  /// the discovered addresses not identified yet.
   std::vector<PeerStatus> peers() const;
+
+  // Discovery.
+  static constexpr size_t kMaxDiscoveryDials = 16;  // discovered addresses dialled at once
+  /// True with [peer] discover set.
+  bool discovering() const { return !config_.discover.empty(); }
+  /// A [[peers]] entry names it (dialled eagerly, never closed as idle).
+  bool static_peer(const std::string& node) const { return dialer_of(node) != nullptr; }
+  /// Some flow needs `node` until `until`: dial the discovered addresses it may be at (see above).
+  void want(const std::string& node, std::chrono::steady_clock::time_point until);
+  /// True when `node` is surely not among the discovered addresses now: at least one resolution
+  /// succeeded, and every address is identified (as another node, or as this one) with no dial
+  /// in progress.
+  bool known_absent(const std::string& node) const;
+  /// What discovery knows of `node`, for an error message ("not among the 3 addresses of
+  /// dns:NAME (identified: a, b; unreachable: 10.0.0.9:18515: connect failed: ...)").
+  std::string discovery_state(const std::string& node) const;
+  /// The established peers, in node id order.
+  std::vector<std::string> established_peers() const;
+  /// Sends an idle request to an established peer (FlowService's idle sessions); when the
+  /// connection then closes, it is reported as closed for idleness.
+  void send_idle(const std::string& peer);
+  /// Closes an established peer's connection because an idle request from it was granted.
+  void close_idle(const std::string& peer);
 
  private:
   friend class Connection;
@@ -112,6 +150,31 @@ class PeerChannel {
     bool up = false;
   };
   static constexpr size_t kMaxHistory = 1024;
+  // A discovered address (discovery.cc: pure parts; peer_discovery.cc: this side).
+  struct Found {
+    DiscoveredAddress address;
+    std::string node_id;  // "" until a connection authenticated one
+    bool self = false;    // this node's own address
+    std::shared_ptr<Connection> connection;  // a dial in progress, or the session it became
+    std::string last_error;
+    bool failed = false;  // its last dial failed
+    std::chrono::system_clock::time_point since;
+    std::chrono::steady_clock::time_point next_dial{};
+    std::unique_ptr<Backoff> backoff;
+  };
+  void resolve();
+  void on_resolved(Resolution r);
+  void apply_addresses(const std::vector<DiscoveredAddress>& addresses);
+  void pump();
+  void dial_found(Found& f);
+  Found* found_of(const Connection& c);
+  bool is_own_address(const DiscoveredAddress& a) const;
+  bool wanted(const std::string& node) const;
+  // On a discovered connection's handshake; false when it was closed (identified only).
+  bool identify(const std::shared_ptr<Connection>& c);
+  void found_closed(const std::shared_ptr<Connection>& c, const std::string& reason, bool was_established);
+  void update_discovery_gauges();
+
   void note_up(const Connection& c);
   void note_closed(const std::string& peer, const std::string& reason, bool was_up);
   const Dialer* dialer_of(const std::string& peer) const;
@@ -151,6 +214,18 @@ class PeerChannel {
   std::chrono::system_clock::time_point started_at_;
   PeerCounters counters_;
   Handlers handlers_;
+  // Discovery.
+  std::unique_ptr<Resolver> resolver_;
+  DiscoverTarget target_;
+  boost::asio::steady_timer resolve_timer_;
+  boost::asio::steady_timer pump_timer_;
+  std::unique_ptr<Backoff> resolve_backoff_;
+  bool resolved_once_ = false;
+  bool resolving_ = false;
+  std::map<std::string, Found> found_;  // by address key
+  std::map<std::string, std::chrono::steady_clock::time_point> wanted_;
+  std::map<std::string, const Connection*> idle_asked_;
+  base::LogLimiter discovery_log_;
   // Handlers hold a weak reference: expired once the channel is destroyed.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };

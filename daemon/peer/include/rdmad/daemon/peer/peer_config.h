@@ -49,6 +49,15 @@ struct PeerConfig {
   double reconnect_jitter = 0.5;                   // a delay is drawn from [d·(1−jitter), d]
   uint32_t max_frame_bytes = 64 * 1024;            // larger frames are a protocol error
   std::vector<PeerAddress> peers;                  // daemons this one dials (others may dial it)
+  // Discovery through DNS (discovery.h): "dns:NAME" (A/AAAA records, port discover_port),
+  // "dns-srv:NAME" (SRV records: host and port), "" none. Re-resolved every discover_interval,
+  // and sooner (1 s doubling up to the interval) after a failure. A discovered address has no node
+  // id until a connection to it authenticated one; sessions to discovered nodes are opened when a
+  // flow needs them (PeerChannel::want) and closed after idle_session without a flow.
+  std::string discover;
+  uint16_t discover_port = 18515;
+  std::chrono::milliseconds discover_interval{30000};
+  std::chrono::milliseconds idle_session{300000};  // 0: never closed
 };
 
 /// Plain counters for the exporter (rdmad_peers_connected, rdmad_peer_auth_failures_total, ...).
@@ -71,6 +80,13 @@ struct PeerCounters {
   uint64_t accept_errors = 0;         // accept failed (EMFILE, ENFILE, ...); accepting paused
   uint64_t send_queue_overflows = 0;  // connections dropped because the peer did not read
   uint64_t credential_reloads = 0;    // credential files changed and were loaded again
+  // Discovery (gauges, then counters).
+  uint64_t peers_discovered = 0;        // discovered addresses (this node's own left out)
+  uint64_t peers_failed = 0;            // of those, whose last dial failed
+  uint64_t discovery_resolutions = 0;   // resolutions that succeeded
+  uint64_t discovery_errors = 0;        // resolutions that failed (the previous addresses are kept)
+  double discovery_seconds = 0;         // how long the last resolution took
+  uint64_t idle_closes = 0;             // sessions closed because neither side used them
 };
 
 }  // namespace rdmad::peer

@@ -16,6 +16,8 @@
 // (InfiniBand routes by LID) and the per-slice rkeys of grant and receive keys (a registration
 // the NIC holds as several MRs). A peer speaking another version is refused at hello.
 //   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
+//   idle      empty (type 12, added within version 4: a daemon that predates it closes the
+//             connection on the unknown type, which ends the session as asked)
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -44,6 +46,9 @@ enum class MessageType : uint16_t {
   kRevoke = 9,
   kRecvPost = 10,
   kSendDone = 11,
+  // Empty: "this node has used our session for nothing (no flow, export or grant) for its
+  // idle_session_ms; close it unless you use it". The receiver closes the connection or ignores it.
+  kIdle = 12,
 };
 
 /// True for the types above (not 2).
