@@ -17,6 +17,7 @@
 include(GNUInstallDirs)
 
 set(RDMAD_SOCKET_PATH /run/rdmad/rdmad.sock)
+set(RDMAD_ADMIN_SOCKET_PATH /run/rdmad-admin/admin.sock)  # config::default_admin_socket_path of the above
 set(RDMAD_SYSTEMD_UNITDIR lib/systemd/system CACHE STRING "Where rdmad's systemd units go, relative to the prefix")
 set(RDMAD_SYSUSERS_DIR lib/sysusers.d CACHE STRING "Where rdmad's sysusers.d file goes, relative to the prefix")
 set(RDMAD_TMPFILES_DIR lib/tmpfiles.d CACHE STRING "Where rdmad's tmpfiles.d file goes, relative to the prefix")
@@ -44,7 +45,10 @@ endif()
 # rdmad.service names the prefix (ExecStart=) and the configuration file: it is generated at install
 # time, from the prefix in force then, straight into its destination.
 configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad.socket.in ${RDMAD_DEPLOY_OUT}/install/rdmad.socket @ONLY)
-install(FILES ${RDMAD_DEPLOY_OUT}/install/rdmad.socket DESTINATION ${RDMAD_SYSTEMD_UNITDIR} COMPONENT daemon)
+configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/rdmad-admin.socket.in ${RDMAD_DEPLOY_OUT}/install/rdmad-admin.socket
+               @ONLY)
+install(FILES ${RDMAD_DEPLOY_OUT}/install/rdmad.socket ${RDMAD_DEPLOY_OUT}/install/rdmad-admin.socket
+        DESTINATION ${RDMAD_SYSTEMD_UNITDIR} COMPONENT daemon)
 install(CODE "${RDMAD_INSTALL_CONFIG_DIR_CODE}
   set(RDMAD_SBINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}\")
   set(RDMAD_CONFIG_FILE \"\${RDMAD_INSTALL_CONFIG_DIR}/rdmad.toml\")
@@ -71,6 +75,7 @@ add_custom_command(
           -DSUPERVISE=$<TARGET_FILE:rdmad-supervise>
           -DOUT_DIR=${RDMAD_DEPLOY_OUT} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
           -DCONFIG_FILE=${RDMAD_CONFIG_FILE} -DSOCKET_PATH=${RDMAD_SOCKET_PATH}
+          -DADMIN_SOCKET_PATH=${RDMAD_ADMIN_SOCKET_PATH}
           -DPACKAGE_VERSION=${PROJECT_VERSION} -DPACKAGE_CONTACT=${RDMAD_PACKAGE_CONTACT}
           -P ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake
   DEPENDS rdmad rdmactl rdmad-supervise ${PROJECT_SOURCE_DIR}/deploy/debian/generate_docs.cmake

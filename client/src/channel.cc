@@ -212,7 +212,7 @@ Reply Channel::transact(proto::MsgType type, std::span<const std::byte> body, in
       proto::ErrorReply e;
       std::memcpy(&e, rbody.data(), sizeof(e));
       e.message[sizeof(e.message) - 1] = '\0';
-      r.status = e.status > 0 && e.status <= RDMAD_ERR_DAEMON_GONE ? static_cast<rdmad_status>(e.status)
+      r.status = e.status > 0 && e.status <= RDMAD_ERR_ADMIN_SOCKET ? static_cast<rdmad_status>(e.status)
                                                                    : RDMAD_ERR_PROTOCOL;
       r.error = e.message;
       drop_fds();

@@ -235,6 +235,8 @@ const char* rdmad_strerror(rdmad_status status) {
       return "remote access refused";
     case RDMAD_ERR_DAEMON_GONE:
       return "the daemon stopped or died with the request in flight";
+    case RDMAD_ERR_ADMIN_SOCKET:
+      return "admin requests go to the admin socket";
   }
   return "unknown status";
 }

@@ -348,9 +348,23 @@ std::vector<Field> make_fields() {
                "Permissions of the client socket, in octal.", "an octal mode such as 0660", false, v::octal_mode(),
                [](Config& c, size_t, const Value& x) { c.ipc.socket_mode = as<std::string>(x); }});
   f.push_back({"ipc", "socket_group", FieldType::kString, std::string(""),
-               "Group that owns the client socket (its members may connect); empty keeps the daemon's group.",
-               "a group name", false, v::identifier(true),
+               "Group that owns the client socket (its members may connect), a name or a number; empty keeps the "
+               "daemon's group. The socket is made with it where it can be without CAP_CHOWN (the daemon is a member, "
+               "or the socket's directory is set-group-id to it); under systemd rdmad.socket's SocketGroup= sets it.",
+               "a group name or number", false, v::identifier(true),
                [](Config& c, size_t, const Value& x) { c.ipc.socket_group = as<std::string>(x); }});
+  f.push_back({"ipc", "admin_socket_path", FieldType::kString, std::string(""),
+               "Unix socket for the operator's requests (rdmactl peers, flows, registrations, cc, reload, ...), mode "
+               "0600, served to root and the daemon's uid only; empty: \"admin.sock\" in the directory of the client "
+               "socket's directory name with \"-admin\" appended (/run/rdmad-admin/admin.sock for the default), so "
+               "that mounting the client socket's directory into a container never exposes it.",
+               "an absolute path outside the client socket's directory", false, v::absolute_path(true),
+               [](Config& c, size_t, const Value& x) { c.ipc.admin_socket_path = as<std::string>(x); }});
+  f.push_back({"ipc", "proc_root", FieldType::kString, std::string("/proc"),
+               "Where a client's /proc/<pid>/cgroup is read at connect time to name its tenant (its Kubernetes "
+               "pod, else its uid); tests point it at a fixture tree.",
+               "an absolute path", false, v::absolute_path(),
+               [](Config& c, size_t, const Value& x) { c.ipc.proc_root = as<std::string>(x); }});
   f.push_back({"ipc", "allowed_uids", FieldType::kIntList, IntList{},
                "User ids allowed to use the service besides root; with allowed_gids also empty, anyone who can open "
                "the socket may.",
@@ -418,9 +432,16 @@ std::vector<Field> make_fields() {
     if (c.quotas.size() <= i) c.quotas.resize(i + 1);
     return c.quotas[i];
   };
-  f.push_back({"quota", "uid", FieldType::kInt, std::monostate{}, "The user id this quota applies to.",
-               "an integer in [0, 4294967294]", true, v::int_range(0, 4294967294LL),
+  f.push_back({"quota", "uid", FieldType::kInt, std::monostate{},
+               "The user id this quota applies to (its connections from outside any Kubernetes pod); a [[quota]] "
+               "names uid or pod_uid.",
+               "an integer in [0, 4294967294]", false, v::int_range(0, 4294967294LL),
                [quota](Config& c, size_t i, const Value& x) { quota(c, i).uid = as<int64_t>(x); }});
+  f.push_back({"quota", "pod_uid", FieldType::kString, std::monostate{},
+               "The Kubernetes pod (metadata.uid) this quota applies to, whatever uids its containers run as; a pod "
+               "without one gets the [ipc] defaults, not its uid's [[quota]].",
+               "a pod UID such as \"8f2c6a8e-1b5d-4c3e-9a7f-0d1e2f3a4b5c\"", false, v::pod_uid(),
+               [quota](Config& c, size_t i, const Value& x) { quota(c, i).pod_uid = as<std::string>(x); }});
   f.push_back({"quota", "pinned_bytes", FieldType::kInt, int64_t{17179869184},
                "Bytes this uid may have registered at once.", "an integer in [0, 2^62]", false,
                v::int_range(0, int64_t{1} << 62),

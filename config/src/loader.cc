@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -238,12 +239,32 @@ class Parser {
 
   void check_quotas() {
     std::set<int64_t> uids;
+    std::set<std::string> pods;
     const auto& tables = array_tables_["quota"];
     for (size_t i = 0; i < out_.config.quotas.size() && i < tables.size(); ++i) {
       const int64_t uid = out_.config.quotas[i].uid;
-      if (uid >= 0 && !uids.insert(uid).second) {
+      const std::string& pod = out_.config.quotas[i].pod_uid;
+      if ((uid >= 0) == !pod.empty()) {
+        error(tables[i], fmt::format("quota[{}].uid", i),
+              "a [[quota]] names its tenant with exactly one of uid or pod_uid");
+      } else if (uid >= 0 && !uids.insert(uid).second) {
         error(tables[i], fmt::format("quota[{}].uid", i), fmt::format("a second [[quota]] for uid {}", uid));
+      } else if (!pod.empty() && !pods.insert(pod).second) {
+        error(tables[i], fmt::format("quota[{}].pod_uid", i), fmt::format("a second [[quota]] for pod {}", pod));
       }
+    }
+  }
+
+  // The admin socket must not be reachable through the client socket's directory (a container
+  // that mounts it would get the operator's socket too).
+  void check_admin_socket() {
+    const std::string admin = admin_socket_path(out_.config);
+    const std::string client_dir = std::filesystem::path(out_.config.daemon.socket_path).parent_path().string() + "/";
+    if (admin == out_.config.daemon.socket_path || admin.rfind(client_dir, 0) == 0) {
+      error(where({"ipc.admin_socket_path"}, "ipc"), "ipc.admin_socket_path",
+            fmt::format("{} is inside the client socket's directory {}: mounting that directory into a container "
+                        "would expose the admin socket; put it in a directory of its own",
+                        admin, client_dir));
     }
   }
 
@@ -325,6 +346,7 @@ class Parser {
     parse_root(root);
     check_nics();
     check_quotas();
+    check_admin_socket();
     check_peers();
     finish_cc();
   }
@@ -429,6 +451,16 @@ void apply_environment(LoadResult& result) {
 void log_warnings(const LoadResult& result) {
   auto log = log::get(log::Component::kConfig);
   for (const auto& w : result.warnings) log->warn("config warning warning={}", base::q(w.to_string()));
+}
+
+std::string default_admin_socket_path(const std::string& client_socket_path) {
+  std::filesystem::path dir = std::filesystem::path(client_socket_path).parent_path();
+  if (dir.empty() || dir == dir.root_path()) dir = "/run/rdmad";
+  return dir.string() + "-admin/admin.sock";
+}
+
+std::string admin_socket_path(const Config& c) {
+  return c.ipc.admin_socket_path.empty() ? default_admin_socket_path(c.daemon.socket_path) : c.ipc.admin_socket_path;
 }
 
 }  // namespace rdmad::config

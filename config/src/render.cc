@@ -83,9 +83,10 @@ std::string render_markdown() {
       std::string def = shown_default(f);
       if (f.required) def = "(required)";
       std::string doc = f.doc;
+      const std::string shown = def.empty() ? "(none)" : "`" + def + "`";
       for (auto& c : doc)
         if (c == '|') c = '/';
-      out << fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.name, type_name(f.type), def, f.expected, doc);
+      out << fmt::format("| `{}` | {} | {} | {} | {} |\n", f.name, type_name(f.type), shown, f.expected, doc);
     }
   }
   return out.str();

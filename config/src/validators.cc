@@ -187,6 +187,18 @@ Validator identifier(bool allow_empty) {
   };
 }
 
+Validator pod_uid() {
+  return [](const Value& v) -> std::string {
+    const auto& s = std::get<std::string>(v);
+    bool ok = s.size() == 36;
+    for (size_t i = 0; ok && i < s.size(); ++i) {
+      const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+      ok = dash ? s[i] == '-' : (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] >= 'a' && s[i] <= 'f'));
+    }
+    return ok ? "" : "a pod UID: 36 characters, lower-case hex digits and dashes (8-4-4-4-12)";
+  };
+}
+
 Validator label_map() {
   return [](const Value& v) -> std::string {
     for (const auto& [k, val] : std::get<StringMap>(v)) {

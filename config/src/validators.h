@@ -31,6 +31,7 @@ Validator label_map();                   // Prometheus label names -> values
 Validator cidr(bool allow_empty);        // a.b.c.d/n or v6/n
 Validator octal_mode();                  // "0660"
 Validator id_list();                     // uids/gids in [0, 2^32-2]
+Validator pod_uid();                     // a Kubernetes UID: 8-4-4-4-12 lower-case hex digits
 
 // Parses "host:port" / "[v6]:port"; false on malformed input.
 bool split_host_port(const std::string& s, std::string& host, int64_t& port);

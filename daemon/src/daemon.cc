@@ -121,6 +121,7 @@ clients::IpcConfig ipc_config(const config::Config& c) {
   ic.socket_path = c.daemon.socket_path;
   ic.socket_mode = static_cast<uint32_t>(std::stoul(c.ipc.socket_mode, nullptr, 8));
   ic.socket_group = c.ipc.socket_group;
+  ic.admin_socket_path = config::admin_socket_path(c);
   for (int64_t u : c.ipc.allowed_uids) ic.allowed_uids.push_back(static_cast<uid_t>(u));
   for (int64_t g : c.ipc.allowed_gids) ic.allowed_gids.push_back(static_cast<gid_t>(g));
   ic.max_clients = static_cast<uint32_t>(c.ipc.max_clients);
@@ -129,9 +130,12 @@ clients::IpcConfig ipc_config(const config::Config& c) {
   ic.default_quota = {static_cast<uint64_t>(c.ipc.quota_pinned_bytes), u32(c.ipc.quota_registrations),
                       u32(c.ipc.quota_connections), u32(c.ipc.quota_flows), u32(c.ipc.quota_exports)};
   for (const auto& q : c.quotas) {
-    ic.quotas[static_cast<uid_t>(q.uid)] = {static_cast<uint64_t>(q.pinned_bytes), u32(q.registrations),
-                                            u32(q.connections), u32(q.flows), u32(q.exports)};
+    const clients::Quota quota{static_cast<uint64_t>(q.pinned_bytes), u32(q.registrations), u32(q.connections),
+                               u32(q.flows), u32(q.exports)};
+    if (q.pod_uid.empty()) ic.quotas[static_cast<uid_t>(q.uid)] = quota;
+    else ic.pod_quotas[q.pod_uid] = quota;
   }
+  ic.proc_root = c.ipc.proc_root;
   ic.nic_table_share_percent = u32(c.ipc.nic_table_share_percent);
   ic.hello_timeout_ms = u32(c.ipc.hello_timeout_ms);
   ic.idle_timeout_ms = u32(c.ipc.idle_timeout_ms);

@@ -165,6 +165,7 @@ void Daemon::apply_live(const config::Config& next) {
   };
   restart_needed("metrics.listen", next.metrics.listen != config_.metrics.listen);
   restart_needed("daemon.socket_path", next.daemon.socket_path != config_.daemon.socket_path);
+  restart_needed("ipc.admin_socket_path", config::admin_socket_path(next) != config::admin_socket_path(config_));
   restart_needed("daemon.runtime_dir", next.daemon.runtime_dir != config_.daemon.runtime_dir);
   restart_needed("cc", next.cc.params != config_.cc.params);
   restart_needed("nic", next.nics != (embedded_nics_ ? std::vector<config::NicSection>{} : config_.nics));
@@ -181,6 +182,8 @@ void Daemon::apply_live(const config::Config& next) {
                             next.ipc.hello_timeout_ms != config_.ipc.hello_timeout_ms ||
                             next.ipc.idle_timeout_ms != config_.ipc.idle_timeout_ms ||
                             next.ipc.workers != config_.ipc.workers ||
+                            next.ipc.proc_root != config_.ipc.proc_root ||
+                            next.ipc.socket_group != config_.ipc.socket_group ||
                             next.quotas != config_.quotas);
   // Live keys are taken; restart-only keys keep their running values until the restart.
   config_.daemon.log_level = next.daemon.log_level;

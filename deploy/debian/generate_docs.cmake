@@ -41,6 +41,9 @@ The configuration (TOML); \\fBrdmad \\-\\-print\\-default\\-config\\fR prints ev
 .TP
 .I ${SOCKET_PATH}
 The client socket (created by rdmad.socket under systemd).
+.TP
+.I ${ADMIN_SOCKET_PATH}
+The admin socket, root and the daemon's user only (created by rdmad\\-admin.socket under systemd).
 .SH ENVIRONMENT
 .TP
 .B CREDENTIALS_DIRECTORY
@@ -66,7 +69,7 @@ file(WRITE ${OUT_DIR}/rdmactl.1 ".TH RDMACTL 1 \"\" \"${version}\" \"User Comman
 rdmactl \\- operator CLI for the rdmad RDMA node daemon
 .SH SYNOPSIS
 .B rdmactl
-[\\fB\\-\\-socket\\fR \\fIPATH\\fR] [\\fB\\-\\-json\\fR] \\fICOMMAND\\fR
+[\\fB\\-\\-socket\\fR \\fIPATH\\fR] [\\fB\\-\\-admin\\-socket\\fR \\fIPATH\\fR] [\\fB\\-\\-json\\fR] \\fICOMMAND\\fR
 .SH DESCRIPTION
 The text below is rdmactl's own \\fB\\-\\-help\\fR output.
 .PP
@@ -75,7 +78,10 @@ ${ctl_help}.fi
 .SH ENVIRONMENT
 .TP
 .B RDMAD_SOCKET
-The daemon's socket when \\fB\\-\\-socket\\fR is not given (default ${SOCKET_PATH}).
+The daemon's client socket when \\fB\\-\\-socket\\fR is not given (default ${SOCKET_PATH}).
+.TP
+.B RDMAD_ADMIN_SOCKET
+The daemon's admin socket when \\fB\\-\\-admin\\-socket\\fR is not given (default ${ADMIN_SOCKET_PATH}).
 .SH SEE ALSO
 .BR rdmad (8),
 .BR rdmad.toml (5),

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rdmad/protocol.h"
@@ -15,5 +16,14 @@ namespace rdmad::admin {
 // what rdmad_last_error(client) returns.
 rdmad_status call(rdmad_client* client, proto::MsgType type, std::span<const std::byte> body,
                   std::vector<std::byte>* reply);
+
+// Where the daemon puts its admin socket when [ipc] admin_socket_path is not set: admin.sock in a
+// sibling of the client socket's directory ("/run/rdmad/rdmad.sock" -> "/run/rdmad-admin/admin.sock"),
+// never inside it. The same rule as config::default_admin_socket_path.
+inline std::string default_admin_socket(const std::string& client_socket) {
+  const size_t slash = client_socket.rfind('/');
+  const std::string dir = slash == std::string::npos || slash == 0 ? "/run/rdmad" : client_socket.substr(0, slash);
+  return dir + "-admin/admin.sock";
+}
 
 }  // namespace rdmad::admin

@@ -328,7 +328,9 @@ static_assert(sizeof(RevokeRequest) == 16);
 // kListFlows and kListAllRegistrations take a ListRequest (after_handle: the last flow id or
 // handle of the previous page) and answer a ListReply followed by `count` entries.
 
-inline constexpr uint32_t kMaxFlowListEntries = 32;  // max_entries of a kListFlows page
+inline constexpr uint32_t kMaxFlowListEntries = 24;  // max_entries of a kListFlows page
+inline constexpr uint32_t kMaxRegistrationListEntries = 40;  // max_entries of a kListAllRegistrations page
+inline constexpr size_t kPodUidBytes = 40;  // a pod UID (36 characters) and its NUL, padded
 
 struct FlowEntry {
   uint64_t flow_id;
@@ -340,8 +342,9 @@ struct FlowEntry {
   uint32_t in_flight;  // requests the client submitted whose completion it has not been given
   uint32_t sq_depth;
   uint32_t cq_depth;
+  char owner_pod[kPodUidBytes];  // the owner's tenant: its pod's UID, or "" (the tenant is owner_uid)
 };
-static_assert(sizeof(FlowEntry) == 104);
+static_assert(sizeof(FlowEntry) == 144);
 static_assert(sizeof(Header) + sizeof(ListReply) + kMaxFlowListEntries * sizeof(FlowEntry) <= kMaxFrameBytes);
 
 struct RegistrationEntry {
@@ -353,9 +356,10 @@ struct RegistrationEntry {
   int32_t owner_pid;
   uint32_t kind;  // rdmad_mem_kind
   uint32_t access;
+  char owner_pod[kPodUidBytes];  // as FlowEntry::owner_pod
 };
-static_assert(sizeof(RegistrationEntry) == 48);
-static_assert(sizeof(Header) + sizeof(ListReply) + kMaxListEntries * sizeof(RegistrationEntry) <=
+static_assert(sizeof(RegistrationEntry) == 88);
+static_assert(sizeof(Header) + sizeof(ListReply) + kMaxRegistrationListEntries * sizeof(RegistrationEntry) <=
               kMaxFrameBytes);
 
 inline constexpr size_t kMaxKnobNameBytes = 40;

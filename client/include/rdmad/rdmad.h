@@ -35,8 +35,10 @@ typedef enum rdmad_status {
   RDMAD_ERR_LOST = 12,            /* registration lost when the daemon restarted */
   RDMAD_ERR_PEER = 13,            /* the peer node is not connected, or was lost mid-transfer */
   RDMAD_ERR_REMOTE_ACCESS = 14,   /* the peer refused the access (rights, bounds, revoked export) */
-  RDMAD_ERR_DAEMON_GONE = 15      /* the daemon stopped or died with this request in flight (a call, or a
+  RDMAD_ERR_DAEMON_GONE = 15,     /* the daemon stopped or died with this request in flight (a call, or a
                                    * flow request: the library completes those itself); reconnect */
+  RDMAD_ERR_ADMIN_SOCKET = 16     /* an operator's request sent on the client socket: it is served on the
+                                   * admin socket only ([ipc] admin_socket_path; the message names it) */
 } rdmad_status;
 
 /* Access flags (same meaning as the IBV_ACCESS_* flags of the same name). */

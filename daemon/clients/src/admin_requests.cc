@@ -1,5 +1,7 @@
 // Serving the operator's requests (rdmactl): registrations of every client from the table, the
-// rest through the AdminHandler the daemon installed. Only uid 0 and the daemon's own uid get here.
+// rest through the AdminHandler the daemon installed. Served on the admin socket only, which
+// accepts uid 0 and the daemon's own uid; on the client socket they are refused, even to root (a
+// container's root that has the client socket mounted is not the node's operator).
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +13,6 @@ namespace rdmad::clients {
 using proto::MsgType;
 
 namespace {
-
-bool may_administer(const Peer& peer) { return peer.uid == 0 || peer.uid == ::geteuid(); }
 
 // A ListReply and the entries of one page, cut to max_entries whatever the handler returned.
 template <class Entry>
@@ -34,10 +34,12 @@ std::span<const std::byte> UnixServer::Core::dispatch_admin(Connection& conn, De
     *status = e.status;
     return write_error(out, version, id, e.status, e.message);
   };
-  if (!may_administer(conn.peer()))
-    return fail(Error{RDMAD_ERR_PERMISSION, "admin requests need root or the daemon's uid " +
-                                                std::to_string(::geteuid()) + "; uid " +
-                                                std::to_string(conn.peer().uid) + " is not allowed"});
+  if (!conn.peer().admin)
+    return fail(Error{RDMAD_ERR_ADMIN_SOCKET,
+                      config_.admin_socket_path.empty()
+                          ? std::string("admin requests go to the admin socket, and this daemon has none")
+                          : "admin requests go to the admin socket " + config_.admin_socket_path +
+                                " (root and the daemon's uid only), not to the client socket"});
   FrameWriter w(out, version, proto::reply_type(type), id);
   if (type == MsgType::kListAllRegistrations) {
     auto& l = std::get<proto::ListRequest>(req.body);

@@ -39,6 +39,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void bulk_done(std::vector<std::byte> frame);
 
   const Peer& peer() const { return peer_; }
+  // At accept, before the connection is served (its tenant is read after its credentials).
+  void set_pod(std::string pod_uid) { peer_.pod_uid = std::move(pod_uid); }
   int native_handle() { return socket_.native_handle(); }
   uint16_t version() const { return version_; }
   size_t worker() const { return worker_; }

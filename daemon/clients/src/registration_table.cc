@@ -73,14 +73,18 @@ RegistrationService::~RegistrationService() {
   release_regions(released);
 }
 
-const Quota& RegistrationService::quota_for(uid_t uid) const {
-  auto it = config_.quotas.find(uid);
+const Quota& RegistrationService::quota_for(const Tenant& tenant) const {
+  if (tenant.is_pod()) {
+    auto it = config_.pod_quotas.find(tenant.pod_uid);
+    return it != config_.pod_quotas.end() ? it->second : config_.default_quota;
+  }
+  auto it = config_.quotas.find(tenant.uid);
   return it != config_.quotas.end() ? it->second : config_.default_quota;
 }
 
-Usage RegistrationService::usage(uid_t uid) const {
+Usage RegistrationService::usage(const Tenant& tenant) const {
   std::lock_guard lock(mu_);
-  auto it = usage_.find(uid);
+  auto it = usage_.find(tenant);
   return it != usage_.end() ? it->second : Usage{};
 }
 
@@ -123,18 +127,18 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
     auto dmabuf = check_dmabuf_fd(fd);
     if (!dmabuf.ok()) return dmabuf.error();
   }
-  RegionKey key{peer.uid,   req.kind,   st.st_dev,    st.st_ino, req.offset,
+  RegionKey key{peer.tenant(), req.kind,   st.st_dev,    st.st_ino, req.offset,
                 req.length, req.access, req.nic_mask, req.iova};
-  const Quota& quota = quota_for(peer.uid);
+  const Quota& quota = quota_for(peer.tenant());
   const uint64_t aligned = req.offset & ~(page_bytes() - 1);
   const uint64_t pinned = ((req.offset + req.length + page_bytes() - 1) & ~(page_bytes() - 1)) - aligned;
   std::unique_lock lock(mu_);
-  Usage& use = usage_[peer.uid];
+  Usage& use = usage_[peer.tenant()];
   if (use.registrations + 1 > quota.max_registrations)
-    return Error{RDMAD_ERR_QUOTA, "registration-count quota of uid " + std::to_string(peer.uid) +
+    return Error{RDMAD_ERR_QUOTA, "registration-count quota of " + peer.tenant().name() +
                                       " exceeded (" + std::to_string(quota.max_registrations) + " handles)"};
   if (table_share_ != 0 && use.registrations + 1 > table_share_)
-    return Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(peer.uid) + " holds " + std::to_string(table_share_) +
+    return Error{RDMAD_ERR_QUOTA, peer.tenant().name() + " holds " + std::to_string(table_share_) +
                                       " registrations, its share (nic_table_share_percent) of the NICs' " +
                                       "memory-region tables"};
   Registered out;
@@ -145,7 +149,7 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
     out = add_handle(peer, used, req, true, forced_handle);
   } else {
     if (use.pinned_bytes + pinned > quota.max_pinned_bytes)
-      return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of uid " + std::to_string(peer.uid) + " exceeded (" +
+      return Error{RDMAD_ERR_QUOTA, "pinned-bytes quota of " + peer.tenant().name() + " exceeded (" +
                                         std::to_string(use.pinned_bytes) + " in use + " + std::to_string(pinned) +
                                         " requested > " + std::to_string(quota.max_pinned_bytes) + ")"};
     // Mapping and registering (a hardware registration pins pages, milliseconds per GiB) run
@@ -159,15 +163,15 @@ Result<Registered> RegistrationService::register_common(const Peer& peer, int fd
       base::log_limited(*ipc_log(), g_table_log, spdlog::level::warn, "registration refused uid={} error={}",
                         peer.uid, base::q(made.error().message));
     lock.lock();
-    Usage& again = usage_[peer.uid];
+    Usage& again = usage_[peer.tenant()];
     --again.registrations;
     again.pinned_bytes -= pinned;
     if (!made.ok()) {
-      if (again.registrations == 0 && again.pinned_bytes == 0) usage_.erase(peer.uid);
+      if (again.registrations == 0 && again.pinned_bytes == 0) usage_.erase(peer.tenant());
       return made.error();
     }
     if (auto raced = regions_.find(key); raced != regions_.end()) {
-      // Another connection of this uid registered the same range meanwhile: share its region.
+      // Another connection of this tenant registered the same range meanwhile: share its region.
       used = raced->second.get();
       out = add_handle(peer, used, req, true, forced_handle);
       duplicate.push_back(std::move(made.value()));
@@ -262,9 +266,9 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
                                            bool shared, uint64_t forced_handle) {
   uint64_t handle = forced_handle != 0 ? forced_handle : next_handle_++;
   ++region->refs;
-  ++usage_[peer.uid].registrations;
-  handles_.emplace(handle,
-                   Handle{peer.conn_id, peer.uid, peer.pid, region, req.offset, req.length, req.access});
+  ++usage_[peer.tenant()].registrations;
+  handles_.emplace(handle, Handle{peer.conn_id, peer.uid, peer.pid, peer.tenant(), region, req.offset, req.length,
+                                  req.access});
   by_conn_[peer.conn_id].insert(handle);
   update_quota_ratio();
   return Registered{handle, region->iova, req.length, shared, region->keys};
@@ -273,8 +277,8 @@ Registered RegistrationService::add_handle(const Peer& peer, Region* region, con
 void RegistrationService::update_quota_ratio() {
   if (metrics_ == nullptr) return;
   double worst = 0;
-  for (const auto& [uid, use] : usage_) {
-    const Quota& q = quota_for(uid);
+  for (const auto& [tenant, use] : usage_) {
+    const Quota& q = quota_for(tenant);
     if (q.max_pinned_bytes > 0)
       worst = std::max(worst, static_cast<double>(use.pinned_bytes) / static_cast<double>(q.max_pinned_bytes));
     if (q.max_registrations > 0)
@@ -308,7 +312,7 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
     c->second.erase(handle);
     if (c->second.empty()) by_conn_.erase(c);
   }
-  Usage& use = usage_[h.uid];
+  Usage& use = usage_[h.tenant];
   --use.registrations;
   Region* region = h.region;
   if (--region->refs == 0) {
@@ -324,7 +328,7 @@ void RegistrationService::drop_handle(std::unordered_map<uint64_t, Handle>::iter
       released.push_back(std::move(node.mapped()));
     }
   }
-  if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.uid);
+  if (use.registrations == 0 && use.pinned_bytes == 0) usage_.erase(h.tenant);
   update_quota_ratio();
 }
 
@@ -381,8 +385,10 @@ std::vector<proto::RegistrationEntry> RegistrationService::list_all(uint64_t aft
   std::vector<proto::RegistrationEntry> out;
   for (uint64_t id : ids) {
     const Handle& h = handles_.at(id);
-    out.push_back({id, h.offset, h.length, h.region->pinned_bytes, static_cast<uint32_t>(h.uid),
-                   static_cast<int32_t>(h.pid), static_cast<uint32_t>(h.region->kind), h.access});
+    proto::RegistrationEntry e{id, h.offset, h.length, h.region->pinned_bytes, static_cast<uint32_t>(h.uid),
+                               static_cast<int32_t>(h.pid), static_cast<uint32_t>(h.region->kind), h.access, {}};
+    proto::copy_cstr(e.owner_pod, h.tenant.pod_uid.c_str());
+    out.push_back(e);
   }
   return out;
 }

@@ -127,15 +127,23 @@ DecodedRequest validate_body(DecodedRequest d, std::span<const std::byte> body) 
     case MsgType::kListRegistrations:
     case MsgType::kListAllRegistrations:
     case MsgType::kListFlows: {
-      // Flow entries are larger: a page of them holds fewer to stay within one frame.
-      const bool flows = d.header.type == static_cast<uint16_t>(MsgType::kListFlows);
+      // Flow and node-wide entries are larger: a page of them holds fewer to stay within one frame.
+      const auto type = static_cast<MsgType>(d.header.type);
+      const bool flows = type == MsgType::kListFlows;
+      const uint32_t max_page = flows                                  ? proto::kMaxFlowListEntries
+                                : type == MsgType::kListAllRegistrations ? proto::kMaxRegistrationListEntries
+                                                                         : proto::kMaxListEntries;
       auto r = load<proto::ListRequest>(body);
       if (r.reserved != 0)
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
                     flows ? "list_flows: reserved field set" : "list: reserved field set");
-      if (r.max_entries == 0 || r.max_entries > (flows ? proto::kMaxFlowListEntries : proto::kMaxListEntries))
+      static_assert(proto::kMaxFlowListEntries == 24 && proto::kMaxRegistrationListEntries == 40 &&
+                    proto::kMaxListEntries == 64);  // the messages below
+      if (r.max_entries == 0 || r.max_entries > max_page)
         return fail(d, RDMAD_ERR_INVALID_ARGUMENT,
-                    flows ? "list_flows: max_entries must be 1..32" : "list: max_entries must be 1..64");
+                    flows                                  ? "list_flows: max_entries must be 1..24"
+                    : type == MsgType::kListAllRegistrations ? "list: max_entries must be 1..40"
+                                                             : "list: max_entries must be 1..64");
       d.body = r;
       break;
     }

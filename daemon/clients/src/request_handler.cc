@@ -151,7 +151,9 @@ std::span<const std::byte> UnixServer::Core::dispatch(Connection& conn, DecodedR
     proto::HelloReplyV2 reply{conn.version(), 0, static_cast<uint32_t>(proto::kMaxFrameBytes), instance_id_, {}};
     const SessionToken token = random_token();
     std::memcpy(reply.session, token.data(), token.size());
-    if (store_ != nullptr) store_->session_started({conn.peer().conn_id, conn.peer().uid, conn.peer().pid, token});
+    if (store_ != nullptr)
+      store_->session_started(
+          {conn.peer().conn_id, conn.peer().uid, conn.peer().pid, token, conn.peer().pod_uid});
     w.append(reply);
     return w.finish();
   }

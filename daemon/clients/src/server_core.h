@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <array>
 #include <deque>
@@ -91,6 +92,9 @@ bool served_on_worker(uint16_t type);
 inline constexpr uint64_t kBulkRegistrationBytes = uint64_t{1} << 20;
 bool served_in_bulk(const DecodedRequest& req);
 
+// Who the admin socket serves: root and the daemon's own uid.
+inline bool may_administer(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
+
 class UnixServer::Core : public std::enable_shared_from_this<Core> {
  public:
   Core(boost::asio::io_context& io, IpcConfig config, MemoryRegistrar& registrar, NicDirectory& inventory,
@@ -120,10 +124,20 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   FlowHandler* flows_ = nullptr;
   std::function<std::string()> diagnose_extra_;
   AdminHandler* admin_ = nullptr;
-  SeqPacket::acceptor acceptor_;
-  boost::asio::steady_timer accept_retry_;
+  // One listener: the client socket, or the admin socket (admin requests only there).
+  struct Listener {
+    explicit Listener(boost::asio::io_context& io, bool is_admin) : acceptor(io), retry(io), admin(is_admin) {}
+    SeqPacket::acceptor acceptor;
+    boost::asio::steady_timer retry;
+    bool admin;
+    bool activated = false;
+    bool created_path = false;
+    std::string path;
+    std::chrono::milliseconds backoff{0};
+  };
+  Listener clients_{io_, false};
+  Listener admins_{io_, true};
   bool activated_ = false;
-  bool created_path_ = false;
   bool stopped_ = false;
   uint64_t next_conn_id_ = 1;
   // Sessions of the previous run (restore()), waiting for their client to come back (kResume) until
@@ -137,16 +151,17 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   BulkPool bulk_;
   FrameBuffer control_tx_{};  // replies built on the control thread
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections_;
-  std::unordered_map<uid_t, uint32_t> connections_by_uid_;
+  std::map<Tenant, uint32_t> connections_by_tenant_;
   FdBudget fds_;  // what clients may make the daemon hold (fd_budget.h)
   // Closed to make room when accept runs out of descriptors, so that the client waiting in the
   // backlog gets an answer (refused) instead of a connection that hangs.
   int spare_fd_ = -1;
-  std::chrono::milliseconds accept_backoff_{0};
 
  private:
-  Result<Ok> bind_socket();
-  bool adopt_systemd_socket();
+  Result<Ok> bind_socket(Listener& l, uint32_t mode, const std::string& group);
+  Result<Ok> listen_on(Listener& l, uint32_t mode, const std::string& group);
+  // Adopts the sockets systemd passed for the client and admin paths (matched by path).
+  void adopt_systemd_sockets();
   void start_workers();
   void stop_workers();
   // Finishes the bulk registrations queued (their replies go to the workers, still running).
@@ -154,10 +169,10 @@ class UnixServer::Core : public std::enable_shared_from_this<Core> {
   void on_closed(uint64_t conn_id);
   // Control thread: gives the previous run's session named by `token` to conn (same uid only).
   proto::ResumeReply resume(const Connection& conn, const SessionToken& token);
-  void accept_next();
-  void on_accept(SeqPacket::socket accepted);
+  void accept_next(Listener& l);
+  void on_accept(SeqPacket::socket accepted, bool admin);
   // accept() failed for want of descriptors: refuse one waiting client, pause with a growing delay.
-  void accept_out_of_fds();
+  void accept_out_of_fds(Listener& l);
   std::span<const std::byte> dispatch(Connection& conn, DecodedRequest& req, int fd, FrameBuffer& out,
                                       ReplyFds& reply_fds, rdmad_status* status);
   std::span<const std::byte> dispatch_flow(Connection& conn, DecodedRequest& req, FrameBuffer& out,

@@ -98,6 +98,7 @@ class Reader {
     return s;
   }
   bool ok() const { return ok_ && at_ == n_; }
+  bool at_end() const { return at_ == n_; }
 
  private:
   const uint8_t* p_;
@@ -107,7 +108,7 @@ class Reader {
 };
 
 std::vector<uint8_t> encode(const StoredSession& s) {
-  return Writer(kSession).put(s.conn_id).put<uint32_t>(s.uid).put<int32_t>(s.pid).bytes(s.token).take();
+  return Writer(kSession).put(s.conn_id).put<uint32_t>(s.uid).put<int32_t>(s.pid).bytes(s.token).str(s.pod_uid).take();
 }
 
 std::vector<uint8_t> encode(const StoredHandle& h) {
@@ -245,6 +246,7 @@ RestoredState SessionStore::replay(std::map<std::string, int> fds) {
         s.uid = r.get<uint32_t>();
         s.pid = r.get<int32_t>();
         s.token = r.bytes();
+        if (!r.at_end()) s.pod_uid = r.str();  // the tenant's pod (absent before pods were tenants)
         if (r.ok()) sessions_[s.conn_id] = s;
         break;
       }
@@ -255,6 +257,7 @@ RestoredState SessionStore::replay(std::map<std::string, int> fds) {
         s.uid = r.get<uint32_t>();
         s.pid = r.get<int32_t>();
         s.token = r.bytes();
+        if (!r.at_end()) s.pod_uid = r.str();
         if (!r.ok()) break;
         sessions_.erase(from);
         sessions_[s.conn_id] = s;
@@ -432,7 +435,7 @@ void SessionStore::session_moved(uint64_t from_conn, const StoredSession& to) {
     if (h.conn_id == from_conn) h.conn_id = to.conn_id;
   for (auto& [t, e] : exports_)
     if (e.conn_id == from_conn) e.conn_id = to.conn_id;
-  append(Writer(kSessionMoved).put(from_conn).put(to.conn_id).put<uint32_t>(to.uid).put<int32_t>(to.pid).bytes(to.token).take());
+  append(Writer(kSessionMoved).put(from_conn).put(to.conn_id).put<uint32_t>(to.uid).put<int32_t>(to.pid).bytes(to.token).str(to.pod_uid).take());
   maybe_compact();
 }
 

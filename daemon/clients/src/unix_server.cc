@@ -50,40 +50,6 @@ bool peer_allowed(const IpcConfig& c, const ucred& cred, const std::vector<gid_t
   return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return has(c.allowed_gids, g); });
 }
 
-// A live socket at path means another program serves it; only a socket nobody listens on
-// (ECONNREFUSED: left over from a crash) is removed. A live socket of another type (a stream socket
-// from a unit that says ListenStream=) is reported, never deleted.
-Result<Ok> clear_stale_socket(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return Ok{};
-  if (!S_ISSOCK(st.st_mode)) return Error{RDMAD_ERR_SYSTEM, path + " exists and is not a socket"};
-  int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (probe < 0) return sys_error("socket", errno);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  const int rc = connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  const int err = rc == 0 ? 0 : errno;
-  ::close(probe);
-  if (rc == 0) return Error{RDMAD_ERR_SYSTEM, "another daemon is serving " + path};
-  if (err == EPROTOTYPE)
-    return Error{RDMAD_ERR_SYSTEM, "a socket of another type (not SOCK_SEQPACKET) is live at " + path +
-                                       " and is left in place; if systemd made it, rdmad.socket must say "
-                                       "ListenSequentialPacket=, not ListenStream="};
-  if (err != ECONNREFUSED) return sys_error("probe of the socket at " + path, err);
-  if (unlink(path.c_str()) != 0) return sys_error("unlink stale " + path, errno);
-  return Ok{};
-}
-
-// What a descriptor systemd passed is, for the warning when it is not ours to serve.
-std::string describe_passed_socket(int fd) {
-  if (sd_is_socket_unix(fd, SOCK_STREAM, -1, nullptr, 0) > 0)
-    return "a stream socket (ListenStream=; rdmad needs ListenSequentialPacket=)";
-  if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, nullptr, 0) > 0) return "a listening socket for another path";
-  if (sd_is_socket(fd, AF_UNSPEC, 0, -1) > 0) return "not a listening SOCK_SEQPACKET Unix socket";
-  return "not a socket";
-}
-
 // Log lines a flood of local connections can cause.
 base::LogLimiter g_accept_log;
 
@@ -97,64 +63,9 @@ UnixServer::Core::Core(boost::asio::io_context& io, IpcConfig config, MemoryRegi
       inventory_(inventory),
       metrics_(registry),
       service_(config_, registrar_, inventory_, &metrics_),
-      instance_id_(random_instance_id()),
-      acceptor_(io),
-      accept_retry_(io) {}
-
-bool UnixServer::Core::adopt_systemd_socket() {
-  char** names = nullptr;
-  int n = sd_listen_fds_with_names(0, &names);
-  std::vector<std::string> fd_names;
-  for (int i = 0; i < n; ++i) {
-    fd_names.emplace_back(names != nullptr && names[i] != nullptr ? names[i] : "");
-    if (names != nullptr) free(names[i]);
-  }
-  free(names);
-  bool adopted = false;
-  for (int fd = SD_LISTEN_FDS_START; n > 0 && fd < SD_LISTEN_FDS_START + n; ++fd) {
-    // The file-descriptor store's registered memory (session_store.h), not a socket.
-    if (fd_names[static_cast<size_t>(fd - SD_LISTEN_FDS_START)].rfind(kStoredMemoryPrefix, 0) == 0) continue;
-    if (!adopted && sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, config_.socket_path.c_str(), 0) > 0) {
-      boost::system::error_code ec;
-      acceptor_.assign(SeqPacket(), fd, ec);
-      if (!ec) {
-        ipc_log()->info("serving clients socket={} activation=systemd", base::q(config_.socket_path));
-        adopted = true;
-        continue;
-      }
-    }
-    ipc_log()->warn("passed socket ignored fd={} socket={} reason={}", fd, base::q(config_.socket_path),
-                    base::q(describe_passed_socket(fd)));
-  }
-  return adopted;
-}
-
-Result<Ok> UnixServer::Core::bind_socket() {
-  const std::string& path = config_.socket_path;
-  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
-    return Error{RDMAD_ERR_INVALID_ARGUMENT, "socket path empty or longer than 107 bytes: " + path};
-  std::error_code fec;
-  auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, fec);
-  if (fec) return Error{RDMAD_ERR_SYSTEM, "create " + dir.string() + ": " + fec.message()};
-  auto cleared = clear_stale_socket(path);
-  if (!cleared.ok()) return cleared;
-  boost::system::error_code ec;
-  acceptor_.open(SeqPacket(), ec);
-  if (!ec) acceptor_.bind(SeqPacket::endpoint(path), ec);
-  if (ec) return Error{RDMAD_ERR_SYSTEM, "bind " + path + ": " + ec.message()};
-  created_path_ = true;
-  if (chmod(path.c_str(), config_.socket_mode) != 0) return sys_error("chmod " + path, errno);
-  if (!config_.socket_group.empty()) {
-    group* g = getgrnam(config_.socket_group.c_str());
-    if (g == nullptr)
-      return Error{RDMAD_ERR_INVALID_ARGUMENT, "unknown socket group " + config_.socket_group};
-    if (chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) return sys_error("chown " + path, errno);
-  }
-  acceptor_.listen(SOMAXCONN, ec);
-  if (ec) return Error{RDMAD_ERR_SYSTEM, "listen " + path + ": " + ec.message()};
-  ipc_log()->info("serving clients socket={} mode=0{:o}", base::q(path), config_.socket_mode);
-  return Ok{};
+      instance_id_(random_instance_id()) {
+  clients_.path = config_.socket_path;
+  admins_.path = config_.admin_socket_path;
 }
 
 Result<Ok> UnixServer::Core::start() {
@@ -169,18 +80,19 @@ Result<Ok> UnixServer::Core::start() {
     config_.max_clients = static_cast<uint32_t>(fds_.total());
   }
   if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  activated_ = config_.systemd_activation && adopt_systemd_socket();
-  if (!activated_) {
-    auto bound = bind_socket();
-    if (!bound.ok()) {
-      ipc_log()->error("cannot bind client socket error={}", base::q(bound.error().message));
+  if (config_.systemd_activation) adopt_systemd_sockets();
+  activated_ = clients_.activated;
+  for (auto [l, mode, group] : {std::tuple{&clients_, config_.socket_mode, config_.socket_group},
+                                std::tuple{&admins_, uint32_t{0600}, std::string()}}) {
+    if (auto bound = listen_on(*l, mode, group); !bound.ok()) {
       stop();
       return bound;
     }
   }
   stopped_ = false;
   start_workers();
-  accept_next();
+  accept_next(clients_);
+  if (!admins_.path.empty()) accept_next(admins_);
   return Ok{};
 }
 
@@ -213,41 +125,40 @@ void UnixServer::Core::start_workers() {
   }
 }
 
-void UnixServer::Core::accept_next() {
-  acceptor_.async_accept([this](boost::system::error_code ec, SeqPacket::socket socket) {
+void UnixServer::Core::accept_next(Listener& l) {
+  l.acceptor.async_accept([this, &l](boost::system::error_code ec, SeqPacket::socket socket) {
     if (ec == boost::asio::error::operation_aborted || stopped_) return;
     if (ec) {
-      accept_out_of_fds();
+      accept_out_of_fds(l);
       return;
     }
-    accept_backoff_ = std::chrono::milliseconds(0);
-    on_accept(std::move(socket));
-    accept_next();
+    l.backoff = std::chrono::milliseconds(0);
+    on_accept(std::move(socket), l.admin);
+    accept_next(l);
   });
 }
 
-void UnixServer::Core::accept_out_of_fds() {
+void UnixServer::Core::accept_out_of_fds(Listener& l) {
   // Out of descriptors (EMFILE/ENFILE) or another accept error: the listener stays readable, so
   // accepting again at once would spin. Use the spare descriptor to take one waiting client and
   // close it (it learns at once instead of hanging in the backlog), then pause, longer each time.
   if (spare_fd_ >= 0) {
     ::close(spare_fd_);
     spare_fd_ = -1;
-    int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    int fd = ::accept4(l.acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) ::close(fd);
     spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
-  accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  l.backoff = std::clamp(l.backoff * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
   base::log_limited(*ipc_log(), g_accept_log, spdlog::level::warn,
-                    "client accept failed error={} pause_ms={}", base::q(std::strerror(errno)),
-                    accept_backoff_.count());
-  accept_retry_.expires_after(accept_backoff_);
-  accept_retry_.async_wait([this](boost::system::error_code tec) {
-    if (!tec && !stopped_) accept_next();
+                    "client accept failed error={} pause_ms={}", base::q(std::strerror(errno)), l.backoff.count());
+  l.retry.expires_after(l.backoff);
+  l.retry.async_wait([this, &l](boost::system::error_code tec) {
+    if (!tec && !stopped_) accept_next(l);
   });
 }
 
-void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
+void UnixServer::Core::on_accept(SeqPacket::socket accepted, bool admin) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(accepted.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
@@ -264,7 +175,7 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
     ipc_log()->warn("cannot serve client error={}", base::q(ec.message()));
     return;
   }
-  Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid};
+  Peer peer{next_conn_id_++, cred.uid, cred.gid, cred.pid, admin};
   auto conn = std::make_shared<Connection>(std::move(socket), peer, worker, *this);
   FrameBuffer buf;
   auto refuse = [&](rdmad_status status, const std::string& why) {
@@ -273,21 +184,33 @@ void UnixServer::Core::on_accept(SeqPacket::socket accepted) {
     metrics_.request(0, status);
     conn->refuse(write_error(buf, proto::kVersionMin, 0, status, why));
   };
-  if (!peer_allowed(config_, cred, peer_groups(conn->native_handle())))
+  if (admin && !may_administer(cred.uid))
+    return refuse(RDMAD_ERR_PERMISSION, "the admin socket serves root and the daemon's uid " +
+                                            std::to_string(::geteuid()) + " only; uid " + std::to_string(cred.uid) +
+                                            " is not allowed");
+  if (!admin && !peer_allowed(config_, cred, peer_groups(conn->native_handle())))
     return refuse(RDMAD_ERR_PERMISSION,
                   "uid " + std::to_string(cred.uid) + " is not allowed to use rdmad (allowed_uids, allowed_gids)");
+  // The tenant is read now, while the process that connected most likely still runs; one that
+  // is gone already (or hidden) is refused rather than counted as its uid (tenant.h).
+  if (!admin) {
+    auto tenant = tenant_of_process(config_.proc_root, cred.pid, cred.uid);
+    if (!tenant.ok()) return refuse(tenant.error().status, tenant.error().message);
+    peer.pod_uid = tenant.value().pod_uid;
+    conn->set_pod(peer.pod_uid);
+  }
   if (connections_.size() >= config_.max_clients)
     return refuse(RDMAD_ERR_NO_RESOURCE, "too many clients connected (max_clients " +
                                              std::to_string(config_.max_clients) + ")");
-  uint32_t& mine = connections_by_uid_[cred.uid];
-  const uint32_t allowed = service_.quota_for(cred.uid).max_connections;
+  uint32_t& mine = connections_by_tenant_[peer.tenant()];
+  const uint32_t allowed = service_.quota_for(peer.tenant()).max_connections;
   if (mine >= allowed) {
-    if (mine == 0) connections_by_uid_.erase(cred.uid);
-    return refuse(RDMAD_ERR_QUOTA, "uid " + std::to_string(cred.uid) + " has " + std::to_string(allowed) +
+    if (mine == 0) connections_by_tenant_.erase(peer.tenant());
+    return refuse(RDMAD_ERR_QUOTA, peer.tenant().name() + " has " + std::to_string(allowed) +
                                        " connections open (its connection quota)");
   }
   if (!fds_.take(1)) {
-    if (mine == 0) connections_by_uid_.erase(cred.uid);
+    if (mine == 0) connections_by_tenant_.erase(peer.tenant());
     return refuse(RDMAD_ERR_NO_RESOURCE, "the daemon is out of file descriptors for clients");
   }
   ++mine;
@@ -312,7 +235,7 @@ size_t UnixServer::restore(const RestoredState& state, std::chrono::milliseconds
     auto s = sessions.find(h.conn_id);
     auto fd = state.region_fds.find(h.region_seq);
     if (s == sessions.end() || fd == state.region_fds.end()) continue;
-    const Peer owner{h.conn_id, s->second->uid, 0, s->second->pid};
+    const Peer owner{h.conn_id, s->second->uid, 0, s->second->pid, false, s->second->pod_uid};
     auto r = c.service_.restore(owner, fd->second, h);
     if (!r.ok()) {
       ipc_log()->warn("registration not restored handle={} uid={} error={}", h.handle, owner.uid,
@@ -346,14 +269,16 @@ size_t UnixServer::detached_sessions() const { return core_->detached_.size(); }
 proto::ResumeReply UnixServer::Core::resume(const Connection& conn, const SessionToken& token) {
   proto::ResumeReply reply{};
   auto it = detached_.find(token);
-  // Another uid's token is answered as an unknown one: a token is no use to anyone else.
-  if (it == detached_.end() || it->second.uid != conn.peer().uid) return reply;
+  // Another uid's or tenant's token is answered as an unknown one: a token is no use to anyone else.
+  if (it == detached_.end() || it->second.uid != conn.peer().uid || it->second.pod_uid != conn.peer().pod_uid)
+    return reply;
   const StoredSession old = it->second;
   detached_.erase(it);
   service_.adopt_connection(old.conn_id, conn.peer());
   if (flows_ != nullptr) flows_->adopt_connection(old.conn_id, conn.peer());
-  if (store_ != nullptr) store_->session_moved(old.conn_id, StoredSession{conn.peer().conn_id, conn.peer().uid,
-                                                                          conn.peer().pid, token});
+  if (store_ != nullptr)
+    store_->session_moved(old.conn_id, StoredSession{conn.peer().conn_id, conn.peer().uid, conn.peer().pid, token,
+                                                     conn.peer().pod_uid});
   bool more = false;
   reply.resumed = 1;
   reply.handles = static_cast<uint32_t>(service_.list(conn.peer().conn_id, 0, UINT32_MAX, &more).size());
@@ -367,9 +292,9 @@ void UnixServer::Core::on_closed(uint64_t conn_id) {
   if (flows_ != nullptr) flows_->connection_closed(conn_id);
   service_.release_connection(conn_id);
   metrics_.client_disconnected();
-  const uid_t uid = it->second->peer().uid;
-  if (auto u = connections_by_uid_.find(uid); u != connections_by_uid_.end() && --u->second == 0)
-    connections_by_uid_.erase(u);
+  if (auto u = connections_by_tenant_.find(it->second->peer().tenant());
+      u != connections_by_tenant_.end() && --u->second == 0)
+    connections_by_tenant_.erase(u);
   --worker_load_[it->second->worker()];
   fds_.give(1);
   connections_.erase(it);
@@ -382,10 +307,12 @@ void UnixServer::Core::stop() {
   if (store_ != nullptr) store_->freeze();
   grace_timer_.cancel();
   boost::system::error_code ec;
-  accept_retry_.cancel();
-  acceptor_.close(ec);
-  if (created_path_) unlink(config_.socket_path.c_str());
-  created_path_ = false;
+  for (Listener* l : {&clients_, &admins_}) {
+    l->retry.cancel();
+    l->acceptor.close(ec);
+    if (l->created_path) unlink(l->path.c_str());
+    l->created_path = false;
+  }
   stop_bulk();
   stop_workers();
   if (spare_fd_ >= 0) ::close(spare_fd_);

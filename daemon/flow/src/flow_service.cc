@@ -346,10 +346,10 @@ clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Pee
   if (mine >= options_.max_flows_per_client)
     return clients::Error{RDMAD_ERR_NO_RESOURCE, "this connection already has " + std::to_string(mine) +
                                                  " flows (max_flows_per_client)"};
-  const uint32_t quota = registrations_.quota_for(client.uid).max_flows;
-  if (flows_by_uid_[client.uid] >= quota)
-    return clients::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " has " + std::to_string(quota) +
-                                           " flows open (its flow quota)"};
+  const uint32_t quota = registrations_.quota_for(client.tenant()).max_flows;
+  if (flows_by_tenant_[client.tenant()] >= quota)
+    return clients::Error{RDMAD_ERR_QUOTA,
+                          client.tenant().name() + " has " + std::to_string(quota) + " flows open (its flow quota)"};
   const std::string peer(req.peer);
   if (peer == options_.peer.node_id) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, "a flow needs another node, not this one"};
   if (auto e = check_nic_mask(req.nic_mask, nics_.size()); !e.empty()) return clients::Error{RDMAD_ERR_INVALID_ARGUMENT, e};
@@ -362,6 +362,7 @@ clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Pee
   f.id = next_flow_id_++;
   f.conn_id = client.conn_id;
   f.owner_uid = client.uid;
+  f.owner_tenant = client.tenant();
   f.owner_pid = client.pid;
   f.peer = peer;
   f.channel = req.channel;
@@ -387,7 +388,7 @@ clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Pee
   if (f.ring == MAP_FAILED || f.doorbell_fd < 0 || f.completion_fd < 0) {
     auto e = clients::sys_error("setting up the flow's ring", errno);
     if (f.ring == MAP_FAILED) f.ring = nullptr;
-    ++flows_by_uid_[f.owner_uid];  // destroy_flow gives back what the flow took
+    ++flows_by_tenant_[f.owner_tenant];  // destroy_flow gives back what the flow took
     destroy_flow(f);
     return e;
   }
@@ -401,7 +402,7 @@ clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Pee
   out.reply.cq_depth = cq;
   out.reply.state = static_cast<const ring::Header*>(f.ring)->flow_state.load();
   out.fds = {f.memfd, f.doorbell_fd, f.completion_fd};
-  ++flows_by_uid_[f.owner_uid];
+  ++flows_by_tenant_[f.owner_tenant];
   flows_.emplace(f.id, f);
   return out;
 }
@@ -422,6 +423,7 @@ std::vector<proto::FlowEntry> FlowService::list_flows(uint64_t after, uint32_t m
     proto::copy_cstr(e.peer, f.peer.c_str());
     e.owner_uid = static_cast<uint32_t>(f.owner_uid);
     e.owner_pid = static_cast<int32_t>(f.owner_pid);
+    proto::copy_cstr(e.owner_pod, f.owner_tenant.pod_uid.c_str());
     e.sq_depth = f.sq_depth;
     e.cq_depth = f.cq_depth;
     if (f.ring != nullptr) {
@@ -482,7 +484,8 @@ void FlowService::destroy_flow(FlowRecord& f) {
   for (int fd : {f.memfd, f.doorbell_fd, f.completion_fd})
     if (fd >= 0) ::close(fd);
   if (fds_ != nullptr) fds_->give(clients::kFdsPerFlow);
-  if (auto u = flows_by_uid_.find(f.owner_uid); u != flows_by_uid_.end() && --u->second == 0) flows_by_uid_.erase(u);
+  if (auto u = flows_by_tenant_.find(f.owner_tenant); u != flows_by_tenant_.end() && --u->second == 0)
+    flows_by_tenant_.erase(u);
   flows_.erase(id);
 }
 

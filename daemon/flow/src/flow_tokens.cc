@@ -56,10 +56,10 @@ void FlowService::export_now(const clients::Peer& client, const proto::ExportReq
     done(clients::Error{RDMAD_ERR_PEER, "peer " + peer + " is not connected"});
     return;
   }
-  const uint32_t quota = registrations_.quota_for(client.uid).max_exports;
-  if (exports_by_uid_[client.uid] >= quota) {
-    done(clients::Error{RDMAD_ERR_QUOTA, "uid " + std::to_string(client.uid) + " holds " + std::to_string(quota) +
-                                         " exports (its export quota)"});
+  const uint32_t quota = registrations_.quota_for(client.tenant()).max_exports;
+  if (exports_by_tenant_[client.tenant()] >= quota) {
+    done(clients::Error{RDMAD_ERR_QUOTA,
+                        client.tenant().name() + " holds " + std::to_string(quota) + " exports (its export quota)"});
     return;
   }
   auto pinned = registrations_.pin(client.conn_id, req.handle, req.offset, req.length, req.rights);
@@ -71,7 +71,8 @@ void FlowService::export_now(const clients::Peer& client, const proto::ExportReq
   e.token = clients::random_token();
   e.conn_id = client.conn_id;
   e.owner_uid = client.uid;
-  ++exports_by_uid_[client.uid];
+  e.owner_tenant = client.tenant();
+  ++exports_by_tenant_[client.tenant()];
   e.peer = peer;
   e.handle = req.handle;
   e.offset = req.offset;
@@ -122,16 +123,16 @@ void FlowService::drop_export(std::map<Token, Export>::iterator it, bool tell_pe
   // Deregistered before we return: no packet with its keys touches the memory after a revoke.
   e.mrs.reset();
   registrations_.unpin(e.range.pin);
-  if (auto u = exports_by_uid_.find(e.owner_uid); u != exports_by_uid_.end() && --u->second == 0)
-    exports_by_uid_.erase(u);
+  if (auto u = exports_by_tenant_.find(e.owner_tenant); u != exports_by_tenant_.end() && --u->second == 0)
+    exports_by_tenant_.erase(u);
   if (store_ != nullptr) store_->export_dropped(e.token);
   exports_.erase(it);
 }
 
 size_t FlowService::restore_exports(const std::vector<clients::StoredSession>& sessions,
                                     const std::vector<clients::StoredExport>& exports) {
-  std::map<uint64_t, uid_t> owners;
-  for (const auto& s : sessions) owners[s.conn_id] = s.uid;
+  std::map<uint64_t, const clients::StoredSession*> owners;
+  for (const auto& s : sessions) owners[s.conn_id] = &s;
   size_t restored = 0;
   for (const auto& x : exports) {
     auto owner = owners.find(x.conn_id);
@@ -147,13 +148,15 @@ size_t FlowService::restore_exports(const std::vector<clients::StoredSession>& s
     Export e;
     e.token = x.token;
     e.conn_id = x.conn_id;
-    e.owner_uid = owner->second;
+    e.owner_uid = owner->second->uid;
+    e.owner_tenant = clients::Peer{x.conn_id, owner->second->uid, 0, owner->second->pid, false, owner->second->pod_uid}
+                         .tenant();
     e.peer = x.peer;
     e.handle = x.handle;
     e.offset = x.offset;
     e.range = pinned.value();
     e.rights = x.rights;
-    ++exports_by_uid_[e.owner_uid];
+    ++exports_by_tenant_[e.owner_tenant];
     exports_.emplace(e.token, std::move(e));  // granted again once the peer's session is ready
     ++restored;
   }

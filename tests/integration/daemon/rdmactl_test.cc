@@ -187,7 +187,7 @@ TEST_F(Rdmactl, FlowsListsEveryClientsFlowsWithOwnerAndState) {
   // nodeB is not a configured peer: the flow waits in "connecting" with nothing in flight.
   EXPECT_NE(json.output.find(fmt::format(
                 "{{\"flow_id\":1,\"peer\":\"nodeB\",\"channel\":7,\"state\":\"connecting\",\"in_flight\":0,"
-                "\"sq_depth\":256,\"cq_depth\":512,\"owner_uid\":{},\"owner_pid\":{}}}",
+                "\"sq_depth\":256,\"cq_depth\":512,\"owner_uid\":{0},\"owner_pid\":{1},\"tenant\":\"uid {0}\"}}",
                 getuid(), getpid())),
             std::string::npos)
       << json.output;
@@ -214,13 +214,14 @@ TEST_F(Rdmactl, RegistrationsListsEveryClientsHandles) {
   ASSERT_EQ(json.exit, 0) << json.output;
   EXPECT_NE(json.output.find(fmt::format("{{\"handle\":1,\"kind\":\"host\",\"offset\":4096,\"length\":65536,"
                                          "\"access\":\"local_write,remote_read\",\"pinned_bytes\":65536,"
-                                         "\"owner_uid\":{},\"owner_pid\":{}}}",
+                                         "\"owner_uid\":{0},\"owner_pid\":{1},\"tenant\":\"uid {0}\"}}",
                                          getuid(), getpid())),
             std::string::npos)
       << json.output;
   Ctl table = ctl({"registrations"});
   EXPECT_TRUE(std::regex_search(table.output, std::regex(R"(\n1 +host +4096 +65536 +65536 )")))
       << table.output;
+  EXPECT_NE(table.output.find("uid " + std::to_string(getuid()) + " "), std::string::npos) << table.output;
   EXPECT_EQ(rdmad_deregister(client_, mr), RDMAD_OK);
   EXPECT_EQ(ctl({"--json", "registrations"}).output, "[]\n");
   rdmad_free_host(&buf);
@@ -340,13 +341,36 @@ TEST_F(Rdmactl, AdminCommandsNeedRootOrTheDaemonsUid) {
   EXPECT_EQ(status.output.find("node:     nodeA"), std::string::npos) << status.output;
   const std::vector<std::vector<std::string>> admin = {
       {"flows"}, {"registrations"}, {"cc", "show"}, {"cc", "set", "rpg_ai_rate=1"}, {"reload"}, {"peers"}, {"gids"}};
+  // They go to the admin socket (beside the client socket's directory, mode 0600 in a 0700
+  // directory of the daemon's), which this uid may not open: "not allowed" (4), naming the socket.
+  const std::string admin_sock = dir_.path() + "/run-admin/admin.sock";
   for (const auto& cmd : admin) {
     Ctl denied = ctl(cmd, as_nobody);
-    EXPECT_EQ(denied.exit, 1) << cmd[0] << ": " << denied.output;
-    EXPECT_NE(denied.output.find("permission denied"), std::string::npos) << denied.output;
-    EXPECT_NE(denied.output.find("uid 65534 is not allowed"), std::string::npos) << denied.output;
+    EXPECT_EQ(denied.exit, 4) << cmd[0] << ": " << denied.output;
+    EXPECT_NE(denied.output.find("not allowed to use rdmad's admin socket " + admin_sock +
+                                 " (root and the daemon's user only)"),
+              std::string::npos)
+        << denied.output;
   }
   EXPECT_TRUE(std::regex_search(ctl({"cc", "show"}).output, std::regex(R"(\n  rpg_ai_rate +7\n)")));
+}
+
+// Where the admin socket is not, rdmactl says which socket it tried and that it is unreachable (3),
+// and never falls back to the client socket.
+TEST_F(Rdmactl, AdminCommandsUseTheAdminSocketOnly) {
+  Ctl moved = ctl({"--admin-socket", dir_.path() + "/nowhere/admin.sock", "registrations"});
+  EXPECT_EQ(moved.exit, 3) << moved.output;
+  EXPECT_NE(moved.output.find("cannot reach rdmad's admin socket at " + dir_.path() + "/nowhere/admin.sock"),
+            std::string::npos)
+      << moved.output;
+  // The client socket named as the admin socket: the daemon refuses admin requests there, even to root.
+  Ctl wrong = ctl({"--admin-socket", sock_, "registrations"});
+  EXPECT_EQ(wrong.exit, 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("admin requests go to the admin socket " + dir_.path() + "/run-admin/admin.sock"),
+            std::string::npos)
+      << wrong.output;
+  Ctl right = ctl({"registrations"});
+  EXPECT_EQ(right.exit, 0) << right.output;
 }
 
 TEST_F(Rdmactl, UnknownOrMissingCommandIsNamed) {

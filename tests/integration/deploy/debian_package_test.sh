@@ -98,13 +98,15 @@ check=$(in_root /usr/sbin/rdmad --check-config /etc/rdmad/rdmad.toml 2>&1) || fa
 echo "$check"
 cmp -s "$root/etc/rdmad/rdmad.toml" <("$RDMAD" --print-default-config) || fail "packaged config differs from --print-default-config"
 
-# Run the packaged daemon as systemd would: user rdmad, /run/rdmad created for it. Only the
+# Run the packaged daemon as systemd would: user rdmad, /run/rdmad and /run/rdmad-admin (the admin
+# socket's directory) created for it as tmpfiles.d does. Only the
 # metrics port differs from the packaged file (port 0: the host's network is shared), plus one
 # soft NIC for the example's registration.
 sed 's/^listen = .*/listen = "127.0.0.1:0"/' "$root/etc/rdmad/rdmad.toml" >"$root/tmp/rdmad-test.toml"
 printf '[[nic]]\nname = "rail0"\nbackend = "soft"\naddress = "127.0.0.1"\nudp_port = 0\n' >>"$root/tmp/rdmad-test.toml"
-mkdir -p "$root/run/rdmad"
-in_root chown rdmad:rdmad /run/rdmad
+mkdir -p "$root/run/rdmad" "$root/run/rdmad-admin"
+in_root chown rdmad:rdmad /run/rdmad /run/rdmad-admin
+chmod 0700 "$root/run/rdmad-admin"
 chroot --userspec=rdmad:rdmad "$root" /usr/sbin/rdmad --config /tmp/rdmad-test.toml >"$work/rdmad.log" 2>&1 &
 daemon_pid=$!
 poll 10 grep -q 'serving metrics url=http://127.0.0.1:' "$work/rdmad.log" || fail "packaged rdmad did not start: $(cat "$work/rdmad.log")"

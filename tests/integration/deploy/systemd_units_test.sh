@@ -16,7 +16,8 @@ units=$root/usr/lib/systemd/system
 # binary inside the root: give it the host's own units next to ours.
 cp -an /lib/systemd/system/. "$units/"
 
-out=$(cd "$root" && systemd-analyze verify --man=no --root="$root" "$units/rdmad.service" "$units/rdmad.socket" 2>&1) ||
+out=$(cd "$root" && systemd-analyze verify --man=no --root="$root" "$units/rdmad.service" "$units/rdmad.socket" \
+  "$units/rdmad-admin.socket" 2>&1) ||
   fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify printed warnings: $out"
 
@@ -39,7 +40,7 @@ for line in Type=notify WatchdogSec=30s Restart=on-failure 'ExecReload=/bin/kill
     User=rdmad Group=rdmad 'CapabilityBoundingSet=CAP_IPC_LOCK CAP_NET_ADMIN' \
     'AmbientCapabilities=CAP_IPC_LOCK CAP_NET_ADMIN' LimitMEMLOCK=infinity LimitNOFILE=524288 DevicePolicy=closed \
     'DeviceAllow=char-infiniband_verbs rw' ProtectSystem=strict RuntimeDirectory=rdmad \
-    'RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6' ProtectProc=invisible 'ExecStart=/usr/sbin/rdmad --config /etc/rdmad/rdmad.toml' \
+    'RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6' ProtectProc=default 'ExecStart=/usr/sbin/rdmad --config /etc/rdmad/rdmad.toml' \
     FileDescriptorStoreMax=65536 RuntimeDirectoryPreserve=yes; do
   grep -qxF "$line" "$units/rdmad.service" || fail "rdmad.service lacks '$line'"
 done
@@ -47,6 +48,13 @@ grep -q '^After=.*network-online.target' "$units/rdmad.service" || fail "not aft
 grep -q '^After=.*rdma-hw.target' "$units/rdmad.service" || fail "not after rdma-hw.target"
 grep -qxF 'ListenSequentialPacket=/run/rdmad/rdmad.sock' "$units/rdmad.socket" || fail "socket path differs from the default config"
 grep -qxF 'socket_path = "/run/rdmad/rdmad.sock"' "$root/etc/rdmad/rdmad.toml" || fail "default config socket path changed"
+# The admin socket: where the daemon puts it by default (admin_socket_path = ""), 0600, its own directory.
+for line in 'ListenSequentialPacket=/run/rdmad-admin/admin.sock' SocketMode=0600 DirectoryMode=0700 SocketUser=rdmad \
+    FileDescriptorName=admin Service=rdmad.service; do
+  grep -qxF "$line" "$units/rdmad-admin.socket" || fail "rdmad-admin.socket lacks '$line'"
+done
+grep -qxF 'admin_socket_path = ""' "$root/etc/rdmad/rdmad.toml" || fail "default config admin socket path changed"
+grep -q '^Wants=.*rdmad-admin.socket' "$units/rdmad.service" || fail "rdmad.service does not want rdmad-admin.socket"
 
 mkdir -p "$root/etc"
 users=$(systemd-sysusers --root="$root" --dry-run "$root/usr/lib/sysusers.d/rdmad.conf" 2>&1) || fail "sysusers: $users"
@@ -57,4 +65,6 @@ systemd-sysusers --root="$root" "$root/usr/lib/sysusers.d/rdmad.conf" >/dev/null
 uid=$(awk -F: '$1 == "rdmad" { print $3 }' "$root/etc/passwd")
 out=$(systemd-tmpfiles --root="$root" --create "$root/usr/lib/tmpfiles.d/rdmad.conf" 2>&1) || fail "tmpfiles: $out"
 [ "$(stat -c '%u %a' "$root/run/rdmad")" = "$uid 750" ] || fail "/run/rdmad is $(stat -c '%u %a' "$root/run/rdmad"), want $uid 750"
+[ "$(stat -c '%u %a' "$root/run/rdmad-admin")" = "$uid 700" ] ||
+  fail "/run/rdmad-admin is $(stat -c '%u %a' "$root/run/rdmad-admin"), want $uid 700"
 echo PASS

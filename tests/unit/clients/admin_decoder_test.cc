@@ -64,10 +64,10 @@ TEST(AdminDecoder, TypesAreAdminAndHaveFixedBodies) {
 }
 
 TEST(AdminDecoder, WellFormedRequestsDispatch) {
-  auto flows = decode(MsgType::kListFlows, proto::ListRequest{5, 32, 0});
+  auto flows = decode(MsgType::kListFlows, proto::ListRequest{5, 24, 0});
   ASSERT_EQ(flows.action, DecodeAction::kDispatch) << flows.reason;
   EXPECT_EQ(std::get<proto::ListRequest>(flows.body).after_handle, 5u);
-  auto regs = decode(MsgType::kListAllRegistrations, proto::ListRequest{0, 64, 0});
+  auto regs = decode(MsgType::kListAllRegistrations, proto::ListRequest{0, 40, 0});
   EXPECT_EQ(regs.action, DecodeAction::kDispatch) << regs.reason;
   proto::CcShowRequest show{};
   show.cursor = 3;
@@ -83,10 +83,10 @@ TEST(AdminDecoder, WellFormedRequestsDispatch) {
 }
 
 TEST(AdminDecoder, ListPagesAreBounded) {
-  expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 0, 0}), "1..32");
-  expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 33, 0}), "1..32");
+  expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 0, 0}), "1..24");
+  expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 25, 0}), "1..24");
   expect_error(decode(MsgType::kListFlows, proto::ListRequest{0, 8, 1}), "reserved");
-  expect_error(decode(MsgType::kListAllRegistrations, proto::ListRequest{0, 65, 0}), "1..64");
+  expect_error(decode(MsgType::kListAllRegistrations, proto::ListRequest{0, 41, 0}), "1..40");
   EXPECT_EQ(decode(MsgType::kListPeers, proto::ListRequest{3, 8, 0}).action, DecodeAction::kDispatch);
   expect_error(decode(MsgType::kListPeers, proto::ListRequest{0, 9, 0}), "list_peers: max_entries must be 1..8");
   expect_error(decode(MsgType::kListPeers, proto::ListRequest{0, 1, 1}), "list_peers: reserved");

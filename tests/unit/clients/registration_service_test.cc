@@ -53,7 +53,7 @@ TEST_F(RegistrationServiceTest, MapsTheRequestedRangeByteExact) {
   ASSERT_EQ(region.size(), 5000u);
   EXPECT_EQ(std::memcmp(region.data(), mem + 4096 + 100, 5000), 0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(region.data()), r.value().iova);
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 2 * 4096u);  // [4096, 12288) page-rounded
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 2 * 4096u);  // [4096, 12288) page-rounded
   munmap(mem, 3 * 4096);
   close(fd);
 }
@@ -138,8 +138,8 @@ TEST_F(RegistrationServiceTest, QuotasRefuseAndLeaveNothingBehind) {
   EXPECT_EQ(big.error().status, RDMAD_ERR_QUOTA);
   EXPECT_NE(big.error().message.find("pinned-bytes quota of uid 1000"), std::string::npos)
       << big.error().message;
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
-  EXPECT_EQ(svc.usage(a_.uid).registrations, 0u);
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 0u);
+  EXPECT_EQ(svc.usage(a_.tenant()).registrations, 0u);
   EXPECT_EQ(registrar_.live_regions(), 0u);
   ASSERT_TRUE(svc.register_host(a_, fd, {0, 4096, kRw, 0}).ok());
   ASSERT_TRUE(svc.register_host(a_, fd, {4096, 4096, kRw, 0}).ok());
@@ -147,8 +147,8 @@ TEST_F(RegistrationServiceTest, QuotasRefuseAndLeaveNothingBehind) {
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.error().status, RDMAD_ERR_QUOTA);
   EXPECT_NE(third.error().message.find("registration-count quota"), std::string::npos);
-  EXPECT_EQ(svc.usage(a_.uid).registrations, 2u);
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 8192u);
+  EXPECT_EQ(svc.usage(a_.tenant()).registrations, 2u);
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 8192u);
   EXPECT_EQ(registrar_.live_regions(), 2u);
   // Another uid has its own (default) quota.
   EXPECT_TRUE(svc.register_host(c_, fd, {8192, 4096, kRw, 0}).ok());
@@ -169,13 +169,13 @@ TEST_F(RegistrationServiceTest, DeduplicatesPerUidAndRefcounts) {
   EXPECT_EQ(r1.value().keys[0].rkey, r2.value().keys[0].rkey);
   EXPECT_NE(r1.value().handle, r2.value().handle);
   EXPECT_EQ(svc.region_count(), 2u);
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 65536u);  // charged once
-  EXPECT_EQ(svc.usage(a_.uid).registrations, 2u);
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 65536u);  // charged once
+  EXPECT_EQ(svc.usage(a_.tenant()).registrations, 2u);
   ASSERT_TRUE(svc.deregister(a_, r1.value().handle).ok());
   EXPECT_EQ(svc.region_count(), 2u);  // b still holds it
   ASSERT_TRUE(svc.deregister(b_, r2.value().handle).ok());
   EXPECT_EQ(svc.region_count(), 1u);
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 0u);
   close(fd), close(other_fd);
 }
 
@@ -212,7 +212,7 @@ TEST_F(RegistrationServiceTest, ReleaseConnectionDropsEverythingAndListPages) {
   EXPECT_EQ(svc.region_count(), 0u);
   EXPECT_EQ(svc.handle_count(), 0u);
   EXPECT_EQ(registrar_.live_regions(), 0u);
-  EXPECT_EQ(svc.usage(a_.uid).pinned_bytes, 0u);
+  EXPECT_EQ(svc.usage(a_.tenant()).pinned_bytes, 0u);
   close(fd);
 }
 

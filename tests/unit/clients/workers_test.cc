@@ -140,7 +140,7 @@ int race_for_quota(TestServer& srv, int clients, int each) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(other.load(), 0);
-  EXPECT_EQ(srv.on_server([&] { return srv.server().service().usage(::geteuid()).registrations; }),
+  EXPECT_EQ(srv.on_server([&] { return srv.server().service().usage(clients::Tenant::of_uid(::geteuid())).registrations; }),
             static_cast<uint32_t>(ok.load()));
   EXPECT_EQ(srv.handle_count(), static_cast<size_t>(ok.load()));
   for (int t = 0; t < clients; ++t) {

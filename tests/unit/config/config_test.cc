@@ -451,3 +451,59 @@ TEST(Config, ReferenceDocMatchesFieldTable) {
 
 }  // namespace
 }  // namespace rdmad::config
+
+namespace rdmad::config {
+namespace {
+
+TEST(ConfigIdentity, AdminSocketDefaultsBesideTheClientSocketsDirectory) {
+  const LoadResult r = load_string("", "<empty>");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(admin_socket_path(r.config), "/run/rdmad-admin/admin.sock");
+  EXPECT_EQ(default_admin_socket_path("/tmp/x/run/rdmad.sock"), "/tmp/x/run-admin/admin.sock");
+  const LoadResult set = load_string("[ipc]\nadmin_socket_path = \"/run/ops/rdmad.sock\"\n", "t.toml");
+  ASSERT_TRUE(set.ok()) << all_errors(set);
+  EXPECT_EQ(admin_socket_path(set.config), "/run/ops/rdmad.sock");
+  EXPECT_EQ(set.config.ipc.proc_root, "/proc");
+}
+
+TEST(ConfigIdentity, AdminSocketInsideTheClientSocketsDirectoryIsRefused) {
+  for (const char* path : {"/run/rdmad/admin.sock", "/run/rdmad/admin/admin.sock", "/run/rdmad/rdmad.sock"}) {
+    const LoadResult r = load_string(fmt::format("[ipc]\nadmin_socket_path = \"{}\"\n", path), "t.toml");
+    ASSERT_FALSE(r.ok()) << path;
+    const std::string e = all_errors(r);
+    EXPECT_NE(e.find("t.toml:2:"), std::string::npos) << e;
+    EXPECT_NE(e.find("ipc.admin_socket_path"), std::string::npos) << e;
+    EXPECT_NE(e.find("inside the client socket's directory /run/rdmad/"), std::string::npos) << e;
+  }
+}
+
+TEST(ConfigIdentity, QuotasNameAUidOrAPod) {
+  const LoadResult ok = load_string(
+      "[[quota]]\nuid = 1000\nregistrations = 8\n"
+      "[[quota]]\npod_uid = \"6f1e5b8a-3c2d-4e9f-8a7b-1c2d3e4f5a6b\"\nregistrations = 9\n",
+      "t.toml");
+  ASSERT_TRUE(ok.ok()) << all_errors(ok);
+  ASSERT_EQ(ok.config.quotas.size(), 2u);
+  EXPECT_EQ(ok.config.quotas[1].pod_uid, "6f1e5b8a-3c2d-4e9f-8a7b-1c2d3e4f5a6b");
+  EXPECT_EQ(ok.config.quotas[1].registrations, 9);
+  const struct {
+    const char* text;
+    const char* error;
+  } bad[] = {
+      {"[[quota]]\nregistrations = 8\n", "exactly one of uid or pod_uid"},
+      {"[[quota]]\nuid = 1\npod_uid = \"6f1e5b8a-3c2d-4e9f-8a7b-1c2d3e4f5a6b\"\n", "exactly one of uid or pod_uid"},
+      {"[[quota]]\npod_uid = \"6F1E5B8A-3C2D-4E9F-8A7B-1C2D3E4F5A6B\"\n", "quota[0].pod_uid"},
+      {"[[quota]]\npod_uid = \"pod-a\"\n", "a pod UID: 36 characters"},
+      {"[[quota]]\npod_uid = \"6f1e5b8a-3c2d-4e9f-8a7b-1c2d3e4f5a6b\"\n"
+       "[[quota]]\npod_uid = \"6f1e5b8a-3c2d-4e9f-8a7b-1c2d3e4f5a6b\"\n",
+       "a second [[quota]] for pod 6f1e5b8a"},
+  };
+  for (const auto& b : bad) {
+    const LoadResult r = load_string(b.text, "t.toml");
+    EXPECT_FALSE(r.ok()) << b.text;
+    EXPECT_NE(all_errors(r).find(b.error), std::string::npos) << b.text << "\n" << all_errors(r);
+  }
+}
+
+}  // namespace
+}  // namespace rdmad::config

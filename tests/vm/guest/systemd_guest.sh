@@ -70,7 +70,9 @@ EOF
 # 1. Socket activation: systemd holds the SOCK_SEQPACKET socket; a client's connection starts the
 #    service, which adopts the socket instead of binding its own.
 phase_socket_activation() {
-  systemctl start rdmad.socket || return 1
+  systemctl start rdmad.socket rdmad-admin.socket || return 1
+  [ "$(stat -c '%a %U' /run/rdmad-admin/admin.sock)" = "600 rdmad" ] ||
+    { say "rdmad-admin.socket made no 0600 rdmad /run/rdmad-admin/admin.sock"; return 1; }
   [ "$(systemctl is-active rdmad.service)" != active ] || { say "rdmad.service active before any client"; return 1; }
   [ -S /run/rdmad/rdmad.sock ] || { say "rdmad.socket made no /run/rdmad/rdmad.sock"; return 1; }
   local t0=$SECONDS out first=answered
@@ -84,6 +86,9 @@ phase_socket_activation() {
   echo "$out"
   journal_has 'serving clients socket=/run/rdmad/rdmad.sock activation=systemd' ||
     { say "the daemon did not adopt systemd's socket"; return 1; }
+  journal_has 'serving admin requests socket=/run/rdmad-admin/admin.sock activation=systemd' ||
+    { say "the daemon did not adopt systemd's admin socket"; return 1; }
+  rdmactl registrations >/dev/null || { say "rdmactl registrations through the admin socket failed"; return 1; }
   ! journal_has 'passed socket ignored' || { say "the daemon ignored a passed socket"; return 1; }
   report "socket activation: a connection started rdmad.service, active in $((SECONDS - t0)) s; first client $first"
 }

@@ -34,6 +34,13 @@ std::string access_text(uint32_t a) {
 
 const char* kind_name(uint32_t k) { return k == RDMAD_MEM_GPU ? "gpu" : "host"; }
 
+// Whom an entry's quota counts it against: its pod, else its uid (docs/security.md, "Tenants").
+template <size_t N>
+std::string tenant_text(const char (&pod)[N], uint32_t uid) {
+  const std::string p = field(pod);
+  return p.empty() ? "uid " + std::to_string(uid) : "pod " + p;
+}
+
 }  // namespace
 
 int cmd_flows(rdmad_client* c, bool json) {
@@ -49,21 +56,21 @@ int cmd_flows(rdmad_client* c, bool json) {
       const auto& f = flows[i];
       std::printf(
           "%s{\"flow_id\":%llu,\"peer\":\"%s\",\"channel\":%llu,\"state\":\"%s\",\"in_flight\":%u,"
-          "\"sq_depth\":%u,\"cq_depth\":%u,\"owner_uid\":%u,\"owner_pid\":%d}",
+          "\"sq_depth\":%u,\"cq_depth\":%u,\"owner_uid\":%u,\"owner_pid\":%d,\"tenant\":\"%s\"}",
           i ? "," : "", static_cast<unsigned long long>(f.flow_id), json_escape(f.peer).c_str(),
           static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
-          f.cq_depth, f.owner_uid, f.owner_pid);
+          f.cq_depth, f.owner_uid, f.owner_pid, json_escape(tenant_text(f.owner_pod, f.owner_uid)).c_str());
     }
     std::printf("]\n");
     return kExitOk;
   }
-  std::printf("%-6s %-20s %-10s %-13s %9s %6s %6s %6s %8s\n", "FLOW", "PEER", "CHANNEL", "STATE", "IN-FLIGHT",
-              "SQ", "CQ", "UID", "PID");
+  std::printf("%-6s %-20s %-10s %-13s %9s %6s %6s %6s %8s  %s\n", "FLOW", "PEER", "CHANNEL", "STATE",
+              "IN-FLIGHT", "SQ", "CQ", "UID", "PID", "TENANT");
   for (const auto& f : flows) {
-    std::printf("%-6llu %-20s %-10llu %-13s %9u %6u %6u %6u %8d\n",
+    std::printf("%-6llu %-20s %-10llu %-13s %9u %6u %6u %6u %8d  %s\n",
                 static_cast<unsigned long long>(f.flow_id), f.peer,
                 static_cast<unsigned long long>(f.channel), flow_state_name(f.state), f.in_flight, f.sq_depth,
-                f.cq_depth, f.owner_uid, f.owner_pid);
+                f.cq_depth, f.owner_uid, f.owner_pid, tenant_text(f.owner_pod, f.owner_uid).c_str());
   }
   if (flows.empty()) std::printf("(no flows)\n");
   return kExitOk;
@@ -73,7 +80,7 @@ int cmd_registrations(rdmad_client* c, bool json) {
   std::vector<rdmad::proto::RegistrationEntry> regs;
   int rc = kExitOk;
   if (!list_all(
-          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxListEntries, "list registrations",
+          c, MsgType::kListAllRegistrations, rdmad::proto::kMaxRegistrationListEntries, "list registrations",
           [](const auto& v) { return v.back().handle; }, &regs, &rc))
     return rc;
   if (json) {
@@ -82,22 +89,22 @@ int cmd_registrations(rdmad_client* c, bool json) {
       const auto& r = regs[i];
       std::printf(
           "%s{\"handle\":%llu,\"kind\":\"%s\",\"offset\":%llu,\"length\":%llu,\"access\":\"%s\","
-          "\"pinned_bytes\":%llu,\"owner_uid\":%u,\"owner_pid\":%d}",
+          "\"pinned_bytes\":%llu,\"owner_uid\":%u,\"owner_pid\":%d,\"tenant\":\"%s\"}",
           i ? "," : "", static_cast<unsigned long long>(r.handle), kind_name(r.kind),
           static_cast<unsigned long long>(r.offset), static_cast<unsigned long long>(r.length),
           access_text(r.access).c_str(), static_cast<unsigned long long>(r.pinned_bytes), r.owner_uid,
-          r.owner_pid);
+          r.owner_pid, json_escape(tenant_text(r.owner_pod, r.owner_uid)).c_str());
     }
     std::printf("]\n");
     return kExitOk;
   }
-  std::printf("%-8s %-5s %14s %14s %14s %6s %8s  %s\n", "HANDLE", "KIND", "OFFSET", "LENGTH", "PINNED", "UID",
-              "PID", "ACCESS");
+  std::printf("%-8s %-5s %14s %14s %14s %6s %8s  %-40s  %s\n", "HANDLE", "KIND", "OFFSET", "LENGTH", "PINNED",
+              "UID", "PID", "TENANT", "ACCESS");
   for (const auto& r : regs) {
-    std::printf("%-8llu %-5s %14llu %14llu %14llu %6u %8d  %s\n", static_cast<unsigned long long>(r.handle),
+    std::printf("%-8llu %-5s %14llu %14llu %14llu %6u %8d  %-40s  %s\n", static_cast<unsigned long long>(r.handle),
                 kind_name(r.kind), static_cast<unsigned long long>(r.offset),
                 static_cast<unsigned long long>(r.length), static_cast<unsigned long long>(r.pinned_bytes),
-                r.owner_uid, r.owner_pid, access_text(r.access).c_str());
+                r.owner_uid, r.owner_pid, tenant_text(r.owner_pod, r.owner_uid).c_str(), access_text(r.access).c_str());
   }
   if (regs.empty()) std::printf("(no registrations)\n");
   return kExitOk;

@@ -1,5 +1,6 @@
-// rdmactl: operator CLI for rdmad. Talks to the daemon's client socket through librdmad.
-//   rdmactl [--socket PATH] [--json] status | nics | diagnose | peers | gids | flows | registrations |
+// rdmactl: operator CLI for rdmad. Talks to the daemon's client socket (status, nics, diagnose) and
+// its admin socket (everything else, and the operator's part of status and nics) through librdmad.
+//   rdmactl [--socket PATH] [--admin-socket PATH] [--json] status | nics | diagnose | peers | gids | flows | registrations |
 //           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | reload
 // Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable,
 // 4 not allowed to use the socket, 5 diagnose: a check failed.
@@ -13,6 +14,7 @@
 
 #include "admin_commands.h"
 #include "output.h"
+#include "rdmad/admin.h"
 #include "rdmad/rdmad.h"
 
 namespace {
@@ -53,14 +55,36 @@ std::string peer_summary(const PeerChannelState& p) {
   return "unknown (the daemon does not report it)";
 }
 
-int cmd_status(rdmad_client* c, const std::string& socket, bool json) {
+// The admin socket for the operator's requests: root and the daemon's uid only. On failure prints
+// why (unless quiet) and returns the exit code.
+int connect_admin(const std::string& path, rdmad_client** out, bool quiet) {
+  const auto st = rdmad_connect(path.c_str(), out);
+  if (st == RDMAD_OK) {
+    rdmad_set_reconnect_timeout_ms(*out, 0);
+    return kExitOk;
+  }
+  *out = nullptr;
+  if (st == RDMAD_ERR_PERMISSION) {
+    if (!quiet)
+      std::fprintf(stderr,
+                   "rdmactl: not allowed to use rdmad's admin socket %s (root and the daemon's user only): %s\n",
+                   path.c_str(), rdmad_last_error(nullptr));
+    return kExitNotAllowed;
+  }
+  if (!quiet)
+    std::fprintf(stderr, "rdmactl: cannot reach rdmad's admin socket at %s: %s: %s (is rdmad running? --admin-socket)\n",
+                 path.c_str(), rdmad_strerror(st), rdmad_last_error(nullptr));
+  return kExitUnreachable;
+}
+
+int cmd_status(rdmad_client* c, rdmad_client* admin, const std::string& socket, bool json) {
   size_t count = 0;
   if (const auto st = rdmad_query_nics(c, nullptr, 0, &count); st != RDMAD_OK) return fail(c, "query nics", st);
   const PeerChannelState peer = peer_channel_state(c);
   const bool listening_everywhere = peer.detail.find("listens on every address") != std::string::npos;
   // Version, uptime, node id, configuration and health are for operators (root or the daemon's uid).
   DaemonStatus d;
-  const int drc = daemon_status(c, &d);
+  const int drc = admin == nullptr ? -1 : daemon_status(admin, &d);
   if (drc > 0) return drc;
   const bool known = drc == kExitOk;
   if (json) {
@@ -192,9 +216,9 @@ int cmd_diagnose(rdmad_client* c, bool json) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "rdmactl: operator CLI for rdmad (talks to the daemon's client socket).\n"
-      "peers, gids, flows, registrations, cc, reload, the details of nics and of status need root or the\n"
-      "daemon's uid.\n"
+      "rdmactl: operator CLI for rdmad. status, nics and diagnose use the client socket; peers, gids,\n"
+      "flows, registrations, cc, reload and the details of nics and of status use the admin socket\n"
+      "(root or the daemon's uid only).\n"
       "Exit codes: 0 ok; 1 the daemon answered with an error (unknown knob, permission denied, bad\n"
       "configuration file, ...; the message is on stderr); 2 usage error; 3 daemon unreachable;\n"
       "4 this user may not use the daemon's socket; 5 diagnose: a check failed.\n"
@@ -208,8 +232,13 @@ int main(int argc, char** argv) {
       "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
   if (const char* env = std::getenv("RDMAD_SOCKET")) socket = env;
+  std::string admin_socket;
+  if (const char* env = std::getenv("RDMAD_ADMIN_SOCKET")) admin_socket = env;
   bool json = false;
   app.add_option("-s,--socket", socket, "Daemon socket (default $RDMAD_SOCKET or /run/rdmad/rdmad.sock)");
+  app.add_option("--admin-socket", admin_socket,
+                 "The daemon's admin socket (default $RDMAD_ADMIN_SOCKET, else admin.sock in the client socket's "
+                 "directory name + \"-admin\": /run/rdmad-admin/admin.sock)");
   app.add_flag("--json", json, "Machine-readable output");
   app.require_subcommand(1);
   auto* status = app.add_subcommand(
@@ -258,7 +287,7 @@ int main(int argc, char** argv) {
   names.push_back("debug");
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "-s" || arg == "--socket") {
+    if (arg == "-s" || arg == "--socket" || arg == "--admin-socket") {
       ++i;  // its value
       continue;
     }
@@ -291,8 +320,17 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
+  if (admin_socket.empty()) admin_socket = rdmad::admin::default_admin_socket(socket);
+  rdmad_client* a = nullptr;
+  // The operator's commands use the admin socket only.
+  const bool on_client_socket = status->parsed() || nics->parsed() || diagnose->parsed();
+  if (!on_client_socket) {
+    if (const int arc = connect_admin(admin_socket, &a, false); arc != kExitOk) return arc;
+  }
   rdmad_client* c = nullptr;
-  if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
+  if (!on_client_socket) {
+    c = a;
+  } else if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
     if (st == RDMAD_ERR_PERMISSION) {
       std::fprintf(stderr, "rdmactl: not allowed to use rdmad at %s: %s\n", socket.c_str(), rdmad_last_error(nullptr));
       return kExitNotAllowed;
@@ -302,18 +340,20 @@ int main(int argc, char** argv) {
     return kExitUnreachable;
   }
   rdmad_set_reconnect_timeout_ms(c, 0);
+  // status and nics add the operator's part where this user may use the admin socket.
+  if (status->parsed() || nics->parsed()) connect_admin(admin_socket, &a, true);
   int rc = 0;
-  if (status->parsed()) rc = cmd_status(c, socket, json);
+  if (status->parsed()) rc = cmd_status(c, a, socket, json);
   if (nics->parsed()) {
     // The basic list is for every client; the details (address, counters, CC) for operators.
     if (json) {
-      rc = rdmactl::cmd_nic_details(c, json);
+      rc = a == nullptr ? -1 : rdmactl::cmd_nic_details(a, json);
       if (rc < 0) rc = cmd_nics(c, json);
     } else {
       rc = cmd_nics(c, json);
       if (rc == 0) {
-        const int d = rdmactl::cmd_nic_details(c, json);
-        if (d < 0) std::printf("(addresses, counters and CC parameters: run as root)\n");
+        const int d = a == nullptr ? -1 : rdmactl::cmd_nic_details(a, json);
+        if (d < 0) std::printf("(addresses, counters and CC parameters: run as root, reaches the admin socket)\n");
         else rc = d;
       }
     }
@@ -327,6 +367,7 @@ int main(int argc, char** argv) {
   if (cc_set->parsed()) rc = cmd_cc_set(c, nic, assignments, json);
   if (reload->parsed()) rc = cmd_reload(c, json);
   if (debug_stall->parsed()) rc = rdmactl::cmd_debug_stall(c, stall_thread, stall_seconds, json);
+  if (a != nullptr && a != c) rdmad_disconnect(a);
   rdmad_disconnect(c);
   return rc;
 }

@@ -15,11 +15,6 @@ namespace {
 
 using rdmad::proto::MsgType;
 
-template <size_t N>
-std::string field(const char (&s)[N]) {
-  return std::string(s, strnlen(s, N));
-}
-
 const char* peer_state_name(uint32_t s) {
   static constexpr const char* kNames[] = {"down", "connecting", "connected", "ready"};
   return s < 4 ? kNames[s] : "unknown";

@@ -1,6 +1,7 @@
 // Shared pieces of rdmactl's commands: exit codes, error reporting, JSON string escaping.
 #pragma once
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -18,6 +19,11 @@ inline constexpr int kExitNotAllowed = 4;     // this user may not use the daemo
 inline constexpr int kExitChecksFailed = 5;   // diagnose: at least one check says fail
 
 std::string json_escape(const std::string& s);
+// A fixed-size text field of a reply, up to its NUL (or all of it).
+template <size_t N>
+std::string field(const char (&s)[N]) {
+  return std::string(s, strnlen(s, N));
+}
 // "up", "down", "unknown".
 const char* link_name(rdmad_link_state s);
 // Prints "rdmactl: <what>: <status>: <daemon's message>" to stderr; returns kExitDaemonError, or

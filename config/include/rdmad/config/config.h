@@ -62,7 +62,9 @@ struct NicSection {
 
 struct IpcSection {
   std::string socket_mode;             // octal, e.g. "0660"
-  std::string socket_group;            // group owning the socket ("" keeps the daemon's)
+  std::string socket_group;            // group owning the socket, a name or a number ("" keeps the daemon's)
+  std::string admin_socket_path;       // "" = "<client socket's directory>-admin/admin.sock"
+  std::string proc_root = "/proc";     // where clients' /proc/<pid>/cgroup is read (tests: a fixture tree)
   std::vector<int64_t> allowed_uids;   // besides root; both lists empty: the socket's mode is the gate
   std::vector<int64_t> allowed_gids;
   int64_t max_clients = 16384;
@@ -78,8 +80,9 @@ struct IpcSection {
   int64_t resume_grace_ms = 60000;  // sessions of the previous run wait this long to be resumed (0: none kept)
 };
 
-struct QuotaSection {  // a per-uid quota overriding the defaults of [ipc]
+struct QuotaSection {  // a per-tenant quota overriding the defaults of [ipc]: one uid or one pod
   int64_t uid = -1;
+  std::string pod_uid;  // a Kubernetes pod's UID (lower case, with dashes); "" = uid names the tenant
   int64_t pinned_bytes = 0;
   int64_t registrations = 0;
   int64_t connections = 0;
@@ -167,5 +170,11 @@ struct Config {
   FlowSection flow;
   std::string source;  // file the config came from ("<default>" for the embedded one)
 };
+
+/// The admin socket's path: [ipc] admin_socket_path, or where it defaults to beside the client
+/// socket's directory ("/run/rdmad/rdmad.sock" -> "/run/rdmad-admin/admin.sock").
+std::string admin_socket_path(const Config& c);
+/// The default admin socket for a client socket path (what rdmactl assumes without --admin-socket).
+std::string default_admin_socket_path(const std::string& client_socket_path);
 
 }  // namespace rdmad::config

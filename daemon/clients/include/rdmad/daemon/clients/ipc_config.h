@@ -22,12 +22,18 @@ struct Quota {
 struct IpcConfig {
   std::string socket_path = "/run/rdmad/rdmad.sock";
   uint32_t socket_mode = 0660;
-  std::string socket_group;  // empty: keep the daemon's group
+  std::string socket_group;  // a name or a number; empty: keep the daemon's group
+  // The operator's socket (admin requests only there): mode 0600, root and the daemon's uid only.
+  // Empty: no admin socket (unit tests); the daemon always sets one.
+  std::string admin_socket_path;
   // Who may use the service besides root. Both empty: anyone who can open the socket (the
   // socket's mode and group are then the only gate).
   std::vector<uid_t> allowed_uids;
   std::vector<gid_t> allowed_gids;  // matched against the peer's primary and supplementary groups
-  std::map<uid_t, Quota> quotas;    // per uid; others get default_quota
+  std::map<uid_t, Quota> quotas;    // per uid tenant (outside pods); others get default_quota
+  std::map<std::string, Quota> pod_quotas;  // per pod tenant, by pod UID
+  // Where /proc/<pid>/cgroup is read to name a client's tenant (tenant.h); tests use a fixture tree.
+  std::string proc_root = "/proc";
   Quota default_quota;
   bool systemd_activation = true;   // adopt a socket passed by systemd for socket_path
   std::string diagnose_root = "/";  // prefix for /proc and /sys in diagnose (tests use a fake tree)

@@ -14,6 +14,7 @@
 #include "rdmad/daemon/clients/ipc_config.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/clients/result.h"
+#include "rdmad/daemon/clients/tenant.h"
 #include "rdmad/protocol.h"
 
 namespace rdmad::clients {
@@ -78,7 +79,7 @@ class RegionPins {
   virtual void set_reaper(std::function<void()> reaper) = 0;
   // Releases released regions whose pins are all gone (control thread).
   virtual void reap() = 0;
-  virtual const Quota& quota_for(uid_t uid) const = 0;
+  virtual const Quota& quota_for(const Tenant& tenant) const = 0;
 };
 
 }  // namespace rdmad::clients

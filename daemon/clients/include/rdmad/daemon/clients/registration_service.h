@@ -107,9 +107,9 @@ class RegistrationService final : public RegionPins {
   void reap() override;
   size_t zombie_count() const;
 
-  Usage usage(uid_t uid) const;
-  // The quota of a uid: its [[quota]], else the default.
-  const Quota& quota_for(uid_t uid) const override;
+  Usage usage(const Tenant& tenant) const;
+  // The quota of a tenant: its [[quota]] (by pod_uid for a pod, by uid otherwise), else the default.
+  const Quota& quota_for(const Tenant& tenant) const override;
   size_t region_count() const;
   size_t handle_count() const;
   // The registrar's id of the region behind `handle` (0 if none).
@@ -119,7 +119,7 @@ class RegistrationService final : public RegionPins {
 
  private:
   using RegionKey =
-      std::tuple<uid_t, uint32_t /*kind*/, dev_t, ino_t, uint64_t /*offset*/, uint64_t /*length*/,
+      std::tuple<Tenant, uint32_t /*kind*/, dev_t, ino_t, uint64_t /*offset*/, uint64_t /*length*/,
                  uint32_t /*access*/, uint32_t /*nic_mask*/, uint64_t /*iova*/>;
   struct Region {
     RegionKey key;
@@ -150,6 +150,7 @@ class RegistrationService final : public RegionPins {
     uint64_t conn_id;
     uid_t uid;
     pid_t pid;
+    Tenant tenant;
     Region* region;
     uint64_t offset;
     uint64_t length;
@@ -192,7 +193,7 @@ class RegistrationService final : public RegionPins {
   std::map<RegionKey, std::unique_ptr<Region>> regions_;
   std::unordered_map<uint64_t, Handle> handles_;
   std::unordered_map<uint64_t, std::set<uint64_t>> by_conn_;
-  std::unordered_map<uid_t, Usage> usage_;
+  std::map<Tenant, Usage> usage_;
   // Guards everything above and below but the registrar (thread-safe, never called with mu_
   // held) and the pins.
   mutable std::mutex mu_;

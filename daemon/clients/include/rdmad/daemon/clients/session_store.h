@@ -52,6 +52,7 @@ struct StoredSession {
   uid_t uid = 0;
   pid_t pid = 0;
   SessionToken token{};
+  std::string pod_uid{};  // its tenant's pod; empty: the uid is the tenant
 };
 
 struct StoredHandle {

@@ -25,6 +25,7 @@
 #include "rdmad/daemon/clients/flow_handler.h"
 #include "rdmad/daemon/clients/memory_registrar.h"
 #include "rdmad/daemon/clients/region_pins.h"
+#include "rdmad/daemon/clients/tenant.h"
 #include "rdmad/daemon/clients/session_store.h"
 #include "rdmad/daemon/nics/flow_nic.h"
 #include "rdmad/daemon/peer/discovery.h"
@@ -151,6 +152,7 @@ class FlowService final : public clients::FlowHandler {
     uint64_t id = 0;
     uint64_t conn_id = 0;
     uid_t owner_uid = 0;
+    clients::Tenant owner_tenant;  // what its quota counts it against
     pid_t owner_pid = 0;
     std::string peer;
     uint64_t channel = 0;
@@ -166,6 +168,7 @@ class FlowService final : public clients::FlowHandler {
     Token token{};
     uint64_t conn_id = 0;
     uid_t owner_uid = 0;
+    clients::Tenant owner_tenant;  // what its quota counts it against
     std::string peer;
     uint64_t handle = 0;  // the registration and offset it was made from (the session store's record)
     uint64_t offset = 0;
@@ -249,8 +252,8 @@ class FlowService final : public clients::FlowHandler {
   Counters counters_;
   clients::FdBudget* fds_ = nullptr;
   clients::SessionStore* store_ = nullptr;
-  std::map<uid_t, uint32_t> flows_by_uid_;
-  std::map<uid_t, uint32_t> exports_by_uid_;
+  std::map<clients::Tenant, uint32_t> flows_by_tenant_;
+  std::map<clients::Tenant, uint32_t> exports_by_tenant_;
   void set_grants_held() { counters_.grants_held.store(grants_.size(), std::memory_order_relaxed); }
   uint64_t next_flow_id_ = 1;
   uint64_t next_remote_handle_ = 1;
