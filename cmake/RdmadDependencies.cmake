@@ -8,6 +8,7 @@ find_package(Boost 1.74 REQUIRED)                                # libboost-dev 
 find_package(fmt REQUIRED)                                       # libfmt-dev
 find_package(spdlog REQUIRED)                                    # libspdlog-dev
 find_package(prometheus-cpp REQUIRED COMPONENTS core pull)       # prometheus-cpp-dev
+find_package(civetweb REQUIRED)     # libcivetweb-dev (a dependency of prometheus-cpp-dev): /healthz, /readyz
 find_package(tomlplusplus REQUIRED)                              # libtomlplusplus-dev
 find_package(CLI11 REQUIRED)                                     # libcli11-dev
 if(RDMAD_BUILD_TESTS)

@@ -108,7 +108,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/doc
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/prometheus ${PROJECT_SOURCE_DIR}/deploy/grafana
                   ${PROJECT_SOURCE_DIR}/deploy/kubernetes
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT daemon
-        PATTERN tests EXCLUDE)
+        PATTERN tests EXCLUDE
+        # A source-tree tool (it writes kubernetes/prometheus-operator/prometheusrule.yaml, shipped).
+        PATTERN make_prometheusrule.py EXCLUDE)
 
 # --- lib and dev components: client/CMakeLists.txt (librdmad.so, headers, rdmad.pc, rdmadConfig.cmake)
 

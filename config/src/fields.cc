@@ -23,7 +23,7 @@ const T& as(const Value& value) {
 std::vector<Section> make_sections() {
   return {
       {"daemon", "Process-wide settings of the daemon.", false},
-      {"metrics", "The Prometheus /metrics endpoint.", false},
+      {"metrics", "The HTTP endpoint: Prometheus /metrics and the probes /healthz and /readyz.", false},
       {"cc", "DCQCN congestion control: a named profile plus per-knob overrides under the mlx5 knob names.",
        false},
       {"ipc", "The Unix socket that local applications use through librdmad: who may connect, and per-uid quotas.",
@@ -331,6 +331,11 @@ std::vector<Field> make_fields() {
                "changes apply on reload.",
                "a table of Prometheus label names to strings", false, v::label_map(),
                [](Config& c, size_t, const Value& x) { c.metrics.labels = as<StringMap>(x); }});
+  f.push_back({"metrics", "probe_timeout_ms", FieldType::kInt, int64_t{1000},
+               "How long /healthz and /readyz (served beside /metrics) wait for the control loop to answer "
+               "before they answer 503; keep it below the probe's timeoutSeconds. Changes apply on reload.",
+               "an integer in [10, 60000]", false, v::int_range(10, 60000),
+               [](Config& c, size_t, const Value& x) { c.metrics.probe_timeout_ms = as<int64_t>(x); }});
   // [cc]
   f.push_back({"cc", "profile", FieldType::kString, std::string("mlx5"),
                "DCQCN parameter profile: mlx5 (ConnectX firmware defaults) or paper (SIGCOMM'15).",

@@ -76,6 +76,25 @@ std::vector<proto::GidEntry> AdminService::list_gids(uint64_t skip, uint32_t max
   return out;
 }
 
+HealthInput AdminService::health_input() {
+  HealthInput in;
+  for (const Nic& n : nics_.slots().nics()) {
+    HealthInput::NicState s{n.config.name, n.in_service(), false, n.out_of_service};
+    if (n.in_service()) {
+      auto port = n.device->query_port(n.port());
+      s.link_up = port.ok() && port.value().state == verbs::PortState::kActive;
+    }
+    in.nics.push_back(std::move(s));
+  }
+  static constexpr const char* kStates[] = {"down", "connecting", "connected", "ready"};
+  // Only [[peers]] are expected up: a discovered node is connected when a flow needs it.
+  for (const proto::PeerEntry& p : all_peers(flows_))
+    in.peers.push_back({p.node_id, p.state < 4 ? kStates[p.state] : "down",
+                        p.dialled == static_cast<uint32_t>(proto::PeerSource::kStatic), p.last_error});
+  in.last_reload_failed = !reloads_.last_error.empty();
+  return in;
+}
+
 proto::StatusReply AdminService::status() {
   proto::StatusReply r{};
   proto::copy_cstr(r.version, kVersion);
@@ -91,26 +110,11 @@ proto::StatusReply AdminService::status() {
   proto::copy_cstr(r.last_reload_error, reloads_.last_error.c_str());
   r.peer_enabled = config_.peer.enabled ? 1 : 0;
 
-  HealthInput in;
-  for (const Nic& n : nics_.slots().nics()) {
-    HealthInput::NicState s{n.config.name, n.in_service(), false, n.out_of_service};
-    if (n.in_service()) {
-      auto port = n.device->query_port(n.port());
-      s.link_up = port.ok() && port.value().state == verbs::PortState::kActive;
-    }
-    r.nics_up += s.in_service && s.link_up ? 1 : 0;
-    in.nics.push_back(std::move(s));
-  }
+  const HealthInput in = health_input();
+  for (const auto& n : in.nics) r.nics_up += n.in_service && n.link_up ? 1 : 0;
   r.nics = static_cast<uint32_t>(in.nics.size());
-  static constexpr const char* kStates[] = {"down", "connecting", "connected", "ready"};
-  for (const proto::PeerEntry& p : all_peers(flows_)) {
-    // Only [[peers]] are expected up: a discovered node is connected when a flow needs it.
-    in.peers.push_back({p.node_id, p.state < 4 ? kStates[p.state] : "down",
-                        p.dialled == static_cast<uint32_t>(proto::PeerSource::kStatic), p.last_error});
-    r.peers_ready += static_cast<proto::PeerState>(p.state) == proto::PeerState::kReady ? 1 : 0;
-  }
+  for (const auto& p : in.peers) r.peers_ready += p.state == "ready" ? 1 : 0;
   r.peers = static_cast<uint32_t>(in.peers.size());
-  in.last_reload_failed = !reloads_.last_error.empty();
   const HealthVerdict v = judge_health(in);
   r.health = static_cast<uint32_t>(v.health);
   std::string reasons;

@@ -59,7 +59,8 @@ bool Daemon::start() {
     return false;
   }
   exporter_ = std::move(exporter).value();
-  std::string error;
+  probes_ = std::make_unique<Probes>(io_, std::chrono::milliseconds(config_.metrics.probe_timeout_ms));
+  probes_->attach(*exporter_);
   const double now_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   metrics_ = std::make_unique<metrics::DaemonMetrics>(exporter_->registry(), kVersion, kCommit, now_s);
@@ -223,12 +224,14 @@ int Daemon::run() {
   }
   wait_for_signal();
   start_watchdog();
+  probes_->serving([this] { return admin_->health_input(); }, [this] { return watchdog_->stalled(); });
   arm_nic_poll();
   arm_dcqcn_sample();
   notifier_.ready(fmt::format("serving metrics at {}", exporter_->url()));
   log::get(log::Component::kDaemon)->info("ready");
   io_.run();
 
+  probes_->stopping();
   watchdog_->stop();  // the control thread no longer beats; systemd's stop timeout rules from here
   notifier_.stopping();
   log::get(log::Component::kDaemon)->info("stopping");

@@ -159,6 +159,11 @@ void Daemon::apply_live(const config::Config& next) {
     metrics_->set_node_labels(next.metrics.labels);
     log->info("metrics labels updated");
   }
+  if (next.metrics.probe_timeout_ms != config_.metrics.probe_timeout_ms) {
+    probes_->set_deadline(std::chrono::milliseconds(next.metrics.probe_timeout_ms));
+    log->info("probe timeout changed from_ms={} to_ms={}", config_.metrics.probe_timeout_ms,
+              next.metrics.probe_timeout_ms);
+  }
   // Keys that need a restart: say so once instead of half-applying them.
   auto restart_needed = [&](const char* key, bool changed) {
     if (changed) log->warn("restart needed key={}", key);
@@ -188,6 +193,7 @@ void Daemon::apply_live(const config::Config& next) {
   // Live keys are taken; restart-only keys keep their running values until the restart.
   config_.daemon.log_level = next.daemon.log_level;
   config_.metrics.labels = next.metrics.labels;
+  config_.metrics.probe_timeout_ms = next.metrics.probe_timeout_ms;
   log->info("reload done");
 }
 

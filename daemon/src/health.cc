@@ -47,4 +47,25 @@ HealthVerdict judge_health(const HealthInput& in) {
   return v;
 }
 
+Readiness judge_readiness(const HealthInput& in) {
+  Readiness r;
+  HealthVerdict v = judge_health(in);
+  if (v.health == Health::kFailing) {
+    r.ready = false;
+    r.reasons = std::move(v.reasons);
+    return r;
+  }
+  size_t reachable = 0, tried = 0;
+  for (const auto& p : in.peers) {
+    if (p.state == "connected" || p.state == "ready") ++reachable;
+    else if (p.dialled || p.state != "down" || !p.last_error.empty()) ++tried;
+  }
+  if (reachable == 0 && tried > 0) {
+    r.ready = false;
+    r.reasons.push_back(fmt::format("no peer reachable: {} known, {} tried", in.peers.size(), tried));
+  }
+  r.reasons.insert(r.reasons.end(), v.reasons.begin(), v.reasons.end());
+  return r;
+}
+
 }  // namespace rdmad::daemon

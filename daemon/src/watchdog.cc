@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/asio/post.hpp>
+
 #include "rdmad/base/log.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/metrics/family_set.h"
@@ -70,7 +72,9 @@ void Watchdog::watch(std::string name, const base::Heartbeat* heartbeat, RunOn r
 
 void Watchdog::start() {
   control_beat_.busy(++control_beats_);
-  watch("control", &control_beat_, {});
+  // The hook's busy loop is posted and returns at once: it must not wait on the thread it stalls.
+  watch("control", &control_beat_,
+        [this](const std::function<void()>& fn) { boost::asio::post(timer_.get_executor(), fn); });
   auto log = log::get(log::Component::kDaemon);
   std::string names;
   for (const auto& n : thread_names()) names += (names.empty() ? "" : ",") + n;
@@ -158,6 +162,14 @@ base::Status Watchdog::stall_for_test(const std::string& name, uint32_t seconds)
     });
   });
   return base::Status::success();
+}
+
+std::vector<std::string> Watchdog::stalled() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& s : detector_.states())
+    if (s.stalled) names.push_back(s.name);
+  return names;
 }
 
 std::vector<std::string> Watchdog::thread_names() const {

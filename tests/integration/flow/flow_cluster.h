@@ -197,6 +197,7 @@ class Node {
   }
 
   std::string socket_path() const { return dir_.path() + "/run/rdmad.sock"; }
+  int metrics_port() const { return metrics_port_; }
   const std::string& id() const { return spec_.id; }
   int peer_port() const { return peer_port_; }
   std::string output() const { return proc_ ? proc_->output() : std::string(); }

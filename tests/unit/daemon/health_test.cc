@@ -72,5 +72,56 @@ TEST(Health, FailedReloadIsDegradedAndDoesNotHideFailing) {
   EXPECT_EQ(v.reasons.back(), "last reload failed: running on the previous configuration");
 }
 
+// Readiness (/readyz): a NIC up and, where peers were tried, one of them reachable.
+TEST(Readiness, NicUpAndNoPeersIsReady) {
+  HealthInput in;
+  in.nics = {up("rail0")};
+  const auto r = judge_readiness(in);
+  EXPECT_TRUE(r.ready);
+  EXPECT_TRUE(r.reasons.empty());
+}
+
+TEST(Readiness, NoNicUpIsNotReadyWithTheReasons) {
+  HealthInput in;
+  in.nics = {{"rail0", false, false, "no such device"}};
+  in.peers = {{"node-b", "ready", true, ""}};
+  const auto r = judge_readiness(in);
+  EXPECT_FALSE(r.ready);
+  ASSERT_EQ(r.reasons.size(), 2u);
+  EXPECT_EQ(r.reasons[0], "no NIC up");
+  EXPECT_EQ(r.reasons[1], "nic rail0 out of service: no such device");
+}
+
+TEST(Readiness, PeersTriedAndNoneReachableIsNotReady) {
+  HealthInput in;
+  in.nics = {up("rail0")};
+  in.peers = {{"node-b", "connecting", true, "connection refused"}, {"node-c", "down", false, "tls: bad psk"}};
+  const auto r = judge_readiness(in);
+  EXPECT_FALSE(r.ready);
+  ASSERT_GE(r.reasons.size(), 2u);
+  EXPECT_EQ(r.reasons[0], "no peer reachable: 2 known, 2 tried");
+  EXPECT_EQ(r.reasons[1], "peer node-b connecting: connection refused");
+}
+
+TEST(Readiness, OnePeerReachableIsReadyAndTheOthersAreNotes) {
+  HealthInput in;
+  in.nics = {up("rail0")};
+  in.peers = {{"node-b", "connecting", true, "connection refused"}, {"node-c", "connected", false, ""}};
+  const auto r = judge_readiness(in);
+  EXPECT_TRUE(r.ready);
+  EXPECT_EQ(r.reasons, std::vector<std::string>{"peer node-b connecting: connection refused"});
+}
+
+// Discovered peers whose sessions open lazily (on a node's first flow) and never failed are no
+// evidence that the fabric is unreachable.
+TEST(Readiness, DiscoveredPeersNotYetContactedAreReady) {
+  HealthInput in;
+  in.nics = {up("rail0")};
+  in.peers = {{"node-b", "down", false, ""}, {"node-c", "down", false, ""}};
+  EXPECT_TRUE(judge_readiness(in).ready);
+  in.peers.push_back({"node-d", "down", false, "connection refused"});
+  EXPECT_FALSE(judge_readiness(in).ready);
+}
+
 }  // namespace
 }  // namespace rdmad::daemon

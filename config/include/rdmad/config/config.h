@@ -25,6 +25,7 @@ struct DaemonSection {
 struct MetricsSection {
   std::string listen;                         // host:port of the /metrics endpoint
   std::map<std::string, std::string> labels;  // constant labels of rdmad_node_info
+  int64_t probe_timeout_ms = 1000;            // /healthz and /readyz: how long the control loop may take
 };
 
 struct CcSection {

@@ -11,6 +11,7 @@
 #include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/flow/flow_service.h"
 #include "rdmad/daemon/clients/admin_handler.h"
+#include "rdmad/daemon/health.h"
 #include "rdmad/nic_cc/cc_param_store.h"
 
 namespace rdmad::daemon {
@@ -51,6 +52,8 @@ class AdminService final : public clients::AdminHandler {
   std::vector<proto::PeerEntry> list_peers(uint64_t skip, uint32_t max_entries, bool* more) override;
   std::vector<proto::GidEntry> list_gids(uint64_t skip, uint32_t max_entries, bool* more) override;
   proto::StatusReply status() override;
+  // What the health verdict and readiness are judged on: NICs, peers, the last reload (control thread).
+  HealthInput health_input();
 
  private:
   // Where one [[nic]]'s DCQCN parameters live.

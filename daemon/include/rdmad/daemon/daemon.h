@@ -22,6 +22,7 @@
 #include "rdmad/daemon/clients/unix_server.h"
 #include "rdmad/daemon/nics/node_nics.h"
 #include "rdmad/daemon/notifier.h"
+#include "rdmad/daemon/probes.h"
 #include "rdmad/daemon/watchdog.h"
 #include "rdmad/daemon/flow/flow_service.h"
 #include "rdmad/verbs/registry.h"
@@ -113,6 +114,8 @@ class Daemon {
   verbs::BackendRegistry backends_;
   // Declared before the exporter: the HTTP server (which scrapes the NICs) stops first.
   std::unique_ptr<NodeNics> nics_;
+  // /healthz and /readyz: outlive the HTTP server that calls them.
+  std::unique_ptr<Probes> probes_;
   std::unique_ptr<metrics::Exporter> exporter_;
   std::unique_ptr<metrics::DaemonMetrics> metrics_;
   // The client service, after the NICs it registers memory on (so it goes first at shutdown).

@@ -39,6 +39,20 @@ struct HealthVerdict {
 
 HealthVerdict judge_health(const HealthInput& in);
 
+// Readiness, the kubelet's /readyz (docs/operations.md, "Probes"): can this node serve flows now?
+//   not ready: no NIC is in service with its link up; or peers are known (configured or discovered)
+//              and none is reachable (connected or ready) while at least one was tried and is not
+//              (a discovered peer whose session is still unopened, with no error, is no evidence
+//              either way: sessions open on a node's first flow);
+//   ready:     otherwise, with every judge_health finding as a note. No peer at all is ready (the
+//              first node of a cluster, a node without flows).
+struct Readiness {
+  bool ready = true;
+  std::vector<std::string> reasons;  // why not, or (when ready) the health findings
+};
+
+Readiness judge_readiness(const HealthInput& in);
+
 // "ok", "degraded" or "failing".
 const char* to_string(Health h);
 

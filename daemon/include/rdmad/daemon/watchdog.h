@@ -44,12 +44,15 @@ class Watchdog {
 
   /// Watches a thread by `name` (unique; "datapath:nic0", "flow-engine"). `run_on` may be empty.
   void watch(std::string name, const base::Heartbeat* heartbeat, RunOn run_on);
-  /// Watches the control thread too, pings now and then on every tick while no thread is stalled.
+  /// Watches the control thread too ("control"; the stall hook posts onto its io_context), pings
+  /// now and then on every tick while no thread is stalled.
   void start();
   /// Stops checking and pinging (the daemon is stopping: its io_context no longer runs).
   void stop();
   /// Test hook (--enable-test-hooks): the named thread spins, busy, for `seconds`. Returns at once.
   base::Status stall_for_test(const std::string& name, uint32_t seconds);
+  /// The watched threads stalled as of the last check (any thread: the liveness probe asks).
+  std::vector<std::string> stalled() const;
   /// The names watched, in order.
   std::vector<std::string> thread_names() const;
   /// rdmad_thread_stalled and rdmad_thread_busy_seconds (register with the exporter).
