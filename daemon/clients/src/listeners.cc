@@ -112,8 +112,8 @@ void UnixServer::Core::adopt_systemd_sockets() {
       boost::system::error_code ec;
       l->acceptor.assign(SeqPacket(), fd, ec);
       if (ec) continue;
-      ipc_log()->info("serving {} socket={} activation=systemd", l->admin ? "admin requests" : "clients",
-                      base::q(l->path));
+      if (l->admin) ipc_log()->info("serving admin requests socket={} activation=systemd", base::q(l->path));
+      else ipc_log()->info("serving clients socket={} activation=systemd", base::q(l->path));
       l->activated = taken = true;
     }
     if (!taken)
@@ -153,16 +153,17 @@ Result<Ok> UnixServer::Core::bind_socket(Listener& l, uint32_t mode, const std::
   if (chmod(path.c_str(), mode) != 0) return sys_error("chmod " + path, errno);
   l.acceptor.listen(SOMAXCONN, ec);
   if (ec) return Error{RDMAD_ERR_SYSTEM, "listen " + path + ": " + ec.message()};
-  ipc_log()->info("serving {} socket={} mode=0{:o}", l.admin ? "admin requests" : "clients", base::q(path), mode);
+  if (l.admin) ipc_log()->info("serving admin requests socket={} mode=0{:o}", base::q(path), mode);
+  else ipc_log()->info("serving clients socket={} mode=0{:o}", base::q(path), mode);
   return Ok{};
 }
 
 Result<Ok> UnixServer::Core::listen_on(Listener& l, uint32_t mode, const std::string& group) {
   if (l.path.empty() || l.activated) return Ok{};
   auto bound = bind_socket(l, mode, group);
-  if (!bound.ok())
-    ipc_log()->error("cannot bind {} socket={} error={}", l.admin ? "admin" : "client", base::q(l.path),
-                     base::q(bound.error().message));
+  if (bound.ok()) return bound;
+  if (l.admin) ipc_log()->error("cannot bind admin socket={} error={}", base::q(l.path), base::q(bound.error().message));
+  else ipc_log()->error("cannot bind client socket={} error={}", base::q(l.path), base::q(bound.error().message));
   return bound;
 }
 
