@@ -57,7 +57,9 @@ TOML
 debootstrap_cached() {
   local root=$1 mirror=$2 log=$3
   shift 3
-  [ "$(cat "$root/.rdmad-complete" 2>/dev/null)" != "$*" ] || return 0
+  # Complete only when the marker exists: with no extra packages ($* empty) a missing marker
+  # would read as the same empty list.
+  [ ! -f "$root/.rdmad-complete" ] || [ "$(cat "$root/.rdmad-complete")" != "$*" ] || return 0
   rm -rf "$root.tmp"
   if ! debootstrap --variant=minbase "$@" bookworm "$root.tmp" "$mirror" >"$log" 2>&1; then
     rm -rf "$root.tmp"
