@@ -32,12 +32,15 @@ size_t env_or(const char* name, size_t fallback) {
 std::string node_id(int i) { return fmt::format("node-{:02}", i); }
 
 // The daemon's count of peers whose sessions carry traffic (what `rdmactl status` prints as
-// "peers: N known, M ready"), through the admin request; -1 when the daemon does not answer.
+// "peers: N known, M ready"), through the admin request on the node's admin socket; -1 when the
+// daemon does not answer.
 int peers_ready(Node& n) {
+  rdmad_client* admin_client = nullptr;
+  if (rdmad_connect(admin::default_admin_socket(n.socket_path()).c_str(), &admin_client) != RDMAD_OK) return -1;
   std::vector<std::byte> reply;
-  if (admin::call(n.client(), proto::MsgType::kStatus, {}, &reply) != RDMAD_OK ||
-      reply.size() < sizeof(proto::StatusReply))
-    return -1;
+  const rdmad_status st = admin::call(admin_client, proto::MsgType::kStatus, {}, &reply);
+  rdmad_disconnect(admin_client);
+  if (st != RDMAD_OK || reply.size() < sizeof(proto::StatusReply)) return -1;
   proto::StatusReply s;
   std::memcpy(&s, reply.data(), sizeof s);
   return static_cast<int>(s.peers_ready);
