@@ -41,14 +41,13 @@ class FlowCollector final : public prometheus::Collectable {
     const peer::PeerCounters& p = channel_.counters();
     auto n = [](uint64_t v) { return static_cast<double>(v); };
     f.add(metric::kPeersConnected, {}, n(p.peers_connected));
-    if (channel_.discovering()) {
-      f.add(metric::kPeersDiscovered, {}, n(p.peers_discovered));
-      f.add(metric::kPeersFailed, {}, n(p.peers_failed));
-      f.add(metric::kPeerDiscoveryResolutions, {{"result", "ok"}}, n(p.discovery_resolutions));
-      f.add(metric::kPeerDiscoveryResolutions, {{"result", "error"}}, n(p.discovery_errors));
-      f.add(metric::kPeerDiscoverySeconds, {}, p.discovery_seconds);
-      f.add(metric::kPeerIdleCloses, {}, n(p.idle_closes));
-    }
+    // Discovery (all 0 without [peer] discover).
+    f.add(metric::kPeersDiscovered, {}, n(p.peers_discovered));
+    f.add(metric::kPeersFailed, {}, n(p.peers_failed));
+    f.add(metric::kPeerDiscoveryResolutions, {{"result", "ok"}}, n(p.discovery_resolutions));
+    f.add(metric::kPeerDiscoveryResolutions, {{"result", "error"}}, n(p.discovery_errors));
+    f.add(metric::kPeerDiscoverySeconds, {}, p.discovery_seconds);
+    f.add(metric::kPeerIdleCloses, {}, n(p.idle_closes));
     f.add(metric::kPeerAuthFailures, {}, n(p.auth_failures));
     f.add(metric::kPeerHandshakeFailures, {}, n(p.handshake_failures));
     f.add(metric::kPeerKeepaliveTimeouts, {}, n(p.keepalive_timeouts));
