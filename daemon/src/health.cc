@@ -57,8 +57,11 @@ Readiness judge_readiness(const HealthInput& in) {
   }
   size_t reachable = 0, tried = 0;
   for (const auto& p : in.peers) {
+    // A discovered peer whose session was closed as idle (by either side: "idle: ...") worked: no
+    // evidence either way, as one never contacted.
+    const bool idle_closed = !p.dialled && p.state == "down" && p.last_error.starts_with("idle:");
     if (p.state == "connected" || p.state == "ready") ++reachable;
-    else if (p.dialled || p.state != "down" || !p.last_error.empty()) ++tried;
+    else if (!idle_closed && (p.dialled || p.state != "down" || !p.last_error.empty())) ++tried;
   }
   if (reachable == 0 && tried > 0) {
     r.ready = false;

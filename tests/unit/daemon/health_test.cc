@@ -119,6 +119,10 @@ TEST(Readiness, DiscoveredPeersNotYetContactedAreReady) {
   in.nics = {up("rail0")};
   in.peers = {{"node-b", "down", false, ""}, {"node-c", "down", false, ""}};
   EXPECT_TRUE(judge_readiness(in).ready);
+  // Sessions closed as idle (either side asked) are no evidence either: a quiet node stays ready.
+  in.peers.push_back({"node-e", "down", false, "idle: closed at this node's request (no flow on either side for idle_session_ms)"});
+  in.peers.push_back({"node-f", "down", false, "idle: closed at the peer's request (no flow on either side for idle_session_ms)"});
+  EXPECT_TRUE(judge_readiness(in).ready);
   in.peers.push_back({"node-d", "down", false, "connection refused"});
   EXPECT_FALSE(judge_readiness(in).ready);
 }
