@@ -42,6 +42,8 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; }
 
 prop() { systemctl show -p "$2" --value "$1"; }
 prop_is() { [ "$(prop "$1" "$2")" = "$3" ]; }
+# The property's value (a space-separated list) names $3 among others.
+prop_lists() { case " $(prop "$1" "$2") " in *" $3 "*) return 0 ;; *) return 1 ;; esac; }
 journal_has() { journalctl -u rdmad --no-pager -o cat | grep -q -- "$1"; }
 
 diagnose() {
@@ -81,7 +83,9 @@ phase_socket_activation() {
   # 2 s hello timeout: then that client gets "no reply" and the next one is served.
   out=$(rdmactl status 2>&1) || first="not answered in time ($out)"
   wait_until 30 prop_is rdmad.service ActiveState active || { say "rdmad.service not active after a client connected"; return 1; }
-  prop_is rdmad.service TriggeredBy rdmad.socket || { say "rdmad.service not triggered by rdmad.socket"; return 1; }
+  # Both sockets trigger it: the client socket (this connection) and the admin socket.
+  prop_lists rdmad.service TriggeredBy rdmad.socket || { say "rdmad.service not triggered by rdmad.socket"; return 1; }
+  prop_lists rdmad.service TriggeredBy rdmad-admin.socket || { say "rdmad.service not triggered by rdmad-admin.socket"; return 1; }
   out=$(rdmactl status 2>&1) || { say "rdmactl status through the systemd socket failed: $out"; return 1; }
   echo "$out"
   journal_has 'serving clients socket=/run/rdmad/rdmad.sock activation=systemd' ||
