@@ -39,9 +39,12 @@ rdmad_status list_all(rdmad_client* c, std::vector<proto::RegistrationEntry>* ou
                               {reinterpret_cast<const std::byte*>(&req), sizeof req}, &reply);
   if (st != RDMAD_OK || out == nullptr) return st;
   proto::ListReply head{};
+  if (reply.size() < sizeof head) return RDMAD_ERR_PROTOCOL;
   std::memcpy(&head, reply.data(), sizeof head);
+  if (reply.size() < sizeof head + head.count * sizeof(proto::RegistrationEntry)) return RDMAD_ERR_PROTOCOL;
   out->resize(head.count);
-  std::memcpy(out->data(), reply.data() + sizeof head, head.count * sizeof(proto::RegistrationEntry));
+  if (head.count > 0)  // an empty vector's data() may be null
+    std::memcpy(out->data(), reply.data() + sizeof head, head.count * sizeof(proto::RegistrationEntry));
   return st;
 }
 
