@@ -521,6 +521,11 @@ void SessionStore::freeze() {
   frozen_ = true;
 }
 
+bool SessionStore::kept_at_stop(uint64_t conn_id) const {
+  std::lock_guard lock(mu_);
+  return frozen_ && sessions_.count(conn_id) != 0;
+}
+
 uint64_t SessionStore::bytes_written_for_test() const {
   std::lock_guard lock(mu_);
   return file_bytes_;

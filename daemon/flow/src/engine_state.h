@@ -69,6 +69,7 @@ struct FlowEngine::Peer {
   std::string name;
   uint8_t slot = 0;
   uint32_t gen = 0;
+  uint64_t ready_us = 0;  // when this session's QPs came up (imports wait for grants from then)
   const PeerDomain* domain = nullptr;
   uint32_t receives_out = 0;  // our receives advertised to it, not yet filled
   uint32_t credits_held = 0;  // its receives advertised to us, not yet used

@@ -234,13 +234,31 @@ void FlowEngine::add_import(uint64_t flow_id, uint64_t remote_handle, const Remo
   if (it != flows_.end()) it->second->imports[remote_handle] = range;
 }
 
+void FlowEngine::prune_awaiting(uint64_t flow_id) {
+  auto it = flows_.find(flow_id);
+  if (it != flows_.end()) std::erase_if(it->second->imports, [](const auto& kv) { return kv.second.awaiting_grant; });
+}
+
 void FlowEngine::drop_token(const Token& token) {
   for (auto& [id, f] : flows_) std::erase_if(f->imports, [&](const auto& kv) { return kv.second.token == token; });
 }
 
-void FlowEngine::forget_imports(const std::string& name) {
+namespace {
+
+void await_grants_of(std::map<uint64_t, RemoteRange>& imports) {
+  for (auto& [handle, range] : imports) {
+    RemoteRange awaiting;
+    awaiting.token = range.token;
+    awaiting.awaiting_grant = true;
+    range = awaiting;  // no keys of the old session survive
+  }
+}
+
+}  // namespace
+
+void FlowEngine::await_grants(const std::string& name) {
   for (auto& [id, f] : flows_)
-    if (f->setup.peer == name) f->imports.clear();
+    if (f->setup.peer == name) await_grants_of(f->imports);
 }
 
 void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain) {
@@ -256,6 +274,7 @@ void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePai
   p->name = name;
   p->slot = static_cast<uint8_t>(slot);
   p->gen = next_peer_gen_++;
+  p->ready_us = now_us();
   p->domain = domain;
   std::vector<balancer::NicSpec> specs;
   for (const auto& n : nic_names_) specs.push_back({n});
@@ -288,7 +307,7 @@ void FlowEngine::peer_lost(const std::string& name) {
   fail_peer_transfers(*p, RDMAD_ERR_PEER);
   for (Flow* f : p->flows) {
     f->peer = nullptr;
-    f->imports.clear();  // the peer's grants died with the session; they are granted again on reconnect
+    await_grants_of(f->imports);  // the grants died with the session; the peer grants them again
     f->header->flow_state.store(static_cast<uint32_t>(ring::FlowState::kDisconnected));
     progress(*f);
   }

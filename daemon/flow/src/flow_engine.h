@@ -56,7 +56,15 @@ struct RemoteRange {
   std::shared_ptr<const std::vector<RemoteSlices>> slices;
   Token token{};
   uint64_t recv_id = 0;  // credits: the peer's receive
+  // An import whose grant went with the peer's last session (it restarted, or the connection
+  // dropped): no keys; requests fail with RDMAD_ERR_PEER until the peer grants the token again
+  // (the import then gets its keys, same remote handle), RDMAD_ERR_NOT_FOUND once the peer has
+  // been back for kRegrantGraceUs without granting it.
+  bool awaiting_grant = false;
 };
+
+/// How long after a peer's session is back its flows' imports wait for their grants.
+inline constexpr uint64_t kRegrantGraceUs = 5'000'000;
 
 /// Fills the keys of `range` from the ones a grant or receive post carries (NICs beyond kMaxNics
 /// are ignored).
@@ -164,12 +172,15 @@ class FlowEngine {
   void remove_flow(uint64_t flow_id);
   void add_import(uint64_t flow_id, uint64_t remote_handle, const RemoteRange& range);
   void drop_token(const Token& token);
+  /// Drops the flow's imports that still await their grants.
+  void prune_awaiting(uint64_t flow_id);
   /// A peer's QPs are up: one QP per local NIC (nullptr: that NIC has none), in `domain`'s
   /// protection domains, where the engine registers what the peer's flows use (valid until
   /// peer_lost).
   void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain);
-  /// The peer's connection is gone: the flows' imports of its grants go with it.
-  void forget_imports(const std::string& peer);
+  /// The peer's connection is gone: the flows' imports of its grants lose their keys and await
+  /// the grants of its next session (RemoteRange::awaiting_grant).
+  void await_grants(const std::string& peer);
   /// A peer was lost: its transfers fail, its flows wait for it again. Its QPs go right after.
   void peer_lost(const std::string& peer);
   /// The QP of one lane is about to be destroyed (rebuild): stop using it. When the peer started

@@ -307,10 +307,10 @@ void FlowService::on_peer_lost(const std::string& peer) {
 void FlowService::on_peer_closed(const std::string& peer) {
   // Its grants die with the connection, whether or not its QPs ever came up.
   std::erase_if(grants_, [&](const auto& kv) { return kv.second->from == peer; });
-  std::erase_if(imports_, [&](const auto& kv) { return grants_.count(kv.second) == 0; });
   grants_by_peer_.erase(peer);
   set_grants_held();
-  engine_->run_sync([&] { engine_->forget_imports(peer); });
+  // The imports stay (same remote handles) and get their keys when the peer grants again.
+  engine_->run_sync([&] { engine_->await_grants(peer); });
   for (auto& [token, e] : exports_) {
     if (e.peer != peer) continue;
     e.mrs.reset();  // its domain goes: registered again in the next session's
@@ -480,6 +480,7 @@ std::vector<proto::PeerEntry> FlowService::list_peers(uint64_t skip, uint32_t ma
 void FlowService::destroy_flow(FlowRecord& f) {
   const uint64_t id = f.id;
   if (engine_) engine_->run_sync([&] { engine_->remove_flow(id); });
+  erase_imports([&](const Import& i) { return i.flow_id == id; });
   if (f.ring != nullptr) ::munmap(f.ring, f.ring_bytes);
   for (int fd : {f.memfd, f.doorbell_fd, f.completion_fd})
     if (fd >= 0) ::close(fd);
@@ -504,9 +505,13 @@ void FlowService::connection_closed(uint64_t conn_id) {
   for (const auto& [id, f] : flows_)
     if (f.conn_id == conn_id) ids.push_back(id);
   for (uint64_t id : ids) destroy_flow(flows_.at(id));
+  // A session the daemon keeps across its restart (it is stopping, the store holds the session)
+  // comes back with its exports: the peers are not told to revoke them, so their flows' imports
+  // get the same grants again from the next run.
+  const bool kept = store_ != nullptr && store_->kept_at_stop(conn_id);
   for (auto it = exports_.begin(); it != exports_.end();) {
     auto next = std::next(it);
-    if (it->second.conn_id == conn_id) drop_export(it, true);
+    if (it->second.conn_id == conn_id) drop_export(it, !kept);
     it = next;
   }
 }

@@ -95,6 +95,11 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       return;
     }
     remote = it->second;
+    if (remote.awaiting_grant) {
+      // Its peer restarted (or the session dropped): retryable until the grant is due.
+      complete_now(f, sqe, now_us() - p.ready_us > kRegrantGraceUs ? RDMAD_ERR_NOT_FOUND : RDMAD_ERR_PEER, 0);
+      return;
+    }
     if ((remote.rights & remote_right(op)) == 0) {
       complete_now(f, sqe, RDMAD_ERR_REMOTE_ACCESS, 0);
       return;

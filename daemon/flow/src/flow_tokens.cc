@@ -180,12 +180,60 @@ clients::Result<proto::ImportReply> FlowService::import_token(const clients::Pee
   if (g->second->from != f->second.peer)
     return clients::Error{RDMAD_ERR_PERMISSION, "the token was exported by " + g->second->from + ", this flow goes to " +
                                                 f->second.peer};
-  const uint64_t handle = next_remote_handle_++;
+  FlowRecord& flow = f->second;
+  // One remote handle per token and flow: importing again (after the peer restarted, or twice)
+  // gives the same one, so imports are bounded by the tokens the peer may grant.
+  uint64_t handle = 0;
+  for (auto [it, end] = imports_by_token_.equal_range(token); it != end && handle == 0; ++it)
+    if (imports_.at(it->second).flow_id == flow.id) handle = it->second;
+  if (handle == 0) {
+    if (flow.imports >= options_.max_grants_per_peer) {
+      // Imports whose grants never came back (their exports ended while the peer was away) go first.
+      erase_imports([&](const Import& i) { return i.flow_id == flow.id && grants_.count(i.token) == 0; });
+      engine_->run_sync([&] { engine_->prune_awaiting(flow.id); });
+    }
+    if (flow.imports >= options_.max_grants_per_peer)
+      return clients::Error{RDMAD_ERR_QUOTA, "flow " + std::to_string(flow.id) + " holds " +
+                                                 std::to_string(flow.imports) + " imports (max_grants_per_peer)"};
+    handle = next_remote_handle_++;
+    imports_[handle] = Import{flow.id, token};
+    imports_by_token_.emplace(token, handle);
+    ++flow.imports;
+  }
   RemoteRange range = g->second->range;
   const uint64_t flow_id = req.flow_id;
   engine_->run_sync([&] { engine_->add_import(flow_id, handle, range); });
-  imports_[handle] = token;
   return proto::ImportReply{handle, range.length, range.rights, 0};
+}
+
+void FlowService::erase_imports(const std::function<bool(const Import&)>& drop) {
+  for (auto it = imports_.begin(); it != imports_.end();) {
+    if (!drop(it->second)) {
+      ++it;
+      continue;
+    }
+    for (auto [t, end] = imports_by_token_.equal_range(it->second.token); t != end; ++t) {
+      if (t->second != it->first) continue;
+      imports_by_token_.erase(t);
+      break;
+    }
+    if (auto f = flows_.find(it->second.flow_id); f != flows_.end() && f->second.imports > 0) --f->second.imports;
+    it = imports_.erase(it);
+  }
+}
+
+void FlowService::reattach_imports(const std::string& peer, const Token& token) {
+  std::vector<std::pair<uint64_t, uint64_t>> again;  // flow, remote handle
+  for (auto [it, end] = imports_by_token_.equal_range(token); it != end; ++it) {
+    const Import& i = imports_.at(it->second);
+    auto f = flows_.find(i.flow_id);
+    if (f != flows_.end() && f->second.peer == peer) again.emplace_back(i.flow_id, it->second);
+  }
+  if (again.empty()) return;
+  const RemoteRange range = grants_.at(token)->range;
+  engine_->run_sync([&] {
+    for (const auto& [flow_id, handle] : again) engine_->add_import(flow_id, handle, range);
+  });
 }
 
 clients::Result<clients::Ok> FlowService::revoke(const clients::Peer& client, const proto::RevokeRequest& req) {
@@ -228,6 +276,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       set_remote_keys(grant->range, g->keys);
       grants_[g->token] = std::move(grant);
       set_grants_held();
+      reattach_imports(peer, g->token);
       channel_->send(peer, peer::MessageType::kGrantAck, peer::encode(peer::GrantAck{g->token, 0}));
       return;
     }
@@ -260,7 +309,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       grants_.erase(it);
       set_grants_held();
       if (auto h = grants_by_peer_.find(peer); h != grants_by_peer_.end() && h->second > 0) --h->second;
-      std::erase_if(imports_, [&](const auto& kv) { return kv.second == r->token; });
+      erase_imports([&](const Import& i) { return i.token == r->token; });
       engine_->run_sync([&] { engine_->drop_token(r->token); });
       return;
     }

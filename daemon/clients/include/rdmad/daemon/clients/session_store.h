@@ -130,6 +130,8 @@ class SessionStore {
   // The daemon is stopping: from now on nothing is recorded, so what the state file says is what
   // the next start restores. Idempotent.
   void freeze();
+  // Frozen, with the session of conn_id in the file: the next start restores it (with its exports).
+  bool kept_at_stop(uint64_t conn_id) const;
 
   const std::string& path() const { return path_; }
   uint64_t bytes_written_for_test() const;

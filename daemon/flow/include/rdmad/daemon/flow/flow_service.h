@@ -163,6 +163,14 @@ class FlowService final : public clients::FlowHandler {
     int memfd = -1;
     int doorbell_fd = -1;
     int completion_fd = -1;
+    uint32_t imports = 0;  // distinct tokens imported on it (imports_)
+  };
+  // A token imported on a flow. It outlives the grant it was made from: when the peer's session
+  // ends (the peer restarted, the connection dropped) the import waits, under the same remote
+  // handle, for the peer to grant the token again; the flow's client keeps using its handle.
+  struct Import {
+    uint64_t flow_id = 0;
+    Token token{};
   };
   struct Export {
     Token token{};
@@ -247,7 +255,13 @@ class FlowService final : public clients::FlowHandler {
   std::map<uint64_t, FlowRecord> flows_;
   std::map<Token, Export> exports_;
   std::map<Token, std::unique_ptr<Grant>> grants_;
-  std::map<uint64_t, Token> imports_;  // remote handle -> token (for revoke)
+  std::map<uint64_t, Import> imports_;  // by remote handle
+  std::multimap<Token, uint64_t> imports_by_token_;  // -> remote handle
+  // Removes the imports `drop` selects (from the flows' records too; not from the engine).
+  void erase_imports(const std::function<bool(const Import&)>& drop);
+  // The grant of `token` from `peer` is (again) here: every flow to that peer that imported it
+  // gets its keys, under the remote handle it already has.
+  void reattach_imports(const std::string& peer, const Token& token);
   std::map<std::string, uint32_t> grants_by_peer_;
   Counters counters_;
   clients::FdBudget* fds_ = nullptr;
