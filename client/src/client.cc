@@ -242,7 +242,15 @@ const char* rdmad_strerror(rdmad_status status) {
 }
 
 rdmad_status rdmad_connect(const char* socket_path, rdmad_client** out) {
-  return rdmad_connect_timeout(socket_path, RDMAD_DEFAULT_CONNECT_TIMEOUT_MS, out);
+  // $RDMAD_CONNECT_TIMEOUT_MS (1..600000) for the operator of a node whose daemon starts slowly
+  // (socket activation on a loaded node); anything else in it is ignored.
+  uint32_t timeout_ms = RDMAD_DEFAULT_CONNECT_TIMEOUT_MS;
+  if (const char* env = std::getenv("RDMAD_CONNECT_TIMEOUT_MS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (*end == '\0' && v >= 1 && v <= 600000) timeout_ms = static_cast<uint32_t>(v);
+  }
+  return rdmad_connect_timeout(socket_path, timeout_ms, out);
 }
 
 rdmad_status rdmad_connect_timeout(const char* socket_path, uint32_t timeout_ms, rdmad_client** out) {

@@ -5,6 +5,14 @@
 // descriptor of the connection it was opened on (a dup of the socket): the kernel reports a
 // hang-up on it when the daemon closes the connection or its process ends (SIGTERM, a crash,
 // SIGKILL alike). From then on the library completes the flow's outstanding requests itself.
+//
+// A flow outlives its daemon: once the daemon is gone, the next post (or rdmad_flow_wait_connected)
+// rebinds it to the daemon that answers now — the client reconnects (and takes its session back),
+// the flow is opened again with the same peer and settings, waits for the peer, and every token it
+// imported is imported again. The application keeps its rdmad_flow and rdmad_remote values: the
+// library maps the remote handles it gave out to the new daemon's. Completions taken from the old
+// ring and the old daemon's unfinished requests (RDMAD_ERR_DAEMON_GONE) are still delivered,
+// before the new ring's.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -15,7 +23,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "client_impl.h"
 #include "outstanding.h"
@@ -31,11 +43,12 @@ struct rdmad_flow {
   rdmad_client* client = nullptr;
   uint64_t id = 0;
   uint32_t nic_mask = 0;  // the NICs it was opened on (rdmad_flow_open_nics); 0: every NIC
+  rdmad::proto::FlowOpenRequest request{};  // what it was opened with (a rebind opens it again)
   void* base = nullptr;
   uint64_t bytes = 0;
   int memfd = -1;
   int doorbell_fd = -1;
-  int completion_fd = -1;
+  int completion_fd = -1;     // the number stays across rebinds (rdmad_flow_fd)
   int control_fd = -1;        // our own descriptor of the connection the flow was opened on
   ino_t control_ino = 0;      // its socket's identity, to tell whether the client still uses it
   ring::Header* header = nullptr;
@@ -47,14 +60,38 @@ struct rdmad_flow {
   mutable bool gone = false;
   mutable uint32_t gone_cq_tail = 0;
   std::chrono::steady_clock::time_point next_check{};  // rdmad_flow_poll's look at the connection
+  // Completions of a previous daemon's ring, delivered before the current ring's (rebind).
+  std::deque<rdmad_completion> carried;
+  // Tokens imported on it: the handle the application holds, and the current daemon's.
+  struct Imported {
+    rdmad_token token;
+    uint64_t app_handle;
+    uint64_t handle;
+  };
+  std::vector<Imported> imported;
+  std::unordered_map<uint64_t, uint64_t> remap;  // app handle -> current handle, where they differ
 };
 
 namespace {
 
-void release(rdmad_flow* f) {
+// Unmaps the ring and closes the descriptors of the daemon it came from (the completion fd too
+// unless `keep_completion_fd`).
+void drop_ring(rdmad_flow* f, bool keep_completion_fd) {
   if (f->base != nullptr) ::munmap(f->base, f->bytes);
-  for (int fd : {f->memfd, f->doorbell_fd, f->completion_fd, f->control_fd})
-    if (fd >= 0) ::close(fd);
+  f->base = nullptr;
+  f->header = nullptr;
+  for (int* fd : {&f->memfd, &f->doorbell_fd, &f->control_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  if (!keep_completion_fd && f->completion_fd >= 0) {
+    ::close(f->completion_fd);
+    f->completion_fd = -1;
+  }
+}
+
+void release(rdmad_flow* f) {
+  drop_ring(f, false);
   delete f;
 }
 
@@ -64,12 +101,15 @@ constexpr short kHangup = POLLHUP | POLLERR | POLLRDHUP | POLLNVAL;
 void mark_gone(const rdmad_flow* f) {
   if (f->gone) return;
   f->gone = true;
-  f->gone_cq_tail = f->header->cq_tail.load(std::memory_order_acquire);
+  f->gone_cq_tail = f->header != nullptr ? f->header->cq_tail.load(std::memory_order_acquire) : 0;
 }
 
 // Looks at the flow's connection without waiting; true when the daemon is gone.
 bool daemon_gone(const rdmad_flow* f) {
-  if (f->gone) return true;
+  if (f->gone || f->control_fd < 0) {
+    f->gone = true;
+    return true;
+  }
   pollfd p{f->control_fd, POLLRDHUP, 0};
   if (::poll(&p, 1, 0) > 0 && (p.revents & kHangup) != 0) mark_gone(f);
   return f->gone;
@@ -77,6 +117,7 @@ bool daemon_gone(const rdmad_flow* f) {
 
 // Completions the daemon published that the client has not taken (none past the hang-up).
 uint32_t daemon_completions(rdmad_flow* f) {
+  if (f->header == nullptr) return 0;  // a rebind that found no daemon left no ring
   const uint32_t n = f->cq.available();
   if (n == UINT32_MAX) return 0;  // a broken index: the daemon fails the flow
   if (!f->gone) return n;
@@ -84,7 +125,9 @@ uint32_t daemon_completions(rdmad_flow* f) {
 }
 
 // Whether rdmad_flow_poll has something to return.
-bool ready(rdmad_flow* f) { return daemon_completions(f) != 0 || (f->gone && f->outstanding.size() != 0); }
+bool ready(rdmad_flow* f) {
+  return !f->carried.empty() || daemon_completions(f) != 0 || (f->gone && f->outstanding.size() != 0);
+}
 
 // rdmad_last_error of a flow's client, under its lock (another thread may be in a call).
 rdmad_status flow_fail(rdmad_flow* f, rdmad_status status, std::string message) {
@@ -94,7 +137,9 @@ rdmad_status flow_fail(rdmad_flow* f, rdmad_status status, std::string message) 
 
 constexpr const char* kGoneMessage =
     "the daemon of this flow stopped or died (its connection closed); its requests completed with "
-    "RDMAD_ERR_DAEMON_GONE: close the flow and open a new one when rdmad is back";
+    "RDMAD_ERR_DAEMON_GONE: the next post, import or rdmad_flow_wait_connected rebinds the flow to the "
+    "daemon that answers then (within the reconnect timeout)"; its requests completed with RDMAD_ERR_DAEMON_GONE: the next post or "
+    "rdmad_flow_wait_connected tries again";
 
 template <size_t N>
 bool copy_node_id(char (&dst)[N], const char* src) {
@@ -103,10 +148,24 @@ bool copy_node_id(char (&dst)[N], const char* src) {
   return true;
 }
 
-rdmad_status post(rdmad_flow* flow, const ring::Sqe& e) {
+rdmad_status rebind(rdmad_flow* f, std::chrono::steady_clock::time_point deadline);
+
+std::chrono::milliseconds reconnect_timeout(rdmad_flow* f) {
+  std::lock_guard lock(f->client->mu);
+  return std::chrono::milliseconds(f->client->reconnect_timeout_ms);
+}
+
+rdmad_status post(rdmad_flow* flow, ring::Sqe e) {
   if (flow == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
-  // No system call here: a busy flow learns of a dead daemon in rdmad_flow_poll / _wait.
-  if (flow->gone) return RDMAD_ERR_DAEMON_GONE;
+  // No system call here while the daemon lives: a busy flow learns of a dead one in
+  // rdmad_flow_poll / _wait. Then the post rebinds the flow (bounded by the reconnect timeout).
+  if (flow->gone) {
+    const rdmad_status s = rebind(flow, std::chrono::steady_clock::now() + reconnect_timeout(flow));
+    if (s != RDMAD_OK) return s;
+  }
+  if (!flow->remap.empty() && e.remote_handle != 0) {
+    if (auto it = flow->remap.find(e.remote_handle); it != flow->remap.end()) e.remote_handle = it->second;
+  }
   if (flow->outstanding.full() || !flow->sq.push(e)) return RDMAD_ERR_NO_RESOURCE;
   flow->outstanding.add(e.op, e.wr_id);
   // Only a sleeping daemon needs the doorbell: a busy one finds the entry on its next pass.
@@ -130,6 +189,183 @@ ring::Sqe make_sqe(ring::Op op, uint64_t wr_id, const rdmad_mr* local, uint64_t 
   return e;
 }
 
+// Opens the flow on the client's current connection (f->request) and maps its ring. On a rebind
+// the new completion eventfd takes the number of the old one. Caller holds the client's lock.
+rdmad_status open_ring(rdmad_flow* f) {
+  rdmad_client* client = f->client;
+  // An unpinned flow sends the request every daemon version reads; only a mask needs version 3.
+  std::span<const std::byte> body = as_bytes_of(f->request);
+  if (f->request.nic_mask == 0) {
+    body = body.first(sizeof(rdmad::proto::FlowOpenRequestV1));
+  } else if (client->channel.is_open() && client->channel.version() < rdmad::proto::kVersionFlowNics) {
+    return fail(client, RDMAD_ERR_NOT_SUPPORTED,
+                "the daemon speaks protocol version " + std::to_string(client->channel.version()) +
+                    ": flows pinned to NICs need version 3 (a newer rdmad)");
+  }
+  auto r = call(client, MsgType::kFlowOpen, body, -1);
+  if (r.status != RDMAD_OK) {
+    for (int fd : r.fds) ::close(fd);
+    return fail(client, r.status, r.error);
+  }
+  if (r.fds.size() != rdmad::proto::kFlowOpenFds || r.body.size() != sizeof(rdmad::proto::FlowOpenReply)) {
+    for (int fd : r.fds) ::close(fd);
+    return fail(client, RDMAD_ERR_PROTOCOL, "flow_open reply without its ring and eventfds");
+  }
+  rdmad::proto::FlowOpenReply rep;
+  std::memcpy(&rep, r.body.data(), sizeof(rep));
+  const bool again = f->completion_fd >= 0;
+  drop_ring(f, true);
+  f->id = rep.flow_id;
+  f->memfd = r.fds[0];
+  f->doorbell_fd = r.fds[1];
+  if (again) {
+    // The application may hold the number (rdmad_flow_fd): the new eventfd takes it.
+    if (::dup3(r.fds[2], f->completion_fd, O_CLOEXEC) < 0) {
+      const int err = errno;
+      ::close(r.fds[2]);
+      return fail(client, RDMAD_ERR_SYSTEM, std::string("dup3 of the completion eventfd: ") + std::strerror(err));
+    }
+    ::close(r.fds[2]);
+  } else {
+    f->completion_fd = r.fds[2];
+  }
+  // Anything below that fails leaves an open flow on the daemon: close it there.
+  auto refuse = [&](rdmad_status status, std::string message) {
+    rdmad::proto::FlowCloseRequest close_req{f->id};
+    (void)client->channel.transact(MsgType::kFlowClose, as_bytes_of(close_req), -1);
+    drop_ring(f, true);
+    return fail(client, status, std::move(message));
+  };
+  f->bytes = rep.ring_bytes;
+  f->base = ::mmap(nullptr, f->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
+  if (f->base == MAP_FAILED) {
+    f->base = nullptr;
+    return refuse(RDMAD_ERR_SYSTEM, "mmap of the flow ring failed");
+  }
+  if (!ring::header_valid(f->base, f->bytes) || static_cast<ring::Header*>(f->base)->flow_id != rep.flow_id)
+    return refuse(RDMAD_ERR_PROTOCOL, "the flow ring's header is not one this library understands");
+  f->header = static_cast<ring::Header*>(f->base);
+  struct stat st {};
+  f->control_fd = ::fcntl(client->channel.fd(), F_DUPFD_CLOEXEC, 0);
+  if (f->control_fd < 0 || ::fstat(f->control_fd, &st) != 0) {
+    // Without it the flow could not notice a dead daemon: refuse it rather than risk a hang.
+    return refuse(RDMAD_ERR_SYSTEM, std::string("dup of the daemon connection: ") + std::strerror(errno));
+  }
+  f->control_ino = st.st_ino;
+  const ring::Layout l = ring::layout_for(f->header->sq_depth, f->header->cq_depth);
+  f->sq = ring::Producer<ring::Sqe>(ring::sq_slots(f->base, l), f->header->sq_depth, &f->header->sq_tail,
+                                    &f->header->sq_head);
+  f->cq = ring::Consumer<ring::Cqe>(ring::cq_slots(f->base, l), f->header->cq_depth, &f->header->cq_tail,
+                                    &f->header->cq_head);
+  f->outstanding.reset(f->header->sq_depth + f->header->cq_depth, static_cast<uint8_t>(ring::Op::kRecv));
+  f->gone = false;
+  f->gone_cq_tail = 0;
+  return RDMAD_OK;
+}
+
+// Imports `token` on the flow's current daemon; its handle there in *handle. Caller holds the lock.
+rdmad_status import_once(rdmad_flow* f, const rdmad_token& token, rdmad_remote* out) {
+  rdmad_client* client = f->client;
+  rdmad::proto::ImportRequest req{};
+  req.flow_id = f->id;
+  std::memcpy(req.token, token.bytes, sizeof(req.token));
+  auto r = call(client, MsgType::kImport, as_bytes_of(req), -1);
+  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
+  if (r.body.size() != sizeof(rdmad::proto::ImportReply)) return fail(client, RDMAD_ERR_PROTOCOL, "bad import reply");
+  rdmad::proto::ImportReply rep;
+  std::memcpy(&rep, r.body.data(), sizeof(rep));
+  *out = rdmad_remote{rep.remote_handle, rep.length, rep.rights};
+  return RDMAD_OK;
+}
+
+// Handles the application never saw from a daemon: for an import after a rebind whose daemon
+// handle is one the application already holds for another token.
+constexpr uint64_t kSyntheticHandle = uint64_t{1} << 63;
+
+// Records an import; returns the handle the application gets for it.
+uint64_t remember_import(rdmad_flow* f, const rdmad_token& token, uint64_t handle) {
+  for (auto& i : f->imported)
+    if (std::memcmp(i.token.bytes, token.bytes, sizeof(token.bytes)) == 0) {
+      i.handle = handle;
+      if (i.app_handle != handle) f->remap[i.app_handle] = handle;
+      else f->remap.erase(i.app_handle);
+      return i.app_handle;
+    }
+  uint64_t app = handle;
+  const bool taken = f->remap.count(app) != 0 ||
+                     std::any_of(f->imported.begin(), f->imported.end(), [&](const auto& i) { return i.app_handle == app; });
+  if (taken) {
+    app = kSyntheticHandle | f->imported.size();
+    f->remap[app] = handle;
+  }
+  f->imported.push_back({token, app, handle});
+  return app;
+}
+
+// Waits (bounded) for the flow's peer to be connected, watching the daemon's connection.
+bool wait_state_connected(rdmad_flow* f, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (daemon_gone(f)) return false;
+    if (f->header->flow_state.load(std::memory_order_acquire) == static_cast<uint32_t>(ring::FlowState::kConnected))
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // The state is a word in shared memory with no event of its own: look again in 1 ms.
+    pollfd p{f->control_fd, POLLRDHUP, 0};
+    if (::poll(&p, 1, 1) > 0 && (p.revents & kHangup) != 0) mark_gone(f);
+  }
+}
+
+rdmad_status rebind(rdmad_flow* f, std::chrono::steady_clock::time_point deadline) {
+  {
+    std::lock_guard lock(f->client->mu);
+    // What the old daemon published and the rest of its requests are still the application's.
+    if (f->header != nullptr) {
+      uint32_t published = daemon_completions(f);
+      ring::Cqe c;
+      while (published > 0 && f->cq.pop(c)) {
+        --published;
+        f->carried.push_back(
+            rdmad_completion{c.wr_id, c.length, static_cast<rdmad_status>(c.status), static_cast<rdmad_op>(c.op)});
+        f->outstanding.complete(c.op, c.wr_id);
+      }
+      rdmad::client::Outstanding::Entry e;
+      while (f->outstanding.pop_oldest(&e))
+        f->carried.push_back(rdmad_completion{e.wr_id, 0, RDMAD_ERR_DAEMON_GONE, static_cast<rdmad_op>(e.op)});
+    }
+    const rdmad_status s = open_ring(f);
+    if (s != RDMAD_OK) {
+      f->gone = true;  // still: a later post or wait tries again
+      return s == RDMAD_ERR_CONNECTION ? RDMAD_ERR_DAEMON_GONE : s;
+    }
+  }
+  // The waits below hold no lock: the client's other threads go on meanwhile.
+  if (!wait_state_connected(f, deadline))
+    return flow_fail(f, f->gone ? RDMAD_ERR_DAEMON_GONE : RDMAD_ERR_PEER,
+                     f->gone ? kGoneMessage : "rebound to the restarted daemon; the peer node is not connected yet");
+  // Each token again, as soon as the peer has granted it again (it does once its session is up).
+  for (size_t k = 0; k < f->imported.size(); ++k) {
+    const rdmad_token token = f->imported[k].token;
+    rdmad_remote r{};
+    rdmad_status s;
+    for (;;) {
+      {
+        std::lock_guard lock(f->client->mu);
+        s = import_once(f, token, &r);
+      }
+      if (s != RDMAD_ERR_NOT_FOUND || std::chrono::steady_clock::now() >= deadline) break;
+      pollfd p{f->control_fd, POLLRDHUP, 0};
+      if (::poll(&p, 1, 2) > 0 && (p.revents & kHangup) != 0) {
+        mark_gone(f);
+        return flow_fail(f, RDMAD_ERR_DAEMON_GONE, kGoneMessage);
+      }
+    }
+    // Not granted again in time (its export ended with the restart): handle 0, which no daemon
+    // gives out, so a request on it fails RDMAD_ERR_NOT_FOUND as on a revoked export.
+    remember_import(f, token, s == RDMAD_OK ? r.handle : 0);
+  }
+  return RDMAD_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -144,71 +380,24 @@ rdmad_status rdmad_flow_open_nics(rdmad_client* client, const char* peer_node, c
   if (client == nullptr || out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   std::lock_guard lock(client->mu);
-  rdmad::proto::FlowOpenRequest req{};
-  if (!copy_node_id(req.peer, peer_node)) return fail(client, RDMAD_ERR_INVALID_ARGUMENT, "peer node id: 1..63 bytes");
-  if (attr != nullptr) {
-    req.channel = attr->channel;
-    req.sq_depth = attr->sq_depth;
-    req.cq_depth = attr->cq_depth;
-  }
-  req.nic_mask = nic_mask;
-  // An unpinned flow sends the request every daemon version reads; only a mask needs version 3.
-  std::span<const std::byte> body = as_bytes_of(req);
-  if (nic_mask == 0) {
-    body = body.first(sizeof(rdmad::proto::FlowOpenRequestV1));
-  } else if (client->channel.version() < rdmad::proto::kVersionFlowNics) {
-    return fail(client, RDMAD_ERR_NOT_SUPPORTED,
-                "the daemon speaks protocol version " + std::to_string(client->channel.version()) +
-                    ": flows pinned to NICs need version 3 (a newer rdmad)");
-  }
-  auto r = call(client, MsgType::kFlowOpen, body, -1);
-  if (r.status != RDMAD_OK) {
-    for (int fd : r.fds) ::close(fd);
-    return fail(client, r.status, r.error);
-  }
   auto* f = new rdmad_flow;
   f->client = client;
-  if (r.fds.size() != rdmad::proto::kFlowOpenFds || r.body.size() != sizeof(rdmad::proto::FlowOpenReply)) {
-    for (int fd : r.fds) ::close(fd);
+  if (!copy_node_id(f->request.peer, peer_node)) {
     delete f;
-    return fail(client, RDMAD_ERR_PROTOCOL, "flow_open reply without its ring and eventfds");
+    return fail(client, RDMAD_ERR_INVALID_ARGUMENT, "peer node id: 1..63 bytes");
   }
-  rdmad::proto::FlowOpenReply rep;
-  std::memcpy(&rep, r.body.data(), sizeof(rep));
-  f->id = rep.flow_id;
+  if (attr != nullptr) {
+    f->request.channel = attr->channel;
+    f->request.sq_depth = attr->sq_depth;
+    f->request.cq_depth = attr->cq_depth;
+  }
+  f->request.nic_mask = nic_mask;
   f->nic_mask = nic_mask;
-  f->memfd = r.fds[0];
-  f->doorbell_fd = r.fds[1];
-  f->completion_fd = r.fds[2];
-  f->bytes = rep.ring_bytes;
-  f->base = ::mmap(nullptr, f->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
-  if (f->base == MAP_FAILED) {
-    f->base = nullptr;
+  const rdmad_status s = open_ring(f);
+  if (s != RDMAD_OK) {
     release(f);
-    return fail(client, RDMAD_ERR_SYSTEM, "mmap of the flow ring failed");
+    return s;
   }
-  if (!ring::header_valid(f->base, f->bytes) || static_cast<ring::Header*>(f->base)->flow_id != rep.flow_id) {
-    release(f);
-    return fail(client, RDMAD_ERR_PROTOCOL, "the flow ring's header is not one this library understands");
-  }
-  f->header = static_cast<ring::Header*>(f->base);
-  struct stat st {};
-  f->control_fd = ::fcntl(client->channel.fd(), F_DUPFD_CLOEXEC, 0);
-  if (f->control_fd < 0 || ::fstat(f->control_fd, &st) != 0) {
-    const int err = errno;
-    // Without it the flow could not notice a dead daemon: refuse it rather than risk a hang.
-    rdmad::proto::FlowCloseRequest close_req{f->id};
-    (void)client->channel.transact(MsgType::kFlowClose, as_bytes_of(close_req), -1);
-    release(f);
-    return fail(client, RDMAD_ERR_SYSTEM, std::string("dup of the daemon connection: ") + std::strerror(err));
-  }
-  f->control_ino = st.st_ino;
-  const ring::Layout l = ring::layout_for(f->header->sq_depth, f->header->cq_depth);
-  f->sq = ring::Producer<ring::Sqe>(ring::sq_slots(f->base, l), f->header->sq_depth, &f->header->sq_tail,
-                                    &f->header->sq_head);
-  f->cq = ring::Consumer<ring::Cqe>(ring::cq_slots(f->base, l), f->header->cq_depth, &f->header->cq_tail,
-                                    &f->header->cq_head);
-  f->outstanding.reset(f->header->sq_depth + f->header->cq_depth, static_cast<uint8_t>(ring::Op::kRecv));
   *out = f;
   return RDMAD_OK;
 }
@@ -232,13 +421,21 @@ void rdmad_flow_close(rdmad_flow* flow) {
 }
 
 rdmad_flow_state rdmad_flow_get_state(const rdmad_flow* flow) {
-  if (flow == nullptr || daemon_gone(flow)) return RDMAD_FLOW_FAILED;
+  if (flow == nullptr) return RDMAD_FLOW_FAILED;
+  if (daemon_gone(flow)) return RDMAD_FLOW_DISCONNECTED;  // the next post or wait rebinds it
   return static_cast<rdmad_flow_state>(flow->header->flow_state.load(std::memory_order_acquire));
 }
 
 rdmad_status rdmad_flow_wait_connected(rdmad_flow* flow, int timeout_ms) {
   if (flow == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline = timeout_ms >= 0 ? now + std::chrono::milliseconds(timeout_ms)
+                                        : std::chrono::steady_clock::time_point::max();
+  if (daemon_gone(flow)) {
+    // Its daemon went away: rebind to the one that answers now (reconnect, open, import again).
+    const rdmad_status s = rebind(flow, timeout_ms >= 0 ? deadline : now + reconnect_timeout(flow));
+    if (s != RDMAD_OK) return s;
+  }
   for (;;) {
     const rdmad_flow_state s = rdmad_flow_get_state(flow);
     if (s == RDMAD_FLOW_CONNECTED) return RDMAD_OK;
@@ -284,18 +481,16 @@ rdmad_status rdmad_revoke(rdmad_client* client, const rdmad_token* token) {
 
 rdmad_status rdmad_flow_import(rdmad_flow* flow, const rdmad_token* token, rdmad_remote* out) {
   if (flow == nullptr || token == nullptr || out == nullptr) return RDMAD_ERR_INVALID_ARGUMENT;
-  if (daemon_gone(flow)) return flow_fail(flow, RDMAD_ERR_DAEMON_GONE, kGoneMessage);
-  rdmad_client* client = flow->client;
-  std::lock_guard lock(client->mu);
-  rdmad::proto::ImportRequest req{};
-  req.flow_id = flow->id;
-  std::memcpy(req.token, token->bytes, sizeof(req.token));
-  auto r = call(client, MsgType::kImport, as_bytes_of(req), -1);
-  if (r.status != RDMAD_OK) return fail(client, r.status, r.error);
-  if (r.body.size() != sizeof(rdmad::proto::ImportReply)) return fail(client, RDMAD_ERR_PROTOCOL, "bad import reply");
-  rdmad::proto::ImportReply rep;
-  std::memcpy(&rep, r.body.data(), sizeof(rep));
-  *out = rdmad_remote{rep.remote_handle, rep.length, rep.rights};
+  if (daemon_gone(flow)) {
+    const rdmad_status s = rebind(flow, std::chrono::steady_clock::now() + reconnect_timeout(flow));
+    if (s != RDMAD_OK) return s;
+  }
+  std::lock_guard lock(flow->client->mu);
+  rdmad_remote r{};
+  const rdmad_status s = import_once(flow, *token, &r);
+  if (s != RDMAD_OK) return s;
+  r.handle = remember_import(flow, *token, r.handle);
+  *out = r;
   return RDMAD_OK;
 }
 
@@ -348,6 +543,10 @@ rdmad_status rdmad_flow_recv(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* l
 size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max) {
   if (flow == nullptr || out == nullptr) return 0;
   size_t n = 0;
+  while (n < max && !flow->carried.empty()) {  // a previous daemon's, first
+    out[n++] = flow->carried.front();
+    flow->carried.pop_front();
+  }
   ring::Cqe c;
   uint32_t published = daemon_completions(flow);
   if (published == 0 && !flow->gone && flow->outstanding.size() != 0) {
@@ -359,12 +558,14 @@ size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max) {
       if (daemon_gone(flow)) published = daemon_completions(flow);
     }
   }
+  size_t taken = 0;
   while (n < max && published > 0 && flow->cq.pop(c)) {
     --published;
+    ++taken;
     out[n++] = rdmad_completion{c.wr_id, c.length, static_cast<rdmad_status>(c.status), static_cast<rdmad_op>(c.op)};
     flow->outstanding.complete(c.op, c.wr_id);
   }
-  if (n > 0) flow->cq.release();
+  if (taken > 0) flow->cq.release();
   // The daemon is gone and has published everything it ever will: the rest fails here.
   rdmad::client::Outstanding::Entry e;
   while (flow->gone && published == 0 && n < max && flow->outstanding.pop_oldest(&e))
@@ -378,6 +579,7 @@ int rdmad_flow_arm(rdmad_flow* flow) {
   if (flow == nullptr) return 1;
   // Called before sleeping, so one look at the connection costs nothing that matters.
   if ((flow->outstanding.size() != 0 && daemon_gone(flow)) || ready(flow)) return 1;
+  if (flow->header == nullptr) return 0;  // no daemon and nothing left: the next post rebinds
   return ring::prepare_sleep(flow->header->client_armed, flow->header->cq_tail, flow->cq.head()) ? 1 : 0;
 }
 

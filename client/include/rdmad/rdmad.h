@@ -117,8 +117,10 @@ const char* rdmad_strerror(rdmad_status status);
 /* How long rdmad_connect waits for the daemon to accept the connection and answer hello. */
 enum { RDMAD_DEFAULT_CONNECT_TIMEOUT_MS = 2000 };
 
-/* Connects and negotiates the protocol version within RDMAD_DEFAULT_CONNECT_TIMEOUT_MS.
- * socket_path NULL: $RDMAD_SOCKET or /run/rdmad/rdmad.sock. A stopped daemon is
+/* Connects and negotiates the protocol version within RDMAD_DEFAULT_CONNECT_TIMEOUT_MS, or
+ * $RDMAD_CONNECT_TIMEOUT_MS when set (1..600000; a socket-activated daemon's first start on a
+ * loaded node may take longer than the default). socket_path NULL: $RDMAD_SOCKET or
+ * /run/rdmad/rdmad.sock. A stopped daemon is
  * RDMAD_ERR_CONNECTION: at once when its socket file is missing or left behind, at the timeout when
  * nobody accepts or answers (a socket still held open, a hung daemon). RDMAD_ERR_PERMISSION: the
  * daemon may be running but this user may not use it (the socket's mode or group denies the
@@ -246,9 +248,10 @@ typedef struct rdmad_remote {
 typedef enum rdmad_flow_state {
   RDMAD_FLOW_CONNECTING = 0,   /* the peer daemon is not connected yet */
   RDMAD_FLOW_CONNECTED = 1,
-  RDMAD_FLOW_DISCONNECTED = 2, /* lost; requests fail with RDMAD_ERR_PEER until it is back */
-  RDMAD_FLOW_FAILED = 3        /* the flow is dead: it broke its ring protocol, or its daemon stopped or
-                                * died (rdmad_flow_wait says RDMAD_ERR_DAEMON_GONE): close it */
+  RDMAD_FLOW_DISCONNECTED = 2, /* lost; requests fail with RDMAD_ERR_PEER until it is back. Also while
+                                * its daemon is gone (stopped, restarting, died): the next post,
+                                * import or rdmad_flow_wait_connected rebinds it (see below) */
+  RDMAD_FLOW_FAILED = 3        /* the flow is dead: it broke its ring protocol: close it */
 } rdmad_flow_state;
 
 typedef enum rdmad_op { RDMAD_OP_WRITE = 1, RDMAD_OP_READ = 2, RDMAD_OP_SEND = 3, RDMAD_OP_RECV = 4 } rdmad_op;
@@ -287,7 +290,23 @@ uint32_t rdmad_flow_nic_mask(const rdmad_flow* flow);
 /* Closes the flow (requests in flight are dropped) and frees it. NULL is a no-op. */
 void rdmad_flow_close(rdmad_flow* flow);
 rdmad_flow_state rdmad_flow_get_state(const rdmad_flow* flow);
-/* Waits until the flow is connected; RDMAD_ERR_PEER after timeout_ms (-1: forever). */
+/* Waits until the flow is connected; RDMAD_ERR_PEER after timeout_ms (-1: forever).
+ *
+ * A flow survives a restart of either daemon. Its own daemon gone (the flow's requests then
+ * complete with RDMAD_ERR_DAEMON_GONE), the next post, import or wait_connected rebinds it: the
+ * client reconnects and takes its session back (its registrations stay), the flow is opened
+ * again with the same peer, NICs and attributes, waits for the peer, and every token imported on
+ * it is imported again, within the reconnect timeout (rdmad_set_reconnect_timeout_ms; for
+ * wait_connected, timeout_ms). The rdmad_flow and the rdmad_remote values stay valid: retry the
+ * failed requests as they were. A token whose export did not come back in time fails its
+ * requests with RDMAD_ERR_NOT_FOUND, as a revoked one. When the rebind finds no daemon, the call
+ * returns RDMAD_ERR_DAEMON_GONE and the next one tries again; while the peer is not connected
+ * yet, RDMAD_ERR_PEER. The peer's daemon restarting, the flow stays open: requests fail with
+ * RDMAD_ERR_PEER until the peer is back and has granted its exports again (their tokens and the
+ * flow's remote handles stay the same), RDMAD_ERR_NOT_FOUND for an export the restarted peer no
+ * longer holds 5 s after it is back. rdmad_flow_fd keeps its number across a rebind, but the
+ * eventfd behind it is a new one: an epoll set must EPOLL_CTL_ADD it again after
+ * RDMAD_ERR_DAEMON_GONE completions (poll() by number needs nothing). */
 rdmad_status rdmad_flow_wait_connected(rdmad_flow* flow, int timeout_ms);
 
 /* Exports [offset, offset+length) of `mr` to node `peer_node` with `rights` (REMOTE_WRITE and/or
@@ -296,13 +315,16 @@ rdmad_status rdmad_export(rdmad_client* client, const rdmad_mr* mr, uint64_t off
                           const char* peer_node, uint32_t rights, rdmad_token* out);
 /* Withdraws an export: the peer can no longer use the token. */
 rdmad_status rdmad_revoke(rdmad_client* client, const rdmad_token* token);
-/* Imports a token exported by this flow's peer to this node. */
+/* Imports a token exported by this flow's peer to this node. Importing the same token again on
+ * the same flow gives the same remote handle. */
 rdmad_status rdmad_flow_import(rdmad_flow* flow, const rdmad_token* token, rdmad_remote* out);
 void rdmad_token_to_string(const rdmad_token* token, char out[RDMAD_TOKEN_STRING_BYTES]);
 rdmad_status rdmad_token_from_string(const char* text, rdmad_token* out);
 
-/* Posts a request; RDMAD_ERR_NO_RESOURCE when the submission ring is full (poll, then retry),
- * RDMAD_ERR_DAEMON_GONE once the library knows the flow's daemon is gone.
+/* Posts a request; RDMAD_ERR_NO_RESOURCE when the submission ring is full (poll, then retry).
+ * Once the library knows the flow's daemon is gone, the post first rebinds the flow
+ * (rdmad_flow_wait_connected; it may block up to the reconnect timeout) and returns the rebind's
+ * error when that fails (RDMAD_ERR_DAEMON_GONE, RDMAD_ERR_PEER).
  * write: local → remote; read: remote → local (the registration needs LOCAL_WRITE); send: local →
  * the next receive the peer posted on the same channel; recv: a buffer (REMOTE_WRITE) for one send. */
 rdmad_status rdmad_flow_write(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* local, uint64_t local_offset,
@@ -316,7 +338,8 @@ rdmad_status rdmad_flow_recv(rdmad_flow* flow, uint64_t wr_id, const rdmad_mr* l
 
 /* Takes up to `max` completions; returns how many (never blocks). Once the flow's daemon is gone
  * (its connection closed: SIGTERM, crash, SIGKILL), every request posted and not completed by the
- * daemon completes here with RDMAD_ERR_DAEMON_GONE and length 0, oldest first: none is lost. With
+ * daemon completes here with RDMAD_ERR_DAEMON_GONE and length 0, oldest first: none is lost (also
+ * across a rebind: the old daemon's come before the new one's). With
  * requests outstanding and none completing, it looks at the connection at most once a millisecond. */
 size_t rdmad_flow_poll(rdmad_flow* flow, rdmad_completion* out, size_t max);
 /* Blocks until a completion is ready to poll or timeout_ms passes (-1: forever), watching the

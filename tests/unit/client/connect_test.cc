@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -64,6 +65,25 @@ TEST(ClientConnect, ListenerThatNeverAnswersHelloTimesOut) {
   EXPECT_EQ(rdmad_connect(d.path().c_str(), &c), RDMAD_ERR_CONNECTION);
   EXPECT_GE(since(t), std::chrono::milliseconds(RDMAD_DEFAULT_CONNECT_TIMEOUT_MS - 100));
   EXPECT_LT(since(t), std::chrono::milliseconds(RDMAD_DEFAULT_CONNECT_TIMEOUT_MS + 1500));
+}
+
+// $RDMAD_CONNECT_TIMEOUT_MS bounds rdmad_connect instead of the default (a slow first start of a
+// socket-activated daemon); a value out of range or not a number leaves the default.
+TEST(ClientConnect, EnvironmentSetsTheDefaultConnectTimeout) {
+  FakeDaemon d;
+  ASSERT_TRUE(d.bound());
+  Watchdog w(20s, "rdmad_connect with $RDMAD_CONNECT_TIMEOUT_MS");
+  rdmad_client* c = nullptr;
+  ::setenv("RDMAD_CONNECT_TIMEOUT_MS", "300", 1);
+  auto t = Clock::now();
+  EXPECT_EQ(rdmad_connect(d.path().c_str(), &c), RDMAD_ERR_CONNECTION);
+  EXPECT_GE(since(t), 250ms);
+  EXPECT_LT(since(t), 1500ms);
+  ::setenv("RDMAD_CONNECT_TIMEOUT_MS", "0", 1);
+  t = Clock::now();
+  EXPECT_EQ(rdmad_connect(d.path().c_str(), &c), RDMAD_ERR_CONNECTION);
+  EXPECT_GE(since(t), std::chrono::milliseconds(RDMAD_DEFAULT_CONNECT_TIMEOUT_MS - 100));
+  ::unsetenv("RDMAD_CONNECT_TIMEOUT_MS");
 }
 
 TEST(ClientConnect, FullBacklogTimesOutInsteadOfBlocking) {

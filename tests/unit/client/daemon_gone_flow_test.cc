@@ -1,10 +1,12 @@
 // A flow whose daemon goes away: the daemon (played by the test) takes some requests into its own
 // memory, completes one, and stops or dies. Every request the client posted must complete exactly
 // once (the daemon's own completions first, then RDMAD_ERR_DAEMON_GONE from the library),
-// rdmad_flow_wait without a timeout must return, and the flow must say it is dead.
+// rdmad_flow_wait without a timeout must return, and the flow must say it is disconnected. When a
+// daemon answers again, the flow rebinds to it and keeps the application's handles.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <map>
 #include <vector>
@@ -93,11 +95,12 @@ TEST(ClientFlowDaemonGone, EveryRequestCompletesOnceAndWaitReturns) {
     EXPECT_EQ(got[i].length, 0u);
     EXPECT_EQ(got[i].op, order[i] >= 100 ? RDMAD_OP_RECV : RDMAD_OP_WRITE);
   }
-  // Nothing left: wait says why, posting is refused, the state is dead.
+  // Nothing left: wait says why; with no daemon to rebind to (reconnecting off), posting is refused.
   EXPECT_EQ(rdmad_flow_wait(s.flow, -1), RDMAD_ERR_DAEMON_GONE);
   EXPECT_NE(std::string(rdmad_last_error(s.client)).find("stopped or died"), std::string::npos);
+  rdmad_set_reconnect_timeout_ms(s.client, 0);
   EXPECT_EQ(rdmad_flow_write(s.flow, 9, &s.mr, 0, &s.remote, 0, 4096), RDMAD_ERR_DAEMON_GONE);
-  EXPECT_EQ(rdmad_flow_get_state(s.flow), RDMAD_FLOW_FAILED);
+  EXPECT_EQ(rdmad_flow_get_state(s.flow), RDMAD_FLOW_DISCONNECTED);
   rdmad_completion c;
   EXPECT_EQ(rdmad_flow_poll(s.flow, &c, 1), 0u);
   rdmad_token token{};
@@ -158,6 +161,7 @@ TEST(ClientFlowDaemonGone, ArmReportsTheDeadDaemon) {
 
 TEST(ClientFlowDaemonGone, WaitConnectedReturnsWhenTheDaemonDies) {
   Session s(ring::FlowState::kConnecting);
+  rdmad_set_reconnect_timeout_ms(s.client, 0);  // no daemon to come back: nothing to wait for
   s.daemon.die_leaving_socket_file();
   Watchdog w(5s, "rdmad_flow_wait_connected(-1) on a flow whose daemon died");
   const auto t = Clock::now();
@@ -178,6 +182,120 @@ TEST(ClientFlowDaemonGone, LiveDaemonCompletionsAreUnchanged) {
   for (const auto& c : got) EXPECT_EQ(c.status, RDMAD_OK);
   EXPECT_EQ(rdmad_flow_wait(s.flow, 50), RDMAD_ERR_NO_RESOURCE);  // 101 still outstanding
   EXPECT_EQ(rdmad_flow_get_state(s.flow), RDMAD_FLOW_CONNECTED);
+}
+
+// Answers one import on `c` with remote handle `handle`; the token it asked for in *token.
+bool answer_import(int c, uint64_t handle, rdmad_token* token) {
+  Frame f;
+  if (!FakeDaemon::read_frame(c, &f) || f.header.type != static_cast<uint16_t>(proto::MsgType::kImport) ||
+      f.body.size() != sizeof(proto::ImportRequest))
+    return false;
+  proto::ImportRequest req;
+  std::memcpy(&req, f.body.data(), sizeof(req));
+  std::memcpy(token->bytes, req.token, sizeof(token->bytes));
+  proto::ImportReply r{handle, 1 << 20, RDMAD_ACCESS_REMOTE_WRITE, 0};
+  return FakeDaemon::reply(c, f, &r, sizeof(r));
+}
+
+rdmad_token token_of(uint8_t b) {
+  rdmad_token t;
+  std::memset(t.bytes, b, sizeof(t.bytes));
+  return t;
+}
+
+// The daemon restarts under a flow with requests in flight: the old ones complete with
+// RDMAD_ERR_DAEMON_GONE, and the next post rebinds the flow to the new daemon — opened again,
+// its token imported again — with the application's rdmad_remote (the old daemon's handle 42)
+// mapped to the new daemon's handle, and the completion fd's number kept.
+TEST(ClientFlowRebind, PostAfterTheDaemonRestartedRebindsAndKeepsTheHandles) {
+  Session s;
+  const rdmad_token a = token_of(0xa1);
+  rdmad_remote ra{};
+  auto imported = std::async(std::launch::async, [&] {
+    rdmad_token seen{};
+    return answer_import(s.conn, 42, &seen) && std::memcmp(seen.bytes, a.bytes, sizeof(a.bytes)) == 0;
+  });
+  ASSERT_EQ(rdmad_flow_import(s.flow, &a, &ra), RDMAD_OK) << rdmad_last_error(s.client);
+  ASSERT_TRUE(imported.get());
+  EXPECT_EQ(ra.handle, 42u);
+  ASSERT_EQ(rdmad_flow_write(s.flow, 1, &s.mr, 0, &ra, 0, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_write(s.flow, 2, &s.mr, 0, &ra, 0, 4096), RDMAD_OK);
+  const int fd = rdmad_flow_fd(s.flow);
+
+  // The restart: the old daemon dies with both writes; a new one listens on the same path.
+  ASSERT_TRUE(s.daemon.relisten());
+  const auto deadline = Clock::now() + 2s;
+  std::vector<rdmad_completion> failed;
+  while (failed.size() < 2 && Clock::now() < deadline) {
+    rdmad_completion c[4];
+    failed.insert(failed.end(), c, c + rdmad_flow_poll(s.flow, c, 4));
+  }
+  ASSERT_EQ(failed.size(), 2u);
+  for (const auto& c : failed) EXPECT_EQ(c.status, RDMAD_ERR_DAEMON_GONE);
+  EXPECT_EQ(rdmad_flow_get_state(s.flow), RDMAD_FLOW_DISCONNECTED);
+
+  FakeFlow ring2{16, 32, 8, ring::FlowState::kConnected};
+  int conn2 = -1;
+  auto restarted = std::async(std::launch::async, [&] {
+    conn2 = s.daemon.accept_client(0x5678);
+    rdmad_token seen{};
+    return conn2 >= 0 && ring2.answer_open(conn2) && answer_import(conn2, 1, &seen) &&
+           std::memcmp(seen.bytes, a.bytes, sizeof(a.bytes)) == 0;
+  });
+  Watchdog w(10s, "a post that rebinds its flow");
+  ASSERT_EQ(rdmad_flow_write(s.flow, 3, &s.mr, 0, &ra, 0, 4096), RDMAD_OK) << rdmad_last_error(s.client);
+  ASSERT_TRUE(restarted.get()) << "the rebind did not open the flow and import its token again";
+  EXPECT_EQ(rdmad_flow_get_state(s.flow), RDMAD_FLOW_CONNECTED);
+  EXPECT_EQ(rdmad_flow_fd(s.flow), fd);
+  auto taken = ring2.take(4);
+  ASSERT_EQ(taken.size(), 1u) << "the post did not go to the new daemon's ring";
+  EXPECT_EQ(taken[0].wr_id, 3u);
+  EXPECT_EQ(taken[0].remote_handle, 1u) << "the application's handle was not mapped to the new daemon's";
+  ring2.complete(taken[0], RDMAD_OK);
+  rdmad_completion c;
+  ASSERT_EQ(rdmad_flow_wait(s.flow, 2000), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_poll(s.flow, &c, 1), 1u);
+  EXPECT_EQ(c.wr_id, 3u);
+  EXPECT_EQ(c.status, RDMAD_OK);
+
+  // A token imported now gets the new daemon's handle 42, which the application already holds for
+  // the first token: it is given another one, and each handle reaches the daemon as its own.
+  const rdmad_token b = token_of(0xb2);
+  rdmad_remote rb{};
+  auto second = std::async(std::launch::async, [&] {
+    rdmad_token seen{};
+    return answer_import(conn2, 42, &seen);
+  });
+  ASSERT_EQ(rdmad_flow_import(s.flow, &b, &rb), RDMAD_OK);
+  ASSERT_TRUE(second.get());
+  EXPECT_NE(rb.handle, ra.handle);
+  ASSERT_EQ(rdmad_flow_write(s.flow, 4, &s.mr, 0, &rb, 0, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_write(s.flow, 5, &s.mr, 0, &ra, 0, 4096), RDMAD_OK);
+  taken = ring2.take(4);
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken[0].remote_handle, 42u);
+  EXPECT_EQ(taken[1].remote_handle, 1u);
+}
+
+// Importing the same token twice gives the application the same handle; should the daemon answer
+// with another one, requests on the application's handle go to the new one.
+TEST(ClientFlowRebind, ImportingATokenAgainKeepsItsHandle) {
+  Session s;
+  const rdmad_token a = token_of(0xc3);
+  for (uint64_t daemon_handle : {9u, 10u}) {
+    rdmad_remote r{};
+    auto imported = std::async(std::launch::async, [&] {
+      rdmad_token seen{};
+      return answer_import(s.conn, daemon_handle, &seen);
+    });
+    ASSERT_EQ(rdmad_flow_import(s.flow, &a, &r), RDMAD_OK);
+    ASSERT_TRUE(imported.get());
+    EXPECT_EQ(r.handle, 9u) << daemon_handle;
+    ASSERT_EQ(rdmad_flow_write(s.flow, daemon_handle, &s.mr, 0, &r, 0, 4096), RDMAD_OK);
+    auto taken = s.ring.take(1);
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_EQ(taken[0].remote_handle, daemon_handle);
+  }
 }
 
 }  // namespace

@@ -37,12 +37,14 @@ class FakeDaemon {
  public:
   explicit FakeDaemon(int backlog = 16) {
     path_ = dir_.path() + "/rdmad.sock";
-    listener_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
-    bound_ = ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-             ::listen(listener_, backlog) == 0;
+    listen_on_path(backlog);
+  }
+  // A restarted daemon: a new listener on the same path (the old one's connections closed).
+  bool relisten(int backlog = 16) {
+    die_leaving_socket_file();
+    ::unlink(path_.c_str());
+    listen_on_path(backlog);
+    return bound_;
   }
   ~FakeDaemon() {
     for (int c : conns_) ::close(c);
@@ -141,6 +143,14 @@ class FakeDaemon {
   }
 
  private:
+  void listen_on_path(int backlog) {
+    listener_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+    bound_ = ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+             ::listen(listener_, backlog) == 0;
+  }
   TempDir dir_;
   std::string path_;
   int listener_ = -1;
