@@ -55,10 +55,12 @@ std::string peer_summary(const PeerChannelState& p) {
   return "unknown (the daemon does not report it)";
 }
 
+constexpr uint32_t kConnectTimeoutMs = 10000;
+
 // The admin socket for the operator's requests: root and the daemon's uid only. On failure prints
 // why (unless quiet) and returns the exit code.
-int connect_admin(const std::string& path, rdmad_client** out, bool quiet) {
-  const auto st = rdmad_connect(path.c_str(), out);
+int connect_admin(const std::string& path, uint32_t timeout_ms, rdmad_client** out, bool quiet) {
+  const auto st = rdmad_connect_timeout(path.c_str(), timeout_ms, out);
   if (st == RDMAD_OK) {
     rdmad_set_reconnect_timeout_ms(*out, 0);
     return kExitOk;
@@ -235,7 +237,14 @@ int main(int argc, char** argv) {
   std::string admin_socket;
   if (const char* env = std::getenv("RDMAD_ADMIN_SOCKET")) admin_socket = env;
   bool json = false;
+  // Longer than the library's default: the first command may start a socket-activated daemon
+  // (systemd holds the connection until it answers), which on a loaded node takes seconds.
+  uint32_t connect_timeout_ms = kConnectTimeoutMs;
   app.add_option("-s,--socket", socket, "Daemon socket (default $RDMAD_SOCKET or /run/rdmad/rdmad.sock)");
+  app.add_option("--connect-timeout", connect_timeout_ms,
+                 "How long to wait for the daemon to answer, in ms (default 10000: a socket-activated daemon's "
+                 "start included)")
+      ->check(CLI::Range(1, 600000));
   app.add_option("--admin-socket", admin_socket,
                  "The daemon's admin socket (default $RDMAD_ADMIN_SOCKET, else admin.sock in the client socket's "
                  "directory name + \"-admin\": /run/rdmad-admin/admin.sock)");
@@ -287,7 +296,7 @@ int main(int argc, char** argv) {
   names.push_back("debug");
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "-s" || arg == "--socket" || arg == "--admin-socket") {
+    if (arg == "-s" || arg == "--socket" || arg == "--admin-socket" || arg == "--connect-timeout") {
       ++i;  // its value
       continue;
     }
@@ -325,12 +334,12 @@ int main(int argc, char** argv) {
   // The operator's commands use the admin socket only.
   const bool on_client_socket = status->parsed() || nics->parsed() || diagnose->parsed();
   if (!on_client_socket) {
-    if (const int arc = connect_admin(admin_socket, &a, false); arc != kExitOk) return arc;
+    if (const int arc = connect_admin(admin_socket, connect_timeout_ms, &a, false); arc != kExitOk) return arc;
   }
   rdmad_client* c = nullptr;
   if (!on_client_socket) {
     c = a;
-  } else if (const auto st = rdmad_connect(socket.c_str(), &c); st != RDMAD_OK) {
+  } else if (const auto st = rdmad_connect_timeout(socket.c_str(), connect_timeout_ms, &c); st != RDMAD_OK) {
     if (st == RDMAD_ERR_PERMISSION) {
       std::fprintf(stderr, "rdmactl: not allowed to use rdmad at %s: %s\n", socket.c_str(), rdmad_last_error(nullptr));
       return kExitNotAllowed;
@@ -341,7 +350,7 @@ int main(int argc, char** argv) {
   }
   rdmad_set_reconnect_timeout_ms(c, 0);
   // status and nics add the operator's part where this user may use the admin socket.
-  if (status->parsed() || nics->parsed()) connect_admin(admin_socket, &a, true);
+  if (status->parsed() || nics->parsed()) connect_admin(admin_socket, connect_timeout_ms, &a, true);
   int rc = 0;
   if (status->parsed()) rc = cmd_status(c, a, socket, json);
   if (nics->parsed()) {
