@@ -80,9 +80,13 @@ void Network::host_start_tx(uint32_t port) {
 void Network::repace(uint32_t id) {
   Flow& f = flows_[id];
   if (f.ready_at == kNoTime) return;
-  f.next_send_ns = f.last_tx_ns + static_cast<double>(f.last_wire_bytes) * 8000.0 / flow_rate_mbps(f);
-  const auto due = std::max(now_, static_cast<SimTimeNs>(std::ceil(f.next_send_ns)));
+  const double next = f.last_tx_ns + static_cast<double>(f.last_wire_bytes) * 8000.0 / flow_rate_mbps(f);
+  const auto due = std::max(now_, static_cast<SimTimeNs>(std::ceil(next)));
+  // Only a rise moves the wait: a cut (also run through here after a timer event) leaves the packet
+  // held to the gap it was given, and must not push next_send_ns past ready_at, or the packet would
+  // leave at ready_at but count as sent at that later time.
   if (due >= f.ready_at) return;
+  f.next_send_ns = next;
   f.ready_at = due;
   events_.push(due, EventKind::kFlowReady, id);
 }
