@@ -70,9 +70,9 @@ enum class AckMode : uint8_t {
 
 struct TransportConfig {
   AckMode acks = AckMode::kAuto;
-  // No acknowledged progress for this long rewinds to the first unacknowledged packet. 1 ms is above
-  // the deepest queue of the default buffer (16 MiB at 100 Gb/s: 1.34 ms is a full buffer, half of it
-  // one queue) and next to the IB QP timeout 8 (4.096 µs·2^8 = 1.05 ms).
+  // No acknowledged progress for this long rewinds to the first unacknowledged packet. 1 ms is next
+  // to the IB QP timeout 8 (4.096 µs·2^8 = 1.05 ms) and above the queueing of the shipped lossy runs;
+  // a queue of more than 12.5 MB at 100 Gb/s outlasts it (docs/simulator.md).
   double retransmit_timeout_us = 1000;
 };
 
