@@ -172,7 +172,6 @@ class Network {
   // network_transport.cc
   bool lost_on_link(const Packet& pkt);
   uint32_t psn_of(const Flow& f) const { return static_cast<uint32_t>(f.sent_bytes / s_.mtu_bytes); }
-  uint64_t payload_of(const Flow& f, uint32_t psn) const;
   void on_data_sent(uint32_t flow, Packet& pkt);
   bool receive_data(const Packet& pkt);
   void send_ack(uint32_t flow, PacketType type, uint32_t psn);

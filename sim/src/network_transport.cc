@@ -38,11 +38,6 @@ bool Network::lost_on_link(const Packet& pkt) {
   return s_.loss.rate > 0 && loss_rng_.uniform() < s_.loss.rate;
 }
 
-uint64_t Network::payload_of(const Flow& f, uint32_t psn) const {
-  const uint64_t offset = uint64_t{psn} * s_.mtu_bytes;
-  return f.size_bytes == 0 ? s_.mtu_bytes : std::min<uint64_t>(s_.mtu_bytes, f.size_bytes - offset);
-}
-
 // Called as a data packet of `flow` leaves (before sent_bytes moves past it).
 void Network::on_data_sent(uint32_t flow, Packet& pkt) {
   Flow& f = flows_[flow];
