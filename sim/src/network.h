@@ -112,14 +112,14 @@ struct Flow {
   uint32_t una_psn = 0;
   uint32_t max_psn = 0;
   uint32_t expected_psn = 0;
-  uint32_t gbn_psn = 0;             // the PSN the last NAK rewound to (a repeat of it is ignored)
-  uint32_t pending_ack = kNone;     // the receiver's ACK queued and not sent yet (coalescing)
-  uint32_t goodput_port = kNone;    // the bottleneck port on the flow's path, if any
-  SimTimeNs last_progress_ns = 0;   // una last moved (or the first packet after an idle spell)
+  uint32_t gbn_psn = 0;            // the PSN the last NAK rewound to (a repeat of it is ignored)
+  uint32_t pending_ack = kNone;    // the receiver's ACK queued and not sent yet (coalescing)
+  uint32_t goodput_port = kNone;   // the bottleneck port on the flow's path, if any
+  SimTimeNs last_progress_ns = 0;  // una last moved (or the first packet after an idle spell)
   SimTimeNs last_ack_req_ns = 0;
   SimTimeNs retx_timer_at = kNoTime;
   bool gbn_active = false;
-  bool nak_sent = false;            // receiver: one NAK per gap
+  bool nak_sent = false;  // receiver: one NAK per gap
   bool sending = false;  // started and not done sending
   cc::RpState rp;
   cc::NpState np;
@@ -149,7 +149,8 @@ class Network {
   uint32_t next_port(uint32_t node, const Flow& f, uint32_t dst_host) const;
   void dispatch(const Event& ev);
   uint32_t alloc_packet();
-  uint32_t new_packet(uint32_t flow, PacketType type, uint32_t wire_bytes, uint32_t payload_bytes, uint32_t psn);
+  uint32_t new_packet(uint32_t flow, PacketType type, uint32_t wire_bytes, uint32_t payload_bytes,
+                      uint32_t psn);
   void free_packet(uint32_t p) { free_packets_.push_back(p); }
   void transmit(uint32_t port, uint32_t pkt);
   // Asks for a kTxDone when the port's current packet ends (only ports with a backlog need one).

@@ -177,10 +177,11 @@ RunResults Network::collect(double wall_seconds) {
   r.bottleneck_goodput = busy_capacity_bits > 0 ? goodput_bits / busy_capacity_bits : 0;
   r.delivered_bytes = delivered_bytes_;
   // Bits per ns are Gb/s.
-  r.goodput_gbps =
-      measured_ns > 0 ? static_cast<double>(delivered_at_sample_ - delivered_at_warmup_) * 8 / measured_ns : 0;
-  r.transport = {reliable_,   wire_losses_,  acks_sent_,   naks_sent_,   timeouts_,
-                 rewinds_,    retx_packets_, retx_bytes_,  out_of_order_, duplicates_};
+  r.goodput_gbps = measured_ns > 0
+                       ? static_cast<double>(delivered_at_sample_ - delivered_at_warmup_) * 8 / measured_ns
+                       : 0;
+  r.transport = {reliable_, wire_losses_,  acks_sent_,  naks_sent_,    timeouts_,
+                 rewinds_,  retx_packets_, retx_bytes_, out_of_order_, duplicates_};
   r.queue_bytes = percentiles(queue_values_);
   r.queue_bytes.max = static_cast<double>(max_queue);
   r.pfc_pauses = pfc_pauses_;

@@ -130,7 +130,8 @@ InjectedLoss parse_drop(const toml::node& n, const std::string& origin) {
   for (const auto& [k, v] : *t) {
     auto int_value = [&] {
       auto x = v.value_exact<int64_t>();
-      if (!x || *x < 0 || *x > UINT32_MAX) fail(at, fmt::format("key 'loss.drop.{}' needs a whole number", k.str()));
+      if (!x || *x < 0 || *x > UINT32_MAX)
+        fail(at, fmt::format("key 'loss.drop.{}' needs a whole number", k.str()));
       return static_cast<uint32_t>(*x);
     };
     if (k.str() == "flow") {
@@ -229,12 +230,13 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
     f.cdf = std::filesystem::path(cdf).is_absolute() ? std::filesystem::path(cdf) : base_dir / cdf;
   r.get("traffic.flow_count", f.flow_count);
 
-  s.transport.acks = parse_enum<AckMode>(r, "transport.acks",
-                                         {{"auto", AckMode::kAuto}, {"on", AckMode::kOn}, {"off", AckMode::kOff}},
-                                         AckMode::kAuto);
+  s.transport.acks = parse_enum<AckMode>(
+      r, "transport.acks", {{"auto", AckMode::kAuto}, {"on", AckMode::kOn}, {"off", AckMode::kOff}},
+      AckMode::kAuto);
   r.get("transport.retransmit_timeout_us", s.transport.retransmit_timeout_us);
   r.get("loss.rate", s.loss.rate);
-  if (s.loss.rate < 0 || s.loss.rate >= 1) fail(r.where_key("loss.rate"), "key 'loss.rate' must be in [0, 1)");
+  if (s.loss.rate < 0 || s.loss.rate >= 1)
+    fail(r.where_key("loss.rate"), "key 'loss.rate' must be in [0, 1)");
   if (const toml::array* drops = r.array("loss.drop")) {
     for (const toml::node& n : *drops) s.loss.drops.push_back(parse_drop(n, origin));
   }
@@ -265,7 +267,8 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.reject_unknown();
 
   if (s.transport.retransmit_timeout_us <= 0) {
-    fail(r.where_key("transport.retransmit_timeout_us"), "key 'transport.retransmit_timeout_us' must be positive");
+    fail(r.where_key("transport.retransmit_timeout_us"),
+         "key 'transport.retransmit_timeout_us' must be positive");
   }
   if (s.duration_ms <= 0 || s.sample_interval_us <= 0 || s.mtu_bytes == 0) {
     fail(origin, "sim.duration_ms, sim.sample_interval_us and sim.mtu_bytes must be positive");

@@ -65,8 +65,9 @@ TEST(SimTransport, LostAcksAreCoveredByLaterOnesAndTheLastByATimeout) {
   // last progress, so the 100 µs timeout fires at 112257 and rewinds to 96; the four packets go
   // again, the receiver answers the first duplicate with a re-ACK of 99, back at 112257 + 2170 +
   // 2012 = 116439.
-  RunResults last = run_scenario(one_flow({"loss.drop=[{flow=0, psn=31, kind=\"ack\"}, {flow=0, psn=99, kind=\"ack\"}]",
-                                           "transport.retransmit_timeout_us=100"}));
+  RunResults last =
+      run_scenario(one_flow({"loss.drop=[{flow=0, psn=31, kind=\"ack\"}, {flow=0, psn=99, kind=\"ack\"}]",
+                             "transport.retransmit_timeout_us=100"}));
   const TransportCounters& t = last.transport;
   EXPECT_EQ(t.wire_losses, 2u);
   EXPECT_EQ(t.timeouts, 1u);
@@ -82,8 +83,8 @@ TEST(SimTransport, LostAcksAreCoveredByLaterOnesAndTheLastByATimeout) {
 
 // 8 senders × 500 KB into one receiver through a lossy 300 KB switch buffer: tail drops.
 Scenario lossy_incast(std::vector<std::string> extra) {
-  std::vector<std::string> o = {"traffic.kind=\"incast\"", "traffic.size_bytes=500000", "switch.pfc=false",
-                                "switch.buffer_bytes=300000", "sim.duration_ms=50", "sim.warmup_ms=0"};
+  std::vector<std::string> o = {"traffic.kind=\"incast\"",    "traffic.size_bytes=500000", "switch.pfc=false",
+                                "switch.buffer_bytes=300000", "sim.duration_ms=50",        "sim.warmup_ms=0"};
   o.insert(o.end(), extra.begin(), extra.end());
   return star_long_flows(8, o);
 }
@@ -138,8 +139,8 @@ TEST(SimTransport, RandomLinkLossIsRecoveredAndRepeatsWithItsSeed) {
 }
 
 TEST(SimTransport, LosslessRunsSendNoAcksAndCountEveryByteAsGoodput) {
-  RunResults r = run_scenario(star_long_flows(4, {"traffic.kind=\"incast\"", "traffic.size_bytes=300000",
-                                                  "sim.duration_ms=5", "sim.warmup_ms=0"}));
+  RunResults r = run_scenario(star_long_flows(
+      4, {"traffic.kind=\"incast\"", "traffic.size_bytes=300000", "sim.duration_ms=5", "sim.warmup_ms=0"}));
   EXPECT_FALSE(r.transport.acks);
   EXPECT_EQ(r.transport.acks_sent, 0u);
   EXPECT_EQ(r.flows_completed, 4u);
@@ -158,10 +159,12 @@ TEST(SimTransport, LossKeysAreChecked) {
   EXPECT_EQ(error_of("[loss]\nrate = 1.5\n"), "t.toml:2: key 'loss.rate' must be in [0, 1)");
   EXPECT_EQ(error_of("[[loss.drop]]\nflow = 0\npsn = 3\nkind = \"cnp\"\n"),
             "t.toml:1: key 'loss.drop.kind' is \"data\" or \"ack\"");
-  EXPECT_EQ(error_of("[[loss.drop]]\npacket = 3\n"), "t.toml:1: unknown key 'loss.drop.packet' (flow, psn, kind)");
+  EXPECT_EQ(error_of("[[loss.drop]]\npacket = 3\n"),
+            "t.toml:1: unknown key 'loss.drop.packet' (flow, psn, kind)");
   EXPECT_EQ(error_of("[transport]\nretransmit_timeout_us = 0\n"),
             "t.toml:2: key 'transport.retransmit_timeout_us' must be positive");
-  Scenario s = parse_scenario("[transport]\nacks = \"on\"\n[[loss.drop]]\nflow = 2\npsn = 7\nkind = \"ack\"\n", "/");
+  Scenario s =
+      parse_scenario("[transport]\nacks = \"on\"\n[[loss.drop]]\nflow = 2\npsn = 7\nkind = \"ack\"\n", "/");
   EXPECT_EQ(s.transport.acks, AckMode::kOn);
   ASSERT_EQ(s.loss.drops.size(), 1u);
   EXPECT_EQ(s.loss.drops[0].flow, 2u);

@@ -57,12 +57,12 @@ struct PortUtilization {
 
 // Reliable delivery (transport.acks) and the losses it recovers from.
 struct TransportCounters {
-  bool acks = false;                 // ACKs and go-back-N were on for the run
-  uint64_t wire_losses = 0;          // packets lost on links ([loss]), any kind
-  uint64_t acks_sent = 0;            // ACK packets the receivers sent (after coalescing)
-  uint64_t naks_sent = 0;            // sequence NAKs, one per gap
-  uint64_t timeouts = 0;             // retransmit timeouts that rewound a flow
-  uint64_t rewinds = 0;              // go-back-N rewinds, by NAK or by timeout
+  bool acks = false;                   // ACKs and go-back-N were on for the run
+  uint64_t wire_losses = 0;            // packets lost on links ([loss]), any kind
+  uint64_t acks_sent = 0;              // ACK packets the receivers sent (after coalescing)
+  uint64_t naks_sent = 0;              // sequence NAKs, one per gap
+  uint64_t timeouts = 0;               // retransmit timeouts that rewound a flow
+  uint64_t rewinds = 0;                // go-back-N rewinds, by NAK or by timeout
   uint64_t retransmitted_packets = 0;  // data packets sent again (PSN below the highest sent)
   uint64_t retransmitted_bytes = 0;    // their payload
   uint64_t out_of_order_packets = 0;   // data packets past a gap, discarded by the receiver
