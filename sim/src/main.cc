@@ -16,7 +16,9 @@ namespace {
 constexpr const char* kFooter = R"(
 Outputs in --out DIR:
   summary.json  jain_index, bottleneck_utilization, queue_bytes{p50,p99,max}, pfc_pauses, drops,
-                cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, events, wall_seconds, ...
+                cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, events, wall_seconds,
+                bottleneck_goodput, delivered_bytes, goodput_gbps, retransmitted_packets,
+                retransmitted_bytes, timeouts, naks_sent, wire_losses, ...
   rates.csv     time_us,flow,delivered_gbps,cc_rate_gbps   (first output.max_rate_flows flows)
   queues.csv    time_us,port,queue_bytes                   (bottleneck egress queues)
   fct.csv       flow,src,dst,size_bytes,start_ns,fct_ns,ideal_ns,slowdown
@@ -27,11 +29,14 @@ sample_interval_us mtu_bytes; [topology] kind=star|dumbbell|leafspine|fattree se
 hosts_per_leaf k host_link_gbps fabric_link_gbps link_delay_ns; [switch] buffer_bytes dt_alpha pfc
 pfc_alpha headroom_bytes ecn kmin_bytes kmax_bytes pmax; [traffic] kind=long|incast|poisson flows
 start_us stagger_us size_bytes bursts burst_interval_us load cdf flow_count; [cc] enabled
-profile=mlx5|paper, [cc.knobs] <mlx5 knob>=<value>; [output] max_rate_flows jain_window_ms.
+profile=mlx5|paper, [cc.knobs] <mlx5 knob>=<value>; [transport] acks=auto|on|off
+retransmit_timeout_us; [loss] rate, [[loss.drop]] flow psn kind=data|ack; [output] max_rate_flows
+jain_window_ms.
 
 Examples:
   rdmad-sim sim/scenarios/incast.toml --out /tmp/incast --plot
   rdmad-sim sim/scenarios/incast.toml --out /tmp/i32 --set topology.senders=32 --set sim.seed=7
+  rdmad-sim incast --out /tmp/lossy --set switch.pfc=false --set loss.rate=0.0001
 )";
 
 std::filesystem::path resolve(const std::string& arg) {

@@ -25,7 +25,13 @@ Network::Network(const Scenario& s)
       jain_window_ns_(std::max<SimTimeNs>(1, ms_to_ns(s.output.jain_window_ms))),
       next_window_ns_(warmup_ns_ + jain_window_ns_),
       rp_(s.dcqcn, static_cast<uint32_t>(s.topology.host_link_gbps * 1000)),
-      np_(s.dcqcn) {
+      np_(s.dcqcn),
+      reliable_(s.transport.acks == AckMode::kOn ||
+                (s.transport.acks == AckMode::kAuto && (!s.sw.pfc || s.loss.any()))),
+      retx_timeout_ns_(std::max<SimTimeNs>(1, std::llround(s.transport.retransmit_timeout_us * 1000))),
+      lossy_links_(s.loss.any()),
+      loss_rng_(mix64(s.seed ^ 0x1055ULL)),
+      pending_drops_(s.loss.drops) {
   build_ports();
   build_routes();
   specs_ = generate_traffic(s_, topo_);
@@ -43,6 +49,7 @@ Network::Network(const Scenario& s)
     f.hash = mix64(s_.seed * 0x9e3779b97f4a7c15ULL + i);
     flows_.push_back(f);
     flows_.back().ideal_ns = path_ideal_ns(i);
+    flows_.back().goodput_port = goodput_port_of(i);
     if (spec.size_bytes > 0) ++bounded_flows_;
   }
   host_ready_.resize(topo_.hosts);
@@ -156,14 +163,21 @@ uint32_t Network::next_port(uint32_t node, const Flow& f, uint32_t dst_host) con
 SimTimeNs Network::path_ideal_ns(uint32_t flow) const {
   const Flow& f = flows_[flow];
   double rtt = 0;
-  uint32_t node = f.src;
-  for (int guard = 0; node != f.dst && guard < 64; ++guard) {
-    const Port& p = ports_[next_port(node, f, f.dst)];
+  for_each_hop(f, [&](uint32_t port) {
+    const Port& p = ports_[port];
     rtt += 2.0 * static_cast<double>(p.delay_ns) + (s_.mtu_bytes + s_.header_bytes) * p.ns_per_byte;
-    node = ports_[p.peer].node;
-  }
+  });
   double line_ns_per_byte = 8.0 / s_.topology.host_link_gbps;
   return static_cast<SimTimeNs>(rtt + static_cast<double>(f.size_bytes) * line_ns_per_byte);
+}
+
+// The bottleneck port the flow's data crosses, whose goodput its in-order packets count in.
+uint32_t Network::goodput_port_of(uint32_t flow) const {
+  uint32_t found = kNone;
+  for_each_hop(flows_[flow], [&](uint32_t port) {
+    if (found == kNone && ports_[port].bottleneck) found = port;
+  });
+  return found;
 }
 
 // The switch's PFC headroom, all ingress ports together. An explicit switch.headroom_bytes that does
@@ -209,6 +223,22 @@ uint32_t Network::alloc_packet() {
   return static_cast<uint32_t>(packets_.size() - 1);
 }
 
+uint32_t Network::new_packet(uint32_t flow, PacketType type, uint32_t wire_bytes, uint32_t payload_bytes,
+                             uint32_t psn) {
+  const uint32_t id = alloc_packet();
+  packets_[id] = Packet{.flow = flow,
+                        .wire_bytes = wire_bytes,
+                        .payload_bytes = payload_bytes,
+                        .ingress_port = 0,
+                        .psn = psn,
+                        .type = type,
+                        .ce = false,
+                        .in_headroom = false,
+                        .ack_req = false,
+                        .arrive_ns = 0};
+  return id;
+}
+
 // Puts a packet on the wire: the port is busy for its serialisation time, and the packet arrives at
 // the far end one propagation delay after its last bit leaves.
 void Network::transmit(uint32_t port, uint32_t pkt) {
@@ -247,6 +277,11 @@ void Network::dispatch(const Event& ev) {
       if (!link.in_flight.empty())
         events_.push(packets_[link.in_flight.front()].arrive_ns, EventKind::kArrive, ev.a);
       ++hops_;
+      if (lossy_links_ && lost_on_link(packets_[pkt])) {  // corrupted on the wire: the far end discards it
+        ++wire_losses_;
+        free_packet(pkt);
+        break;
+      }
       if (is_host(ports_[link.peer].node)) {
         host_receive(pkt);
       } else {
@@ -295,6 +330,9 @@ void Network::dispatch(const Event& ev) {
       }
       break;
     }
+    case EventKind::kRetxTimer:
+      if (ev.time_ns == flows_[ev.a].retx_timer_at) retransmit_timer(ev.a);
+      break;
     case EventKind::kSample:
       sample();
       break;

@@ -13,6 +13,7 @@
 #include "rdmad/cc/red_marker.h"
 #include "rdmad/sim/event_queue.h"
 #include "rdmad/sim/results.h"
+#include "rdmad/sim/rng.h"
 #include "rdmad/sim/scenario.h"
 #include "rdmad/sim/topology.h"
 #include "rdmad/sim/traffic.h"
@@ -23,8 +24,9 @@ namespace rdmad::sim {
 inline constexpr SimTimeNs kNoTime = INT64_MAX;
 inline constexpr uint32_t kNone = UINT32_MAX;
 
-enum class PacketType : uint8_t { kData, kCnp };
-// Priority 0 carries CNPs (strict priority, never paused); priority 1 carries data (PFC-controlled).
+enum class PacketType : uint8_t { kData, kCnp, kAck, kNak };
+// Priority 0 carries CNPs, ACKs and NAKs (strict priority, never paused); priority 1 carries data
+// (PFC-controlled).
 inline constexpr int kCtrlPrio = 0;
 inline constexpr int kDataPrio = 1;
 
@@ -33,10 +35,12 @@ struct Packet {
   uint32_t wire_bytes;
   uint32_t payload_bytes;
   uint32_t ingress_port;  // global port it entered the current switch on
-  SimTimeNs arrive_ns;    // when it reaches the far end of the link it is on
+  uint32_t psn;           // data: its sequence number; ACK: the last one it covers; NAK: the one expected
   PacketType type;
   bool ce;
-  bool in_headroom;  // buffered in the ingress port's PFC headroom
+  bool in_headroom;     // buffered in the ingress port's PFC headroom
+  bool ack_req;         // data: the receiver answers with an ACK
+  SimTimeNs arrive_ns;  // when it reaches the far end of the link it is on
 };
 static_assert(sizeof(Packet) <= 32);
 
@@ -67,6 +71,12 @@ struct Port {
   SimTimeNs data_busy_ns = 0;
   uint64_t data_busy_bytes = 0;
   uint64_t tx_at_warmup = 0;
+  // Bottleneck ports: data wire bytes of the packets through this port that the receiver took in
+  // order (credited on arrival there), in total, at the last sample and in the busy intervals.
+  uint64_t goodput_wire_bytes = 0;
+  uint64_t goodput_at_sample = 0;
+  uint64_t goodput_busy_bytes = 0;
+  uint64_t goodput_at_warmup = 0;
   uint64_t max_queue_bytes = 0;  // after warm-up
   std::optional<cc::RedMarker> marker;
 };
@@ -83,8 +93,8 @@ struct Flow {
   uint32_t src;
   uint32_t dst;
   uint64_t size_bytes;  // 0 = unbounded
-  uint64_t sent_bytes = 0;
-  uint64_t recv_bytes = 0;
+  uint64_t sent_bytes = 0;  // offset of the next byte to send (a go-back-N rewind moves it back)
+  uint64_t recv_bytes = 0;  // payload taken in order by the receiver
   uint64_t recv_at_sample = 0;
   uint64_t recv_at_window = 0;
   SimTimeNs start_ns;
@@ -97,6 +107,19 @@ struct Flow {
   SimTimeNs rp_timer_at = kNoTime;
   SimTimeNs np_timer_at = kNoTime;
   uint64_t hash;
+  // Reliable delivery (network_transport.cc), in packets of mtu_bytes: the sender's first
+  // unacknowledged PSN and the highest PSN sent plus one; the receiver's expected PSN.
+  uint32_t una_psn = 0;
+  uint32_t max_psn = 0;
+  uint32_t expected_psn = 0;
+  uint32_t gbn_psn = 0;            // the PSN the last NAK rewound to (a repeat of it is ignored)
+  uint32_t pending_ack = kNone;    // the receiver's ACK queued and not sent yet (coalescing)
+  uint32_t goodput_port = kNone;   // the bottleneck port on the flow's path, if any
+  SimTimeNs last_progress_ns = 0;  // una last moved (or the first packet after an idle spell)
+  SimTimeNs last_ack_req_ns = 0;
+  SimTimeNs retx_timer_at = kNoTime;
+  bool gbn_active = false;
+  bool nak_sent = false;  // receiver: one NAK per gap
   bool sending = false;  // started and not done sending
   cc::RpState rp;
   cc::NpState np;
@@ -112,9 +135,22 @@ class Network {
   void build_ports();
   void build_routes();
   SimTimeNs path_ideal_ns(uint32_t flow) const;
+  uint32_t goodput_port_of(uint32_t flow) const;
+  // The ports a flow's data leaves through, source first (its ECMP path is fixed by its hash).
+  template <typename Fn>
+  void for_each_hop(const Flow& f, Fn fn) const {
+    uint32_t node = f.src;
+    for (int guard = 0; node != f.dst && guard < 64; ++guard) {
+      const uint32_t p = next_port(node, f, f.dst);
+      fn(p);
+      node = ports_[ports_[p].peer].node;
+    }
+  }
   uint32_t next_port(uint32_t node, const Flow& f, uint32_t dst_host) const;
   void dispatch(const Event& ev);
   uint32_t alloc_packet();
+  uint32_t new_packet(uint32_t flow, PacketType type, uint32_t wire_bytes, uint32_t payload_bytes,
+                      uint32_t psn);
   void free_packet(uint32_t p) { free_packets_.push_back(p); }
   void transmit(uint32_t port, uint32_t pkt);
   // Asks for a kTxDone when the port's current packet ends (only ports with a backlog need one).
@@ -130,9 +166,22 @@ class Network {
   void host_start_tx(uint32_t port);
   void host_receive(uint32_t pkt);
   void send_cnp(uint32_t flow);
+  void queue_control(uint32_t host, uint32_t pkt_id);
   void sync_rp_timer(uint32_t flow);
   void repace(uint32_t flow);
   void sync_np_timer(uint32_t flow);
+  // network_transport.cc
+  bool lost_on_link(const Packet& pkt);
+  uint32_t psn_of(const Flow& f) const { return static_cast<uint32_t>(f.sent_bytes / s_.mtu_bytes); }
+  void on_data_sent(uint32_t flow, Packet& pkt);
+  bool receive_data(const Packet& pkt);
+  void send_ack(uint32_t flow, PacketType type, uint32_t psn);
+  void on_ack_sent(uint32_t pkt_id);
+  void receive_ack(const Packet& pkt);
+  void acknowledge(uint32_t flow, uint32_t next_psn);
+  void go_back_n(uint32_t flow, uint32_t psn);
+  void retransmit_timer(uint32_t flow);
+  void finish_flow(Flow& f);
   void schedule_earlier(SimTimeNs due, SimTimeNs& at, EventKind kind, uint32_t flow);
   double flow_rate_mbps(const Flow& f) const;
   // network_metrics.cc
@@ -178,6 +227,24 @@ class Network {
   uint64_t hops_ = 0;
   uint64_t events_run_ = 0;
   uint32_t flows_done_ = 0;
+  // Reliable delivery: on for this run (transport.acks), its timeout, and what it counted.
+  bool reliable_ = false;
+  SimTimeNs retx_timeout_ns_ = 0;
+  bool lossy_links_ = false;  // [loss] set
+  Rng loss_rng_;
+  std::vector<InjectedLoss> pending_drops_;  // [[loss.drop]] not yet applied
+  uint64_t wire_losses_ = 0;
+  uint64_t acks_sent_ = 0;
+  uint64_t naks_sent_ = 0;
+  uint64_t timeouts_ = 0;
+  uint64_t rewinds_ = 0;
+  uint64_t retx_packets_ = 0;
+  uint64_t retx_bytes_ = 0;
+  uint64_t out_of_order_ = 0;
+  uint64_t duplicates_ = 0;
+  uint64_t delivered_bytes_ = 0;
+  uint64_t delivered_at_warmup_ = 0;
+  uint64_t delivered_at_sample_ = 0;
   uint32_t bounded_flows_ = 0;
 
   std::vector<RateSample> rates_;

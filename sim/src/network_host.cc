@@ -33,25 +33,23 @@ void Network::host_start_tx(uint32_t port) {
   if (!p.queue[kCtrlPrio].empty()) {
     uint32_t pkt = p.queue[kCtrlPrio].pop();
     p.queue_bytes[kCtrlPrio] -= packets_[pkt].wire_bytes;
+    if (packets_[pkt].type == PacketType::kAck) on_ack_sent(pkt);
     transmit(port, pkt);
     if (!p.queue[kCtrlPrio].empty() || !ready.empty()) wake_after_tx(port);
     return;
   }
-  if (p.paused || ready.empty()) return;
+  if (p.paused) return;
+  // A flow whose last byte was acknowledged while it waited here (after a rewind) has left.
+  while (!ready.empty() && !flows_[ready.front()].sending) ready.pop();
+  if (ready.empty()) return;
   const uint32_t id = ready.pop();
   Flow& f = flows_[id];
   uint64_t payload = s_.mtu_bytes;
   if (f.size_bytes != 0) payload = std::min<uint64_t>(payload, f.size_bytes - f.sent_bytes);
-  const uint32_t pkt_id = alloc_packet();
+  const uint32_t pkt_id = new_packet(id, PacketType::kData, static_cast<uint32_t>(payload + s_.header_bytes),
+                                     static_cast<uint32_t>(payload), 0);
   Packet& pkt = packets_[pkt_id];
-  pkt = Packet{id,
-               static_cast<uint32_t>(payload + s_.header_bytes),
-               static_cast<uint32_t>(payload),
-               0,
-               0,
-               PacketType::kData,
-               false,
-               false};
+  if (reliable_) on_data_sent(id, pkt);
   f.sent_bytes += payload;
   if (s_.cc_enabled) {
     rp_.on_bytes_sent(f.rp, now_, payload);
@@ -82,9 +80,13 @@ void Network::host_start_tx(uint32_t port) {
 void Network::repace(uint32_t id) {
   Flow& f = flows_[id];
   if (f.ready_at == kNoTime) return;
-  f.next_send_ns = f.last_tx_ns + static_cast<double>(f.last_wire_bytes) * 8000.0 / flow_rate_mbps(f);
-  const auto due = std::max(now_, static_cast<SimTimeNs>(std::ceil(f.next_send_ns)));
+  const double next = f.last_tx_ns + static_cast<double>(f.last_wire_bytes) * 8000.0 / flow_rate_mbps(f);
+  const auto due = std::max(now_, static_cast<SimTimeNs>(std::ceil(next)));
+  // Only a rise moves the wait: a cut (also run through here after a timer event) leaves the packet
+  // held to the gap it was given, and must not push next_send_ns past ready_at, or the packet would
+  // leave at ready_at but count as sent at that later time.
   if (due >= f.ready_at) return;
+  f.next_send_ns = next;
   f.ready_at = due;
   events_.push(due, EventKind::kFlowReady, id);
 }
@@ -100,25 +102,35 @@ void Network::host_receive(uint32_t pkt_id) {
     }
     return;
   }
-  f.recv_bytes += pkt.payload_bytes;
+  if (pkt.type != PacketType::kData) {
+    receive_ack(pkt);
+    return;
+  }
+  // Without ACKs every packet that arrives counts (a lossless fabric delivers in order).
+  if (!reliable_ || receive_data(pkt)) {
+    f.recv_bytes += pkt.payload_bytes;
+    delivered_bytes_ += pkt.payload_bytes;
+    if (f.goodput_port != kNone) ports_[f.goodput_port].goodput_wire_bytes += pkt.wire_bytes;
+  }
+  // The NIC's notification point sees every CE-marked packet, in order or not.
   if (pkt.ce && s_.cc_enabled) {
     if (np_.on_ce_packet(f.np, now_)) send_cnp(pkt.flow);
     sync_np_timer(pkt.flow);
   }
-  if (f.size_bytes != 0 && f.recv_bytes >= f.size_bytes && f.finish_ns < 0) {
-    f.finish_ns = now_;
-    ++flows_done_;
-  }
+  if (!reliable_ && f.size_bytes != 0 && f.recv_bytes >= f.size_bytes) finish_flow(f);
 }
 
 void Network::send_cnp(uint32_t flow) {
-  const Flow& f = flows_[flow];
-  const uint32_t port = node_first_port_[f.dst];
-  const uint32_t pkt_id = alloc_packet();
-  packets_[pkt_id] = Packet{flow, s_.cnp_bytes, 0, 0, 0, PacketType::kCnp, false, false};
-  ports_[port].queue[kCtrlPrio].push(pkt_id);
-  ports_[port].queue_bytes[kCtrlPrio] += s_.cnp_bytes;
+  const uint32_t pkt_id = new_packet(flow, PacketType::kCnp, s_.cnp_bytes, 0, 0);
   ++cnps_sent_;
+  queue_control(flows_[flow].dst, pkt_id);
+}
+
+// CNPs, ACKs and NAKs leave the receiving host's NIC ahead of its data.
+void Network::queue_control(uint32_t host, uint32_t pkt_id) {
+  const uint32_t port = node_first_port_[host];
+  ports_[port].queue[kCtrlPrio].push(pkt_id);
+  ports_[port].queue_bytes[kCtrlPrio] += packets_[pkt_id].wire_bytes;
   host_start_tx(port);
 }
 

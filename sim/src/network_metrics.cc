@@ -63,7 +63,11 @@ void Network::sample() {
   const bool measuring = now_ >= warmup_ns_;
   if (measuring && warmup_mark_ns_ < 0) {
     warmup_mark_ns_ = now_;
-    for (uint32_t p : bottleneck_ports_) ports_[p].tx_at_warmup = ports_[p].tx_wire_bytes;
+    for (uint32_t p : bottleneck_ports_) {
+      ports_[p].tx_at_warmup = ports_[p].tx_wire_bytes;
+      ports_[p].goodput_at_warmup = ports_[p].goodput_wire_bytes;
+    }
+    delivered_at_warmup_ = delivered_bytes_;
     for (Flow& f : flows_) f.recv_at_window = f.recv_bytes;
     next_window_ns_ = now_ + jain_window_ns_;
   }
@@ -78,10 +82,13 @@ void Network::sample() {
     if (warmup_mark_ns_ >= 0 && last_sample_ns_ >= warmup_mark_ns_ && data > 0) {
       p.data_busy_ns += now_ - last_sample_ns_;
       p.data_busy_bytes += data;
+      p.goodput_busy_bytes += p.goodput_wire_bytes - p.goodput_at_sample;
     }
     p.data_at_sample = p.tx_data_wire_bytes;
+    p.goodput_at_sample = p.goodput_wire_bytes;
   }
   last_sample_ns_ = now_;
+  delivered_at_sample_ = delivered_bytes_;
   while (measuring && now_ >= next_window_ns_) {
     close_jain_window();
     next_window_ns_ += jain_window_ns_;
@@ -142,6 +149,7 @@ RunResults Network::collect(double wall_seconds) {
   // the busy intervals over the capacity of those intervals, summed over ports (so a port busy
   // longer weighs more). Ports that only carry CNPs (toward the senders) never count.
   double busy_bits = 0;
+  double goodput_bits = 0;
   double busy_capacity_bits = 0;
   uint64_t max_queue = 0;
   const double measured_ns =
@@ -158,11 +166,22 @@ RunResults Network::collect(double wall_seconds) {
     u.utilization = measured_ns > 0 ? static_cast<double>(p.tx_at_sample - p.tx_at_warmup) * 8000.0 /
                                           static_cast<double>(p.rate_mbps) / measured_ns
                                     : 0;
+    u.goodput_bytes = p.goodput_busy_bytes;
+    u.busy_goodput = capacity_bits > 0 ? static_cast<double>(p.goodput_busy_bytes) * 8 / capacity_bits : 0;
     r.port_utilization.push_back(u);
     busy_bits += static_cast<double>(p.data_busy_bytes) * 8;
+    goodput_bits += static_cast<double>(p.goodput_busy_bytes) * 8;
     busy_capacity_bits += capacity_bits;
   }
   r.bottleneck_utilization = busy_capacity_bits > 0 ? busy_bits / busy_capacity_bits : 0;
+  r.bottleneck_goodput = busy_capacity_bits > 0 ? goodput_bits / busy_capacity_bits : 0;
+  r.delivered_bytes = delivered_bytes_;
+  // Bits per ns are Gb/s.
+  r.goodput_gbps = measured_ns > 0
+                       ? static_cast<double>(delivered_at_sample_ - delivered_at_warmup_) * 8 / measured_ns
+                       : 0;
+  r.transport = {reliable_, wire_losses_,  acks_sent_,  naks_sent_,    timeouts_,
+                 rewinds_,  retx_packets_, retx_bytes_, out_of_order_, duplicates_};
   r.queue_bytes = percentiles(queue_values_);
   r.queue_bytes.max = static_cast<double>(max_queue);
   r.pfc_pauses = pfc_pauses_;

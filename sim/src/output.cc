@@ -56,15 +56,25 @@ std::string summary_json(const RunResults& r) {
   j += "  \"ports\": [";
   for (size_t i = 0; i < r.port_utilization.size(); ++i) {
     const PortUtilization& u = r.port_utilization[i];
-    j += fmt::format("{}\n    {{\"port\": {}, \"busy_ms\": {}, \"data_bytes\": {}, \"busy_utilization\": {}, "
-                     "\"utilization\": {}}}",
-                     i ? "," : "", json_string(i < r.port_names.size() ? r.port_names[i] : std::string()),
-                     num(u.busy_ms), u.data_bytes, num(u.busy_utilization), num(u.utilization));
+    j += fmt::format(
+        "{}\n    {{\"port\": {}, \"busy_ms\": {}, \"data_bytes\": {}, \"busy_utilization\": {}, "
+        "\"utilization\": {}, \"goodput_bytes\": {}, \"busy_goodput\": {}}}",
+        i ? "," : "", json_string(i < r.port_names.size() ? r.port_names[i] : std::string()), num(u.busy_ms),
+        u.data_bytes, num(u.busy_utilization), num(u.utilization), u.goodput_bytes, num(u.busy_goodput));
   }
   j += r.port_utilization.empty() ? "],\n" : "\n  ],\n";
   j += fmt::format("  \"queue_bytes\": {},\n", pct_json(r.queue_bytes, false));
   j += fmt::format("  \"pfc_pauses\": {},\n  \"drops\": {},\n  \"cnps_sent\": {},\n  \"ecn_marks\": {},\n",
                    r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
+  const TransportCounters& t = r.transport;
+  j += fmt::format("  \"bottleneck_goodput\": {},\n  \"delivered_bytes\": {},\n  \"goodput_gbps\": {},\n",
+                   num(r.bottleneck_goodput), r.delivered_bytes, num(r.goodput_gbps));
+  j += fmt::format(
+      "  \"acks\": {},\n  \"wire_losses\": {},\n  \"acks_sent\": {},\n  \"naks_sent\": {},\n"
+      "  \"timeouts\": {},\n  \"rewinds\": {},\n  \"retransmitted_packets\": {},\n"
+      "  \"retransmitted_bytes\": {},\n  \"out_of_order_packets\": {},\n  \"duplicate_packets\": {},\n",
+      t.acks, t.wire_losses, t.acks_sent, t.naks_sent, t.timeouts, t.rewinds, t.retransmitted_packets,
+      t.retransmitted_bytes, t.out_of_order_packets, t.duplicate_packets);
   j += "  \"fct_slowdown\": {";
   for (size_t i = 0; i < r.fct_slowdown.size(); ++i) {
     j += fmt::format("{}\n    \"{}\": {}", i ? "," : "", r.fct_slowdown[i].label,

@@ -48,6 +48,16 @@ class Reader {
     return src.begin ? fmt::format("{}:{}", origin_, src.begin.line) : origin_;
   }
 
+  // An array of tables ([[key]]): each element, or none when absent; each element's keys are taken
+  // by the caller, which must read them all.
+  const toml::array* array(const std::string& key) {
+    used_.insert(key);
+    toml::node_view<const toml::node> node = root_.at_path(key);
+    if (!node) return nullptr;
+    if (const auto* a = node.as_array()) return a;
+    fail(where(node), fmt::format("key '{}' must be an array of tables ([[{}]])", key, key));
+  }
+
   // Keys under `prefix` (a table) that were read through the knob table, not get().
   void mark_used_prefix(const std::string& prefix) { used_prefixes_.push_back(prefix); }
 
@@ -109,6 +119,35 @@ E parse_enum(Reader& r, const std::string& key, const std::vector<std::pair<std:
     if (n == s) return e;
   }
   fail("scenario", fmt::format("key '{}': unknown value '{}'", key, s));
+}
+
+// One [[loss.drop]] entry: {flow = N, psn = K, kind = "data" | "ack"}.
+InjectedLoss parse_drop(const toml::node& n, const std::string& origin) {
+  const auto* t = n.as_table();
+  const std::string at = n.source().begin ? fmt::format("{}:{}", origin, n.source().begin.line) : origin;
+  if (t == nullptr) fail(at, "key 'loss.drop': each entry is a table {flow, psn, kind}");
+  InjectedLoss d;
+  for (const auto& [k, v] : *t) {
+    auto int_value = [&] {
+      auto x = v.value_exact<int64_t>();
+      if (!x || *x < 0 || *x > UINT32_MAX)
+        fail(at, fmt::format("key 'loss.drop.{}' needs a whole number", k.str()));
+      return static_cast<uint32_t>(*x);
+    };
+    if (k.str() == "flow") {
+      d.flow = int_value();
+    } else if (k.str() == "psn") {
+      d.psn = int_value();
+    } else if (k.str() == "kind") {
+      auto kind = v.value_exact<std::string>();
+      if (!kind || (*kind != "data" && *kind != "ack"))
+        fail(at, "key 'loss.drop.kind' is \"data\" or \"ack\"");
+      d.kind = *kind == "ack" ? LossKind::kAck : LossKind::kData;
+    } else {
+      fail(at, fmt::format("unknown key 'loss.drop.{}' (flow, psn, kind)", k.str()));
+    }
+  }
+  return d;
 }
 
 }  // namespace
@@ -191,6 +230,17 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
     f.cdf = std::filesystem::path(cdf).is_absolute() ? std::filesystem::path(cdf) : base_dir / cdf;
   r.get("traffic.flow_count", f.flow_count);
 
+  s.transport.acks = parse_enum<AckMode>(
+      r, "transport.acks", {{"auto", AckMode::kAuto}, {"on", AckMode::kOn}, {"off", AckMode::kOff}},
+      AckMode::kAuto);
+  r.get("transport.retransmit_timeout_us", s.transport.retransmit_timeout_us);
+  r.get("loss.rate", s.loss.rate);
+  if (s.loss.rate < 0 || s.loss.rate >= 1)
+    fail(r.where_key("loss.rate"), "key 'loss.rate' must be in [0, 1)");
+  if (const toml::array* drops = r.array("loss.drop")) {
+    for (const toml::node& n : *drops) s.loss.drops.push_back(parse_drop(n, origin));
+  }
+
   r.get("output.max_rate_flows", s.output.max_rate_flows);
   r.get("output.jain_window_ms", s.output.jain_window_ms);
 
@@ -216,6 +266,10 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   }
   r.reject_unknown();
 
+  if (s.transport.retransmit_timeout_us <= 0) {
+    fail(r.where_key("transport.retransmit_timeout_us"),
+         "key 'transport.retransmit_timeout_us' must be positive");
+  }
   if (s.duration_ms <= 0 || s.sample_interval_us <= 0 || s.mtu_bytes == 0) {
     fail(origin, "sim.duration_ms, sim.sample_interval_us and sim.mtu_bytes must be positive");
   }

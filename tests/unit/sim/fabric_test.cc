@@ -58,6 +58,18 @@ TEST(FabricTest, IncastIsLosslessWithPfcAndLossyWithout) {
   EXPECT_LE(lossy.queue_bytes.max, 2000000);
 }
 
+// A 64:1 burst cuts many QPs to the 1 Mb/s floor while they wait to send: a packet paced 8.5 ms
+// out. A cut after that must not move the wait further (only a rise re-paces it), or the packet
+// leaves on time but counts as sent 8.5 ms later, and the QP stalls long after its rate recovered
+// (before the fix, 31 of the 64 flows were still unfinished after 6 ms).
+TEST(FabricTest, IncastFlowsCutToTheFloorRecoverAndFinish) {
+  RunResults r = run_scenario(star_long_flows(
+      64, {"traffic.kind=\"incast\"", "traffic.size_bytes=200000", "sim.duration_ms=6", "sim.warmup_ms=0"}));
+  EXPECT_EQ(r.drops, 0u);
+  EXPECT_EQ(r.flows_completed, 64u);
+  for (const auto& f : r.fct) EXPECT_LT(f.fct_ns, 3'000'000) << "flow " << f.flow;
+}
+
 TEST(FabricTest, EveryTopologyRoutesEveryFlow) {
   for (const char* topo :
        {"kind=\"fattree\"\nk=4", "kind=\"leafspine\"\nleaves=3\nspines=2\nhosts_per_leaf=4",

@@ -17,6 +17,7 @@ enum class EventKind : uint8_t {
   kRpTimer,    // the reaction point's next increase event is due (a = flow)
   kNpTimer,    // a deferred CNP is due (a = flow)
   kPause,      // a PFC frame reaches a port (a = port, b = 1 pause / 0 resume)
+  kRetxTimer,  // a sender's retransmit timeout is due (a = flow)
   kSample,     // periodic measurement
 };
 

@@ -49,6 +49,24 @@ struct PortUtilization {
   uint64_t data_bytes = 0;       // data wire bytes (headers included) sent in those intervals
   double busy_utilization = 0;   // data_bytes·8 / (capacity · busy_ms); 0 when never busy
   double utilization = 0;        // every wire byte (CNPs too) / capacity over the whole measured time
+  // Of data_bytes, the packets the receiver took in order (counted as they arrive there), and
+  // their share of the busy capacity: below busy_utilization by what loss and go-back-N wasted.
+  uint64_t goodput_bytes = 0;
+  double busy_goodput = 0;
+};
+
+// Reliable delivery (transport.acks) and the losses it recovers from.
+struct TransportCounters {
+  bool acks = false;                   // ACKs and go-back-N were on for the run
+  uint64_t wire_losses = 0;            // packets lost on links ([loss]), any kind
+  uint64_t acks_sent = 0;              // ACK packets the receivers sent (after coalescing)
+  uint64_t naks_sent = 0;              // sequence NAKs, one per gap
+  uint64_t timeouts = 0;               // retransmit timeouts that rewound a flow
+  uint64_t rewinds = 0;                // go-back-N rewinds, by NAK or by timeout
+  uint64_t retransmitted_packets = 0;  // data packets sent again (PSN below the highest sent)
+  uint64_t retransmitted_bytes = 0;    // their payload
+  uint64_t out_of_order_packets = 0;   // data packets past a gap, discarded by the receiver
+  uint64_t duplicate_packets = 0;      // data packets received again, discarded
 };
 
 struct SizeBucket {
@@ -70,6 +88,11 @@ struct RunResults {
   // carry data, over the time they are busy.
   double bottleneck_utilization = 0;
   std::vector<PortUtilization> port_utilization;
+  // As bottleneck_utilization, counting only the data the receivers took in order (goodput_bytes).
+  double bottleneck_goodput = 0;
+  uint64_t delivered_bytes = 0;  // payload taken in order by the receivers, whole run
+  double goodput_gbps = 0;       // of it, what arrived after warm-up, over the measured time
+  TransportCounters transport;
   Percentiles queue_bytes;            // sampled bottleneck queues after warm-up (max is exact)
   uint64_t pfc_pauses = 0;            // Xoff frames sent
   uint64_t drops = 0;

@@ -60,6 +60,38 @@ struct TrafficConfig {
   uint32_t flow_count = 1000;       // poisson: flows to generate
 };
 
+// Reliable delivery (docs/simulator.md, "Loss and recovery"): ACKs coalesced as the soft RoCEv2
+// backend coalesces them, go-back-N on a sequence NAK or a retransmit timeout.
+enum class AckMode : uint8_t {
+  kAuto,  // on when the fabric can lose packets (switch.pfc = false, or [loss] set); off under PFC
+  kOn,
+  kOff,  // no ACKs: a flow is done when its last byte arrives, lost bytes stay lost
+};
+
+struct TransportConfig {
+  AckMode acks = AckMode::kAuto;
+  // No acknowledged progress for this long rewinds to the first unacknowledged packet. 1 ms is next
+  // to the IB QP timeout 8 (4.096 µs·2^8 = 1.05 ms) and above the queueing of the shipped lossy runs;
+  // a queue of more than 12.5 MB at 100 Gb/s outlasts it (docs/simulator.md).
+  double retransmit_timeout_us = 1000;
+};
+
+enum class LossKind : uint8_t { kData, kAck };
+
+// One packet lost on the first link it crosses, the first time it is sent: `psn` of flow `flow`
+// (data: the packet with that sequence number; ack: the ACK that acknowledges up to it).
+struct InjectedLoss {
+  uint32_t flow = 0;
+  uint32_t psn = 0;
+  LossKind kind = LossKind::kData;
+};
+
+struct LossConfig {
+  double rate = 0;  // every link, both directions: each packet (data, ACK, NAK, CNP) lost with this chance
+  std::vector<InjectedLoss> drops;  // [[loss.drop]] entries
+  bool any() const { return rate > 0 || !drops.empty(); }
+};
+
 struct OutputConfig {
   uint32_t max_rate_flows = 64;  // rates.csv holds the first this-many flows
   double jain_window_ms = 10;
@@ -78,6 +110,8 @@ struct Scenario {
   TopologyConfig topology;
   SwitchConfig sw;
   TrafficConfig traffic;
+  TransportConfig transport;
+  LossConfig loss;
   OutputConfig output;
   bool cc_enabled = true;
   std::string cc_profile = "mlx5";
