@@ -257,7 +257,7 @@ EOF
   rdmad --config "$bdir/rdmad.toml" >"$bdir/log" 2>&1 &
   local bpid=$!
   wait_until 60 test -S "$bdir/run/rdmad.sock" || { say "node b did not start: $(tail -5 "$bdir/log")"; return 1; }
-  wait_until 60 bash -c "rdmactl peers 2>/dev/null | grep -w b | grep -qi connected" ||
+  wait_until 60 bash -c "rdmactl peers 2>/dev/null | grep -w b | grep -qw connected" ||
     { say "node a never connected to node b: $(rdmactl peers 2>&1; tail -5 "$bdir/log")"; kill "$bpid"; return 1; }
   rm -f "$mark"
   "$client" /run/rdmad/rdmad.sock "$bdir/run/rdmad.sock" "$mark" >"$out" 2>&1 &
