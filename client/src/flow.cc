@@ -138,8 +138,7 @@ rdmad_status flow_fail(rdmad_flow* f, rdmad_status status, std::string message) 
 constexpr const char* kGoneMessage =
     "the daemon of this flow stopped or died (its connection closed); its requests completed with "
     "RDMAD_ERR_DAEMON_GONE: the next post, import or rdmad_flow_wait_connected rebinds the flow to the "
-    "daemon that answers then (within the reconnect timeout)"; its requests completed with RDMAD_ERR_DAEMON_GONE: the next post or "
-    "rdmad_flow_wait_connected tries again";
+    "daemon that answers then (within the reconnect timeout)";
 
 template <size_t N>
 bool copy_node_id(char (&dst)[N], const char* src) {
