@@ -176,7 +176,7 @@ base::Status plot_outputs(const std::filesystem::path& dir) {
   // script and leave the later pictures undrawn.
   const std::string script =
       R"GP(set datafile separator ","
-set terminal pngcairo size 1000,600
+set terminal pngcairo size 1000,600 noenhanced
 set key outside right
 empty(what) = sprintf("set label 1 \"%s\" at graph 0.5, graph 0.5 center; set xrange [0:1]; set yrange [0:1]; plot NaN notitle; unset label 1; set autoscale xy", what)
 set output "rates.png"
