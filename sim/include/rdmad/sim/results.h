@@ -1,6 +1,6 @@
 #pragma once
 // What a run produces: the summary figures, the per-flow FCT records and the time series. Writing
-// them (summary.json, fct.csv, rates.csv, queues.csv, PNG plots) lives in output.h.
+// them (summary.json, the CSVs, PNG plots) lives in output.h.
 #include <cstdint>
 #include <string>
 #include <vector>
