@@ -15,14 +15,17 @@ namespace {
 
 constexpr const char* kFooter = R"(
 Outputs in --out DIR:
-  summary.json  jain_index, bottleneck_utilization, queue_bytes{p50,p99,max}, pfc_pauses, drops,
-                cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, events, wall_seconds,
-                bottleneck_goodput, delivered_bytes, goodput_gbps, retransmitted_packets,
+  summary.json  jain_index, bottleneck_utilization, ports, queue_bytes{p50,p99,max}, pfc_pauses,
+                pfc_paused_ms, drops, cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, events,
+                wall_seconds, bottleneck_goodput, delivered_bytes, goodput_gbps, retransmitted_packets,
                 retransmitted_bytes, timeouts, naks_sent, wire_losses, ...
   rates.csv     time_us,flow,delivered_gbps,cc_rate_gbps   (first output.max_rate_flows flows)
   queues.csv    time_us,port,queue_bytes                   (bottleneck egress queues)
   fct.csv       flow,src,dst,size_bytes,start_ns,fct_ns,ideal_ns,slowdown
-  *.png         with --plot: rates.png, queues.png, fct_slowdown.png (gnuplot)
+  utilization.csv  time_us,width_us,port,utilization   (every port that sent data; at most
+  pauses.csv       time_us,width_us,port,paused        output.series_samples samples per port)
+  topology_nodes.csv, topology_links.csv               (the topology sketch's layout)
+  *.png         with --plot (gnuplot): rates, queues, fct_slowdown, utilization, pauses, topology
 
 Scenario tables (full reference: docs/simulator.md): [sim] seed duration_ms warmup_ms
 sample_interval_us mtu_bytes; [topology] kind=star|dumbbell|leafspine|fattree senders leaves spines
@@ -31,7 +34,7 @@ pfc_alpha headroom_bytes ecn kmin_bytes kmax_bytes pmax; [traffic] kind=long|inc
 start_us stagger_us size_bytes bursts burst_interval_us load cdf flow_count; [cc] enabled
 profile=mlx5|paper, [cc.knobs] <mlx5 knob>=<value>; [transport] acks=auto|on|off
 retransmit_timeout_us; [loss] rate, [[loss.drop]] flow psn kind=data|ack; [output] max_rate_flows
-jain_window_ms.
+jain_window_ms series_samples.
 
 Examples:
   rdmad-sim sim/scenarios/incast.toml --out /tmp/incast --plot

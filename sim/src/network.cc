@@ -53,6 +53,9 @@ Network::Network(const Scenario& s)
     if (spec.size_bytes > 0) ++bounded_flows_;
   }
   host_ready_.resize(topo_.hosts);
+  series_width_ns_ = sample_ns_;
+  series_data_.resize(ports_.size());
+  series_paused_.resize(ports_.size());
   packets_.reserve(1 << 16);
   events_.reserve(1 << 16);
 }
@@ -320,7 +323,10 @@ void Network::dispatch(const Event& ev) {
     }
     case EventKind::kPause: {
       Port& p = ports_[ev.a];
-      p.paused = ev.b != 0;
+      const bool pause = ev.b != 0;
+      if (pause && !p.paused) p.paused_since = now_;
+      if (!pause && p.paused) p.paused_ns += now_ - p.paused_since;
+      p.paused = pause;
       if (!p.paused) {
         if (is_host(p.node)) {
           host_start_tx(ev.a);

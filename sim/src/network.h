@@ -78,6 +78,12 @@ struct Port {
   uint64_t goodput_busy_bytes = 0;
   uint64_t goodput_at_warmup = 0;
   uint64_t max_queue_bytes = 0;  // after warm-up
+  // PFC: time the data priority spent paused (closed spells) and when the open spell began.
+  SimTimeNs paused_ns = 0;
+  SimTimeNs paused_since = 0;
+  // The series (utilization.csv, pauses.csv): data wire bytes and paused time at the open sample's start.
+  uint64_t data_at_series = 0;
+  SimTimeNs paused_at_series = 0;
   std::optional<cc::RedMarker> marker;
 };
 
@@ -92,7 +98,7 @@ struct SwitchState {
 struct Flow {
   uint32_t src;
   uint32_t dst;
-  uint64_t size_bytes;  // 0 = unbounded
+  uint64_t size_bytes;      // 0 = unbounded
   uint64_t sent_bytes = 0;  // offset of the next byte to send (a go-back-N rewind moves it back)
   uint64_t recv_bytes = 0;  // payload taken in order by the receiver
   uint64_t recv_at_sample = 0;
@@ -120,7 +126,7 @@ struct Flow {
   SimTimeNs retx_timer_at = kNoTime;
   bool gbn_active = false;
   bool nak_sent = false;  // receiver: one NAK per gap
-  bool sending = false;  // started and not done sending
+  bool sending = false;   // started and not done sending
   cc::RpState rp;
   cc::NpState np;
 };
@@ -190,9 +196,14 @@ class Network {
   uint64_t fit_headroom(uint32_t node);
   double xoff_threshold(uint64_t shared_free) const;
   void incast_jain(RunResults& r) const;
+  SimTimeNs paused_total(const Port& p) const { return p.paused_ns + (p.paused ? now_ - p.paused_since : 0); }
+  void close_series_sample();
+  void collect_series(RunResults& r) const;
+  void collect_sketch(RunResults& r) const;
   RunResults collect(double wall_seconds);
   void progress(bool final);
   std::string node_name(uint32_t node) const;
+  std::string port_name(uint32_t port) const;  // "leaf0->spine1"
 
   Scenario s_;
   Topology topo_;
@@ -253,6 +264,14 @@ class Network {
   std::vector<double> jain_windows_;
   std::vector<std::string> warnings_;
   std::vector<uint32_t> bottleneck_ports_;
+  // Per-port series: closed samples (start, width) and, per port, their data bytes and paused time.
+  // The open sample began at series_open_ns_; at output.series_samples closed ones, pairs merge.
+  SimTimeNs series_width_ns_;
+  SimTimeNs series_open_ns_ = 0;
+  std::vector<SimTimeNs> series_start_;
+  std::vector<SimTimeNs> series_width_;
+  std::vector<std::vector<uint64_t>> series_data_;
+  std::vector<std::vector<SimTimeNs>> series_paused_;
   std::chrono::steady_clock::time_point wall_start_;
   std::chrono::steady_clock::time_point last_progress_;
   bool progress_shown_ = false;

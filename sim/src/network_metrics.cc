@@ -87,6 +87,7 @@ void Network::sample() {
     p.data_at_sample = p.tx_data_wire_bytes;
     p.goodput_at_sample = p.goodput_wire_bytes;
   }
+  if (now_ - series_open_ns_ >= series_width_ns_) close_series_sample();
   last_sample_ns_ = now_;
   delivered_at_sample_ = delivered_bytes_;
   while (measuring && now_ >= next_window_ns_) {
@@ -96,13 +97,96 @@ void Network::sample() {
   if (now_ + sample_ns_ <= end_ns_) events_.push(now_ + sample_ns_, EventKind::kSample, 0);
 }
 
+// Closes the open sample of every port's series at now_. When output.series_samples are closed,
+// neighbours merge (sums of bytes and paused time) and later samples are twice as wide, so a run of
+// any length keeps between half and all of that many.
+void Network::close_series_sample() {
+  series_start_.push_back(series_open_ns_);
+  series_width_.push_back(now_ - series_open_ns_);
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
+    const SimTimeNs paused = paused_total(p);
+    series_data_[i].push_back(p.tx_data_wire_bytes - p.data_at_series);
+    series_paused_[i].push_back(paused - p.paused_at_series);
+    p.data_at_series = p.tx_data_wire_bytes;
+    p.paused_at_series = paused;
+  }
+  series_open_ns_ = now_;
+  if (series_start_.size() < s_.output.series_samples) return;
+  auto merge_pairs = [](auto& v, auto combine) {
+    for (size_t k = 0; k < v.size() / 2; ++k) v[k] = combine(v[2 * k], v[2 * k + 1]);
+    v.resize(v.size() / 2);
+  };
+  const auto sum = [](auto a, auto b) { return a + b; };
+  merge_pairs(series_start_, [](SimTimeNs a, SimTimeNs) { return a; });
+  merge_pairs(series_width_, sum);
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    merge_pairs(series_data_[i], sum);
+    merge_pairs(series_paused_[i], sum);
+  }
+  series_width_ns_ *= 2;
+}
+
+// The series of the ports that sent data or were paused, as shares of each sample.
+void Network::collect_series(RunResults& r) const {
+  r.series_start_ns = series_start_;
+  r.series_width_ns = series_width_;
+  for (uint32_t i = 0; i < ports_.size(); ++i) {
+    const Port& p = ports_[i];
+    const SimTimeNs paused = paused_total(p);
+    r.pfc_paused_ms += static_cast<double>(paused) / 1e6;
+    if (p.tx_data_wire_bytes == 0 && paused == 0) continue;
+    PortSeries ps;
+    ps.port = port_name(i);
+    ps.data_bytes = static_cast<double>(p.tx_data_wire_bytes);
+    ps.paused_ms = static_cast<double>(paused) / 1e6;
+    for (size_t k = 0; k < series_start_.size(); ++k) {
+      const auto width = static_cast<double>(series_width_[k]);
+      // Mb/s = bits per µs: capacity in bits over t ns is rate_mbps·t/1000.
+      ps.utilization.push_back(static_cast<double>(series_data_[i][k]) * 8000 /
+                               (static_cast<double>(p.rate_mbps) * width));
+      ps.paused.push_back(static_cast<double>(series_paused_[i][k]) / width);
+    }
+    r.port_series.push_back(std::move(ps));
+  }
+}
+
+// Levels by breadth-first search from every host at once; within a level, nodes in index order.
+void Network::collect_sketch(RunResults& r) const {
+  std::vector<uint32_t> level(topo_.nodes(), kNone);
+  std::vector<uint32_t> frontier;
+  for (uint32_t h = 0; h < topo_.hosts; ++h) {
+    level[h] = 0;
+    frontier.push_back(h);
+  }
+  for (size_t k = 0; k < frontier.size(); ++k) {
+    const uint32_t n = frontier[k];
+    for (uint32_t p = node_first_port_[n]; p < node_first_port_[n + 1]; ++p) {
+      const uint32_t m = ports_[ports_[p].peer].node;
+      if (level[m] == kNone) {
+        level[m] = level[n] + 1;
+        frontier.push_back(m);
+      }
+    }
+  }
+  std::map<uint32_t, uint32_t> per_level;
+  for (uint32_t n = 0; n < topo_.nodes(); ++n) ++per_level[level[n]];
+  std::map<uint32_t, uint32_t> placed;
+  for (uint32_t n = 0; n < topo_.nodes(); ++n) {
+    const uint32_t i = placed[level[n]]++;
+    r.sketch_nodes.push_back({node_name(n), level[n], (i + 0.5) / static_cast<double>(per_level[level[n]])});
+  }
+  for (const LinkSpec& l : topo_.links) r.sketch_links.push_back({l.a, l.b, l.gbps});
+}
+
 // Incast: Jain's index of each burst over its flows' mean rates (size / FCT); the flows of a burst
 // share a start time. A burst with fewer than two finished flows has no index.
 void Network::incast_jain(RunResults& r) const {
   std::map<SimTimeNs, std::vector<double>> bursts;
   for (const Flow& f : flows_) {
     if (f.finish_ns > f.start_ns && f.start_ns >= warmup_ns_) {
-      bursts[f.start_ns].push_back(static_cast<double>(f.size_bytes) / static_cast<double>(f.finish_ns - f.start_ns));
+      bursts[f.start_ns].push_back(static_cast<double>(f.size_bytes) /
+                                   static_cast<double>(f.finish_ns - f.start_ns));
     }
   }
   for (const auto& [start, x] : bursts) {
@@ -153,12 +237,14 @@ RunResults Network::collect(double wall_seconds) {
   double busy_capacity_bits = 0;
   uint64_t max_queue = 0;
   const double measured_ns =
-      warmup_mark_ns_ >= 0 ? static_cast<double>(std::max<SimTimeNs>(0, last_sample_ns_ - warmup_mark_ns_)) : 0;
+      warmup_mark_ns_ >= 0 ? static_cast<double>(std::max<SimTimeNs>(0, last_sample_ns_ - warmup_mark_ns_))
+                           : 0;
   for (uint32_t pi : bottleneck_ports_) {
     const Port& p = ports_[pi];
     max_queue = std::max(max_queue, p.max_queue_bytes);
     // Mb/s = bits per µs: capacity in bits over t ns is rate_mbps·t/1000.
-    const double capacity_bits = static_cast<double>(p.rate_mbps) * static_cast<double>(p.data_busy_ns) / 1000;
+    const double capacity_bits =
+        static_cast<double>(p.rate_mbps) * static_cast<double>(p.data_busy_ns) / 1000;
     PortUtilization u;
     u.busy_ms = static_cast<double>(p.data_busy_ns) / 1e6;
     u.data_bytes = p.data_busy_bytes;
@@ -214,11 +300,15 @@ RunResults Network::collect(double wall_seconds) {
   }
   r.rates = std::move(rates_);
   r.queues = std::move(queue_samples_);
-  for (uint32_t pi : bottleneck_ports_) {
-    const Port& p = ports_[pi];
-    r.port_names.push_back(node_name(p.node) + "->" + node_name(ports_[p.peer].node));
-  }
+  for (uint32_t pi : bottleneck_ports_) r.port_names.push_back(port_name(pi));
+  if (now_ > series_open_ns_) close_series_sample();
+  collect_series(r);
+  collect_sketch(r);
   return r;
+}
+
+std::string Network::port_name(uint32_t port) const {
+  return node_name(ports_[port].node) + "->" + node_name(ports_[ports_[port].peer].node);
 }
 
 std::string Network::node_name(uint32_t node) const {

@@ -64,6 +64,7 @@ std::string summary_json(const RunResults& r) {
   }
   j += r.port_utilization.empty() ? "],\n" : "\n  ],\n";
   j += fmt::format("  \"queue_bytes\": {},\n", pct_json(r.queue_bytes, false));
+  j += fmt::format("  \"pfc_paused_ms\": {},\n", num(r.pfc_paused_ms));
   j += fmt::format("  \"pfc_pauses\": {},\n  \"drops\": {},\n  \"cnps_sent\": {},\n  \"ecn_marks\": {},\n",
                    r.pfc_pauses, r.drops, r.cnps_sent, r.ecn_marks);
   const TransportCounters& t = r.transport;
@@ -114,15 +115,68 @@ void write_outputs(const RunResults& r, const std::filesystem::path& dir) {
     queues << fmt::format("{},{},{}\n", num(static_cast<double>(q.time_ns) / 1000), r.port_names[q.port],
                           q.bytes);
   }
+  // Per-port series: one file per measure, each port that has any of it.
+  auto series = [&](const char* file, const char* column, auto values, auto has) {
+    auto out = open(dir / file);
+    out << "time_us,width_us,port," << column << "\n";
+    for (const PortSeries& ps : r.port_series) {
+      if (!has(ps)) continue;
+      const std::vector<double>& v = values(ps);
+      for (size_t k = 0; k < v.size(); ++k) {
+        out << fmt::format("{},{},{},{}\n", num(static_cast<double>(r.series_start_ns[k]) / 1000),
+                           num(static_cast<double>(r.series_width_ns[k]) / 1000), ps.port, num(v[k]));
+      }
+    }
+  };
+  series(
+      "utilization.csv", "utilization", [](const PortSeries& ps) -> auto& { return ps.utilization; },
+      [](const PortSeries& ps) { return ps.data_bytes > 0; });
+  series(
+      "pauses.csv", "paused", [](const PortSeries& ps) -> auto& { return ps.paused; },
+      [](const PortSeries& ps) { return ps.paused_ms > 0; });
+  auto nodes = open(dir / "topology_nodes.csv");
+  nodes << "node,name,level,x\n";
+  for (size_t i = 0; i < r.sketch_nodes.size(); ++i) {
+    const SketchNode& n = r.sketch_nodes[i];
+    nodes << fmt::format("{},{},{},{}\n", i, n.name, n.level, num(n.x));
+  }
+  auto links = open(dir / "topology_links.csv");
+  links << "a,b,gbps,x_a,level_a,x_b,level_b\n";
+  for (const SketchLink& l : r.sketch_links) {
+    const SketchNode& a = r.sketch_nodes[l.a];
+    const SketchNode& b = r.sketch_nodes[l.b];
+    links << fmt::format("{},{},{},{},{},{},{}\n", a.name, b.name, num(l.gbps), num(a.x), a.level, num(b.x),
+                         b.level);
+  }
 }
+
+namespace {
+
+// gnuplot lines for one per-port series (FILE.csv: time_us,width_us,port,value) as FILE.png: a step
+// line for each of the 8 ports with the largest time-weighted sum (gnuplot's `top`).
+std::string per_port_plot(const char* file, const char* title, const char* ylabel, const char* none) {
+  return fmt::format(R"GP(set output "{0}.png"
+set title "{1}"; set xlabel "time (us)"; set ylabel "{2}"; set yrange [0:1.05]
+top_ports = top("{0}.csv")
+if (strlen(top_ports) > 0) {{
+  plot for [p in top_ports] "< awk -F, '$3 == \"".p."\"' {0}.csv" using 1:4 with steps title p
+}} else {{
+  eval empty("{3}")
+}}
+)GP",
+                     file, title, ylabel, none);
+}
+
+}  // namespace
 
 base::Status plot_outputs(const std::filesystem::path& dir) {
   // One gnuplot script; CSVs are long-format, so each flow/port is selected with a filter.
   // Every picture is always drawn: an empty series (output.max_rate_flows = 0, no finished flow)
   // gives a labelled empty frame instead of gnuplot's "x range is invalid", which would abort the
   // script and leave the later pictures undrawn.
-  const std::string script = R"GP(set datafile separator ","
-set terminal pngcairo size 1000,600
+  const std::string script =
+      R"GP(set datafile separator ","
+set terminal pngcairo size 1000,600 noenhanced
 set key outside right
 empty(what) = sprintf("set label 1 \"%s\" at graph 0.5, graph 0.5 center; set xrange [0:1]; set yrange [0:1]; plot NaN notitle; unset label 1; set autoscale xy", what)
 set output "rates.png"
@@ -151,7 +205,26 @@ if (finished > 0) {
 } else {
   eval empty("no finished flows")
 }
+unset logscale
+top(file) = system("awk -F, 'NR > 1 { s[$3] += $4 * $2 } END { for (p in s) print s[p], p }' ".file." | sort -k1,1gr -k2,2 | head -8 | cut -d' ' -f2 | tr '\n' ' '")
+)GP" +
+      per_port_plot("utilization", "port utilisation (data), the 8 busiest ports", "share of capacity",
+                    "no port sent data") +
+      per_port_plot("pauses", "PFC pause time, the 8 most paused ports", "share of time paused",
+                    "no port was paused") +
+      R"GP(# Topology sketch: hosts at the bottom, each switch level above; host links thin, switch links thick.
+set output "topology.png"
+hosts = system("awk -F, 'NR > 1 && $3 == 0' topology_nodes.csv | wc -l") + 0
+switches = system("awk -F, 'NR > 1 && $3 > 0' topology_nodes.csv | wc -l") + 0
+set title sprintf("topology: %d hosts, %d switches", hosts, switches); unset xlabel; set ylabel "level (0: hosts)"
+unset key; set xrange [0:1]; set yrange [-0.5:*]; set offsets 0, 0, 0.3, 0; set format x ""; set ytics 1
+link(host) = sprintf("< awk -F, 'NR > 1 && ($5 == 0 || $7 == 0) == %d' topology_links.csv", host)
+plot link(1) using 4:5:($6 - $4):($7 - $5) with vectors nohead lc rgb "gray70" lw 1, \
+     link(0) using 4:5:($6 - $4):($7 - $5) with vectors nohead lc rgb "gray40" lw 3, \
+     "topology_nodes.csv" using 4:3:($3 > 0 ? 1 : 2) with points pt 7 ps 1.5 lc variable, \
+     "topology_nodes.csv" using 4:3:(($3 > 0 || hosts <= 32) ? stringcolumn(2) : "") with labels offset 0,1 font ",8"
 )GP";
+
   {
     std::ofstream out(dir / "plot.gp");
     out << script;

@@ -243,6 +243,10 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
 
   r.get("output.max_rate_flows", s.output.max_rate_flows);
   r.get("output.jain_window_ms", s.output.jain_window_ms);
+  r.get("output.series_samples", s.output.series_samples);
+  if (s.output.series_samples < 2)
+    fail(r.where_key("output.series_samples"), "key 'output.series_samples' must be at least 2");
+  s.output.series_samples += s.output.series_samples % 2;
 
   r.get("cc.enabled", s.cc_enabled);
   r.get("cc.profile", s.cc_profile);

@@ -177,7 +177,8 @@ TEST(FabricTest, SameSeedGivesByteIdenticalOutputs) {
   auto a = run_to("a", 5);
   auto b = run_to("b", 5);
   auto c = run_to("c", 6);
-  for (const char* file : {"summary.json", "fct.csv", "rates.csv", "queues.csv"}) {
+  for (const char* file : {"summary.json", "fct.csv", "rates.csv", "queues.csv", "utilization.csv",
+                           "topology_nodes.csv", "topology_links.csv"}) {
     std::string x = read_file(a / file);
     EXPECT_GT(x.size(), 40u) << file;
     EXPECT_EQ(x, read_file(b / file)) << file;

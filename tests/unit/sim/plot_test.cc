@@ -1,5 +1,6 @@
 // Every shipped scenario draws every picture with --plot (issue 25: leaf-spine scenarios set
-// output.max_rate_flows = 0, gnuplot stopped at "x range is invalid" and drew nothing after it).
+// output.max_rate_flows = 0, gnuplot stopped at "x range is invalid" and drew nothing after it; the
+// per-port utilisation and pause series and the topology sketch had no picture).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,7 +41,8 @@ TEST(SimPlot, EveryShippedScenarioDrawsEveryPicture) {
     write_outputs(testing::run_scenario(s), dir);
     const auto plotted = plot_outputs(dir);
     EXPECT_TRUE(plotted.ok()) << plotted.message();
-    for (const char* png : {"rates.png", "queues.png", "fct_slowdown.png"}) {
+    for (const char* png :
+         {"rates.png", "queues.png", "fct_slowdown.png", "utilization.png", "pauses.png", "topology.png"}) {
       const fs::path p = dir / png;
       ASSERT_TRUE(fs::exists(p)) << p;
       EXPECT_GT(fs::file_size(p), 0u) << p;

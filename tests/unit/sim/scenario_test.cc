@@ -80,6 +80,8 @@ TEST(ScenarioTest, ErrorsNameTheKeyAndLine) {
   EXPECT_THAT(message("[switch]\nkmin_bytes = 10\nkmax_bytes = 5\n"), HasSubstr("kmin_bytes <= kmax_bytes"));
   EXPECT_THAT(message("[traffic]\nkind = \"poisson\"\n"), HasSubstr("needs traffic.cdf"));
   EXPECT_THAT(message("[sim\n"), HasSubstr("s.toml:1"));
+  EXPECT_EQ(message("[output]\nseries_samples = 1\n"),
+            "s.toml:2: key 'output.series_samples' must be at least 2");
 }
 
 TEST(ScenarioTest, ShippedScenariosLoad) {

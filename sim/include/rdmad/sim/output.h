@@ -1,6 +1,8 @@
 #pragma once
-// Writes a run's results into a directory: summary.json, fct.csv, rates.csv, queues.csv, and with
-// `plot` PNG charts drawn by gnuplot (rates.png, queues.png, fct_slowdown.png).
+// Writes a run's results into a directory: summary.json, fct.csv, rates.csv, queues.csv, the
+// per-port series (utilization.csv, pauses.csv), the topology sketch's layout (topology_nodes.csv,
+// topology_links.csv), and with `plot` PNG charts drawn by gnuplot (rates, queues, fct_slowdown,
+// utilization, pauses, topology).
 #include <filesystem>
 #include <string>
 

@@ -1,6 +1,6 @@
 #pragma once
 // What a run produces: the summary figures, the per-flow FCT records and the time series. Writing
-// them (summary.json, fct.csv, rates.csv, queues.csv, PNG plots) lives in output.h.
+// them (summary.json, the CSVs, PNG plots) lives in output.h.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,14 +45,37 @@ struct QueueSample {
 
 // One bottleneck port (RunResults::port_names, same order).
 struct PortUtilization {
-  double busy_ms = 0;            // after warm-up: sample intervals in which the port sent data
-  uint64_t data_bytes = 0;       // data wire bytes (headers included) sent in those intervals
-  double busy_utilization = 0;   // data_bytes·8 / (capacity · busy_ms); 0 when never busy
-  double utilization = 0;        // every wire byte (CNPs too) / capacity over the whole measured time
+  double busy_ms = 0;           // after warm-up: sample intervals in which the port sent data
+  uint64_t data_bytes = 0;      // data wire bytes (headers included) sent in those intervals
+  double busy_utilization = 0;  // data_bytes·8 / (capacity · busy_ms); 0 when never busy
+  double utilization = 0;       // every wire byte (CNPs too) / capacity over the whole measured time
   // Of data_bytes, the packets the receiver took in order (counted as they arrive there), and
   // their share of the busy capacity: below busy_utilization by what loss and go-back-N wasted.
   uint64_t goodput_bytes = 0;
   double busy_goodput = 0;
+};
+
+// One port's time series (utilization.csv, pauses.csv), one value per RunResults::series_start_ns.
+struct PortSeries {
+  std::string port;                 // "leaf0->spine1"
+  std::vector<double> utilization;  // data wire bits sent / (capacity · sample width)
+  std::vector<double> paused;       // share of the sample its data priority was paused by PFC
+  double data_bytes = 0;            // data wire bytes over the whole run
+  double paused_ms = 0;             // paused time over the whole run
+};
+
+// Where a node sits in the topology sketch (topology.png): level 0 the hosts, then each switch
+// one more than its nearest neighbour closer to a host (leaf 1, spine 2, …); x in (0, 1) in index
+// order within the level.
+struct SketchNode {
+  std::string name;
+  uint32_t level = 0;
+  double x = 0;
+};
+struct SketchLink {
+  uint32_t a;
+  uint32_t b;
+  double gbps;
 };
 
 // Reliable delivery (transport.acks) and the losses it recovers from.
@@ -83,7 +106,7 @@ struct RunResults {
   double jain_index = -1;
   double jain_index_mean = -1;
   std::vector<double> jain_windows;
-  std::vector<double> jain_bursts;    // incast: Jain's index of each burst (size/FCT of its flows)
+  std::vector<double> jain_bursts;  // incast: Jain's index of each burst (size/FCT of its flows)
   // Σ data_bytes·8 / Σ capacity·busy time over the bottleneck ports (PortUtilization): the ports that
   // carry data, over the time they are busy.
   double bottleneck_utilization = 0;
@@ -93,8 +116,8 @@ struct RunResults {
   uint64_t delivered_bytes = 0;  // payload taken in order by the receivers, whole run
   double goodput_gbps = 0;       // of it, what arrived after warm-up, over the measured time
   TransportCounters transport;
-  Percentiles queue_bytes;            // sampled bottleneck queues after warm-up (max is exact)
-  uint64_t pfc_pauses = 0;            // Xoff frames sent
+  Percentiles queue_bytes;  // sampled bottleneck queues after warm-up (max is exact)
+  uint64_t pfc_pauses = 0;  // Xoff frames sent
   uint64_t drops = 0;
   uint64_t cnps_sent = 0;
   uint64_t ecn_marks = 0;
@@ -109,7 +132,15 @@ struct RunResults {
   std::vector<RateSample> rates;
   std::vector<QueueSample> queues;
   std::vector<std::string> port_names;  // "leaf0->host3"
-  std::vector<std::string> warnings;    // settings the run adjusted (each also on stderr)
+  // Per-port series over the whole run, at most output.series_samples samples each: the ports that
+  // sent data (utilization.csv) and those PFC paused (pauses.csv); the samples' start and width.
+  std::vector<SimTimeNs> series_start_ns;
+  std::vector<SimTimeNs> series_width_ns;
+  std::vector<PortSeries> port_series;
+  double pfc_paused_ms = 0;  // Σ over every port of the time its data priority was paused
+  std::vector<SketchNode> sketch_nodes;
+  std::vector<SketchLink> sketch_links;
+  std::vector<std::string> warnings;  // settings the run adjusted (each also on stderr)
 };
 
 }  // namespace rdmad::sim

@@ -95,6 +95,9 @@ struct LossConfig {
 struct OutputConfig {
   uint32_t max_rate_flows = 64;  // rates.csv holds the first this-many flows
   double jain_window_ms = 10;
+  // utilization.csv / pauses.csv: at most this many samples per port (even; the sample width
+  // doubles whenever a run outgrows it).
+  uint32_t series_samples = 200;
 };
 
 struct Scenario {
