@@ -20,11 +20,15 @@ using testing::star_long_flows;
 // packet takes ceil(1062·0.08) = 85 ns to serialise, an ACK or NAK (62 + 4 B AETH) 6 ns, so packet
 // i leaves at 85·i and reaches the receiver at 85·i + 85 + 1000 + 85 + 1000 = 85·i + 2170, and an
 // ACK sent at t is back at t + 6 + 1000 + 6 + 1000 = t + 2012.
-Scenario one_flow(std::vector<std::string> extra) {
-  std::vector<std::string> o = {"traffic.kind=\"incast\"", "traffic.size_bytes=100000", "sim.duration_ms=1",
-                                "sim.warmup_ms=0"};
-  o.insert(o.end(), extra.begin(), extra.end());
-  return star_long_flows(1, o);
+// A star of `senders` with the `base` settings, then the test's `extra` ones (later ones win).
+Scenario star_with(uint32_t senders, std::vector<std::string> base, const std::vector<std::string>& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return star_long_flows(senders, base);
+}
+
+Scenario one_flow(const std::vector<std::string>& extra) {
+  return star_with(1, {"traffic.kind=\"incast\"", "traffic.size_bytes=100000", "sim.duration_ms=1", "sim.warmup_ms=0"},
+                   extra);
 }
 
 TEST(SimTransport, OneLostPacketCostsExactlyOneGoBackNRewind) {
@@ -82,11 +86,11 @@ TEST(SimTransport, LostAcksAreCoveredByLaterOnesAndTheLastByATimeout) {
 }
 
 // 8 senders × 500 KB into one receiver through a lossy 300 KB switch buffer: tail drops.
-Scenario lossy_incast(std::vector<std::string> extra) {
-  std::vector<std::string> o = {"traffic.kind=\"incast\"",    "traffic.size_bytes=500000", "switch.pfc=false",
-                                "switch.buffer_bytes=300000", "sim.duration_ms=50",        "sim.warmup_ms=0"};
-  o.insert(o.end(), extra.begin(), extra.end());
-  return star_long_flows(8, o);
+Scenario lossy_incast(const std::vector<std::string>& extra) {
+  return star_with(8,
+                   {"traffic.kind=\"incast\"", "traffic.size_bytes=500000", "switch.pfc=false",
+                    "switch.buffer_bytes=300000", "sim.duration_ms=50", "sim.warmup_ms=0"},
+                   extra);
 }
 
 TEST(SimTransport, LossyIncastReportsGoodputBelowUtilisationAndEveryFlowCompletes) {
