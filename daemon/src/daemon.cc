@@ -267,11 +267,17 @@ void Daemon::start_watchdog() {
   // Every thread that does the node's work beside this one: a soft NIC's datapath, the flow
   // engine. rdma_core NICs have no thread of their own (their completions are polled by the flow
   // engine and the clients); the control thread is proven by the watchdog's own timer.
+  // A NIC with several datapath threads has one watch each: datapath:rail0, datapath:rail0.1, ...
   for (const Nic& nic : nics_->slots().nics()) {
-    if (!nic.in_service() || nic.device->datapath_heartbeat() == nullptr) continue;
+    if (!nic.in_service()) continue;
     verbs::Device* dev = nic.device.get();
-    watchdog_->watch("datapath:" + nic.config.name, dev->datapath_heartbeat(),
-                     [dev](const std::function<void()>& fn) { (void)dev->run_on_datapath_for_test(fn); });
+    const std::vector<const base::Heartbeat*> beats = dev->datapath_heartbeats();
+    for (size_t i = 0; i < beats.size(); ++i) {
+      const std::string name = "datapath:" + nic.config.name + (i == 0 ? "" : "." + std::to_string(i));
+      watchdog_->watch(name, beats[i], [dev, i](const std::function<void()>& fn) {
+        (void)dev->run_on_datapath_thread_for_test(i, fn);
+      });
+    }
   }
   if (flows_ && flows_->engine_heartbeat() != nullptr) {
     flow::FlowService* flows = flows_.get();

@@ -14,9 +14,11 @@ namespace {
 constexpr uint32_t kMrTable = 1u << 16;  // soft backend: entry 0 unused, so 65535 regions
 constexpr uint32_t kQpTable = 1024;
 
-std::unique_ptr<Device> soft_device() {
+std::unique_ptr<Device> soft_device(uint32_t max_qps = kQpTable) {
   std::string skip;
-  auto dev = open_device("soft", soft_config(), &skip);
+  DeviceConfig c = soft_config();
+  c.backend_options["max_qps"] = int64_t{max_qps};
+  auto dev = open_device("soft", c, &skip);
   EXPECT_TRUE(dev) << skip;
   return dev;
 }

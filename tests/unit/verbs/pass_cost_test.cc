@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "fake_peer.h"
-#include "test_hooks.h"
+#include "rdmad/verbs/engine/engine.h"
 #include "verbs_test_util.h"
 
 namespace rdmad::verbs::test {
 namespace {
 
-using soft::pass_stats_for_test;
-using soft::PassStats;
+using engine::pass_stats_for_test;
+using engine::PassStats;
 
 constexpr int kIdleQps = 200;
 // A pass gives a busy QP at most 16 transmit turns (its rounds), plus the timers it handles.

@@ -149,6 +149,17 @@ class Device {
     (void)fn;
     return Status::not_supported("this backend has no datapath thread");
   }
+  /// Every datapath thread's heartbeat, where a backend runs several (the first is
+  /// datapath_heartbeat()); empty where it runs none.
+  virtual std::vector<const base::Heartbeat*> datapath_heartbeats() const {
+    if (const base::Heartbeat* h = datapath_heartbeat()) return {h};
+    return {};
+  }
+  /// run_on_datapath_for_test on datapath thread `i` (0: the one datapath_heartbeat() beats for).
+  virtual Status run_on_datapath_thread_for_test(size_t i, const std::function<void()>& fn) {
+    if (i == 0) return run_on_datapath_for_test(fn);
+    return Status::not_supported("no such datapath thread");
+  }
 };
 
 }  // namespace rdmad::verbs

@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 
 bool random_bytes(void* out, size_t n) {
   auto* p = static_cast<uint8_t*>(out);
@@ -20,4 +20,4 @@ bool random_bytes(void* out, size_t n) {
   return true;
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

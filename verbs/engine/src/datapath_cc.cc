@@ -4,17 +4,17 @@
 // the cc/ ones shared with the simulator.
 #include <algorithm>
 
-#include "soft_nic.h"
+#include "datapath.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 
-bool SoftNic::may_send_data(const QpContext& qp, TimeNs now) const {
-  if (!config_.cc_enabled || rp_.at_line_rate(qp.rp)) return true;
+bool Datapath::may_send_data(const QpContext& qp, TimeNs now) const {
+  if (!cc_enabled_ || rp_.at_line_rate(qp.rp)) return true;
   return pacer_.may_send(qp.pacer, now);
 }
 
-void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
-  if (!config_.cc_enabled) return;
+void Datapath::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
+  if (!cc_enabled_) return;
   rp_.on_bytes_sent(qp.rp, now, bytes);
   if (rp_.at_line_rate(qp.rp)) return;
   arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
@@ -25,7 +25,7 @@ void SoftNic::on_data_sent(QpContext& qp, TimeNs now, size_t bytes) {
   pacer_.on_departure(qp.pacer, from, bytes, qp.paced_rate_mbps);
 }
 
-void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
+void Datapath::on_ce_marked(QpContext& qp, TimeNs now) {
   if (np_.on_ce_packet(qp.np, now)) {
     send_cnp(qp);
   } else {
@@ -33,16 +33,15 @@ void SoftNic::on_ce_marked(QpContext& qp, TimeNs now) {
   }
 }
 
-void SoftNic::on_cnp(QpContext& qp, TimeNs now) {
+void Datapath::on_cnp(QpContext& qp, TimeNs now) {
   rp_.on_cnp(qp.rp, now);
   arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
 }
 
-void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
-  // config_.dcqcn is read only here and on this thread (send_cnp, dcqcn_params() through run()).
-  config_.dcqcn = params;
+void Datapath::set_dcqcn_params(const cc::DcqcnParams& params) {
+  dcqcn_ = params;  // this thread's copy (send_cnp)
   const double old_max = rp_.max_rate_mbps();
-  rp_ = cc::ReactionPoint(params, config_.line_rate_mbps);
+  rp_ = cc::ReactionPoint(params, nic_.config().line_rate_mbps);
   np_ = cc::NotificationPoint(params);
   // Rates were reached under the old ceiling: a QP that sat at it moves to the new one (it is
   // "at line rate" only at exactly the ceiling), and no QP keeps a rate above the new one.
@@ -58,22 +57,22 @@ void SoftNic::set_dcqcn_params(const cc::DcqcnParams& params) {
   }
 }
 
-void SoftNic::notification_timer(QpContext& qp, TimeNs now) {
-  if (!config_.cc_enabled) return;
+void Datapath::notification_timer(QpContext& qp, TimeNs now) {
+  if (!cc_enabled_) return;
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   if (np_.deferred_cnp_due(qp.np) <= now && np_.on_timer(qp.np, now)) send_cnp(qp);
   arm(qp, kNotificationTimer, np_.deferred_cnp_due(qp.np));
 }
 
-void SoftNic::reaction_timer(QpContext& qp, TimeNs now) {
-  if (!config_.cc_enabled) return;
+void Datapath::reaction_timer(QpContext& qp, TimeNs now) {
+  if (!cc_enabled_) return;
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   rp_.on_timer(qp.rp, now);
   arm(qp, kReactionTimer, rp_.next_event_ns(qp.rp));
   repace(qp, now);
 }
 
-void SoftNic::repace(QpContext& qp, TimeNs now) {
+void Datapath::repace(QpContext& qp, TimeNs now) {
   // An increase (here, or applied when the rates were sampled) also speeds up the departure the
   // pacer holds back; the QP then sends at the new time (at once if back at line rate).
   const double rate = rp_.rate_mbps(qp.rp);
@@ -87,7 +86,7 @@ void SoftNic::repace(QpContext& qp, TimeNs now) {
   }
 }
 
-void SoftNic::dcqcn_samples(std::vector<DcqcnSample>& out) {
+void Datapath::dcqcn_samples(std::vector<DcqcnSample>& out) {
   const TimeNs now = loop_now_;
   for (const auto& qp : qps_) {
     if (qp == nullptr || qp->state != QpState::kRts) continue;
@@ -99,4 +98,4 @@ void SoftNic::dcqcn_samples(std::vector<DcqcnSample>& out) {
   }
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

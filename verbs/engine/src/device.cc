@@ -1,24 +1,19 @@
-// The application-facing objects of the soft backend. They hold the NIC alive (shared_ptr) and reach
-// its datapath thread through SoftNic::run for control operations other than memory registration
-// (which fills the NIC's lock-free region table from the caller's thread); polling touches only the
-// SPSC rings, posting also computes payload CRCs (SoftNic::crc_at_post) after checking the region.
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
+// The application-facing objects of an engine NIC. They hold the NIC alive (shared_ptr) and reach
+// a QP's datapath thread through Datapath::run for control operations other than memory
+// registration (which fills the NIC's lock-free region table from the caller's thread); polling
+// touches only the SPSC rings, posting also computes payload CRCs (Nic::crc_at_post) after
+// checking the region.
 #include <unistd.h>
 
 #include <cstdio>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
-#include "rdmad/verbs/soft/soft_backend.h"
-#include "soft_nic.h"
-#include "test_hooks.h"
+#include "datapath.h"
+#include "rdmad/verbs/engine/engine.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 namespace {
 
 constexpr uint32_t kMaxWr = 16384;
@@ -26,7 +21,7 @@ constexpr uint32_t kMaxCqDepth = 1u << 20;
 
 class SoftMr final : public MemoryRegion {
  public:
-  SoftMr(std::shared_ptr<SoftNic> nic, uint64_t addr, size_t len, uint32_t key, uint32_t access)
+  SoftMr(std::shared_ptr<Nic> nic, uint64_t addr, size_t len, uint32_t key, uint32_t access)
       : nic_(std::move(nic)), addr_(addr), len_(len), key_(key), access_(access) {}
   // The caller may unmap the memory once this returns (remove_mr waits for what still reads it).
   ~SoftMr() override { nic_->remove_mr(key_); }
@@ -37,7 +32,7 @@ class SoftMr final : public MemoryRegion {
   uint32_t access() const override { return access_; }
 
  private:
-  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<Nic> nic_;
   uint64_t addr_;
   size_t len_;
   uint32_t key_;
@@ -46,7 +41,7 @@ class SoftMr final : public MemoryRegion {
 
 class SoftCq final : public CompletionQueue {
  public:
-  SoftCq(std::shared_ptr<SoftNic> nic, uint32_t depth)
+  SoftCq(std::shared_ptr<Nic> nic, uint32_t depth)
       : nic_(std::move(nic)), shared_(std::make_shared<CqShared>(depth, nic_->id())) {}
   size_t poll(std::span<WorkCompletion> out) override {
     size_t n = 0;
@@ -67,26 +62,31 @@ class SoftCq final : public CompletionQueue {
   const std::shared_ptr<CqShared>& shared() const { return shared_; }
 
  private:
-  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<Nic> nic_;
   std::shared_ptr<CqShared> shared_;
 };
 
 class SoftQp final : public QueuePair {
  public:
-  SoftQp(std::shared_ptr<SoftNic> nic, std::shared_ptr<QpShared> shared, uint32_t qpn)
-      : nic_(std::move(nic)), shared_(std::move(shared)), qpn_(qpn) {}
+  SoftQp(std::shared_ptr<Nic> nic, std::shared_ptr<QpShared> shared, uint32_t qpn)
+      : nic_(std::move(nic)),
+        shared_(std::move(shared)),
+        qpn_(qpn),
+        datapath_(nic_->datapath_of(qpn)),
+        slot_(nic_->slot_of(qpn)) {}
   ~SoftQp() override {
-    nic_->run([&] { nic_->remove_qp(qpn_); });
+    datapath_.run([&] { datapath_.remove_qp(qpn_); });
+    nic_->release_qpn(qpn_);
   }
   uint32_t qp_num() const override { return qpn_; }
   Status modify(const QpAttr& attr, uint32_t mask) override {
     Status st;
-    nic_->run([&] { st = nic_->modify_qp(qpn_, attr, mask); });
+    datapath_.run([&] { st = datapath_.modify_qp(qpn_, attr, mask); });
     return st;
   }
   QpAttr query() const override {
     QpAttr a;
-    nic_->run([&] { a = nic_->query_qp(qpn_); });
+    datapath_.run([&] { a = datapath_.query_qp(qpn_); });
     a.cap.max_send_wr = static_cast<uint32_t>(shared_->sq.capacity());
     a.cap.max_recv_wr = static_cast<uint32_t>(shared_->rq.capacity());
     return a;
@@ -125,18 +125,20 @@ class SoftQp final : public QueuePair {
  private:
   Status finish_post(size_t n, size_t wanted, size_t* posted) {
     if (posted) *posted = n;
-    if (n > 0) nic_->doorbell(qpn_);
+    if (n > 0) datapath_.doorbell_slot(slot_);
     return n == wanted ? Status::success() : Status(StatusCode::kNoResource, {});
   }
 
-  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<Nic> nic_;
   std::shared_ptr<QpShared> shared_;
   uint32_t qpn_;
+  Datapath& datapath_;  // the thread that owns the QP
+  uint32_t slot_;
 };
 
 class SoftPd final : public ProtectionDomain {
  public:
-  SoftPd(std::shared_ptr<SoftNic> nic, uint32_t id) : nic_(std::move(nic)), id_(id) {}
+  SoftPd(std::shared_ptr<Nic> nic, uint32_t id) : nic_(std::move(nic)), id_(id) {}
   Result<std::unique_ptr<MemoryRegion>> reg_mr(void* addr, size_t length, uint32_t access) override {
     if (addr == nullptr && length != 0) return Status::error("reg_mr: null address");
     uint32_t key = 0;
@@ -147,7 +149,8 @@ class SoftPd final : public ProtectionDomain {
         std::make_unique<SoftMr>(nic_, reinterpret_cast<uint64_t>(addr), length, key, access));
   }
   Result<std::unique_ptr<MemoryRegion>> reg_dmabuf_mr(int, uint64_t, size_t, uint64_t, uint32_t) override {
-    return Status::not_supported("soft backend: dma-buf memory cannot be reached by a user-space datapath");
+    return Status::not_supported(
+        "engine nic: dma-buf memory cannot be reached by a user-space datapath (soft, dpdk backends)");
   }
   Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr& attr) override {
     auto* scq = dynamic_cast<SoftCq*>(attr.send_cq);
@@ -160,67 +163,46 @@ class SoftPd final : public ProtectionDomain {
       return Status::error("create_qp: max_send_wr/max_recv_wr out of range");
     }
     auto shared = std::make_shared<QpShared>(attr.max_send_wr, std::max<uint32_t>(attr.max_recv_wr, 1));
+    const Result<uint32_t> qpn = nic_->reserve_qpn();
+    if (!qpn.ok()) return qpn.status();
+    Datapath& dp = nic_->datapath_of(*qpn);
     Result<QpContext*> ctx = Status::error("unreached");
-    nic_->run([&] { ctx = nic_->add_qp(id_, shared, scq->shared(), rcq->shared()); });
-    if (!ctx.ok()) return ctx.status();
-    return std::unique_ptr<QueuePair>(std::make_unique<SoftQp>(nic_, shared, (*ctx)->qpn));
+    dp.run([&] { ctx = dp.add_qp(nic_->numbering().index(*qpn), *qpn, id_, shared, scq->shared(), rcq->shared()); });
+    if (!ctx.ok()) {
+      nic_->release_qpn(*qpn);
+      return ctx.status();
+    }
+    return std::unique_ptr<QueuePair>(std::make_unique<SoftQp>(nic_, shared, *qpn));
   }
 
  private:
-  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<Nic> nic_;
   uint32_t id_;
 };
 
-// The largest RoCE MTU whose packets fit the interface that holds `address`: IPv4/IPv6 + UDP +
-// BTH + RETH + ICRC around the payload (a 1500-byte Ethernet link carries 1024, jumbo frames
-// 4096). 4096 when the interface is not found. Packets are sent with DF set, so a larger path MTU
-// would never arrive.
-uint32_t roce_mtu_for(const std::string& address) {
-  const auto gid = Gid::from_ip(address);
-  uint32_t if_mtu = 0;
-  ifaddrs* list = nullptr;
-  if (gid && getifaddrs(&list) == 0) {
-    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-      if (i->ifa_addr == nullptr) continue;
-      std::optional<Gid> here;
-      char buf[INET6_ADDRSTRLEN] = {};
-      if (i->ifa_addr->sa_family == AF_INET)
-        here = Gid::from_ip(inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf));
-      else if (i->ifa_addr->sa_family == AF_INET6)
-        here = Gid::from_ip(inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf, sizeof buf));
-      if (!here || here->raw != gid->raw) continue;
-      int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      ifreq req{};
-      std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", i->ifa_name);
-      if (s >= 0 && ioctl(s, SIOCGIFMTU, &req) == 0) if_mtu = static_cast<uint32_t>(req.ifr_mtu);
-      if (s >= 0) close(s);
-      break;
-    }
-    freeifaddrs(list);
-  }
-  // Loopback addresses outside lo's own (127.0.0.2, ...) are not listed: they use lo's MTU.
-  if (if_mtu == 0) return 4096;
-  const uint32_t overhead = (address.find(':') != std::string::npos ? 40 : 20) + 8 + 12 + 16 + 4;
-  for (uint32_t mtu = 4096; mtu > 256; mtu /= 2)
-    if (mtu + overhead <= if_mtu) return mtu;
-  return 256;
-}
-
-class SoftDevice final : public Device {
+class EngineDevice final : public Device {
  public:
-  explicit SoftDevice(const SoftConfig& config)
-      : nic_(std::make_shared<SoftNic>(config)), active_mtu_(roce_mtu_for(config.address)) {
-    info_.name = config.name.empty() ? "soft" + std::to_string(nic_->id()) : config.name;
-    info_.backend = "soft";
+  EngineDevice(const EngineConfig& config, const PortFactory& make_port)
+      : nic_(std::make_shared<Nic>(config, make_port)), active_mtu_(nic_->port().link_mtu()) {
+    info_.name = config.name.empty() ? config.backend + std::to_string(nic_->id()) : config.name;
+    info_.backend = config.backend;
+    const roce::IpAddr& ip = nic_->port().local_ip();
+    if (ip.v6) {
+      gid_.raw = ip.bytes;
+    } else {  // ::ffff:a.b.c.d
+      gid_.raw = {};
+      gid_.raw[10] = gid_.raw[11] = 0xFF;
+      std::memcpy(gid_.raw.data() + 12, ip.bytes.data(), 4);
+    }
   }
   const DeviceInfo& info() const override { return info_; }
   Result<PortInfo> query_port(uint8_t port_num) const override {
-    if (port_num != 1) return Status::error("soft device has one port");
+    if (port_num != 1) return Status::error(info_.backend + " device has one port");
     PortInfo p;
-    p.state = PortState::kActive;
+    p.state = nic_->port().link_up() ? PortState::kActive : PortState::kDown;
     p.speed_mbps = nic_->config().line_rate_mbps;
-    p.gid = *Gid::from_ip(nic_->config().address);
-    p.udp_port = nic_->local_port();
+    p.gid = gid_;
+    p.udp_port = nic_->port().udp_port();
     p.active_mtu_bytes = active_mtu_;
     return p;
   }
@@ -231,52 +213,60 @@ class SoftDevice final : public Device {
     if (depth == 0 || depth > kMaxCqDepth) return Status::error("create_cq: depth out of range");
     return std::unique_ptr<CompletionQueue>(std::make_unique<SoftCq>(nic_, depth));
   }
-  const base::Heartbeat* datapath_heartbeat() const override { return &nic_->heartbeat(); }
+  const base::Heartbeat* datapath_heartbeat() const override { return &nic_->datapath(0).heartbeat(); }
+  std::vector<const base::Heartbeat*> datapath_heartbeats() const override { return nic_->heartbeats(); }
   Status run_on_datapath_for_test(const std::function<void()>& fn) override {
-    nic_->run(fn);
+    nic_->datapath(0).run(fn);
     return Status::success();
   }
-  // Read beside the datapath, never through it: a scrape does not wait for a busy or stalled NIC.
+  Status run_on_datapath_thread_for_test(size_t i, const std::function<void()>& fn) override {
+    if (i >= nic_->datapath_count()) return Status::not_supported("no such datapath thread");
+    nic_->datapath(static_cast<uint32_t>(i)).run(fn);
+    return Status::success();
+  }
+  // Read beside the datapaths, never through them: a scrape does not wait for a busy or stalled NIC.
   NicCounters counters() const override { return nic_->counters(); }
   std::vector<DcqcnSample> dcqcn_samples() const override {
     std::vector<DcqcnSample> out;
-    nic_->run([&] { nic_->dcqcn_samples(out); });
+    nic_->run_all([&](Datapath& d) { d.dcqcn_samples(out); });
     return out;
   }
-  std::optional<cc::DcqcnParams> dcqcn_params() const override {
-    cc::DcqcnParams p;
-    nic_->run([&] { p = nic_->config().dcqcn; });
-    return p;
-  }
+  std::optional<cc::DcqcnParams> dcqcn_params() const override { return nic_->dcqcn_params(); }
   Status set_dcqcn_params(const cc::DcqcnParams& params) override {
-    nic_->run([&] { nic_->set_dcqcn_params(params); });
+    nic_->set_dcqcn_params(params);
     return Status::success();
   }
   PassStats pass_stats() const {
     PassStats s;
-    nic_->run([&] { s = {nic_->passes_for_test(), nic_->qps_visited_for_test(), nic_->timers_scheduled_for_test()}; });
+    nic_->run_all([&](Datapath& d) {
+      const PassStats one = d.pass_stats();
+      s.passes += one.passes;
+      s.qps_visited += one.qps_visited;
+      s.timers_scheduled += one.timers_scheduled;
+    });
     return s;
   }
 
  private:
-  std::shared_ptr<SoftNic> nic_;
+  std::shared_ptr<Nic> nic_;
   uint32_t active_mtu_ = 4096;
+  Gid gid_;
   DeviceInfo info_;
   std::atomic<uint32_t> next_pd_{1};
 };
 
 }  // namespace
 
-PassStats pass_stats_for_test(const Device& dev) { return dynamic_cast<const SoftDevice&>(dev).pass_stats(); }
+PassStats pass_stats_for_test(const Device& dev) { return dynamic_cast<const EngineDevice&>(dev).pass_stats(); }
 
-Capabilities static_capabilities() {
+Capabilities engine_capabilities() {
   Capabilities c;
   c.dmabuf_mr = false;
   c.software_cc = true;
   c.ipv6 = true;
   c.max_mr_size = uint64_t{1} << 40;
   c.max_mr = kMaxMrs - 1;  // entry 0 is never used
-  c.max_qp = kMaxQps;
+  c.max_qp = kMaxQpsLimit;
   c.max_qp_wr = kMaxWr;
   c.max_cq_depth = kMaxCqDepth;
   c.max_msg_size = 1u << 31;
@@ -291,23 +281,12 @@ Capabilities static_capabilities() {
   return c;
 }
 
-BackendInfo backend_info() {
-  BackendInfo b;
-  b.name = "soft";
-  b.caps = static_capabilities();
-  b.discover = [](const HostScan&) -> Result<HostNics> { return HostNics{}; };
-  b.options = option_table();
-  b.open = [](const DeviceConfig& config) -> Result<std::unique_ptr<Device>> {
-    auto soft = soft_config(config);
-    if (!soft.ok()) return soft.status();
-    try {
-      return std::unique_ptr<Device>(std::make_unique<SoftDevice>(soft.value()));
-    } catch (const std::exception& e) {
-      return Status::error(e.what());
-    }
-  };
-  b.list_devices = [] { return std::vector<std::string>{}; };
-  return b;
+Result<std::unique_ptr<Device>> open_device(const EngineConfig& config, const PortFactory& make_port) {
+  try {
+    return std::unique_ptr<Device>(std::make_unique<EngineDevice>(config, make_port));
+  } catch (const std::exception& e) {
+    return Status::error(e.what());
+  }
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "soft_nic.h"
+#include "datapath.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 namespace {
 
 using roce::Opcode;
@@ -25,13 +25,13 @@ bool has_imm(Opcode op) {
 
 }  // namespace
 
-void SoftNic::push_response(QpContext& qp, const Response& r) {
+void Datapath::push_response(QpContext& qp, const Response& r) {
   if (qp.resp_count == kResponseDepth) return;  // dropped: the requester's timer recovers
   qp.responses[(qp.resp_head + qp.resp_count) % kResponseDepth] = r;
   ++qp.resp_count;
 }
 
-void SoftNic::ack_coalesced(QpContext& qp, uint32_t psn) {
+void Datapath::ack_coalesced(QpContext& qp, uint32_t psn) {
   if (qp.resp_count > 0) {
     Response& tail = qp.responses[(qp.resp_head + qp.resp_count - 1) % kResponseDepth];
     if (tail.kind == Response::Kind::kAck) {
@@ -45,7 +45,7 @@ void SoftNic::ack_coalesced(QpContext& qp, uint32_t psn) {
   push_response(qp, r);
 }
 
-void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
+void Datapath::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   (void)now;
   const Opcode op = pkt.bth.opcode;
   const roce::OpcodeInfo& info = roce::opcode_info(op);
@@ -188,7 +188,7 @@ void SoftNic::on_request(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   if (pkt.bth.ack_req) ack_coalesced(qp, psn);
 }
 
-bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
+bool Datapath::responder_tx(QpContext& qp, TimeNs now, int budget) {
   int sent = 0;
   while (sent < budget && qp.resp_count > 0) {
     Response& r = qp.responses[qp.resp_head];
@@ -234,4 +234,4 @@ bool SoftNic::responder_tx(QpContext& qp, TimeNs now, int budget) {
   return sent > 0;
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

@@ -1,8 +1,6 @@
 #pragma once
-// Datapath state of one RC queue pair. Owned by the NIC's datapath thread; the application side
-// only touches QpShared (the SPSC rings, and the payload CRCs it computes at post).
-#include <sys/socket.h>
-
+// Datapath state of one RC queue pair. Owned by one of the NIC's datapath threads; the application
+// side only touches QpShared (the SPSC rings, and the payload CRCs it computes at post).
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -18,7 +16,7 @@
 #include "rdmad/verbs/types.h"
 #include "spsc_ring.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 
 using cc::TimeNs;
 
@@ -54,7 +52,7 @@ struct PostCrcRing {
   uint64_t tail = 0;                          // producer only
   std::atomic<uint64_t> head{0};              // entries below it are free again
   // Odd while the producer reads application memory. Deregistration clears the region's key, then
-  // waits for an odd value to change before the caller may unmap the memory (SoftNic::wait_posts).
+  // waits for an odd value to change before the caller may unmap the memory (Nic::wait_posts).
   std::atomic<uint64_t> reading{0};
   uint32_t& at(uint64_t i) { return crcs[i & (kEntries - 1)]; }
 };
@@ -90,8 +88,8 @@ struct Response {
   uint32_t rkey = 0;      // READ: the key checked again before each response packet
 };
 
-/// The timers each QP keeps on its NIC's timing wheel (SoftNic::arm); the wheel names them
-/// qp_index(qpn) · kQpTimers + kind.
+/// The timers each QP keeps on its datapath's timing wheel (Datapath::arm); the wheel names them
+/// QpContext::slot · kQpTimers + kind.
 enum QpTimer : uint32_t {
   kRetransmitTimer,    // the go-back-N timeout; checked lazily, re-armed when progress moved it
   kSendTimer,          // the QP may send again: the pacer's next departure, or the end of an RNR wait
@@ -102,6 +100,7 @@ enum QpTimer : uint32_t {
 
 struct QpContext {
   uint32_t qpn = 0;
+  uint32_t slot = 0;  // the QP's place among its datapath's: table index / datapath count
   uint32_t pd_id = 0;
   std::shared_ptr<QpShared> shared;
   std::shared_ptr<CqShared> send_cq;
@@ -109,10 +108,9 @@ struct QpContext {
   QpAttr attr;
   QpState state = QpState::kReset;
   uint32_t mtu = 1024;
-  sockaddr_storage dest_sa{};  // where packets go: the peer, or a fabric emulator port
-  socklen_t dest_len = 0;
-  int tx_fd = -1;              // the socket (hence UDP source port) our packets leave from
-  roce::IpUdpInfo ip;          // IP/UDP description of our packets to dest (for the ICRC)
+  uint32_t path = 0;       // the port queue's handle for where packets go (PortQueue::open_path)
+  bool path_open = false;
+  roce::IpUdpInfo ip;      // IP/UDP description of our packets to the peer (for the ICRC)
   const roce::Crc32Shift* mtu_shift = nullptr;  // combines a full segment's CRC into an ICRC
 
   // ---- requester ----
@@ -151,12 +149,12 @@ struct QpContext {
   cc::PacerState pacer;
   double paced_rate_mbps = 0;  // the rate the pacer's current gap was set at
 
-  // ---- datapath scheduling (soft_nic_timers.cc) ----
-  bool active = false;   // on SoftNic::active_: a loop pass gives it a transmit turn
+  // ---- datapath scheduling (datapath_timers.cc) ----
+  bool active = false;   // on Datapath::active_: a loop pass gives it a transmit turn
   bool cq_full = false;  // a completion did not fit its CQ: retry every pass until it does
   // When each wheel timer is due; kNever: not scheduled. A timer is re-armed only to an earlier
   // time; one that fires early (its state moved on) re-arms at the real time.
   std::array<TimeNs, kQpTimers> timer_due{cc::kNever, cc::kNever, cc::kNever, cc::kNever};
 };
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <thread>
 
-#include "soft_nic.h"
+#include "datapath.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 
-void SoftNic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
+void Nic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
   *pc = PostCrc{};
   if (!config_.crc_at_post || wr.sge.length < kCrcAtPostMinBytes) return;
   if (wr.opcode == WrOpcode::kRdmaRead) return;
@@ -41,7 +41,7 @@ void SoftNic::crc_at_post(QpShared& s, const SendWr& wr, PostCrc* pc) {
   r.reading.fetch_add(1, std::memory_order_release);
 }
 
-void SoftNic::wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps) {
+void Nic::wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps) {
   for (const auto& q : qps) {
     const uint64_t seen = q->crc_ring.reading.load(std::memory_order_seq_cst);
     if ((seen & 1) == 0) continue;
@@ -57,4 +57,4 @@ void SoftNic::wait_posts(const std::vector<std::shared_ptr<QpShared>>& qps) {
   }
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "soft_nic.h"
+#include "datapath.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 namespace {
 
 using roce::psn_add;
@@ -67,7 +67,7 @@ WcOpcode wc_opcode(WrOpcode op) {
 
 }  // namespace
 
-void SoftNic::accept_new_wrs(QpContext& qp) {
+void Datapath::accept_new_wrs(QpContext& qp) {
   auto& sq = qp.shared->sq;
   uint64_t tail = sq.tail();
   for (; qp.accepted < tail; ++qp.accepted) {
@@ -88,7 +88,7 @@ void SoftNic::accept_new_wrs(QpContext& qp) {
   }
 }
 
-void SoftNic::complete_sends(QpContext& qp) {
+void Datapath::complete_sends(QpContext& qp) {
   auto& sq = qp.shared->sq;
   while (sq.head() < qp.accepted && qp.state == QpState::kRts) {
     const SendWr& wr = sq.at(sq.head());
@@ -110,7 +110,7 @@ void SoftNic::complete_sends(QpContext& qp) {
   }
 }
 
-void SoftNic::fail_head(QpContext& qp, WcStatus status) {
+void Datapath::fail_head(QpContext& qp, WcStatus status) {
   auto& sq = qp.shared->sq;
   if (!sq.empty()) {
     const SendWr& wr = sq.at(sq.head());
@@ -120,7 +120,7 @@ void SoftNic::fail_head(QpContext& qp, WcStatus status) {
   set_error(qp);
 }
 
-bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
+bool Datapath::requester_tx(QpContext& qp, TimeNs now, int budget) {
   if (qp.state == QpState::kError) {
     flush(qp);
     return false;
@@ -226,7 +226,7 @@ bool SoftNic::requester_tx(QpContext& qp, TimeNs now, int budget) {
   return sent > 0;
 }
 
-void SoftNic::go_back_n(QpContext& qp, uint32_t psn) {
+void Datapath::go_back_n(QpContext& qp, uint32_t psn) {
   if (qp.gbn_active && qp.gbn_psn == psn) return;
   qp.gbn_active = true;
   qp.gbn_psn = psn;
@@ -242,7 +242,7 @@ void SoftNic::go_back_n(QpContext& qp, uint32_t psn) {
 }
 
 // `psn` moved past every READ at it whose responses already arrived in order (see advance_una).
-uint32_t SoftNic::past_received_reads(QpContext& qp, uint32_t psn) {
+uint32_t Datapath::past_received_reads(QpContext& qp, uint32_t psn) {
   auto& sq = qp.shared->sq;
   for (uint64_t i = sq.head(); i < qp.accepted; ++i) {
     const SendSlot& s = qp.slots[sq.slot(i)];
@@ -257,7 +257,7 @@ uint32_t SoftNic::past_received_reads(QpContext& qp, uint32_t psn) {
   return psn;
 }
 
-void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
+void Datapath::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
   if (psn_diff(psn, qp.una_psn) <= 0) return;
   auto& sq = qp.shared->sq;
   bool implied_nak = false;
@@ -299,7 +299,7 @@ void SoftNic::advance_una(QpContext& qp, uint32_t psn, TimeNs now) {
 // anything. (An ACK names the last PSN it covers, so una - 1 is a repeat of the last ACK, which a
 // responder sends for duplicates.) What lands inside the window is believed: RoCE has no integrity
 // check an on-path attacker cannot redo (docs/verbs.md, "What the datapath cannot protect").
-void SoftNic::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
+void Datapath::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   if (qp.state != QpState::kRts) return drop(RxDropReason::kBadState);
   uint32_t psn = pkt.bth.psn;
   const roce::Aeth& a = pkt.aeth;
@@ -346,7 +346,7 @@ void SoftNic::on_ack(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   }
 }
 
-void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
+void Datapath::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs now) {
   if (qp.state != QpState::kRts) return drop(RxDropReason::kBadState);
   uint32_t psn = pkt.bth.psn;
   if (psn_diff(psn, qp.una_psn) < 0 || psn_diff(psn, qp.sent_hi) >= 0) return drop(RxDropReason::kOutOfWindow);
@@ -383,7 +383,7 @@ void SoftNic::on_read_response(QpContext& qp, const roce::Packet& pkt, TimeNs no
 // while anything is; ACKs only move last_progress_ns, and the timer, when it fires, re-arms at the
 // deadline that moved (one wheel operation per timeout, not one per ACK). The ACK that leaves
 // nothing outstanding cancels it (advance_una), so an idle QP has no timer waking the loop.
-void SoftNic::retransmit_timer(QpContext& qp, TimeNs now) {
+void Datapath::retransmit_timer(QpContext& qp, TimeNs now) {
   if (qp.state != QpState::kRts || psn_diff(qp.sent_hi, qp.una_psn) <= 0 || qp.attr.timeout == 0) return;
   const TimeNs timeout = timeout_ns(qp.attr.timeout);
   const TimeNs deadline = qp.last_progress_ns + timeout;
@@ -401,4 +401,4 @@ void SoftNic::retransmit_timer(QpContext& qp, TimeNs now) {
   arm(qp, kRetransmitTimer, now + timeout);
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

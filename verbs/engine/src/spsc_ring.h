@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 
 template <class T>
 class SpscRing {
@@ -62,4 +62,4 @@ class SpscRing {
   alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine

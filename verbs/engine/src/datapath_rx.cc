@@ -4,9 +4,9 @@
 // responder or the congestion-control hooks. Every drop is counted by reason
 // (NicCounters::rx_dropped_by_reason), never logged: a stranger's flood must cost a counter
 // increment per packet, not a line.
-#include "soft_nic.h"
+#include "datapath.h"
 
-namespace rdmad::verbs::soft {
+namespace rdmad::verbs::engine {
 namespace {
 
 RxDropReason drop_reason(roce::DecodeError e) {
@@ -20,33 +20,26 @@ RxDropReason drop_reason(roce::DecodeError e) {
 
 }  // namespace
 
-bool SoftNic::rx_burst(TimeNs now) {
-  size_t n = rx_.receive(fd_);
-  drop(RxDropReason::kTruncated, rx_.truncated());
+bool Datapath::rx_burst(TimeNs now) {
+  RxStats stats;
+  const size_t n = queue_.receive(rx_, &stats);
+  drop(RxDropReason::kTruncated, stats.truncated);
   for (size_t i = 0; i < n; ++i) {
-    roce::IpUdpInfo ip;
-    from_sockaddr(rx_.source(i), &ip.src, &ip.src_port);
-    ip.dst = local_ip_;
-    ip.dst_port = local_port_;
-    ip.tos = rx_.tos(i);
-    // The socket does not show the IPv4 id. Soft senders leave it 0; rxe and hardware NICs send
-    // real ids, which their ICRC covers: the check takes the id that makes it match.
-    ip.ip_id_known = false;
     roce::Packet pkt;
-    auto data = rx_.packet(i);
-    if (const roce::DecodeError e = roce::decode_datagram(data, &ip, &pkt, &decode_counters_);
+    const RxPacket& in = rx_[i];
+    if (const roce::DecodeError e = roce::decode_datagram(in.data, &in.ip, &pkt, &decode_counters_);
         e != roce::DecodeError::kOk) {
       drop(drop_reason(e));
       continue;
     }
     ++counters_.rx_packets;
-    counters_.rx_bytes += data.size();
-    on_packet(pkt, ip, now);
+    counters_.rx_bytes += in.data.size();
+    on_packet(pkt, in.ip, now);
   }
-  return n > 0 || rx_.truncated() > 0;
+  return n > 0 || stats.truncated > 0 || stats.not_roce > 0;
 }
 
-void SoftNic::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, TimeNs now) {
+void Datapath::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, TimeNs now) {
   QpContext* qp = qp_by_num(pkt.bth.dest_qp);
   if (qp == nullptr) return drop(RxDropReason::kUnknownQp);
   // Only a connected QP has a peer to compare with; the others take nothing (IB: a QP in RESET or
@@ -54,7 +47,7 @@ void SoftNic::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, Time
   if (qp->state != QpState::kRtr && qp->state != QpState::kRts) return drop(RxDropReason::kBadState);
   if (!from_peer(*qp, ip)) return drop(RxDropReason::kWrongSource);
   if (pkt.bth.opcode == roce::Opcode::kCnp) {
-    if (!config_.cc_enabled) {
+    if (!cc_enabled_) {
       ++counters_.rp_cnp_ignored;
       return;
     }
@@ -65,7 +58,7 @@ void SoftNic::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, Time
   activate(*qp);  // an ACK may open the window or complete WRs, a request queues a response
   if ((ip.tos & roce::kEcnMask) == roce::kEcnCe && pkt.bth.opcode != roce::Opcode::kAcknowledge) {
     ++counters_.np_ecn_marked_roce_packets;
-    if (config_.cc_enabled) on_ce_marked(*qp, now);
+    if (cc_enabled_) on_ce_marked(*qp, now);
   }
   switch (pkt.bth.opcode) {
     case roce::Opcode::kAcknowledge: on_ack(*qp, pkt, now); break;
@@ -77,4 +70,4 @@ void SoftNic::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, Time
   }
 }
 
-}  // namespace rdmad::verbs::soft
+}  // namespace rdmad::verbs::engine
