@@ -10,13 +10,15 @@
 //      the posting thread, which computes payload CRCs at post).
 // Each throughput round also runs the soft NICs with crc_at_post = false ("dp crc": the datapath
 // computes every ICRC itself), so the column soft/dp is that change's A/B in the same round.
-//   4. (only with `idle`) the cost of QPs that do nothing: 64 KiB WRITE throughput and 64 B round
-//      trip on one busy QP while 0, 64 and 1023 more QP pairs between the same two NICs sit
-//      connected and idle (a NIC holds at most 1024 QPs).
-// Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all|idle, default all]
-//                         [rounds, default 3]
+//   4. (only with `idle`) the cost of QPs that do nothing: 64 KiB WRITE throughput, the datapath's
+//      packets per CPU second and 64 B round trip on one busy QP while 0, 63, 1023 and 65535 more QP
+//      pairs between the same two NICs sit connected and idle (a NIC holds at most 65536 QPs).
+//   5. (only with `threads`) datapath threads: 64 KiB WRITEs on 1, 2 and 4 QPs at once between two
+//      NICs of 1 and 2 datapath threads each: Gb/s and the CPU the datapath threads used.
+// Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all|idle|threads,
+//                         default all] [rounds, default 3]
 //   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself; idle: only part 4,
-//   `rounds` times.
+//   threads: only part 5, `rounds` times.
 //   RDMAD_BENCH_SPAN=N makes the soft WRITEs cycle through N message-sized slices of a larger
 //   source region (payload from memory instead of cache; TCP and the floor still reuse one buffer).
 //   RDMAD_BENCH_CPU=1 also prints, for every soft throughput run, the share of a core the
@@ -71,9 +73,10 @@ struct Ep {
 };
 
 void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t completion_spin_us = 0,
-             bool crc_at_post = true) {
+             bool crc_at_post = true, uint32_t threads = 1) {
   DeviceConfig c;
   c.backend_options["udp_port"] = 0;
+  c.backend_options["datapath_threads"] = int64_t{threads};
   c.backend_options["cc_enabled"] = false;
   c.backend_options["udp_offload"] = udp_offload;
   c.backend_options["crc_at_post"] = crc_at_post;
@@ -112,11 +115,11 @@ void connect(Ep& a, Ep& b, uint32_t mtu) {
 }
 
 // `n` more QP pairs between a's and b's NICs, connected and left idle (part 4).
-std::vector<std::unique_ptr<QueuePair>> idle_pairs(Ep& a, Ep& b, int n) {
+std::vector<std::unique_ptr<QueuePair>> idle_pairs(Ep& a, Ep& b, int n, uint32_t depth = 16) {
   std::vector<std::unique_ptr<QueuePair>> qps;
   const PortInfo pa = a.dev->query_port(1).value(), pb = b.dev->query_port(1).value();
   QpInitAttr ia;
-  ia.max_send_wr = 16;
+  ia.max_send_wr = depth;
   for (int i = 0; i < n; ++i) {
     ia.send_cq = ia.recv_cq = a.cq.get();
     auto x = std::move(a.pd->create_qp(ia).value());
@@ -374,20 +377,97 @@ Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us,
 
 // Part 4: one busy QP among `idle` idle pairs, `rounds` times.
 void idle_scaling(BackendRegistry& reg, double seconds, int rounds) {
-  std::printf("%-36s %10s %10s %10s\n", "1 busy QP among N idle pairs", "N = 0", "N = 64", "N = 1023");
+  constexpr int kCases = 4;
+  const int ns[kCases] = {0, 63, 1023, 65535};
+  std::printf("%-36s %10s %10s %10s %10s\n", "1 busy QP among N idle pairs", "N = 0", "N = 63", "N = 1023",
+              "N = 65535");
   for (int r = 0; r < rounds; ++r) {
-    double gbps[3], p50[3], p99[3];
-    const int ns[3] = {0, 64, 1023};
-    for (int k = 0; k < 3; ++k) {
-      gbps[k] = soft_write_throughput(reg, size_t{64} << 10, seconds, true, true, ns[k]).gbps;
+    double gbps[kCases], pps[kCases], p50[kCases], p99[kCases];
+    for (int k = 0; k < kCases; ++k) {
+      const WriteResult w = soft_write_throughput(reg, size_t{64} << 10, seconds, true, true, ns[k]);
+      gbps[k] = w.gbps;
+      pps[k] = w.pps_per_core;
       const Lat l = soft_write_rtt(reg, 5000, 0, ns[k]);
       p50[k] = l.p50_us;
       p99[k] = l.p99_us;
     }
-    std::printf("round %-2d WRITE 64 KiB Gb/s %16.2f %10.2f %10.2f\n", r + 1, gbps[0], gbps[1], gbps[2]);
-    std::printf("round %-2d 64 B round trip p50 us %11.1f %10.1f %10.1f\n", r + 1, p50[0], p50[1], p50[2]);
-    std::printf("round %-2d 64 B round trip p99 us %11.1f %10.1f %10.1f\n", r + 1, p99[0], p99[1], p99[2]);
+    std::printf("round %-2d WRITE 64 KiB Gb/s %16.2f %10.2f %10.2f %10.2f\n", r + 1, gbps[0], gbps[1], gbps[2], gbps[3]);
+    std::printf("round %-2d packets/s per datapath core %8.0f %10.0f %10.0f %10.0f\n", r + 1, pps[0], pps[1], pps[2],
+                pps[3]);
+    std::printf("round %-2d 64 B round trip p50 us %11.1f %10.1f %10.1f %10.1f\n", r + 1, p50[0], p50[1], p50[2], p50[3]);
+    std::printf("round %-2d 64 B round trip p99 us %11.1f %10.1f %10.1f %10.1f\n", r + 1, p99[0], p99[1], p99[2], p99[3]);
     std::fflush(stdout);
+  }
+}
+
+// Part 5: `qps` QPs between two NICs of `threads` datapath threads each, 64 KiB WRITEs on all of
+// them at once for `seconds`: Gb/s and the datapath threads' CPU (both NICs, in cores).
+struct ThreadsResult {
+  double gbps;
+  double datapath_cores;
+};
+ThreadsResult threads_throughput(BackendRegistry& reg, uint32_t threads, int qps, double seconds) {
+  constexpr size_t kMsg = size_t{64} << 10;
+  Ep a, b;
+  open_ep(reg, a, true, 0, true, threads);
+  open_ep(reg, b, true, 0, true, threads);
+  connect(a, b, 4096);
+  std::vector<std::unique_ptr<QueuePair>> more = idle_pairs(a, b, qps - 1, 64);  // a's QPs at even indices
+  std::vector<QueuePair*> senders{a.qp.get()};
+  for (size_t i = 0; i < more.size(); i += 2) senders.push_back(more[i].get());
+  std::vector<uint8_t> src(kMsg, 1), dst(kMsg * senders.size(), 0);
+  auto smr = std::move(a.pd->reg_mr(src.data(), src.size(), 0).value());
+  auto dmr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
+  const size_t per_qp = std::max<size_t>(2, (4u << 20) / kMsg / senders.size());
+  std::vector<size_t> outstanding(senders.size(), 0);
+  size_t done = 0;
+  NicCounters c0a = a.dev->counters(), c0b = b.dev->counters();
+  auto t0 = Clock::now();
+  auto end = t0 + std::chrono::duration<double>(seconds);
+  WorkCompletion wc[64];
+  size_t total_out = 0;
+  while (Clock::now() < end || total_out > 0) {
+    for (size_t q = 0; q < senders.size() && Clock::now() < end; ++q) {
+      while (outstanding[q] < per_qp) {
+        SendWr w;
+        w.opcode = WrOpcode::kRdmaWrite;
+        w.wr_id = q;
+        w.sge = {reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(kMsg), smr->lkey()};
+        w.remote_addr = reinterpret_cast<uint64_t>(dst.data()) + q * kMsg;
+        w.rkey = dmr->rkey();
+        RDMAD_ASSERT(senders[q]->post_send({&w, 1}).ok(), "post_send failed");
+        ++outstanding[q];
+        ++total_out;
+      }
+    }
+    const size_t n = total_out > 0 ? poll_or_wait(*a.cq, wc) : 0;
+    for (size_t i = 0; i < n; ++i) {
+      RDMAD_ASSERT(wc[i].status == WcStatus::kSuccess, "write failed");
+      --outstanding[wc[i].wr_id];
+      --total_out;
+    }
+    done += n;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  NicCounters c1a = a.dev->counters(), c1b = b.dev->counters();
+  const double cpu =
+      static_cast<double>((c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) + (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns)) / 1e9;
+  more.clear();
+  return {static_cast<double>(done) * kMsg * 8 / secs / 1e9, cpu / secs};
+}
+
+void threads_scaling(BackendRegistry& reg, double seconds, int rounds) {
+  std::printf("%-44s %16s %16s %16s\n", "64 KiB WRITEs, Gb/s (datapath cores)", "1 QP", "2 QPs", "4 QPs");
+  for (int r = 0; r < rounds; ++r) {
+    for (uint32_t threads : {1u, 2u}) {
+      std::printf("round %-2d %u datapath thread(s) per NIC %10s", r + 1, threads, "");
+      for (int qps : {1, 2, 4}) {
+        const ThreadsResult t = threads_throughput(reg, threads, qps, seconds);
+        std::printf(" %9.2f (%4.2f)", t.gbps, t.datapath_cores);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
   }
 }
 
@@ -428,14 +508,20 @@ int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const std::string part = argc > 2 ? argv[2] : "all";
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
-  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt" && part != "idle") || rounds < 1) {
-    std::fprintf(stderr, "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all|idle] [rounds >= 1]\n");
+  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt" && part != "idle" && part != "threads") ||
+      rounds < 1) {
+    std::fprintf(stderr,
+                 "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all|idle|threads] [rounds >= 1]\n");
     return 2;
   }
   BackendRegistry reg;
   rdmad::verbs::register_builtin_backends(reg);
   if (part == "idle") {
     idle_scaling(reg, seconds, rounds);
+    return 0;
+  }
+  if (part == "threads") {
+    threads_scaling(reg, seconds, rounds);
     return 0;
   }
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).

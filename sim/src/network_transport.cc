@@ -1,4 +1,4 @@
-// Reliable delivery, as the soft RoCEv2 backend does it (verbs/soft/src/requester.cc and
+// Reliable delivery, as the soft RoCEv2 backend does it (verbs/engine/src/requester.cc and
 // responder.cc): the receiver takes packets in PSN order only, ACKs when a packet asks for one
 // (coalescing ACKs that have not left yet), answers a duplicate with a repeat of its last ACK and a
 // gap with one sequence NAK; the sender rewinds to the NAK's PSN, or to its first unacknowledged PSN

@@ -56,7 +56,7 @@ Result<QpContext*> Datapath::add_qp(uint32_t index, uint32_t qpn, uint32_t pd_id
   qp->slot = slot;
   qp->pd_id = pd_id;
   qp->slots.resize(shared->sq.capacity());
-  qp->responses.resize(kResponseDepth);
+  // The responder's ring (2.5 KiB) comes at RTR: a NIC full of QPs never connected does not pay it.
   qp->shared = std::move(shared);
   qp->send_cq = std::move(scq);
   qp->recv_cq = std::move(rcq);
@@ -156,6 +156,7 @@ Status Datapath::modify_state(QpContext& ctx, const QpAttr& a, uint32_t mask) {
     fresh.responses = std::move(qp->responses);
     *qp = std::move(fresh);
   } else if (to == QpState::kRtr) {
+    if (qp->responses.empty()) qp->responses.resize(kResponseDepth);
     qp->mtu = q.path_mtu_bytes;
     qp->shared->mtu.store(qp->mtu, std::memory_order_relaxed);  // published with the state below
     auto& shift = mtu_shifts_[std::countr_zero(qp->mtu) - 8];
