@@ -92,6 +92,52 @@ TEST(DatapathThreads, EveryThreadCarriesItsOwnQpsByteExact) {
   EXPECT_EQ(ca.retransmitted_packets + cb.retransmitted_packets, 0u);
 }
 
+// QPs of every thread complete into one CQ at once: each thread has a ring of its own in it (one
+// ring with several producers lost and repeated completions), and a QP's completions stay in order.
+TEST(DatapathThreads, ThreadsShareACompletionQueue) {
+  constexpr uint32_t kThreads = 4;
+  constexpr size_t kPairs = 16;
+  constexpr uint64_t kWrites = 3000;
+  std::string skip;
+  Endpoint a, b;
+  make_endpoint(a, open_device("soft", threaded_config(kThreads), &skip), 64);
+  make_endpoint(b, open_device("soft", threaded_config(kThreads), &skip), 64);
+  ASSERT_TRUE(a.dev && b.dev) << skip;
+  auto pairs = connect_pairs(a, b, kPairs);
+  std::vector<uint8_t> src(64, 7), dst(kPairs * 64, 0);
+  auto src_mr = std::move(a.pd->reg_mr(src.data(), src.size(), kAccessLocalWrite).value());
+  auto dst_mr = std::move(b.pd->reg_mr(dst.data(), dst.size(), kAccessLocalWrite | kAccessRemoteWrite).value());
+  std::vector<uint64_t> posted(kPairs, 0), next(kPairs, 0);
+  uint64_t done = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  WorkCompletion wc[64];
+  while (done < kPairs * kWrites && std::chrono::steady_clock::now() < deadline) {
+    for (size_t q = 0; q < kPairs; ++q) {
+      while (posted[q] < kWrites && posted[q] - next[q] < 16) {  // 16 in flight per QP: 256 in the 256-entry CQ
+        SendWr w;
+        w.wr_id = q << 32 | posted[q];
+        w.opcode = WrOpcode::kRdmaWrite;
+        w.sge = {reinterpret_cast<uint64_t>(src.data()), 64, src_mr->lkey()};
+        w.remote_addr = reinterpret_cast<uint64_t>(dst.data()) + q * 64;
+        w.rkey = dst_mr->rkey();
+        ASSERT_TRUE(pairs[q].a->post_send({&w, 1}).ok());
+        ++posted[q];
+      }
+    }
+    const size_t n = a.scq->poll(wc);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(wc[i].status, WcStatus::kSuccess) << to_string(wc[i].status);
+      const uint64_t q = wc[i].wr_id >> 32, seq = wc[i].wr_id & 0xFFFFFFFF;
+      ASSERT_LT(q, kPairs);
+      ASSERT_EQ(seq, next[q]) << "QP " << q << ": a completion lost, repeated or out of order";
+      ++next[q];
+    }
+    done += n;
+  }
+  EXPECT_EQ(done, kPairs * kWrites);
+  EXPECT_EQ(a.scq->poll(wc), 0u) << "more completions than work requests";
+}
+
 TEST(DatapathThreads, OneThreadAndManyGiveTheSameBytes) {
   // The same transfer through a 1-thread NIC and a 3-thread NIC (QP table indices not a multiple
   // of the thread count: 1024 = 3·341 + 1).

@@ -53,8 +53,9 @@ inline constexpr size_t kGatherMinPayloadBytes = 256;
 inline constexpr int kPassRounds = 16;
 inline constexpr int kTurnPackets = 16;
 inline constexpr uint64_t kPassPacketBudget = kPassRounds * kTurnPackets;
-// Packets one receive call takes.
+// Packets one receive call takes, and the most a pass takes in before it transmits.
 inline constexpr size_t kRxBurst = 64;
+inline constexpr size_t kRxPassPackets = 1024;
 // The most datapath threads one NIC runs.
 inline constexpr uint32_t kMaxDatapathThreads = 64;
 

@@ -205,15 +205,29 @@ QpAttr Datapath::query_qp(uint32_t qpn) {
   return qp ? qp->attr : QpAttr{};
 }
 
-CqShared::CqShared(uint32_t depth, uint32_t nic)
-    : ring(depth), nic_id(nic), event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+CqShared::CqShared(uint32_t depth, uint32_t nic, uint32_t datapaths)
+    : nic_id(nic), event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  for (uint32_t i = 0; i < datapaths; ++i) rings.push_back(std::make_unique<SpscRing<WorkCompletion>>(depth));
+}
+
+size_t CqShared::pop(std::span<WorkCompletion> out) {
+  size_t n = 0;
+  const auto count = static_cast<uint32_t>(rings.size());
+  // Round robin over the threads' rings, so that one busy thread does not hide the others'.
+  for (uint32_t k = 0; k < count && n < out.size(); ++k) {
+    SpscRing<WorkCompletion>& r = *rings[(next_ring + k) % count];
+    while (n < out.size() && r.pop(&out[n])) ++n;
+  }
+  next_ring = (next_ring + 1) % count;
+  return n;
+}
 
 CqShared::~CqShared() {
   if (event_fd >= 0) ::close(event_fd);
 }
 
 bool Datapath::push_completion(CqShared& cq, const WorkCompletion& wc) {
-  if (!cq.ring.push(wc)) return false;
+  if (!cq.rings[index_]->push(wc)) return false;
   ++completions_pushed_;
   // Pairs with SoftCq::request_notify (set armed, then look at the ring): the fence orders the
   // push before the load, so either the consumer sees this completion or this sees it armed.

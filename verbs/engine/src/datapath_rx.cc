@@ -21,22 +21,30 @@ RxDropReason drop_reason(roce::DecodeError e) {
 }  // namespace
 
 bool Datapath::rx_burst(TimeNs now) {
-  RxStats stats;
-  const size_t n = queue_.receive(rx_, &stats);
-  drop(RxDropReason::kTruncated, stats.truncated);
-  for (size_t i = 0; i < n; ++i) {
-    roce::Packet pkt;
-    const RxPacket& in = rx_[i];
-    if (const roce::DecodeError e = roce::decode_datagram(in.data, &in.ip, &pkt, &decode_counters_);
-        e != roce::DecodeError::kOk) {
-      drop(drop_reason(e));
-      continue;
+  // Bursts of kRxBurst until the queue has no more at hand, at most kRxPassPackets a pass (what one
+  // recvmmsg of coalesced runs may bring in), then the pass transmits and runs its timers.
+  bool any = false;
+  for (size_t total = 0; total < kRxPassPackets;) {
+    RxStats stats;
+    const size_t n = queue_.receive(rx_, &stats);
+    drop(RxDropReason::kTruncated, stats.truncated);
+    any |= n > 0 || stats.truncated > 0 || stats.not_roce > 0;
+    for (size_t i = 0; i < n; ++i) {
+      roce::Packet pkt;
+      const RxPacket& in = rx_[i];
+      if (const roce::DecodeError e = roce::decode_datagram(in.data, &in.ip, &pkt, &decode_counters_);
+          e != roce::DecodeError::kOk) {
+        drop(drop_reason(e));
+        continue;
+      }
+      ++counters_.rx_packets;
+      counters_.rx_bytes += in.data.size();
+      on_packet(pkt, in.ip, now);
     }
-    ++counters_.rx_packets;
-    counters_.rx_bytes += in.data.size();
-    on_packet(pkt, in.ip, now);
+    total += n;
+    if (n < rx_.size()) break;
   }
-  return n > 0 || stats.truncated > 0 || stats.not_roce > 0;
+  return any;
 }
 
 void Datapath::on_packet(const roce::Packet& pkt, const roce::IpUdpInfo& ip, TimeNs now) {

@@ -42,13 +42,12 @@ class SoftMr final : public MemoryRegion {
 class SoftCq final : public CompletionQueue {
  public:
   SoftCq(std::shared_ptr<Nic> nic, uint32_t depth)
-      : nic_(std::move(nic)), shared_(std::make_shared<CqShared>(depth, nic_->id())) {}
+      : nic_(std::move(nic)), shared_(std::make_shared<CqShared>(depth, nic_->id(), nic_->datapath_count())) {}
   size_t poll(std::span<WorkCompletion> out) override {
-    size_t n = 0;
-    while (n < out.size() && shared_->ring.pop(&out[n])) ++n;
-    return n;
+    return shared_->pop(out);
   }
-  uint32_t depth() const override { return static_cast<uint32_t>(shared_->ring.capacity()); }
+  // Each datapath thread's ring holds this many (a CQ shared by QPs of several threads holds more).
+  uint32_t depth() const override { return static_cast<uint32_t>(shared_->rings[0]->capacity()); }
   int notify_fd() const override { return shared_->event_fd; }
   Status request_notify() override {
     if (shared_->event_fd < 0) return Status::not_supported("completion notification: eventfd failed");

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "rdmad/cc/notification_point.h"
@@ -20,13 +21,18 @@ namespace rdmad::verbs::engine {
 
 using cc::TimeNs;
 
-/// Completion queue storage: the datapath produces, the application consumes.
+/// Completion queue storage: the datapaths produce, the application consumes. QPs of different
+/// datapath threads may share a CQ, so each thread has a ring of its own (single producer each; a
+/// QP's completions come from one thread, so they stay in order) and a poll takes from all of them.
 struct CqShared {
-  CqShared(uint32_t depth, uint32_t nic);
+  CqShared(uint32_t depth, uint32_t nic, uint32_t datapaths);
   ~CqShared();
   CqShared(const CqShared&) = delete;
   CqShared& operator=(const CqShared&) = delete;
-  SpscRing<WorkCompletion> ring;
+  /// The consumer: up to out.size() completions, from every thread's ring.
+  size_t pop(std::span<WorkCompletion> out);
+  std::vector<std::unique_ptr<SpscRing<WorkCompletion>>> rings;  // one per datapath thread
+  uint32_t next_ring = 0;  // the consumer's: the ring its next poll starts at
   uint32_t nic_id;
   // Completion notification: the consumer sets `armed`; the datapath's next push clears it and
   // writes `event_fd` (a non-blocking eventfd; -1 if it could not be created).
