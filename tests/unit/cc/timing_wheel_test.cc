@@ -407,3 +407,53 @@ TEST(TimingWheel, MatchesAReferenceContainer) {
 
 }  // namespace
 }  // namespace rdmad::cc
+
+namespace rdmad::cc {
+namespace {
+
+// The engine's wheel at its largest: 65,536 QPs × 4 timers each (retransmit, send, reaction,
+// notification), 300 QPs with a retransmit timeout and a pacing departure scheduled, driven by a
+// manual clock 1 µs at a time as a datapath's passes would. Every timer fires once, never early and
+// less than a slot late; the wheel's hint (how long a datapath may sleep) is never past the slot
+// boundary at which the earliest timer falls due; nothing fires for the 65,236 idle QPs.
+TEST(TimingWheel, EngineScaleTimersFireOnTimeAmongSixtyFourThousandQps) {
+  constexpr uint32_t kQps = 65536, kTimersPerQp = 4, kActive = 300;
+  TimingWheel w(kUs, kQps * kTimersPerQp, TimingWheel::kMaxLevels, 0);
+  std::mt19937 rng(2026);
+  std::map<TimerId, TimeNs> due;
+  std::set<uint32_t> qps;
+  while (qps.size() < kActive) qps.insert(rng() % kQps);
+  for (uint32_t qp : qps) {
+    const TimerId retransmit = qp * kTimersPerQp + 0, send = qp * kTimersPerQp + 1;
+    due[retransmit] = kUs * 1000 + static_cast<TimeNs>(rng() % (69'000 * kUs));  // 1..70 ms
+    due[send] = 1 + static_cast<TimeNs>(rng() % (1000 * kUs));                    // up to 1 ms
+    w.insert(retransmit, due[retransmit]);
+    w.insert(send, due[send]);
+  }
+  std::map<TimerId, TimeNs> fired;
+  std::multiset<TimeNs> pending;
+  for (const auto& [id, at] : due) pending.insert(at);
+  for (TimeNs now = kUs; now <= 100'000 * kUs; now += kUs) {
+    const TimeNs earliest = pending.empty() ? kNever : *pending.begin();
+    if (now % (97 * kUs) == 0 && earliest != kNever) {  // now and then, as a datapath before it sleeps
+      const TimeNs hint = w.next_expiry_hint_ns();
+      ASSERT_LT(hint, earliest + kUs) << "a datapath sleeping until the hint would wake late, at " << now;
+    }
+    w.advance(now, [&](TimerId id, TimeNs at) {
+      ASSERT_TRUE(due.count(id)) << "timer " << id << " of an idle QP fired";
+      ASSERT_FALSE(fired.count(id)) << "timer " << id << " fired twice";
+      ASSERT_EQ(at, due[id]);
+      fired[id] = now;
+      pending.erase(pending.find(at));
+    });
+  }
+  ASSERT_EQ(fired.size(), due.size());
+  for (const auto& [id, at] : fired) {
+    EXPECT_GE(at, due[id]) << "timer " << id << " early";
+    EXPECT_LT(at - due[id], kUs) << "timer " << id << " a slot late or more";
+  }
+  EXPECT_TRUE(w.empty());
+}
+
+}  // namespace
+}  // namespace rdmad::cc
