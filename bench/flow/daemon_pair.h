@@ -71,11 +71,14 @@ inline std::map<int, ThreadTicks> thread_ticks(pid_t pid) {
 // One daemon: its temp directory, config, process and client connection.
 class Daemon {
  public:
-  // qp_timeout: the flow QPs' local ACK timeout exponent ([peer] qp_timeout).
-  Daemon(std::string id, std::vector<std::string> nic_addresses, std::string extra, int qp_timeout)
+  // qp_timeout: the flow QPs' local ACK timeout exponent ([peer] qp_timeout); nic_keys: more keys
+  // of every [[nic]] (backend options such as "source_ports = 0\n").
+  Daemon(std::string id, std::vector<std::string> nic_addresses, std::string extra, int qp_timeout,
+         std::string nic_keys = "")
       : id_(std::move(id)),
         nics_(std::move(nic_addresses)),
         extra_(std::move(extra)),
+        nic_keys_(std::move(nic_keys)),
         qp_timeout_(qp_timeout),
         peer_port_(free_port(SOCK_STREAM)) {
     char tmpl[] = "/tmp/rdmad-flowbench-XXXXXX";
@@ -104,8 +107,8 @@ class Daemon {
     for (const auto& [id, port] : dial)
       t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < nics_.size(); ++i)
-      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", id_,
-                       i, nics_[i], free_port(SOCK_DGRAM));
+      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n{}", id_,
+                       i, nics_[i], free_port(SOCK_DGRAM), nic_keys_);
     t += extra_;
     const std::string config = dir_ + "/rdmad.toml";
     std::ofstream(config) << t;
@@ -153,7 +156,9 @@ class Daemon {
 
   // Sum of every sample of a metric (all label sets) from the daemon's /metrics, by curl; -1 when
   // unavailable.
-  double metric_sum(const std::string& name) const {
+  double metric_sum(const std::string& name) const { return metric_sum_where(name, ""); }
+  // The same over the samples whose labels contain `label` (e.g. lane_qp="1"; "": all of them).
+  double metric_sum_where(const std::string& name, const std::string& label) const {
     const std::string log_text = read_all(log_);
     const std::string key = "serving metrics url=http://127.0.0.1:";
     const size_t at = log_text.find(key);
@@ -166,6 +171,7 @@ class Daemon {
     while (std::fgets(line, sizeof(line), f) != nullptr) {
       const std::string l(line);
       if (l.rfind(name, 0) != 0 || (l[name.size()] != ' ' && l[name.size()] != '{')) continue;
+      if (!label.empty() && l.find(label) == std::string::npos) continue;
       sum += std::atof(l.c_str() + l.rfind(' ') + 1);
     }
     ::pclose(f);
@@ -183,6 +189,7 @@ class Daemon {
   std::string id_;
   std::vector<std::string> nics_;
   std::string extra_;
+  std::string nic_keys_;
   int qp_timeout_;
   int peer_port_;
   std::string dir_;
@@ -227,9 +234,9 @@ struct FlowPair {
     return out;
   }
 
-  FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "")
-      : a("node-a", addresses(11, nics), extra, qp_timeout),
-        b("node-b", addresses(21, nics), extra, qp_timeout) {
+  FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "", const std::string& nic_keys = "")
+      : a("node-a", addresses(11, nics), extra, qp_timeout, nic_keys),
+        b("node-b", addresses(21, nics), extra, qp_timeout, nic_keys) {
     b.start({});
     a.start({{b.id(), b.peer_port()}});
     if (rdmad_flow_open(a.client(), "node-b", nullptr, &flow) != RDMAD_OK ||

@@ -5,10 +5,15 @@
 //      (eventfd), and paced so that the engine is asleep when the request comes (doorbell), with
 //      eventfd baselines between two threads of this process;
 //   2. 64 B WRITE round trip node-a -> node-b through both daemons vs a soft QP used directly;
-//   3. 1 GiB WRITE throughput with 1 and 2 NICs per node (chunk 1 MiB, default lane window), with
-//      the CPU time of each daemon's threads, vs one soft QP used directly.
+//   3. 1 GiB WRITE throughput with 1 and 2 NICs per node and 1 and 4 QPs per lane ([flow]
+//      qps_per_lane; chunk 1 MiB, default lane window), with the CPU time of each daemon's threads,
+//      as a fraction of one soft QP used directly, measured in the same run (and the soft backend
+//      with 4 QP pairs directly). The cases take turns and stay alive together: they hold
+//      2 x bytes x 6 of memory (12 GiB at the default 1 GiB; --bytes=536870912 halves it).
 // Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N]
-// [--only=ring,small,throughput,sendrecv]
+// [--qps-per-lane=1,4] [--source-ports=N] [--only=ring,small,throughput,sendrecv]
+//   --source-ports: the soft NICs' source_ports option in part 3 (daemons and baseline; default: the
+//   backend's, 8 UDP source ports, each QP pair hashed onto one).
 //   4. SEND into a receive posted just before, node-a -> node-b (receive advertisement, WRITE,
 //      send done, and the receive's own MRs in the peer's domain).
 #include <poll.h>
@@ -40,7 +45,19 @@ struct Options {
   int pace_us = 1000;   // between paced requests
   int qp_timeout = 14;  // the daemon's default (flow_cluster.h uses 8: ~1 ms, see BENCHMARKS.md)
   std::string only = "ring,small,throughput,sendrecv";
+  std::vector<int> qps_per_lane = {1, 4};  // throughput: the [flow] qps_per_lane values measured
+  int source_ports = -1;                   // throughput: soft source_ports; -1: the backend's default
 };
+
+std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    out.push_back(std::atoi(text.substr(at, comma - at).c_str()));
+    at = comma + 1;
+  }
+  return out;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -63,6 +80,10 @@ Options parse(int argc, char** argv) {
       o.pace_us = std::atoi(pace->c_str());
     else if (auto t = value("qp-timeout"))
       o.qp_timeout = std::atoi(t->c_str());
+    else if (auto q = value("qps-per-lane"))
+      o.qps_per_lane = int_list(*q);
+    else if (auto sp = value("source-ports"))
+      o.source_ports = std::atoi(sp->c_str());
     else
       throw std::runtime_error("unknown argument " + a);
   }
@@ -322,6 +343,7 @@ Transfer flow_transfer(FlowPair& p, size_t bytes, uint64_t seed) {
   return r;
 }
 
+// 1 MiB WRITEs, 8 in flight, the i-th on QP pair i mod k (k = s.qp_count()).
 double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
   constexpr size_t kChunk = 1 << 20, kWindow = 8;
   fill(s.src(), bytes, seed);
@@ -330,7 +352,7 @@ double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
   const size_t chunks = (bytes + kChunk - 1) / kChunk;
   while (done < chunks) {
     while (posted < chunks && outstanding < kWindow) {
-      s.post_write(posted, posted * kChunk, std::min(kChunk, bytes - posted * kChunk));
+      s.post_write(posted, posted * kChunk, std::min(kChunk, bytes - posted * kChunk), posted % s.qp_count());
       ++posted;
       ++outstanding;
     }
@@ -347,38 +369,103 @@ double soft_transfer(SoftDirect& s, size_t bytes, uint64_t seed) {
 
 double gbps(size_t bytes, double s) { return static_cast<double>(bytes) * 8 / s / 1e9; }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One configuration of part 3: the soft backend used directly with k QP pairs, or a pair of
+// daemons with n NICs each and k QPs per lane.
+struct ThroughputCase {
+  std::string name;
+  int qps = 1;
+  std::unique_ptr<SoftDirect> direct;
+  std::unique_ptr<FlowPair> pair;
+  std::vector<double> gbps, cpu;  // per timed run; cpu: the process (direct) or both daemons (flow)
+  double chunks0 = 0;             // flows: chunks node-a had posted before the timed runs
+};
+
 void run_throughput(const Options& o) {
   std::printf("\n3. WRITE of %zu MiB, chunk 1 MiB, lane window 8, qp_timeout %d (%d runs each)\n",
               o.bytes >> 20, o.qp_timeout, o.reps);
-  std::printf("(direct: 'client s' is this whole process, both soft NICs included)\n");
-  std::printf("%-26s %7s %8s %9s %9s %9s %10s\n", "", "Gb/s", "wall s", "cpu a s", "cpu b s", "client s",
-              "cpu/wall");
-  {
-    SoftDirect s(o.bytes);
-    soft_transfer(s, o.bytes, 99);  // untimed, as for the flows
-    for (int r = 0; r < o.reps; ++r) {
-      const auto before = rdmad::bench::thread_ticks(::getpid());
-      const double secs = soft_transfer(s, o.bytes, static_cast<uint64_t>(r) + 1);
-      auto [cpu, parts] = cpu_delta(before, rdmad::bench::thread_ticks(::getpid()), secs);
-      std::printf("%-26s %7.2f %8.2f %9s %9s %9.2f %10.2f\n", "baseline: soft QP direct", gbps(o.bytes, secs),
-                  secs, "-", "-", cpu, cpu / secs);
-      std::printf("    threads: %s\n", parts.c_str());
-    }
+  std::printf("(the cases take turns, one WRITE each per round, so that load from outside falls on all of them;\n"
+              " direct: 'client s' is this whole process, both soft NICs included)\n");
+  std::map<std::string, int64_t> soft_options;
+  std::string nic_keys;
+  if (o.source_ports >= 0) {
+    soft_options["source_ports"] = o.source_ports;
+    nic_keys = fmt::format("source_ports = {}\n", o.source_ports);
+    std::printf("(soft NICs with source_ports = %d)\n", o.source_ports);
+  }
+  // The bare soft QP is the reference of 'x bare'; the same process with k QP pairs (chunks round
+  // robin) shows what k QPs cost the soft datapath itself, without a daemon.
+  std::vector<ThroughputCase> cases;
+  for (int qps : o.qps_per_lane) {
+    ThroughputCase c;
+    c.name = fmt::format("baseline: {} soft QP(s) direct", qps);
+    c.qps = qps;
+    c.direct = std::make_unique<SoftDirect>(o.bytes, static_cast<size_t>(qps), soft_options);
+    soft_transfer(*c.direct, o.bytes, 99);  // untimed, as for the flows
+    cases.push_back(std::move(c));
   }
   for (int nics : {1, 2}) {
-    FlowPair p(nics, o.bytes, o.qp_timeout);
-    // One untimed WRITE of the whole size first: the destination's pages are faulted in by
-    // node-b's datapath (first touch costs node-b ~0.7 CPU s per GiB) and the balancer has
-    // measured its lanes.
-    flow_transfer(p, o.bytes, 99);
-    for (int r = 0; r < o.reps; ++r) {
-      const Transfer t = flow_transfer(p, o.bytes, static_cast<uint64_t>(r) + 1);
-      std::printf("%-26s %7.2f %8.2f %9.2f %9.2f %9.2f %10.2f\n",
-                  fmt::format("flow, {} NIC(s) per node", nics).c_str(), gbps(o.bytes, t.seconds), t.seconds,
-                  t.cpu_a, t.cpu_b, t.cpu_client, (t.cpu_a + t.cpu_b + t.cpu_client) / t.seconds);
+    for (int qps : o.qps_per_lane) {
+      ThroughputCase c;
+      c.name = fmt::format("flow, {} NIC(s), {} QP(s) per lane", nics, qps);
+      c.qps = qps;
+      c.pair = std::make_unique<FlowPair>(nics, o.bytes, o.qp_timeout, fmt::format("[flow]\nqps_per_lane = {}\n", qps),
+                                          nic_keys);
+      // One untimed WRITE of the whole size first: the destination's pages are faulted in by
+      // node-b's datapath (first touch costs node-b ~0.7 CPU s per GiB) and the balancer has
+      // measured its lanes.
+      flow_transfer(*c.pair, o.bytes, 99);
+      c.chunks0 = c.pair->a.metric_sum("rdmad_balancer_chunks_sent_total");
+      cases.push_back(std::move(c));
+    }
+  }
+  std::printf("%-34s %7s %8s %9s %9s %9s %10s\n", "", "Gb/s", "wall s", "cpu a s", "cpu b s", "client s", "cpu/wall");
+  for (int r = 0; r < o.reps; ++r) {
+    for (ThroughputCase& c : cases) {
+      if (c.direct) {
+        const auto before = rdmad::bench::thread_ticks(::getpid());
+        const double secs = soft_transfer(*c.direct, o.bytes, static_cast<uint64_t>(r) + 1);
+        auto [cpu, parts] = cpu_delta(before, rdmad::bench::thread_ticks(::getpid()), secs);
+        c.gbps.push_back(gbps(o.bytes, secs));
+        c.cpu.push_back(cpu);
+        std::printf("%-34s %7.2f %8.2f %9s %9s %9.2f %10.2f\n", c.name.c_str(), c.gbps.back(), secs, "-", "-", cpu,
+                    cpu / secs);
+        std::printf("    threads: %s\n", parts.c_str());
+        continue;
+      }
+      const Transfer t = flow_transfer(*c.pair, o.bytes, static_cast<uint64_t>(r) + 1);
+      c.gbps.push_back(gbps(o.bytes, t.seconds));
+      c.cpu.push_back(t.cpu_a + t.cpu_b);
+      std::printf("%-34s %7.2f %8.2f %9.2f %9.2f %9.2f %10.2f\n", c.name.c_str(), c.gbps.back(), t.seconds, t.cpu_a,
+                  t.cpu_b, t.cpu_client, (t.cpu_a + t.cpu_b + t.cpu_client) / t.seconds);
       std::printf("    node-a: %s\n    node-b: %s\n    %s\n", t.threads_a.c_str(), t.threads_b.c_str(),
                   t.counters.c_str());
     }
+  }
+  // The summary: medians, and Gb/s as a fraction of the bare soft QP's median in this run.
+  if (cases.empty() || cases.front().qps != 1)
+    throw std::runtime_error("--qps-per-lane must start with 1 (the bare QP reference)");
+  const double bare = median(cases.front().gbps);
+  const double gib = static_cast<double>(o.bytes) / static_cast<double>(1ull << 30);
+  std::printf("\n%-34s %12s %7s %14s  %s\n", "medians", "Gb/s", "x bare", "cpu s per GiB",
+              "node-a's chunks (timed runs; by lane QP: warm-up too)");
+  for (const ThroughputCase& c : cases) {
+    std::string split;
+    if (c.pair) {
+      // Which of the lanes' QPs carried the timed chunks (rdmad_flow_lane_qp_chunks_sent_total; the
+      // warm-up's chunks are spread alike).
+      const double total = c.pair->a.metric_sum("rdmad_balancer_chunks_sent_total");
+      for (int j = 0; j < c.qps; ++j)
+        split += fmt::format(" {:.0f}", c.pair->a.metric_sum_where("rdmad_flow_lane_qp_chunks_sent_total",
+                                                                   fmt::format("lane_qp=\"{}\"", j)));
+      split = fmt::format("{:.0f}; by QP:{}", total - c.chunks0, split);
+    }
+    std::printf("%-34s %12.2f %7.2f %14.2f  %s\n", c.name.c_str(), median(c.gbps), median(c.gbps) / bare,
+                median(c.cpu) / gib, split.c_str());
   }
 }
 

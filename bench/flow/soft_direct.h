@@ -1,10 +1,13 @@
 // The baseline of the flow benchmark: the soft backend used directly in one process (two soft
-// devices on loopback, one RC QP each, connected to each other), no daemon and no ring.
+// devices on loopback, one RC QP each — or k, QP j of one connected to QP j of the other), no
+// daemon and no ring.
 #pragma once
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -15,13 +18,17 @@ namespace rdmad::bench {
 
 class SoftDirect {
  public:
-  // `bytes` of source on device a, `bytes` of destination on device b.
-  explicit SoftDirect(size_t bytes) : src_(bytes), dst_(bytes) {
+  // `bytes` of source on device a, `bytes` of destination on device b, `qps` QP pairs; `options`:
+  // soft backend options beyond the daemon's defaults (e.g. {"source_ports", 0}).
+  explicit SoftDirect(size_t bytes, size_t qps = 1, const std::map<std::string, int64_t>& options = {})
+      : src_(bytes), dst_(bytes) {
     verbs::register_builtin_backends(reg_);
-    open(a_);
-    open(b_);
-    connect(a_, b_);
-    connect(b_, a_);
+    open(a_, qps, options);
+    open(b_, qps, options);
+    for (size_t j = 0; j < qps; ++j) {
+      connect(*a_.qps[j], *b_.qps[j], *b_.dev);
+      connect(*b_.qps[j], *a_.qps[j], *a_.dev);
+    }
     smr_ = std::move(a_.pd->reg_mr(src_.data(), bytes, 0).value());
     dmr_ = std::move(
         b_.pd->reg_mr(dst_.data(), bytes, verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite).value());
@@ -30,7 +37,7 @@ class SoftDirect {
     smr_.reset();
     dmr_.reset();
     for (Ep* e : {&a_, &b_}) {
-      e->qp.reset();
+      e->qps.clear();
       e->cq.reset();
       e->pd.reset();
       e->dev.reset();
@@ -42,15 +49,18 @@ class SoftDirect {
   uint8_t* src() { return src_.data(); }
   uint8_t* dst() { return dst_.data(); }
 
-  // Posts a WRITE of [offset, offset+length) of the source to the same offset of the destination.
-  void post_write(uint64_t wr_id, size_t offset, size_t length) {
+  size_t qp_count() const { return a_.qps.size(); }
+
+  // Posts a WRITE of [offset, offset+length) of the source to the same offset of the destination,
+  // on QP pair `qp`.
+  void post_write(uint64_t wr_id, size_t offset, size_t length, size_t qp = 0) {
     verbs::SendWr w;
     w.wr_id = wr_id;
     w.opcode = verbs::WrOpcode::kRdmaWrite;
     w.sge = {reinterpret_cast<uint64_t>(src_.data() + offset), static_cast<uint32_t>(length), smr_->lkey()};
     w.remote_addr = reinterpret_cast<uint64_t>(dst_.data() + offset);
     w.rkey = dmr_->rkey();
-    if (!a_.qp->post_send({&w, 1}).ok()) throw std::runtime_error("soft post_send failed");
+    if (!a_.qps[qp]->post_send({&w, 1}).ok()) throw std::runtime_error("soft post_send failed");
   }
   // Completions of the sender (non-blocking); throws on an unsuccessful one.
   size_t poll() {
@@ -66,40 +76,42 @@ class SoftDirect {
     std::unique_ptr<verbs::Device> dev;
     std::unique_ptr<verbs::ProtectionDomain> pd;
     std::unique_ptr<verbs::CompletionQueue> cq;
-    std::unique_ptr<verbs::QueuePair> qp;
+    std::vector<std::unique_ptr<verbs::QueuePair>> qps;
   };
 
-  void open(Ep& e) {
+  void open(Ep& e, size_t qps, const std::map<std::string, int64_t>& options) {
     verbs::DeviceConfig c;  // the daemon's soft NIC settings: DCQCN on, no busy polling
     c.address = "127.0.0.1";
     c.backend_options["udp_port"] = 0;
+    for (const auto& [key, value] : options) c.backend_options[key] = value;
     e.dev = std::move(reg_.open("soft", c).value());
     e.pd = std::move(e.dev->alloc_pd().value());
     e.cq = std::move(e.dev->create_cq(4096).value());
     verbs::QpInitAttr ia;
     ia.max_send_wr = 256;
     ia.send_cq = ia.recv_cq = e.cq.get();
-    e.qp = std::move(e.pd->create_qp(ia).value());
+    for (size_t j = 0; j < qps; ++j) e.qps.push_back(std::move(e.pd->create_qp(ia).value()));
   }
 
-  static void connect(Ep& x, Ep& y) {
-    const verbs::PortInfo p = y.dev->query_port(1).value();
+  // Takes x to RTS towards y (a QP of device `y_dev`).
+  static void connect(verbs::QueuePair& x, const verbs::QueuePair& y, verbs::Device& y_dev) {
+    const verbs::PortInfo p = y_dev.query_port(1).value();
     verbs::QpAttr at;
     at.state = verbs::QpState::kInit;
     at.access_flags = verbs::kAccessRemoteWrite;
-    RDMAD_ASSERT(x.qp->modify(at, verbs::kQpState | verbs::kQpAccessFlags).ok(), "modify failed");
+    RDMAD_ASSERT(x.modify(at, verbs::kQpState | verbs::kQpAccessFlags).ok(), "modify failed");
     at.state = verbs::QpState::kRtr;
     at.path_mtu_bytes = 4096;
-    at.dest_qp_num = y.qp->qp_num();
+    at.dest_qp_num = y.qp_num();
     at.rq_psn = 0;
     at.dest_gid = p.gid;
     at.dest_udp_port = p.udp_port;
-    RDMAD_ASSERT(x.qp->modify(at,
+    RDMAD_ASSERT(x.modify(at,
                  verbs::kQpState | verbs::kQpPathMtu | verbs::kQpDestQpn | verbs::kQpRqPsn | verbs::kQpAv).ok(), "modify failed");
     at.state = verbs::QpState::kRts;
     at.sq_psn = 0;
     at.timeout = 14;
-    RDMAD_ASSERT(x.qp->modify(at, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout).ok(), "modify failed");
+    RDMAD_ASSERT(x.modify(at, verbs::kQpState | verbs::kQpSqPsn | verbs::kQpTimeout).ok(), "modify failed");
   }
 
   verbs::BackendRegistry reg_;

@@ -235,6 +235,13 @@ void add_flow_fields(std::vector<Field>& f) {
                "lane's bandwidth-delay product to keep it busy.",
                "an integer in [1, 1024]", false, v::int_range(1, 1024),
                [](Config& c, size_t, const Value& x) { c.flow.lane_window_chunks = as<int64_t>(x); }});
+  f.push_back({"flow", "qps_per_lane", FieldType::kInt, int64_t{1},
+               "RC queue pairs a lane (a local NIC to the peer's NIC of the same index) spreads its chunks over, each "
+               "with its own DCQCN rate and UDP source port (ECMP path); a lane gets the smaller value of the two "
+               "nodes, and lane_window_chunks stays the lane's total.",
+               "an integer in [1, 16]; times the number of [[nic]] sections at most 255", false,
+               v::int_range(1, kMaxQpsPerLane),
+               [](Config& c, size_t, const Value& x) { c.flow.qps_per_lane = as<int64_t>(x); }});
   f.push_back({"flow", "sq_depth", FieldType::kInt, int64_t{256},
                "Send queue entries of each flow QP; raise it with lane_window_chunks so that a full window of work "
                "requests always fits.",

@@ -291,6 +291,13 @@ class Parser {
     check_min_max("peer", "reconnect_min_ms", c.peer.reconnect_min_ms, "reconnect_max_ms", c.peer.reconnect_max_ms);
     check_min_max("flow", "rejoin_backoff_min_ms", c.flow.rejoin_backoff_min_ms, "rejoin_backoff_max_ms",
                   c.flow.rejoin_backoff_max_ms);
+    // The peer handshake names every QP of every NIC in one message whose count is a byte.
+    if (const auto qps = static_cast<int64_t>(c.nics.size()) * c.flow.qps_per_lane; qps > kMaxHandshakeEndpoints) {
+      error(where({"flow.qps_per_lane"}, "flow"), "flow.qps_per_lane",
+            fmt::format("{} [[nic]] sections x qps_per_lane {} = {} queue pairs per peer, more than the {} one peer "
+                        "handshake carries",
+                        c.nics.size(), c.flow.qps_per_lane, qps, kMaxHandshakeEndpoints));
+    }
     if (!c.peers.empty() && !c.peer.enabled) {
       error(where({"peers[0]"}, "peer"), "peers",
             "[[peers]] is listed but the peer channel is off: set enabled = true in [peer]");

@@ -49,7 +49,10 @@ flow::FlowServiceOptions flow_options(const config::Config& c) {
   p.discover_port = static_cast<uint16_t>(c.peer.discover_port);
   p.discover_interval = std::chrono::milliseconds(c.peer.discover_interval_ms);
   p.idle_session = std::chrono::milliseconds(c.peer.idle_session_ms);
-  o.qp.qps_per_nic = 1;  // the engine uses one QP per NIC pair
+  // Each lane's QPs; the peer's side may have fewer, and the lane then has that many (QpConnector
+  // pairs QP j with the peer's QP j of the same NIC).
+  o.qp.qps_per_nic = static_cast<uint32_t>(c.flow.qps_per_lane);
+  static_assert(config::kMaxQpsPerLane == peer::kMaxQpsPerNic);
   o.qp.timeout = static_cast<uint8_t>(c.peer.qp_timeout);
   o.qp.retry_cnt = static_cast<uint8_t>(c.peer.qp_retry_cnt);
   const auto& f = c.flow;

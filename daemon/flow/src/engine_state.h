@@ -1,14 +1,18 @@
 // The engine's private records: flows, peers (one balancer each) and transfers.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
+#include <span>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "flow_engine.h"
 #include "peer_domain.h"
+#include "rdmad/daemon/peer/qp_connector.h"
 
 namespace rdmad::flow {
 
@@ -51,13 +55,49 @@ struct FlowEngine::Flow {
 };
 
 struct FlowEngine::Peer {
-  struct Lane {
+  // One of a lane's RC QPs.
+  struct LaneQp {
     verbs::QueuePair* qp = nullptr;
     uint32_t qp_num = 0;
-    uint8_t epoch = 0;  // bumped whenever the QP changes
-    uint32_t posted = 0;  // WRs outstanding on qp
-    bool dead = true;     // no usable QP (failed, being rebuilt, or none)
+    uint32_t posted = 0;  // chunks outstanding on it
+  };
+  // A local NIC's path to the peer: qps_per_lane RC QPs to the peer's NIC of the same index (fewer
+  // when the peer has fewer), which go down, and are rebuilt, together.
+  struct Lane {
+    std::array<LaneQp, peer::kMaxQpsPerNic> qps{};
+    uint8_t qp_count = 0;
+    uint8_t next_qp = 0;  // where pick_qp() starts looking
+    uint8_t epoch = 0;    // bumped whenever the QPs change
+    uint32_t posted = 0;  // chunks outstanding on all its QPs (the lane's window)
+    bool dead = true;     // no usable QPs (failed, being rebuilt, or none)
     std::deque<balancer::Chunk> backlog;  // assigned to this lane, waiting for window space
+
+    void set_qps(std::span<verbs::QueuePair* const> from) {
+      qp_count = static_cast<uint8_t>(std::min(from.size(), qps.size()));
+      for (uint8_t j = 0; j < qp_count; ++j) qps[j] = LaneQp{from[j], from[j]->qp_num(), 0};
+      next_qp = 0;
+      posted = 0;
+    }
+    LaneQp* find_qp(uint32_t qp_num) {
+      for (uint8_t j = 0; j < qp_count; ++j)
+        if (qps[j].qp_num == qp_num) return &qps[j];
+      return nullptr;
+    }
+    // The QP with the fewest chunks outstanding, looking from one past the last pick so that equal
+    // ones take turns (a lightly loaded lane still uses every QP). Least-outstanding rather than
+    // plain round robin: a QP that drains slower than its siblings — its DCQCN reaction point cut
+    // its rate, or its UDP source port hashed onto a congested ECMP path — then gets fewer of the
+    // lane's chunks, where round robin would hand it 1/k of them whatever its pace and the lane
+    // would move at k times its slowest QP's rate. Needs qp_count > 0 (a lane that is not dead).
+    uint8_t pick_qp() {
+      uint8_t best = next_qp % qp_count;
+      for (uint8_t i = 1; i < qp_count; ++i) {
+        const auto j = static_cast<uint8_t>((next_qp + i) % qp_count);
+        if (qps[j].posted < qps[best].posted) best = j;
+      }
+      next_qp = static_cast<uint8_t>((best + 1) % qp_count);
+      return best;
+    }
   };
   struct ChunkInfo {
     balancer::ChunkId id = 0;
@@ -91,7 +131,8 @@ inline uint32_t tag_slot(uint64_t tag) { return static_cast<uint32_t>(tag >> 32)
 inline uint32_t tag_index(uint64_t tag) { return static_cast<uint32_t>(tag); }
 
 // Work request ids: peer slot, the lane's QP epoch (QP numbers may be reused by a rebuilt QP),
-// peer generation and the balancer's chunk id.
+// peer generation and the balancer's chunk id. Which of the lane's QPs a completion comes from is
+// its qp_num (Lane::find_qp).
 inline uint64_t make_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, balancer::ChunkId id) {
   return uint64_t{peer_slot} << 56 | uint64_t{lane_epoch} << 48 | uint64_t{peer_gen & 0xFFFF} << 32 | id;
 }

@@ -131,11 +131,17 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     wr.rkey = pieces[i].rkey;
     wr.signaled = i + 1 == n;
   }
-  if (!lane.qp->post_send({wrs.data(), n}).ok()) return false;
+  // The lane's chunks spread over its QPs (Lane::pick_qp); the pieces of one chunk stay on one QP
+  // (only its last WR is signaled). Completions are matched to the QP by qp_num, to the chunk by id.
+  const uint8_t j = lane.pick_qp();
+  if (!lane.qps[j].qp->post_send({wrs.data(), n}).ok()) return false;
   ++lane.posted;
+  ++lane.qps[j].posted;
   info.posted_us = now_us();
-  lane_counters_[c.nic]->chunks_sent.fetch_add(1, std::memory_order_relaxed);
-  lane_counters_[c.nic]->bytes_sent.fetch_add(c.bytes, std::memory_order_relaxed);
+  LaneCounters& counters = *lane_counters_[c.nic];
+  counters.qp_chunks_sent[j].fetch_add(1, std::memory_order_relaxed);
+  counters.chunks_sent.fetch_add(1, std::memory_order_relaxed);
+  counters.bytes_sent.fetch_add(c.bytes, std::memory_order_relaxed);
   return true;
 }
 
@@ -159,7 +165,10 @@ void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
   Peer& p = *peers_[slot];
   auto& lane = p.lanes[nic];
   // From a QP already given up (its chunks moved): ignored.
-  if (lane.dead || wc.qp_num != lane.qp_num || epoch != lane.epoch) return;
+  if (lane.dead || epoch != lane.epoch) return;
+  Peer::LaneQp* qp = lane.find_qp(wc.qp_num);
+  if (qp == nullptr) return;
+  --qp->posted;
   --lane.posted;
   auto& info = p.chunks[id & kChunkSlotMask];
   const bool known = info.id == id && info.transfer != nullptr;
@@ -175,8 +184,9 @@ void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
     info.transfer = nullptr;
     chunk_finished(t, wc_to_status(wc.status));
   }
-  // The QP is in the error state now: everything else on it moves to the other lanes. A request
-  // the peer refused says nothing about the path: the lane comes back as soon as it is rebuilt.
+  // The QP is in the error state now: everything else on the lane (on its other QPs too) moves to
+  // the other lanes. A request the peer refused says nothing about the path: the lane comes back
+  // as soon as it is rebuilt.
   lane_failed(p, nic, std::string("work request failed: ") + std::string(verbs::to_string(wc.status)),
               request_error(wc.status) ? balancer::Balancer::Fault::kRequest : balancer::Balancer::Fault::kPath);
 }
@@ -185,7 +195,12 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   auto& lane = p.lanes[nic];
   const bool was_dead = lane.dead;
   lane.dead = true;
+  if (!was_dead) {
+    stop_lane_qps(p, nic);
+    publish_lane_qps(nic);
+  }
   lane.posted = 0;
+  for (auto& q : lane.qps) q.posted = 0;
   lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
   std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason, fault);
   if (!was_dead) {
@@ -200,6 +215,19 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
     hooks_.lane_failed(p.name, nic, reason, rebuild_cause(fault));
   }
   requeue(p, moved);
+}
+
+void FlowEngine::stop_lane_qps(Peer& p, uint16_t nic) {
+  // The lane's QPs go down together. One failed (or the path, or the peer's side, did), but its
+  // siblings are still in RTS: left there until the rebuild destroys them (later still while the
+  // port is down), they would keep sending — retransmitting — the chunks just moved to other
+  // lanes, and could place a stale copy after the moved one completed and the client reused the
+  // memory. In ERR they send nothing more and flush their WRs; the completions, from a dead lane,
+  // are ignored. A QP the device refuses to move is destroyed by the rebuild all the same.
+  verbs::QpAttr err;
+  err.state = verbs::QpState::kError;
+  auto& lane = p.lanes[nic];
+  for (uint8_t j = 0; j < lane.qp_count; ++j) (void)lane.qps[j].qp->modify(err, verbs::kQpState);
 }
 
 void FlowEngine::finish_unsent(Peer& p, const balancer::Chunk& c, Transfer* t, rdmad_status status) {

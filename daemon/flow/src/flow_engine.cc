@@ -182,6 +182,14 @@ void FlowEngine::publish_weights() {
   }
 }
 
+void FlowEngine::publish_lane_qps(uint16_t nic) {
+  uint32_t qps = 0;
+  for (auto& p : peers_) {
+    if (p && nic < p->lanes.size() && !p->lanes[nic].dead) qps = std::max<uint32_t>(qps, p->lanes[nic].qp_count);
+  }
+  lane_counters_[nic]->lane_qps.store(qps, std::memory_order_relaxed);
+}
+
 FlowEngine::Peer* FlowEngine::find_peer(const std::string& name) {
   for (auto& p : peers_)
     if (p && p->name == name) return p.get();
@@ -261,7 +269,8 @@ void FlowEngine::await_grants(const std::string& name) {
     if (f->setup.peer == name) await_grants_of(f->imports);
 }
 
-void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain) {
+void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vector<verbs::QueuePair*>>& qps,
+                            const PeerDomain* domain) {
   if (find_peer(name) != nullptr) peer_lost(name);
   size_t slot = 0;
   while (slot < peers_.size() && peers_[slot]) ++slot;
@@ -285,14 +294,14 @@ void FlowEngine::peer_ready(const std::string& name, std::vector<verbs::QueuePai
   p->lanes.resize(nic_names_.size());
   const uint64_t now = now_us();
   for (uint16_t i = 0; i < p->lanes.size(); ++i) {
-    verbs::QueuePair* qp = i < qps.size() ? qps[i] : nullptr;
-    p->lanes[i].qp = qp;
-    p->lanes[i].qp_num = qp ? qp->qp_num() : 0;
-    p->lanes[i].dead = qp == nullptr;
-    if (qp == nullptr) p->balancer->mark_down(i, now, "no queue pair to this peer");
+    auto& lane = p->lanes[i];
+    if (i < qps.size()) lane.set_qps(qps[i]);
+    lane.dead = lane.qp_count == 0;
+    if (lane.dead) p->balancer->mark_down(i, now, "no queue pair to this peer");
   }
   Peer* raw = p.get();
   peers_[slot] = std::move(p);
+  for (uint16_t i = 0; i < nic_names_.size(); ++i) publish_lane_qps(i);
   for (auto& [id, f] : flows_) {
     if (f->setup.peer != name) continue;
     f->peer = raw;
@@ -312,6 +321,7 @@ void FlowEngine::peer_lost(const std::string& name) {
     progress(*f);
   }
   peers_[p->slot].reset();
+  for (uint16_t i = 0; i < nic_names_.size(); ++i) publish_lane_qps(i);
 }
 
 void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::RebuildCause cause) {
@@ -323,8 +333,7 @@ void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::Reb
                   ? "queue pair replaced by the peer after a refused request"
                   : "queue pair replaced by the peer after a path fault",
               lane_fault(cause));
-  p->lanes[nic].qp = nullptr;
-  p->lanes[nic].qp_num = 0;
+  p->lanes[nic].set_qps({});
 }
 
 void FlowEngine::nic_down(uint16_t nic, const std::string& reason) {
@@ -335,8 +344,10 @@ void FlowEngine::nic_down(uint16_t nic, const std::string& reason) {
 void FlowEngine::qp_failed(uint16_t nic, uint32_t qp_num) {
   for (auto& p : peers_) {
     if (!p || nic >= p->lanes.size()) continue;
-    const auto& lane = p->lanes[nic];
-    if (!lane.dead && lane.qp_num == qp_num) lane_failed(*p, nic, "queue pair failed (asynchronous QP fatal event)");
+    auto& lane = p->lanes[nic];
+    // One QP of the lane failed: the whole lane fails over (its other QPs with it).
+    if (!lane.dead && lane.find_qp(qp_num) != nullptr)
+      lane_failed(*p, nic, "queue pair failed (asynchronous QP fatal event)");
   }
 }
 
@@ -349,15 +360,14 @@ void FlowEngine::set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps
     if (p && nic < p->lanes.size()) p->balancer->set_congestion(nic, cnp_per_s, rate_mbps);
 }
 
-void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, verbs::QueuePair* qp) {
+void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, const std::vector<verbs::QueuePair*>& qps) {
   Peer* p = find_peer(name);
-  if (p == nullptr || nic >= p->lanes.size() || qp == nullptr) return;
+  if (p == nullptr || nic >= p->lanes.size() || qps.empty()) return;
   auto& lane = p->lanes[nic];
-  lane.qp = qp;
-  lane.qp_num = qp->qp_num();
+  lane.set_qps(qps);  // all of the lane's QPs are fresh: they were rebuilt together
   ++lane.epoch;
-  lane.posted = 0;
   lane.dead = false;
+  publish_lane_qps(nic);
   lane.backlog.clear();
   p->balancer->mark_recovered(nic, now_us());
 }

@@ -1,6 +1,7 @@
 // The flow engine: one datapath thread that consumes every flow's submission ring, splits each
-// request into chunks, posts them on the NIC the peer's balancer picks, polls the NICs' completion
-// queues, fails lanes over, and writes completions back in submission order. The control thread
+// request into chunks, posts them on the NIC the peer's balancer picks (on one of that lane's
+// qps_per_lane QPs), polls the NICs' completion queues, fails lanes over, and writes completions
+// back in submission order. The control thread
 // (FlowService) changes its state only through run_sync(), so everything here is single-threaded.
 #pragma once
 
@@ -26,6 +27,7 @@
 #include "rdmad/base/heartbeat.h"
 #include "rdmad/flow_ring.h"
 #include "rdmad/daemon/clients/region_pins.h"
+#include "rdmad/daemon/peer/qp_connector.h"
 #include "rdmad/daemon/peer/wire.h"
 #include "rdmad/verbs/device.h"
 
@@ -94,6 +96,9 @@ struct LaneCounters {
   std::atomic<uint64_t> failovers{0};
   std::atomic<uint64_t> rejoins{0};
   std::atomic<double> weight{0};  // share of chunks under the current weights, averaged over peers
+  // Chunks posted on the j-th QP of this NIC's lanes (all peers): [flow] qps_per_lane spreads them.
+  std::array<std::atomic<uint64_t>, peer::kMaxQpsPerNic> qp_chunks_sent{};
+  std::atomic<uint32_t> lane_qps{0};  // QPs of this NIC's lanes that are up: the most of any peer's
 };
 
 struct EngineCounters {
@@ -174,21 +179,22 @@ class FlowEngine {
   void drop_token(const Token& token);
   /// Drops the flow's imports that still await their grants.
   void prune_awaiting(uint64_t flow_id);
-  /// A peer's QPs are up: one QP per local NIC (nullptr: that NIC has none), in `domain`'s
-  /// protection domains, where the engine registers what the peer's flows use (valid until
-  /// peer_lost).
-  void peer_ready(const std::string& peer, std::vector<verbs::QueuePair*> qps, const PeerDomain* domain);
+  /// A peer's QPs are up: per local NIC, its lane's QPs (QpConnector::nic_qps; empty: that NIC
+  /// has none), in `domain`'s protection domains, where the engine registers what the peer's flows
+  /// use (valid until peer_lost).
+  void peer_ready(const std::string& peer, const std::vector<std::vector<verbs::QueuePair*>>& qps,
+                  const PeerDomain* domain);
   /// The peer's connection is gone: the flows' imports of its grants lose their keys and await
   /// the grants of its next session (RemoteRange::awaiting_grant).
   void await_grants(const std::string& peer);
   /// A peer was lost: its transfers fail, its flows wait for it again. Its QPs go right after.
   void peer_lost(const std::string& peer);
-  /// The QP of one lane is about to be destroyed (rebuild): stop using it. When the peer started
+  /// The QPs of one lane are about to be destroyed (rebuild): stop using them. When the peer started
   /// the rebuild, `cause` is its verdict: after a path fault the lane fails over here too (counted,
   /// back-off), after a refused request it rejoins as soon as it is rebuilt.
   void lane_replacing(const std::string& peer, uint16_t nic, peer::RebuildCause cause);
-  /// The lane has a fresh QP in RTS: it rejoins after its back-off.
-  void lane_rebuilt(const std::string& peer, uint16_t nic, verbs::QueuePair* qp);
+  /// The lane has fresh QPs in RTS (QpConnector::nic_qps): it rejoins after its back-off.
+  void lane_rebuilt(const std::string& peer, uint16_t nic, const std::vector<verbs::QueuePair*>& qps);
   /// A NIC's port went down: its lane to every peer fails over.
   void nic_down(uint16_t nic, const std::string& reason);
   /// One of a NIC's QPs failed (an asynchronous QP fatal event): the lane it carries fails over.
@@ -218,6 +224,8 @@ class FlowEngine {
   void sleep_until_work(bool in_flight);
   uint64_t now_us() const;
   void publish_weights();
+  // LaneCounters::lane_qps of one NIC, whenever a lane of it comes up or goes down.
+  void publish_lane_qps(uint16_t nic);
 
   // Requests (flow_submit.cc).
   void take_request(Flow& f, const ring::Sqe& sqe);
@@ -234,6 +242,8 @@ class FlowEngine {
   void finish_unsent(Peer& p, const balancer::Chunk& c, Transfer* t, rdmad_status status);
   void lane_failed(Peer& p, uint16_t nic, const std::string& reason,
                    balancer::Balancer::Fault fault = balancer::Balancer::Fault::kPath);
+  // Takes the QPs of a lane that just failed to the error state (flushing what they hold).
+  void stop_lane_qps(Peer& p, uint16_t nic);
   void requeue(Peer& p, std::vector<balancer::Chunk>& moved);
   // A chunk of `t` got lane `nic`: notes a pinned flow leaving its lanes (counted, logged) or
   // coming back to them.

@@ -1,7 +1,7 @@
 #pragma once
 // The flow, balancer and peer families, declared once: flow_metrics.cc reads them at scrape time,
 // flow_service.cc keeps the transfer-time histogram. No flow id, QPN, peer or address is a label:
-// per NIC the `device` label, otherwise none.
+// per NIC the `device` label (and a QP's index in its lane, at most 16 values), otherwise none.
 #include "rdmad/metrics/metric.h"
 
 namespace rdmad::flow::metric {
@@ -34,6 +34,15 @@ inline constexpr Metric kBalancerBytesSent{"rdmad_balancer_bytes_sent_total", "B
                                            Kind::kCounter};
 inline constexpr Metric kBalancerChunksSent{"rdmad_balancer_chunks_sent_total", "Flow chunks posted on this NIC",
                                             Kind::kCounter};
+inline constexpr Metric kFlowLaneQps{
+    "rdmad_flow_lane_qps",
+    "Queue pairs a lane on this NIC spreads its chunks over ([flow] qps_per_lane, or the peer's if fewer; the most "
+    "of any peer's lane that is up, 0 when none is)",
+    Kind::kGauge};
+inline constexpr Metric kFlowLaneQpChunks{
+    "rdmad_flow_lane_qp_chunks_sent_total",
+    "Flow chunks posted on this NIC, by the queue pair's index in its lane (lane_qp, 0..qps_per_lane-1; not a QPN)",
+    Kind::kCounter};
 inline constexpr Metric kBalancerFailovers{"rdmad_balancer_failovers_total",
                                            "Times this NIC's path to a peer failed and its chunks moved", Kind::kCounter};
 

@@ -14,8 +14,13 @@ namespace {
 class FlowCollector final : public prometheus::Collectable {
  public:
   FlowCollector(const FlowEngine& engine, const FlowService::Counters& service, const peer::PeerChannel& channel,
-                const peer::PeerSession& session, std::vector<std::string> devices)
-      : engine_(engine), service_(service), channel_(channel), session_(session), devices_(std::move(devices)) {}
+                const peer::PeerSession& session, std::vector<std::string> devices, uint32_t qps_per_lane)
+      : engine_(engine),
+        service_(service),
+        channel_(channel),
+        session_(session),
+        devices_(std::move(devices)),
+        qps_per_lane_(qps_per_lane) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     metrics::FamilySet f;
@@ -37,6 +42,10 @@ class FlowCollector final : public prometheus::Collectable {
       f.add(metric::kBalancerBytesSent, dl, load(l.bytes_sent));
       f.add(metric::kBalancerChunksSent, dl, load(l.chunks_sent));
       f.add(metric::kBalancerFailovers, dl, load(l.failovers));
+      f.add(metric::kFlowLaneQps, dl, static_cast<double>(l.lane_qps.load(std::memory_order_relaxed)));
+      for (uint32_t j = 0; j < qps_per_lane_ && j < l.qp_chunks_sent.size(); ++j)
+        f.add(metric::kFlowLaneQpChunks, {{"device", devices_[i]}, {"lane_qp", std::to_string(j)}},
+              load(l.qp_chunks_sent[j]));
     }
     const peer::PeerCounters& p = channel_.counters();
     auto n = [](uint64_t v) { return static_cast<double>(v); };
@@ -72,6 +81,7 @@ class FlowCollector final : public prometheus::Collectable {
   const peer::PeerChannel& channel_;
   const peer::PeerSession& session_;
   std::vector<std::string> devices_;
+  uint32_t qps_per_lane_;  // this node's: the lane_qp series it exports
 };
 
 }  // namespace
@@ -79,7 +89,8 @@ class FlowCollector final : public prometheus::Collectable {
 std::shared_ptr<prometheus::Collectable> FlowService::make_collector() {
   std::vector<std::string> devices;
   for (const FlowNic& n : nics_) devices.push_back(n.device);
-  return std::make_shared<FlowCollector>(*engine_, counters_, *channel_, *session_, std::move(devices));
+  return std::make_shared<FlowCollector>(*engine_, counters_, *channel_, *session_, std::move(devices),
+                                         options_.qp.qps_per_nic);
 }
 
 }  // namespace rdmad::flow

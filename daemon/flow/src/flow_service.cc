@@ -113,8 +113,8 @@ base::Status FlowService::start() {
     engine_->run_sync([&] { engine_->lane_replacing(p, nic, cause); });
   });
   session_->set_on_nic_rebuilt([this](const std::string& p, uint16_t nic, peer::QpConnector& qps) {
-    verbs::QueuePair* qp = qps.qp(nic, 0);
-    engine_->run_sync([&] { engine_->lane_rebuilt(p, nic, qp); });
+    const std::vector<verbs::QueuePair*> lane = qps.nic_qps(nic);
+    engine_->run_sync([&] { engine_->lane_rebuilt(p, nic, lane); });
   });
   session_->set_on_message([this](const std::string& p, peer::MessageType type, std::span<const uint8_t> payload) {
     on_peer_message(p, static_cast<uint16_t>(type), std::vector<uint8_t>(payload.begin(), payload.end()));
@@ -285,8 +285,8 @@ PeerDomain* FlowService::domain_for(const std::string& peer, std::string* error)
 }
 
 void FlowService::on_peer_ready(const std::string& peer, peer::QpConnector& qps) {
-  std::vector<verbs::QueuePair*> lanes(nics_.size(), nullptr);
-  for (uint16_t i = 0; i < lanes.size(); ++i) lanes[i] = qps.qp(i, 0);
+  std::vector<std::vector<verbs::QueuePair*>> lanes(nics_.size());
+  for (uint16_t i = 0; i < lanes.size(); ++i) lanes[i] = qps.nic_qps(i);
   std::string error;
   const PeerDomain* domain = domain_for(peer, &error);  // the one the connector's QPs are in
   engine_->run_sync([&] { engine_->peer_ready(peer, lanes, domain); });

@@ -32,6 +32,11 @@ QpConnector::QpConnector(std::vector<LocalNic> nics, QpConnectorOptions options)
 verbs::Result<std::vector<NicEndpoint>> QpConnector::prepare() {
   qps_.clear();
   left_out_.clear();
+  // Every endpoint goes in one message (config::Loader refuses such files; embedded NICs do not
+  // go through it).
+  if (nics_.size() * options_.qps_per_nic > kMaxEndpoints)
+    return Status::error(std::to_string(nics_.size()) + " NICs x " + std::to_string(options_.qps_per_nic) +
+                         " QPs per NIC exceed the " + std::to_string(kMaxEndpoints) + " one handshake carries");
   std::vector<NicEndpoint> out;
   for (uint16_t n = 0; n < nics_.size(); ++n) {
     // A NIC out of service, or whose port is not ACTIVE, gets no QPs now (the peer's QPs of that
@@ -79,6 +84,9 @@ Status QpConnector::add_nic_qps(uint16_t n, std::vector<NicEndpoint>& out) {
   if (ib && (port->lid == 0 || port->lid > kMaxUnicastLid))
     return Status::error("nic " + nic.name + ": InfiniBand port " + std::to_string(nic.port) + " has no unicast LID (" +
                          std::to_string(port->lid) + "): is a subnet manager running?");
+  if (options_.qps_per_nic == 0 || options_.qps_per_nic > kMaxQpsPerNic)
+    return Status::error("nic " + nic.name + ": " + std::to_string(options_.qps_per_nic) + " QPs per NIC (1.." +
+                         std::to_string(kMaxQpsPerNic) + ")");
   for (uint16_t j = 0; j < options_.qps_per_nic; ++j) {
     verbs::QpInitAttr ia;
     ia.max_send_wr = options_.max_send_wr;
@@ -189,6 +197,16 @@ verbs::QueuePair* QpConnector::qp(uint16_t nic_index, uint16_t qp_index) const {
     if (q.connected && q.nic_index == nic_index && q.qp_index == qp_index) return q.qp.get();
   }
   return nullptr;
+}
+
+std::vector<verbs::QueuePair*> QpConnector::nic_qps(uint16_t nic_index) const {
+  // qps_ is in (nic, qp index) order (prepare, prepare_nic); connect kept QP j only where the
+  // peer has a QP j: with a well-behaved peer, indices 0..min(k, the peer's k) - 1.
+  std::vector<verbs::QueuePair*> out;
+  for (const Qp& q : qps_) {
+    if (q.connected && q.nic_index == nic_index) out.push_back(q.qp.get());
+  }
+  return out;
 }
 
 }  // namespace rdmad::peer

@@ -1,6 +1,9 @@
 #include "rdmad/daemon/peer/wire.h"
 
+#include <algorithm>
+
 #include "byte_codec.h"
+#include "rdmad/base/assert.h"
 
 namespace rdmad::peer {
 using codec::decode_with;
@@ -91,6 +94,7 @@ std::vector<uint8_t> encode(const Endpoints& m) {
     w.u16(m.nic_index);
     w.u8(static_cast<uint8_t>(m.cause));
   }
+  RDMAD_ASSERT(m.endpoints.size() <= kMaxEndpoints, "{} endpoints in one message", m.endpoints.size());
   w.u8(static_cast<uint8_t>(m.endpoints.size()));
   for (const NicEndpoint& e : m.endpoints) kNicEndpointLayout(w, e);
   return w.take();
@@ -118,6 +122,12 @@ std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload) {
     if (e.link != EndpointLink::kRoce && e.link != EndpointLink::kInfiniband) return std::nullopt;
     const bool lid_ok = e.link == EndpointLink::kInfiniband ? e.lid >= 1 && e.lid <= kMaxUnicastLid : e.lid == 0;
     if (!mtu_ok || !lid_ok || e.qpn > 0xFFFFFF || e.psn > 0xFFFFFF || e.nic_name.empty()) return std::nullopt;
+    // A QP named twice: the receiver would pair one of its QPs with either (at most 255 checks of
+    // at most 254 each, once per handshake).
+    const bool twice = std::any_of(m.endpoints.begin(), m.endpoints.end(), [&](const NicEndpoint& o) {
+      return o.nic_index == e.nic_index && o.qp_index == e.qp_index;
+    });
+    if (twice) return std::nullopt;
     m.endpoints.push_back(std::move(e));
   }
   if (!r.done()) return std::nullopt;

@@ -54,6 +54,21 @@ int main(int argc, char** argv) {
   ep.kind = EndpointsKind::kRebuildOffer;
   ep.cause = RebuildCause::kRequestRefused;
   frame(dir, "endpoints_rebuild_refused", MessageType::kEndpoints, ep);
+  // [flow] qps_per_lane = 4: four QPs per NIC, then the same with one QP named twice (refused).
+  Endpoints lanes;
+  lanes.kind = EndpointsKind::kOffer;
+  lanes.session = 9;
+  for (uint16_t i = 0; i < 2; ++i) {
+    for (uint16_t j = 0; j < 4; ++j) {
+      NicEndpoint n = ep.endpoints[i];
+      n.qp_index = j;
+      n.qpn = 0x200u + 4u * i + j;
+      lanes.endpoints.push_back(n);
+    }
+  }
+  frame(dir, "endpoints_qps_per_lane", MessageType::kEndpoints, lanes);
+  lanes.endpoints[1].qp_index = 0;
+  frame(dir, "bad_endpoints_qp_twice", MessageType::kEndpoints, lanes);
   Endpoints ib;
   ib.kind = EndpointsKind::kAnswer;
   ib.session = 8;

@@ -281,6 +281,51 @@ inline std::optional<rdmad_completion> wait_completion(rdmad_flow* f, std::chron
   return std::nullopt;
 }
 
+// node-a WRITEs n bytes into node-b's memory, READs them back and SENDs them into a receive node-b
+// posted, each checked byte-exact: `fa` is a's flow to b, `fb` b's flow to a (for the receive).
+inline void write_read_send_byte_exact(Node& a, Node& b, rdmad_flow* fa, rdmad_flow* fb, size_t n) {
+  Buffer src(a.client(), n, kAllAccess);
+  Buffer dst(b.client(), n, kAllAccess);
+  const rdmad_remote remote =
+      export_and_import(b, dst, n, a, fa, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ);
+  EXPECT_EQ(remote.length, n);
+
+  // WRITE a -> b.
+  fill(src.data(), n, 1);
+  fill(dst.data(), n, 2);
+  ASSERT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  auto c = wait_completion(fa, 240s);
+  ASSERT_TRUE(c.has_value()) << a.output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(c->wr_id, 1u);
+  EXPECT_EQ(c->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+
+  // READ b -> a.
+  fill(dst.data(), n, 3);
+  ASSERT_EQ(rdmad_flow_read(fa, 2, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  c = wait_completion(fa, 240s);
+  ASSERT_TRUE(c.has_value()) << a.output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(c->op, RDMAD_OP_READ);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+
+  // SEND a -> b into a posted receive.
+  fill(src.data(), n, 4);
+  ASSERT_EQ(rdmad_flow_recv(fb, 77, dst.mr, 0, n), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa, 3, src.mr, 0, n), RDMAD_OK);
+  c = wait_completion(fa, 240s);
+  ASSERT_TRUE(c.has_value()) << a.output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  auto r = wait_completion(fb, 30s);
+  ASSERT_TRUE(r.has_value()) << b.output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->wr_id, 77u);
+  EXPECT_EQ(r->op, RDMAD_OP_RECV);
+  EXPECT_EQ(r->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+}
+
 // Two daemons a and b dialling each other; nics per node and extra config are parameters.
 struct Pair {
   std::unique_ptr<Node> a;

@@ -42,46 +42,7 @@ class FlowPair : public ::testing::Test {
 };
 
 TEST_F(FlowPair, WriteReadAndSendOneGibibyteByteExact) {
-  const size_t n = transfer_bytes();
-  Buffer src(a()->client(), n, kAllAccess);
-  Buffer dst(b()->client(), n, kAllAccess);
-  const rdmad_remote remote = export_b_to_a(dst, n, RDMAD_ACCESS_REMOTE_WRITE | RDMAD_ACCESS_REMOTE_READ);
-  EXPECT_EQ(remote.length, n);
-
-  // WRITE a -> b.
-  fill(src.data(), n, 1);
-  fill(dst.data(), n, 2);
-  ASSERT_EQ(rdmad_flow_write(fa_, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  auto c = wait_completion(fa_, 240s);
-  ASSERT_TRUE(c.has_value()) << a()->output();
-  EXPECT_EQ(c->status, RDMAD_OK);
-  EXPECT_EQ(c->wr_id, 1u);
-  EXPECT_EQ(c->length, n);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
-
-  // READ b -> a.
-  fill(dst.data(), n, 3);
-  ASSERT_EQ(rdmad_flow_read(fa_, 2, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  c = wait_completion(fa_, 240s);
-  ASSERT_TRUE(c.has_value()) << a()->output();
-  EXPECT_EQ(c->status, RDMAD_OK);
-  EXPECT_EQ(c->op, RDMAD_OP_READ);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
-
-  // SEND a -> b into a posted receive.
-  fill(src.data(), n, 4);
-  ASSERT_EQ(rdmad_flow_recv(fb_, 77, dst.mr, 0, n), RDMAD_OK);
-  ASSERT_EQ(rdmad_flow_send(fa_, 3, src.mr, 0, n), RDMAD_OK);
-  c = wait_completion(fa_, 240s);
-  ASSERT_TRUE(c.has_value()) << a()->output();
-  EXPECT_EQ(c->status, RDMAD_OK);
-  auto r = wait_completion(fb_, 30s);
-  ASSERT_TRUE(r.has_value()) << b()->output();
-  EXPECT_EQ(r->status, RDMAD_OK);
-  EXPECT_EQ(r->wr_id, 77u);
-  EXPECT_EQ(r->op, RDMAD_OP_RECV);
-  EXPECT_EQ(r->length, n);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  write_read_send_byte_exact(*a(), *b(), fa_, fb_, transfer_bytes());
 }
 
 // The split follows measured throughput, and soft NICs' throughput is their datapath threads' share

@@ -1,6 +1,7 @@
 // Two daemons' peer objects in one process: the peer channel over loopback TCP brings up RC QPs
 // between their soft NICs (two NICs each, two QPs per NIC pair), then a real RDMA WRITE over every
 // QP lands byte-exact. The peer's loss tears the QPs down; its return brings up fresh ones.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -116,6 +117,86 @@ TEST(PeerQpSession, QpsWithoutAPartnerNicAreDropped) {
   const verbs::Status st = a->connect({});
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("no NIC pair in common"), std::string::npos) << st.message();
+}
+
+// [flow] qps_per_lane: each side offers or answers its own number of QPs per NIC and QP j pairs
+// only with the peer's QP j, so a NIC pair ends up with the smaller number on both sides, whoever
+// dials, and a rebuild of one NIC (offered by either side) keeps it.
+TEST(PeerQpSession, QpsPerNicOfTwoNodesMeetAtTheSmaller) {
+  verbs::BackendRegistry reg;
+  verbs::soft::register_backend(reg);
+  struct Case {
+    uint32_t dialler, listener, want;
+  };
+  for (const Case c : {Case{4, 1, 1}, Case{1, 4, 1}, Case{4, 2, 2}, Case{4, 4, 4}}) {
+    SCOPED_TRACE(fmt::format("dialler {} QPs per NIC, listener {}", c.dialler, c.listener));
+    boost::asio::io_context io;
+    Node na(reg), nb(reg);
+    PeerChannel b(io, config("node-b"));
+    PeerSession sb(b, nb.factory(c.listener));
+    ASSERT_TRUE(b.start().ok());
+    auto ca = config("node-a");
+    ca.peers.push_back(address_of("node-b", b.listen_port()));
+    PeerChannel a(io, ca);
+    PeerSession sa(a, na.factory(c.dialler));
+    int rebuilt = 0;
+    auto count = [&](const std::string&, uint16_t, QpConnector&) { ++rebuilt; };
+    sa.set_on_nic_rebuilt(count);
+    sb.set_on_nic_rebuilt(count);
+    ASSERT_TRUE(a.start().ok());
+    ASSERT_TRUE(run_until(io, [&] { return sa.ready("node-b") && sb.ready("node-a"); }));
+    auto check = [&](const char* when) {
+      QpConnector& qa = *sa.ready("node-b");
+      QpConnector& qb = *sb.ready("node-a");
+      for (uint16_t n = 0; n < kNics; ++n) {
+        const auto lane_a = qa.nic_qps(n);
+        const auto lane_b = qb.nic_qps(n);
+        ASSERT_EQ(lane_a.size(), c.want) << when << ", nic " << n;
+        ASSERT_EQ(lane_b.size(), c.want) << when << ", nic " << n;
+        for (uint16_t j = 0; j < c.want; ++j) {
+          EXPECT_EQ(lane_a[j], qa.qp(n, j)) << "in QP index order";
+          // QP j of one side is connected to QP j of the other, both ways.
+          EXPECT_EQ(lane_a[j]->query().dest_qp_num, lane_b[j]->qp_num());
+          EXPECT_EQ(lane_b[j]->query().dest_qp_num, lane_a[j]->qp_num());
+          EXPECT_EQ(lane_a[j]->query().state, verbs::QpState::kRts);
+          EXPECT_EQ(lane_b[j]->query().state, verbs::QpState::kRts);
+        }
+      }
+    };
+    check("bring-up");
+    // Rebuilt together: every QP of NIC 0 is fresh, NIC 1's are untouched.
+    const std::vector<verbs::QueuePair*> before1 = sa.ready("node-b")->nic_qps(1);
+    ASSERT_TRUE(sa.rebuild("node-b", 0));
+    ASSERT_TRUE(run_until(io, [&] { return rebuilt == 2; }));
+    check("rebuild offered by the dialler");
+    EXPECT_EQ(sa.ready("node-b")->nic_qps(1), before1);
+    ASSERT_TRUE(sb.rebuild("node-a", 1));
+    ASSERT_TRUE(run_until(io, [&] { return rebuilt == 4; }));
+    check("rebuild offered by the listener");
+    EXPECT_EQ(sa.counters().rebuild_failures + sb.counters().rebuild_failures, 0u);
+  }
+}
+
+TEST(PeerQpConnector, RefusesMoreQpsThanALaneOrAHandshakeHolds) {
+  verbs::BackendRegistry reg;
+  verbs::soft::register_backend(reg);
+  Node one(reg, 1);
+  QpConnectorOptions o;
+  o.qps_per_nic = kMaxQpsPerNic + 1;
+  QpConnector too_many(one.local_nics(), o);
+  auto r = too_many.prepare();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("17 QPs per NIC (1..16)"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(too_many.qps().empty());
+  // 16 NICs x 16 QPs would not fit the handshake's one-byte count: refused before any is made.
+  std::vector<LocalNic> sixteen(16, one.local_nics().front());
+  o.qps_per_nic = kMaxQpsPerNic;
+  QpConnector over(sixteen, o);
+  r = over.prepare();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("16 NICs x 16 QPs per NIC exceed the 255"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(over.qps().empty());
 }
 
 TEST(PeerQpSession, InconsistentEndpointMessagesCloseTheConnection) {

@@ -66,11 +66,11 @@ struct Node {
     }
     return local;
   }
-  PeerSession::ConnectorFactory factory() {
-    return [this](const std::string&) {
+  PeerSession::ConnectorFactory factory(uint32_t qps_per_nic = kQpsPerNic) {
+    return [this, qps_per_nic](const std::string&) {
       std::vector<LocalNic> local = local_nics();
       QpConnectorOptions o;
-      o.qps_per_nic = kQpsPerNic;
+      o.qps_per_nic = qps_per_nic;
       o.timeout = 12;
       return std::make_unique<QpConnector>(std::move(local), o);
     };

@@ -80,6 +80,7 @@ TEST(Config, PeerAndFlowDefaults) {
   EXPECT_EQ(c.flow.policy, "weighted");
   EXPECT_EQ(c.flow.chunk_bytes, 1048576);
   EXPECT_EQ(c.flow.lane_window_chunks, 8);
+  EXPECT_EQ(c.flow.qps_per_lane, 1);
   EXPECT_EQ(c.flow.sq_depth, 256);
   EXPECT_EQ(c.flow.cq_depth, 512);
   EXPECT_EQ(c.flow.max_flows_per_client, 64);
@@ -217,6 +218,7 @@ TEST(Config, FullFileSetsEverySection) {
   EXPECT_EQ(c.flow.policy, "congestion_aware");
   EXPECT_EQ(c.flow.chunk_bytes, 65536);
   EXPECT_EQ(c.flow.lane_window_chunks, 32);
+  EXPECT_EQ(c.flow.qps_per_lane, 4);
   EXPECT_EQ(c.flow.sq_depth, 1024);
   EXPECT_EQ(c.flow.cq_depth, 2048);
   EXPECT_EQ(c.flow.max_flows_per_client, 8);
@@ -356,6 +358,24 @@ TEST(Config, FlowRules) {
   EXPECT_EQ(errors_of("[flow]\nchunk_bytes = 1073741824\n"), "");
   EXPECT_TRUE(has_error("[flow]\nchunk_bytes = 4095\n", "an integer in [4096, 1073741824]"));
   EXPECT_TRUE(has_error("[flow]\nchunk_bytes = 1073741825\n", "an integer in [4096, 1073741824]"));
+  for (int64_t ok : {1, 4, 16}) EXPECT_EQ(errors_of(fmt::format("[flow]\nqps_per_lane = {}\n", ok)), "") << ok;
+  for (int64_t bad : {0, 17, -1}) {
+    EXPECT_TRUE(has_error(fmt::format("[flow]\nqps_per_lane = {}\n", bad), "an integer in [1, 16]")) << bad;
+  }
+}
+
+// The peer handshake's endpoint count is one byte: 16 NICs with 16 QPs each would not fit.
+TEST(Config, QpsPerLaneTimesNicsFitOneHandshake) {
+  auto nics = [](int n) {
+    std::string t;
+    for (int i = 0; i < n; ++i)
+      t += fmt::format("[[nic]]\nname = \"soft{}\"\nbackend = \"soft\"\naddress = \"127.0.0.{}\"\n", i, i + 1);
+    return t;
+  };
+  EXPECT_EQ(errors_of("[flow]\nqps_per_lane = 16\n" + nics(15)), "");
+  EXPECT_EQ(errors_of("[flow]\nqps_per_lane = 16\n" + nics(16)),
+            "2 flow.qps_per_lane: 16 [[nic]] sections x qps_per_lane 16 = 256 queue pairs per peer, more than the 255 "
+            "one peer handshake carries\n");
 }
 
 TEST(Config, NumbersRenderAsTomlFloats) {

@@ -154,6 +154,73 @@ TEST(PeerWire, EndpointsCarryTheLinkAndAnInfinibandLid) {
   EXPECT_FALSE(decode_endpoints(b).has_value()) << "an unknown link";
 }
 
+// [flow] qps_per_lane: k QPs per NIC are k endpoints of that NIC, told apart by their QP index
+// (a field since version 1, at a fixed place: a daemon that predates the key reads them alike).
+Endpoints several_qps_per_nic(uint16_t nics, uint16_t qps_per_nic) {
+  Endpoints m;
+  m.kind = EndpointsKind::kOffer;
+  m.session = 7;
+  for (uint16_t n = 0; n < nics; ++n) {
+    for (uint16_t j = 0; j < qps_per_nic; ++j) {
+      NicEndpoint e;
+      e.nic_name = "soft" + std::to_string(n);
+      e.nic_index = n;
+      e.qp_index = j;
+      e.gid = *verbs::Gid::from_ip("10.0.0." + std::to_string(n + 1));
+      e.udp_port = 4791;
+      e.qpn = 0x100u * (n + 1) + j;
+      e.psn = 0x1000u + j;
+      e.mtu_bytes = 4096;
+      m.endpoints.push_back(e);
+    }
+  }
+  return m;
+}
+
+TEST(PeerWire, EndpointsCarrySeveralQpsPerNic) {
+  const Endpoints m = several_qps_per_nic(2, 4);
+  const auto b = encode(m);
+  // kind, session, count: 8 endpoints; the first one's QP index right after its name and NIC index.
+  EXPECT_EQ(b[5], 8);
+  const size_t first_qp_index = 1 + 4 + 1 + 1 + 5 + 2;
+  EXPECT_EQ(b[first_qp_index], 0);
+  EXPECT_EQ(b[first_qp_index + 1], 0);
+  auto d = decode_endpoints(b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->endpoints, m.endpoints);
+  for (size_t i = 0; i < d->endpoints.size(); ++i) {
+    EXPECT_EQ(d->endpoints[i].nic_index, i / 4);
+    EXPECT_EQ(d->endpoints[i].qp_index, i % 4);
+  }
+  // The most one message carries: 255 (its count is a byte), e.g. 15 NICs x 17 QPs.
+  const Endpoints most = several_qps_per_nic(15, 17);
+  ASSERT_EQ(most.endpoints.size(), kMaxEndpoints);
+  auto all = decode_endpoints(encode(most));
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->endpoints, most.endpoints);
+}
+
+// A QP named twice in one message is malformed: the receiver pairs each of its QPs with the peer's
+// QP of the same NIC and index, and there must be one.
+TEST(PeerWire, EndpointsNamingOneQpTwiceAreRejected) {
+  Endpoints m = several_qps_per_nic(2, 2);
+  ASSERT_TRUE(decode_endpoints(encode(m)).has_value()) << "the same QP index on two NICs is fine";
+  m.endpoints[1].qp_index = 0;  // NIC 0's QPs: 0 and 0
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value());
+  m = several_qps_per_nic(2, 2);
+  m.endpoints.push_back(m.endpoints.front());  // the very same endpoint again, last
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value());
+  m.endpoints.back().qpn = 0x777;  // another QP under the same (nic, qp index)
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value());
+  m.kind = EndpointsKind::kRebuildAnswer;
+  EXPECT_FALSE(decode_endpoints(encode(m)).has_value()) << "rebuild messages too";
+}
+
+TEST(PeerWireDeathTest, EncodingMoreEndpointsThanTheCountHoldsIsABug) {
+  const Endpoints m = several_qps_per_nic(16, 16);
+  EXPECT_DEATH((void)encode(m), "256 endpoints in one message");
+}
+
 TEST(PeerWire, PingIsExactlyEightBytes) {
   auto b = encode(Ping{0x0102030405060708ull});
   ASSERT_EQ(b.size(), 8u);

@@ -141,10 +141,17 @@ struct PeerNodeSection {  // one [[peers]] entry: a daemon this one dials
   bool operator==(const PeerNodeSection&) const = default;
 };
 
+/// The most RC queue pairs one lane (NIC pair to a peer) may have ([flow] qps_per_lane).
+inline constexpr int64_t kMaxQpsPerLane = 16;
+/// The most QP endpoints one peer handshake carries (its count is one byte): [[nic]] sections ×
+/// qps_per_lane must stay within it.
+inline constexpr int64_t kMaxHandshakeEndpoints = 255;
+
 struct FlowSection {  // striping of flows across NICs and peers
   std::string policy = "weighted";  // weighted | congestion_aware | round_robin | hash
   int64_t chunk_bytes = 1048576;
   int64_t lane_window_chunks = 8;  // chunks in flight per NIC per peer
+  int64_t qps_per_lane = 1;        // RC QPs per lane (1..kMaxQpsPerLane); the peer's may be fewer
   int64_t sq_depth = 256;          // power of two
   int64_t cq_depth = 512;          // power of two
   int64_t max_flows_per_client = 64;

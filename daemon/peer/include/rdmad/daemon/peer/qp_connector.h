@@ -30,7 +30,12 @@ struct LocalNic {
   uint16_t advertise_udp_port = 0;  // 0: the device's own
 };
 
+/// The most QPs per NIC pair ([flow] qps_per_lane).
+inline constexpr uint32_t kMaxQpsPerNic = 16;
+
 struct QpConnectorOptions {
+  // QPs per NIC, 1..kMaxQpsPerNic (NICs x qps_per_nic at most kMaxEndpoints). The peer's may be
+  // fewer: QP j pairs only with the peer's QP j, so each NIC pair ends up with the smaller number.
   uint32_t qps_per_nic = 1;
   uint32_t max_send_wr = 256;
   uint32_t max_recv_wr = 256;
@@ -82,6 +87,8 @@ class QpConnector {
   const std::vector<Qp>& qps() const { return qps_; }
   /// The connected QP of (nic, qp index), or nullptr.
   verbs::QueuePair* qp(uint16_t nic_index, uint16_t qp_index) const;
+  /// The connected QPs of one NIC in QP index order (the lane's QPs; empty: none).
+  std::vector<verbs::QueuePair*> nic_qps(uint16_t nic_index) const;
   const std::vector<LocalNic>& nics() const { return nics_; }
 
  private:

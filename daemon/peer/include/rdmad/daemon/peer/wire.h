@@ -15,6 +15,11 @@
 // proof, and the hello's key flag and nonce are gone); version 4 added the endpoint's link and LID
 // (InfiniBand routes by LID) and the per-slice rkeys of grant and receive keys (a registration
 // the NIC holds as several MRs). A peer speaking another version is refused at hello.
+// Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
+// endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
+// qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
+// min(k_a, k_b) QPs, and a daemon that predates the key (one QP, index 0) pairs exactly as before.
+// An endpoints message names a (nic, qp) at most once, and at most kMaxEndpoints QPs.
 //   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
 //   idle      empty (type 12, added within version 4: a daemon that predates it closes the
 //             connection on the unknown type, which ends the session as asked)
@@ -90,6 +95,9 @@ enum class EndpointLink : uint8_t { kRoce = 0, kInfiniband = 1 };
 /// The largest unicast LID (0xc000 and up are multicast, 0xffff the permissive LID).
 inline constexpr uint16_t kMaxUnicastLid = 0xbfff;
 
+/// The most QP endpoints one endpoints message carries (its count is one byte).
+inline constexpr size_t kMaxEndpoints = 255;
+
 /// One RC QP's end as the other side needs it to connect.
 struct NicEndpoint {
   std::string nic_name;
@@ -135,7 +143,9 @@ struct Endpoints {
   RebuildCause cause = RebuildCause::kPathFault;  // rebuild kinds only
   std::vector<NicEndpoint> endpoints;
 };
+/// At most kMaxEndpoints endpoints (more is a bug of the caller: QpConnector refuses to make them).
 std::vector<uint8_t> encode(const Endpoints& m);
+/// nullopt when malformed, including a (nic index, qp index) named twice.
 std::optional<Endpoints> decode_endpoints(std::span<const uint8_t> payload);
 
 // ---- Flow frames (exchanged between the flow engines of two daemons) ----
