@@ -46,6 +46,7 @@ struct NicSpec {
   std::string address;  // 127.0.0.x
   int udp_port = 0;     // 0: a free one
   std::string advertise;  // "ip:port" peers send to (a fabric port in front of this NIC), or ""
+  std::string options = {};  // more keys of the [[nic]] table ("datapath_threads = 2\n")
 };
 
 struct NodeSpec {
@@ -107,6 +108,7 @@ class Node {
         t += fmt::format("advertise_address = \"{}\"\nadvertise_udp_port = {}\n", n.advertise.substr(0, colon),
                          n.advertise.substr(colon + 1));
       }
+      t += n.options;
     }
     t += spec_.extra;
     config_ = dir_.write("rdmad.toml", t);

@@ -67,6 +67,35 @@ TEST(FlowLanes, FourQpsPerLaneCarryWriteReadAndSendByteExact) {
   rdmad_flow_close(fb);
 }
 
+// Four QPs per lane on NICs of two datapath threads each: the daemon runs (and watches) both threads
+// of every NIC, the lanes' QPs are spread over them, and WRITE, READ and SEND stay byte-exact.
+TEST(FlowLanes, FourQpsPerLaneOnTwoDatapathThreadsPerNic) {
+  NodeSpec sa = two_nic_node("node-a", 11, kFourQps), sb = two_nic_node("node-b", 21, kFourQps);
+  for (NodeSpec* s : {&sa, &sb})
+    for (NicSpec& nic : s->nics) nic.options = "datapath_threads = 2\n";
+  Pair pair(std::move(sa), std::move(sb));
+  ASSERT_TRUE(pair.start());
+  Node& a = *pair.a;
+  Node& b = *pair.b;
+  for (Node* n : {&a, &b})
+    for (int nic : {0, 1})
+      for (const char* thread : {"", ".1"}) {
+        const std::string watch =
+            fmt::format("rdmad_thread_stalled{{thread=\"datapath:{}{}{}\"}}", n->id(), nic, thread);
+        EXPECT_EQ(n->metric(watch).value_or(-1), 0.0) << watch << " not watched";
+      }
+  rdmad_flow* fa = nullptr;
+  rdmad_flow* fb = nullptr;
+  ASSERT_EQ(rdmad_flow_open(a.client(), "node-b", nullptr, &fa), RDMAD_OK) << rdmad_last_error(a.client());
+  ASSERT_EQ(rdmad_flow_open(b.client(), "node-a", nullptr, &fb), RDMAD_OK) << rdmad_last_error(b.client());
+  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK) << a.output();
+  ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK) << b.output();
+  write_read_send_byte_exact(a, b, fa, fb, 128u << 20);
+  for (int nic : {0, 1}) expect_every_qp_used(a, nic, 4, 0.10);
+  rdmad_flow_close(fa);
+  rdmad_flow_close(fb);
+}
+
 // The failover test's cut (failover_test.cc, LinkCutMidTransfer...) with four QPs per lane: the lane
 // through the fabric fails over as one — its four QPs go down together — the transfer completes
 // byte-exact with exactly one completion, and the rebuilt lane carries chunks on four fresh QPs.
