@@ -47,6 +47,7 @@ struct NicSpec {
   int udp_port = 0;     // 0: a free one
   std::string advertise;  // "ip:port" peers send to (a fabric port in front of this NIC), or ""
   std::string options = {};  // more keys of the [[nic]] table ("datapath_threads = 2\n")
+  std::string backend = "soft";  // "dpdk": options names its devargs; udp_port 0 stands for 4791
 };
 
 struct NodeSpec {
@@ -101,8 +102,9 @@ class Node {
     for (const auto& [id, port] : dial) t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"{}:{}\"\n", id, dial_host, port);
     for (size_t i = 0; i < spec_.nics.size(); ++i) {
       const auto& n = spec_.nics[i];
-      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n", spec_.id, i,
-                       n.address, n.udp_port);
+      const int udp_port = n.backend == "soft" || n.udp_port != 0 ? n.udp_port : 4791;
+      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"{}\"\naddress = \"{}\"\nudp_port = {}\n", spec_.id, i,
+                       n.backend, n.address, udp_port);
       if (!n.advertise.empty()) {
         auto colon = n.advertise.rfind(':');
         t += fmt::format("advertise_address = \"{}\"\nadvertise_udp_port = {}\n", n.advertise.substr(0, colon),
