@@ -324,3 +324,59 @@ TEST(DpdkThreads, QpsOnTwoDatapathsEachGetTheirPackets) {
 
 }  // namespace
 }  // namespace rdmad::verbs::dpdk
+
+namespace rdmad::verbs::dpdk {
+namespace {
+
+// Not a check: how fast 1 MiB WRITEs move between two dpdk NICs of one process, with payloads
+// attached in place and copied. Run by hand (docs/verbs.md, "The dpdk backend"):
+//   build/tests/unit/verbs/verbs_dpdk_port_test --gtest_also_run_disabled_tests --gtest_filter='*DpdkThroughput*'
+TEST(DpdkThroughput, DISABLED_OneMibWrites) {
+  for (const char* instance : {"dpdk", "dpdk_af_packet"}) {
+    for (bool in_place : {true, false}) {
+      DeviceConfig c = test::soft_config();
+      c.backend_options["zero_copy_tx"] = in_place;
+      c.backend_options["mbufs"] = 16383;
+      std::string skip;
+      Endpoint a, b;
+      test::make_endpoint(a, test::open_device(instance, c, &skip));
+      if (!a.dev) {
+        std::cout << instance << ": " << skip << "\n";
+        break;
+      }
+      test::make_endpoint(b, test::open_device(instance, c, &skip));
+      ASSERT_TRUE(b.dev) << skip;
+      test::ConnectOptions o;
+      o.mtu = 4096;
+      test::connect_pair(a, b, o);
+      constexpr size_t kBytes = 1 << 20;
+      constexpr int kWrites = 512, kWindow = 8;
+      std::vector<uint8_t> src(kBytes, 7), dst(kBytes, 0);
+      auto smr = std::move(a.pd->reg_mr(src.data(), kBytes, 0).value());
+      auto dmr = std::move(b.pd->reg_mr(dst.data(), kBytes, kAccessLocalWrite | kAccessRemoteWrite).value());
+      SendWr w;
+      w.opcode = WrOpcode::kRdmaWrite;
+      w.sge = {reinterpret_cast<uint64_t>(src.data()), kBytes, smr->lkey()};
+      w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+      w.rkey = dmr->rkey();
+      const uint64_t cpu_a = a.dev->counters().datapath_cpu_ns, cpu_b = b.dev->counters().datapath_cpu_ns;
+      const auto t0 = std::chrono::steady_clock::now();
+      int posted = 0, done = 0;
+      while (done < kWrites) {
+        while (posted < kWrites && posted - done < kWindow && a.qp->post_send({&w, 1}).ok()) ++posted;
+        const auto wcs = test::wait_completions(*a.scq, 1);
+        ASSERT_FALSE(wcs.empty()) << "no completion in 20 s";
+        for (const WorkCompletion& wc : wcs) ASSERT_EQ(wc.status, WcStatus::kSuccess);
+        done += static_cast<int>(wcs.size());
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << instance << (in_place ? " payload in place: " : " payload copied:   ") << 8.0 * kWrites * kBytes / s / 1e9
+                << " Gb/s, datapath CPU " << (a.dev->counters().datapath_cpu_ns - cpu_a) / 1e9 / s << " + "
+                << (b.dev->counters().datapath_cpu_ns - cpu_b) / 1e9 / s << " cores, "
+                << a.dev->counters().retransmitted_packets << " resent\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rdmad::verbs::dpdk
