@@ -27,7 +27,7 @@ struct DpdkTestLinks {
   rdmad::test::TempDir dir;       // the memif sockets
   std::string test;    // the test the devices below were opened for
   int opened = 0;      // dpdk devices that test opened
-  int vdevs = 0;       // vdev names this process used (each once: memif keeps some state per name)
+  int vdevs = 0;       // client and af_packet vdev names this process used (each once)
   const Device* first = nullptr;  // the first device of the pair being opened
   std::vector<std::unique_ptr<VethPair>> veths;  // that test's
 };
@@ -59,9 +59,11 @@ inline std::optional<DeviceConfig> dpdk_test_config(const std::string& instance,
                  : "10.77." + std::to_string(pair) + "." + (second ? "2" : "1");
   const std::string vdev = std::to_string(l.vdevs);
   if (instance == "dpdk") {
-    c.backend_options["devargs"] = "net_memif" + vdev + ",role=" + (second ? "client" : "server") + ",socket=" +
-                                   l.dir.path() + "/pair" + std::to_string(l.vdevs - (second ? 1 : 0)) +
-                                   ".sock,socket-abstract=no,id=0";
+    // A memif server port outlives its NIC (dpdk_port.cc): pair k of every test opens server k
+    // again, so a process keeps as many as one test has pairs, not one per test (32 ports at most).
+    const std::string socket = ",socket=" + l.dir.path() + "/server" + std::to_string(pair) + ".sock,socket-abstract=no,id=0";
+    c.backend_options["devargs"] = second ? "net_memif" + vdev + ",role=client" + socket
+                                          : "net_memifs" + std::to_string(pair) + ",role=server" + socket;
   } else {
     if (!second) {
       auto veth = VethPair::create(skip_reason);

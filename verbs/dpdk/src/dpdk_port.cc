@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -93,8 +94,15 @@ Result<std::unique_ptr<DpdkPort>> DpdkPort::open(const DpdkPortConfig& config, c
 
 Status DpdkPort::start(const DpdkPortConfig& c, const engine::PortSteering& steering) {
   PortShared& s = *shared_;
-  const auto ip = parse_ip(c.address);
+  auto ip = parse_ip(c.address);
   if (!ip) return Status::error("dpdk nic: bad address '" + c.address + "'");
+  if (ip->v6 && std::all_of(ip->bytes.begin(), ip->bytes.begin() + 10, [](uint8_t b) { return b == 0; }) &&
+      ip->bytes[10] == 0xff && ip->bytes[11] == 0xff) {
+    // ::ffff:a.b.c.d is the IPv4 address (the engine's GIDs say IPv4 that way)
+    roce::IpAddr v4;
+    std::copy(ip->bytes.begin() + 12, ip->bytes.end(), v4.bytes.begin());
+    ip = v4;
+  }
   s.local.ip = *ip;
   s.local.udp_port = c.udp_port;
   s.steering = steering;
@@ -115,7 +123,10 @@ Status DpdkPort::start(const DpdkPortConfig& c, const engine::PortSteering& stee
   if (const Status eal = ensure_eal(c.eal_args); !eal.ok()) return eal;
 
   name_ = c.devargs.substr(0, c.devargs.find(','));
-  const int probed = rte_dev_probe(c.devargs.c_str());
+  uint16_t existing = 0;
+  // A port already there (probed by the EAL's -a, or a memif server a closed NIC left) is used.
+  const int probed = rte_eth_dev_get_port_by_name(name_.c_str(), &existing) == 0 ? -EEXIST
+                                                                                 : rte_dev_probe(c.devargs.c_str());
   if (probed < 0 && probed != -EEXIST) {
     return Status::error("dpdk nic: option devargs: rte_dev_probe(\"" + c.devargs + "\") failed: " + dpdk_error(probed));
   }
