@@ -18,5 +18,5 @@ if(RDMAD_BUILD_BENCH)
   find_package(benchmark REQUIRED)                               # libbenchmark-dev
 endif()
 if(RDMAD_WITH_DPDK)
-  pkg_check_modules(DPDK REQUIRED IMPORTED_TARGET libdpdk)       # libdpdk-dev (optional)
+  pkg_check_modules(DPDK REQUIRED IMPORTED_TARGET libdpdk)       # libdpdk-dev (optional: the dpdk backend)
 endif()

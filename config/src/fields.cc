@@ -479,11 +479,12 @@ std::vector<Field> make_fields() {
                "Name of the NIC in logs, metrics (label nic) and the client API.", "a name", true,
                v::identifier(false), [nic](Config& c, size_t i, const Value& x) { nic(c, i).name = as<std::string>(x); }});
   f.push_back({"nic", "backend", FieldType::kString, verbs::default_builtin_backend().name,
-               "Transport backend: soft (RoCEv2 over UDP in software) or rdma_core (a verbs NIC).",
+               "Transport backend: soft (RoCEv2 over UDP in software), rdma_core (a verbs NIC) or, in builds with DPDK, "
+               "dpdk (the soft backend's RoCEv2 over a DPDK port).",
                backend_choices(), false, v::one_of(backend_names()),
                [nic](Config& c, size_t i, const Value& x) { nic(c, i).backend = as<std::string>(x); }});
   f.push_back({"nic", "address", FieldType::kString, std::string(""),
-               "IP address of the NIC (required for soft). For rdma_core it selects the RoCEv2 GID of that "
+               "IP address of the NIC (required for soft and dpdk). For rdma_core it selects the RoCEv2 GID of that "
                "address (re-selected when addresses change; an address the port does not have leaves the NIC "
                "without a source GID); it cannot be combined with gid_index, and must lie in gid_match when both "
                "are set.",

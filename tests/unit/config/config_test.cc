@@ -9,6 +9,7 @@
 
 #include "rdmad/config/field.h"
 #include "rdmad/config/loader.h"
+#include "rdmad/verbs/builtin_backends.h"
 
 namespace rdmad::config {
 namespace {
@@ -463,6 +464,11 @@ TEST(Config, EnvironmentOverridesLogLevelAndSaysSo) {
 }
 
 TEST(Config, ReferenceDocMatchesFieldTable) {
+  // The page documents every backend's keys; a build without DPDK has no dpdk keys to render.
+  if (verbs::find_builtin_backend("dpdk") == nullptr) {
+    GTEST_SKIP() << "docs/configuration.md is rendered by a build with the dpdk backend (RDMAD_WITH_DPDK, "
+                    "libdpdk-dev); this build has none";
+  }
   const fs::path doc = fs::path(RDMAD_SOURCE_DIR) / "docs/configuration.md";
   EXPECT_TRUE(read(doc) == render_markdown())
       << "docs/configuration.md is out of date: regenerate it with `build/daemon/rdmad --print-config-doc > "

@@ -69,7 +69,7 @@ std::string other_value(const verbs::OptionSpec& spec) {
   if (const auto* i = std::get_if<int64_t>(&spec.default_value))
     return std::to_string(*i < spec.max ? *i + 1 : *i - 1);
   if (const auto* b = std::get_if<bool>(&spec.default_value)) return *b ? "false" : "true";
-  for (const char* candidate : {"eth7", "10.0.0.9", "/srv/host"})
+  for (const char* candidate : {"eth7", "10.0.0.9", "/srv/host", "02:00:00:00:00:09", "10.0.0.9=02:00:00:00:00:09"})
     if (verbs::check_option(spec, std::string(candidate)).empty() && std::get<std::string>(spec.default_value) != candidate)
       return fmt::format("\"{}\"", candidate);
   return "";

@@ -21,6 +21,7 @@ class ErrorTest : public ::testing::TestWithParam<std::string> {
     if (!da) GTEST_SKIP() << skip;
     make_endpoint(a_, std::move(da));
     make_endpoint(b_, open_device(GetParam(), soft_config(), &skip));
+    ASSERT_TRUE(b_.dev) << "the second device did not open: " << skip;
     connect_pair(a_, b_, o);
     local_.assign(8192, 0x11);
     remote_.assign(8192, 0x22);
@@ -313,7 +314,7 @@ TEST_P(ErrorTest, UnsignaledSuccessesAreSilentErrorsAreNot) {
   EXPECT_EQ(a_.scq->poll(extra), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Verbs, ErrorTest, ::testing::Values("soft", "rdma_core"),
+INSTANTIATE_TEST_SUITE_P(Verbs, ErrorTest, ::testing::Values("soft", "rdma_core", "dpdk", "dpdk_af_packet"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

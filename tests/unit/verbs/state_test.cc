@@ -82,6 +82,7 @@ TEST_P(StateTest, SendQueueFullIsNoResource) {
   Endpoint peer;
   std::string skip;
   make_endpoint(peer, open_device(GetParam(), soft_config(), &skip));
+  ASSERT_TRUE(peer.dev) << "the second device did not open: " << skip;
   ConnectOptions o;
   connect_pair(e_, peer, o);
   EXPECT_EQ(e_.qp->query().cap.max_send_wr, cap.max_send_wr) << "the depth changed on connect";
@@ -94,7 +95,7 @@ TEST_P(StateTest, SendQueueFullIsNoResource) {
   EXPECT_EQ(posted, cap.max_send_wr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Verbs, StateTest, ::testing::Values("soft", "rdma_core"),
+INSTANTIATE_TEST_SUITE_P(Verbs, StateTest, ::testing::Values("soft", "rdma_core", "dpdk", "dpdk_af_packet"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 TEST(Registry, UnknownBackendIsAnError) {

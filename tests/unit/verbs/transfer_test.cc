@@ -45,6 +45,7 @@ TEST_P(TransferTest, ByteExact) {
   if (!da) GTEST_SKIP() << skip;
   make_endpoint(a, std::move(da));
   make_endpoint(b, open_device(c.backend, soft_config(), &skip));
+  ASSERT_TRUE(b.dev) << "the second device did not open: " << skip;
   ConnectOptions o;
   o.mtu = c.mtu;
   connect_pair(a, b, o);
@@ -116,6 +117,17 @@ std::vector<TransferCase> cases() {
     }
     out.push_back({backend, WrOpcode::kRdmaWrite, 1u << 20, 256});
   }
+  // The dpdk instances (net_memif, net_af_packet): every op at two MTUs, and large messages.
+  for (const char* backend : {"dpdk", "dpdk_af_packet"}) {
+    for (uint32_t mtu : {1024u, 4096u}) {
+      for (WrOpcode op : ops) {
+        for (uint32_t size : {1u, 3 * mtu + 7}) out.push_back({backend, op, size, mtu});
+      }
+    }
+    for (WrOpcode op : {WrOpcode::kRdmaWrite, WrOpcode::kRdmaRead, WrOpcode::kSendWithImm}) {
+      out.push_back({backend, op, 1u << 20, 4096});
+    }
+  }
   return out;
 }
 
@@ -131,14 +143,19 @@ INSTANTIATE_TEST_SUITE_P(Verbs, TransferTest, ::testing::ValuesIn(cases()),
 namespace rdmad::verbs::test {
 namespace {
 
-// RoCEv2 over IPv6 (the ICRC masks the traffic class and flow label the kernel sets).
-TEST(TransferV6, WriteThenReadBackOverIpv6) {
+// RoCEv2 over IPv6 (the ICRC masks the traffic class and flow label the kernel sets; the dpdk
+// port resolves its peer by neighbour discovery and computes the UDP checksum itself).
+class TransferV6 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TransferV6, WriteThenReadBackOverIpv6) {
   std::string skip;
-  auto da = open_device("soft", soft_config("::1"), &skip);
-  if (!da) GTEST_SKIP() << "no IPv6 loopback: " << skip;
+  auto da = open_device(GetParam(), soft_config("::1"), &skip);
+  if (!da) GTEST_SKIP() << "no IPv6 here: " << skip;
   Endpoint a, b;
   make_endpoint(a, std::move(da));
-  make_endpoint(b, open_device("soft", soft_config("::1"), &skip));
+  make_endpoint(b, open_device(GetParam(), soft_config("::1"), &skip));
+  ASSERT_TRUE(b.dev) << skip;
+  EXPECT_TRUE(a.dev->query_port(1).value().gid.to_ip_string().find(':') != std::string::npos);
   connect_pair(a, b);
   std::vector<uint8_t> src(100'000), remote(100'000, 0), back(100'000, 0);
   fill_pattern(src, 6);
@@ -163,6 +180,9 @@ TEST(TransferV6, WriteThenReadBackOverIpv6) {
   EXPECT_TRUE(src == back);
   EXPECT_EQ(b.dev->counters().rx_dropped, 0u) << "ICRC or decode failures over IPv6";
 }
+
+INSTANTIATE_TEST_SUITE_P(Verbs, TransferV6, ::testing::Values("soft", "dpdk", "dpdk_af_packet"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // completion_spin_us: the requester's datapath polls after each completion instead of sleeping, and
 // must still notice every post (no lost doorbell) and place every byte.

@@ -20,6 +20,12 @@
 #define RDMAD_TEST_HAVE_RDMA_CORE 1
 #endif
 #include "rdmad/verbs/soft/soft_backend.h"
+// Binaries that link the dpdk backend (built where DPDK is) also run its instances.
+#if __has_include("rdmad/verbs/dpdk/dpdk_backend.h")
+#include "dpdk_test_util.h"
+#include "rdmad/verbs/dpdk/dpdk_backend.h"
+#define RDMAD_TEST_HAVE_DPDK 1
+#endif
 
 namespace rdmad::verbs::test {
 
@@ -29,6 +35,9 @@ inline BackendRegistry& registry() {
     soft::register_backend(reg);
 #ifdef RDMAD_TEST_HAVE_RDMA_CORE
     rdma_core::register_backend(reg);
+#endif
+#ifdef RDMAD_TEST_HAVE_DPDK
+    dpdk::register_backend(reg);
 #endif
     return reg;
   }();
@@ -62,8 +71,11 @@ struct Endpoint {
 };
 
 /// Opens a device with the named backend; empty with *skip_reason set when it cannot be tested here.
-inline std::unique_ptr<Device> open_device(const std::string& backend, const DeviceConfig& config,
+/// "dpdk" and "dpdk_af_packet" are instances of the dpdk backend: dpdk_test_util.h joins a test's
+/// devices two by two with net_memif or net_af_packet, and gives each pair addresses of its own.
+inline std::unique_ptr<Device> open_device(const std::string& instance, const DeviceConfig& config,
                                            std::string* skip_reason) {
+  const std::string backend = instance == "dpdk_af_packet" ? "dpdk" : instance;
   const BackendInfo* b = registry().find(backend);
   if (b == nullptr) {
     *skip_reason = "backend '" + backend + "' is not built into this binary";
@@ -78,6 +90,13 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
   // The configs here serve every backend: an option this backend's table lacks (a soft one, for
   // rdma_core) is dropped, as the daemon gives each backend only its own.
   DeviceConfig own = config;
+#ifdef RDMAD_TEST_HAVE_DPDK
+  if (is_dpdk_instance(instance)) {
+    auto c = dpdk_test_config(instance, config, skip_reason);
+    if (!c) return nullptr;
+    own = *c;
+  }
+#endif
   std::erase_if(own.backend_options, [&](const auto& o) {
     for (const OptionSpec& spec : b->options)
       if (spec.name == o.first) return false;
@@ -85,9 +104,21 @@ inline std::unique_ptr<Device> open_device(const std::string& backend, const Dev
   });
   auto r = b->open(own);
   if (!r.ok()) {
-    *skip_reason = "cannot open a " + backend + " device: " + r.status().message();
+    *skip_reason = "cannot open a " + instance + " device: " + r.status().message();
     return nullptr;
   }
+#ifdef RDMAD_TEST_HAVE_DPDK
+  // Tests send at once: the second of a pair waits until both ends see the link (a memif client
+  // connects after it opened, and its server learns so later still).
+  if (is_dpdk_instance(instance)) {
+    DpdkTestLinks& l = dpdk_links();
+    if (l.opened % 2 == 1) {
+      l.first = r.value().get();
+    } else if (!wait_link_up(*r.value()) || (l.first != nullptr && !wait_link_up(*l.first))) {
+      ADD_FAILURE() << instance << " link of " << own.address << " not up within 5 s";
+    }
+  }
+#endif
   return std::move(r.value());
 }
 

@@ -9,7 +9,7 @@ std::vector<OptionSpec> make_table() {
   const UdpPortConfig d;
   std::vector<OptionSpec> t;
   t.push_back(OptionSpec::integer("udp_port", int64_t{d.udp_port}, 0, 65535,
-               "UDP port of the soft backend's RoCEv2 endpoint (4791 is the IANA RoCEv2 port; 0 picks a free one)."));
+               "UDP port of the NIC's RoCEv2 endpoint (4791 is the IANA RoCEv2 port; soft: 0 picks a free one)."));
   t.push_back(OptionSpec::integer("socket_buffer_bytes", int64_t{d.socket_buffer_bytes}, 4096, int64_t{1} << 30,
                "SO_SNDBUF and SO_RCVBUF of the NIC's UDP sockets (the kernel caps them at net.core.wmem_max and "
                "rmem_max)."));

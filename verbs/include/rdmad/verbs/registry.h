@@ -105,7 +105,7 @@ class BackendRegistry {
   std::vector<BackendInfo> backends_;
 };
 
-/// Adds every backend built into this binary (soft, rdma_core): the one way the daemon, tools and
+/// Adds every backend built into this binary (soft, rdma_core, dpdk where DPDK is): the one way the daemon, tools and
 /// benchmarks reach a backend (target rdmad::verbs_backends, which links them privately).
 void register_builtin_backends(BackendRegistry& registry);
 
