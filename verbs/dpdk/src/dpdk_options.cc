@@ -20,8 +20,9 @@ std::vector<OptionSpec> make_table() {
   t.push_back(OptionSpec::text("devargs", d.devargs,
                "The port, as rte_dev_probe takes it (required): a PCI address (0000:3b:00.0, with its PMD's "
                "arguments after a comma) or a virtual device (net_af_packet0,iface=eth1,framesz=4352,blocksz=69632; "
-               "net_memif0,role=client,socket=/run/memif.sock). Hot-plugged when the NIC opens, removed when it "
-               "closes.",
+               "net_memif0,role=client,socket=/run/memif.sock; a memif port gets bsize=4352,rsize=12 unless "
+               "given, one 4096-slot ring entry per frame, and its server end must be up before a client opens). "
+               "Hot-plugged when the NIC opens, removed when it closes.",
                nullptr, "DPDK device arguments"));
   t.push_back(OptionSpec::text("eal_args", kDefaultEalArgs,
                "Arguments of rte_eal_init, which the first dpdk NIC of the process runs (one EAL per process: "
