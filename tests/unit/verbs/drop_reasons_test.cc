@@ -1,9 +1,11 @@
 // Every packet the soft datapath does not use is counted once, under its reason
 // (NicCounters::rx_dropped_by_reason), and rx_dropped is their sum: a datagram too short for a BTH,
 // an unknown opcode, a bad ICRC, an unknown QPN (right table entry, wrong number), a QP in INIT, a
-// sender that is not the QP's peer, an ACK for a PSN never sent.
+// sender that is not the QP's peer, an ACK for a PSN never sent; and what the socket itself dropped
+// while the datapath did not read it (queue_overflow).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -71,11 +73,52 @@ TEST(DropReasons, EachDropIsCountedOnceUnderItsReason) {
   } while (std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(c.rx_dropped, 7u);
   for (size_t r = 0; r < kRxDropReasons; ++r) {
+    if (static_cast<RxDropReason>(r) == RxDropReason::kQueueOverflow) continue;  // the next test's
     EXPECT_EQ(c.rx_dropped_by_reason[r], 1u) << kRxDropReasonNames[r];
   }
+  EXPECT_EQ(dropped(c, RxDropReason::kQueueOverflow), 0u);
   EXPECT_EQ(dropped(c, RxDropReason::kWrongSource), 1u);
   EXPECT_EQ(c.resp_remote_access_errors, 0u) << "the stranger's WRITE reached the responder";
   EXPECT_EQ(e.qp->query().state, QpState::kRts);
+}
+
+// A datapath that does not read its socket (stalled here by a command that blocks it) lets the
+// kernel drop what does not fit the socket's buffer: the NIC counts those as queue_overflow (the
+// socket's SO_RXQ_OVFL count, which comes with the next datagram queued after the drops).
+TEST(DropReasons, WhatTheFullSocketDroppedIsQueueOverflow) {
+  std::string skip;
+  DeviceConfig c = soft_config();
+  c.backend_options["socket_buffer_bytes"] = int64_t{4096};
+  Endpoint e;
+  make_endpoint(e, open_device("soft", c, &skip));
+  ASSERT_TRUE(e.dev) << skip;
+  FakePeer peer;
+  const uint16_t nic = e.dev->query_port(1).value().udp_port;
+  std::vector<uint8_t> datagram(1024, 0x11);  // to no QP: what is read is dropped as malformed/unknown
+  std::atomic<bool> release{false}, stalled{false};
+  std::thread stall([&] {
+    (void)e.dev->run_on_datapath_for_test([&] {
+      stalled = true;
+      while (!release) std::this_thread::yield();
+    });
+  });
+  while (!stalled) std::this_thread::yield();
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(peer.send_raw(datagram, nic));
+  release = true;
+  stall.join();
+  // One more, queued after the drops, carries the socket's drop count up to the datapath.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  uint64_t overflow = 0;
+  while ((overflow = dropped(e.dev->counters(), RxDropReason::kQueueOverflow)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(peer.send_raw(datagram, nic));
+    std::this_thread::yield();
+  }
+  EXPECT_GT(overflow, 100u) << "an 8 KiB socket buffer holds a few of 200 datagrams of 1 KiB";
+  const NicCounters n = e.dev->counters();
+  uint64_t sum = 0;
+  for (uint64_t v : n.rx_dropped_by_reason) sum += v;
+  EXPECT_EQ(n.rx_dropped, sum);
 }
 
 }  // namespace

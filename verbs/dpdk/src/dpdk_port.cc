@@ -359,6 +359,14 @@ bool DpdkPort::link_up() const {
   return rte_eth_link_get_nowait(shared_->port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
 }
 
+uint64_t DpdkPort::rx_overflow_drops() const {
+  // The PMD's: frames its rx rings had no descriptor for, or no mbuf (imissed, rx_nombuf); ours:
+  // packets for another queue's QP that its hand-over ring had no room for.
+  rte_eth_stats st{};
+  uint64_t n = rte_eth_stats_get(shared_->port_id, &st) == 0 ? st.imissed + st.rx_nombuf : 0;
+  return n + counters().handoff_drops;
+}
+
 PortCounters DpdkPort::counters() const {
   PortCounters c;
   for (const auto& q : queues_) q->add_counters(c);

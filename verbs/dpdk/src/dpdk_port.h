@@ -169,6 +169,7 @@ class DpdkPort final : public engine::PacketPort {
   uint32_t link_mtu() const override { return link_mtu_; }
   engine::PortOffloads offloads() const override;
   bool link_up() const override;
+  uint64_t rx_overflow_drops() const override;
   uint32_t queue_count() const override { return static_cast<uint32_t>(queues_.size()); }
   engine::PortQueue& queue(uint32_t i) override { return *queues_[i]; }
 

@@ -110,6 +110,9 @@ void Nic::remove_poster(const std::shared_ptr<QpShared>& s) {
 NicCounters Nic::counters() const {
   NicCounters c;
   for (const auto& d : datapaths_) d->add_counters(c);
+  const uint64_t overflow = port_->rx_overflow_drops();
+  c.rx_dropped_by_reason[static_cast<size_t>(RxDropReason::kQueueOverflow)] += overflow;
+  c.rx_dropped += overflow;
   return c;
 }
 

@@ -190,6 +190,8 @@ size_t UdpRxBatch::receive(int fd) {
       } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
         std::memcpy(&v, CMSG_DATA(c), sizeof v);
         gso_size = v > 0 ? static_cast<size_t>(v) : 0;
+      } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+        std::memcpy(&socket_drops_, CMSG_DATA(c), sizeof socket_drops_);
       }
     }
     if ((h.msg_flags & MSG_TRUNC) != 0) {
@@ -208,6 +210,11 @@ size_t UdpRxBatch::receive(int fd) {
     if (left > 0) ++truncated_;
   }
   return segs;
+}
+
+bool enable_drop_count(int fd) {
+  int one = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one) == 0;
 }
 
 bool enable_udp_gro(int fd) {

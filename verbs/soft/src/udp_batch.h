@@ -97,6 +97,9 @@ class UdpRxBatch {
   size_t datagrams() const { return datagrams_; }
   /// Datagrams of the last receive cut short by a too-small buffer (their packets are dropped).
   size_t truncated() const { return truncated_; }
+  /// The socket's count of datagrams it dropped for a full receive buffer, as of the last datagram
+  /// received (SO_RXQ_OVFL; 0 until the socket enables it).
+  uint32_t socket_drops() const { return socket_drops_; }
 
  private:
   struct Segment {
@@ -110,6 +113,7 @@ class UdpRxBatch {
   size_t buf_bytes_;
   size_t truncated_ = 0;
   size_t datagrams_ = 0;
+  uint32_t socket_drops_ = 0;
   std::unique_ptr<uint8_t[]> storage_;
   std::unique_ptr<Segment[]> segments_;
   mmsghdr msgs_[kBatchSize];
@@ -118,6 +122,9 @@ class UdpRxBatch {
   alignas(cmsghdr) uint8_t cmsgs_[kBatchSize][CMSG_SPACE(sizeof(int)) * 3];
   uint8_t tos_[kBatchSize];
 };
+
+/// Makes the socket report its full-buffer drops with every datagram (SO_RXQ_OVFL).
+bool enable_drop_count(int fd);
 
 /// Turns UDP_GRO on for a socket; false when the kernel does not support it.
 bool enable_udp_gro(int fd);

@@ -167,7 +167,9 @@ UdpQueue::UdpQueue(const roce::IpAddr& local_ip, uint16_t local_port, int fd, st
       // Receive as the kernel coalesced (UDP_GRO) only when sending coalesced too: a NIC with the
       // offload off behaves exactly like one on a kernel without it.
       tx_(local_ip.v6, offload && enable_udp_gro(fd)),
-      rx_(tx_.offload()) {}
+      rx_(tx_.offload()) {
+  enable_drop_count(fd);
+}
 
 UdpQueue::~UdpQueue() {
   close(fd_);
@@ -226,6 +228,7 @@ size_t UdpQueue::receive(std::span<engine::RxPacket> out, engine::RxStats* stats
     rx_count_ = rx_.receive(fd_);
     rx_next_ = 0;
     stats->truncated += rx_.truncated();
+    if (rx_.datagrams() > 0) overflow_.store(rx_.socket_drops(), std::memory_order_relaxed);
   }
   size_t n = 0;
   for (; n < out.size() && rx_next_ < rx_count_; ++n, ++rx_next_) {
@@ -296,6 +299,12 @@ UdpPort::UdpPort(const UdpPortConfig& config, const engine::PortSteering& steeri
 }
 
 UdpPort::~UdpPort() = default;
+
+uint64_t UdpPort::rx_overflow_drops() const {
+  uint64_t n = 0;
+  for (const auto& q : queues_) n += q->overflow_drops();
+  return n;
+}
 
 engine::PortOffloads UdpPort::offloads() const {
   engine::PortOffloads o;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,8 @@ class UdpQueue final : public engine::PortQueue {
   /// main socket.
   const SourceSocket& source_for(uint32_t qpn, uint32_t dest_qpn) const;
   bool offload() const { return tx_.offload(); }
+  /// Datagrams the socket dropped for a full receive buffer (any thread), as of the last receive.
+  uint64_t overflow_drops() const { return overflow_.load(std::memory_order_relaxed); }
 
  private:
   struct Path {
@@ -66,6 +69,7 @@ class UdpQueue final : public engine::PortQueue {
   std::vector<SourceSocket> sources_;
   UdpTxBatch tx_;
   UdpRxBatch rx_;
+  std::atomic<uint64_t> overflow_{0};
   size_t rx_next_ = 0;  // packets of the last recvmmsg not yet handed out
   size_t rx_count_ = 0;
   std::vector<Path> paths_;
@@ -84,6 +88,7 @@ class UdpPort final : public engine::PacketPort {
   uint16_t udp_port() const override { return port_; }
   uint32_t link_mtu() const override { return link_mtu_; }
   engine::PortOffloads offloads() const override;
+  uint64_t rx_overflow_drops() const override;
   uint32_t queue_count() const override { return static_cast<uint32_t>(queues_.size()); }
   engine::PortQueue& queue(uint32_t i) override { return *queues_[i]; }
 

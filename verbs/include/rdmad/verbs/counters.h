@@ -19,11 +19,15 @@ enum class RxDropReason : uint8_t {
   kWrongSource,  // not from the QP's peer (address, RoCEv2 source ports) nor the NIC's relay
   kOutOfWindow,  // an ACK, NAK or READ response for no PSN outstanding, or a READ re-request
                  // reaching past the PSNs the responder has seen
+  kQueueOverflow,  // lost before the datapath read it: its receive queue was full (soft: the
+                   // socket's receive buffer; dpdk: the port's ring, its mbuf pool, or the ring
+                   // that hands packets over to another datapath thread)
   kCount,
 };
 inline constexpr size_t kRxDropReasons = static_cast<size_t>(RxDropReason::kCount);
 inline constexpr std::array<const char*, kRxDropReasons> kRxDropReasonNames = {
-    "truncated", "malformed", "bad_icrc", "unknown_qp", "bad_state", "wrong_source", "out_of_window"};
+    "truncated", "malformed", "bad_icrc", "unknown_qp", "bad_state", "wrong_source", "out_of_window",
+    "queue_overflow"};
 
 struct NicCounters {
   // congestion control (DCQCN)

@@ -106,6 +106,9 @@ class PacketPort {
   virtual PortOffloads offloads() const = 0;
   /// Whether the link is up (a port that cannot tell says true).
   virtual bool link_up() const { return true; }
+  /// Packets lost before a datapath read them because a receive queue was full, since the port
+  /// opened (any thread; the NIC's RxDropReason::kQueueOverflow).
+  virtual uint64_t rx_overflow_drops() const { return 0; }
   /// One queue per datapath thread. A packet for QP number q must be received by queue
   /// steer(q) (PortSteering): the port steers, or hands packets between its queues.
   virtual uint32_t queue_count() const = 0;
