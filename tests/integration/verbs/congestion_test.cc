@@ -1,12 +1,16 @@
-// DCQCN end to end: four soft senders WRITE into one soft receiver through a 1 Gb/s fabric port
-// that RED/ECN-marks. The receiver's notification point sends CNPs and every sender's reaction
-// point handles them while all transfers complete; the senders share fairly, the bottleneck stays
-// busy and the queue sits mostly between Kmin and Kmax.
+// DCQCN end to end: four senders WRITE into one soft receiver through a 1 Gb/s fabric port that
+// RED/ECN-marks. The receiver's notification point sends CNPs and every sender's reaction point
+// handles them while all transfers complete; the senders share fairly, the bottleneck stays busy
+// and the queue sits mostly between Kmin and Kmax. The senders are soft NICs on loopback, or (as
+// root) dpdk NICs: net_af_packet ports on veth pairs whose kernel ends carry the fabric port's and
+// the receiver's address, so the packets DPDK builds cross the kernel's IP and UDP into the fabric
+// emulator and the receiver's ACKs and CNPs come back through the veths.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 
+#include "unit/verbs/veth_net.h"
 #include "unit/verbs/verbs_test_util.h"
 #include "rdmad/tools/fabric/fabric.h"
 #include "support/free_port.h"
@@ -37,12 +41,32 @@ double jain(const std::vector<double>& x) {
   return sq == 0 ? 0 : s * s / (static_cast<double>(x.size()) * sq);
 }
 
-TEST(Congestion, FourSendersIntoOneBottleneck) {
+// Where the senders are: soft NICs on 127.0.0.1, or dpdk NICs on veths (`veths` filled, the
+// receiver and the fabric port on 10.80.0.1, sender i on 10.80.i.2 behind 10.80.i.1).
+struct Senders {
+  std::string backend;
+  std::vector<std::unique_ptr<VethPair>> veths;
+  std::string receiver_address() const { return backend == "soft" ? "127.0.0.1" : "10.80.0.1"; }
+};
+
+class Congestion : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Congestion, FourSendersIntoOneBottleneck) {
   std::string skip;
-  DeviceConfig rc = soft_config();
+  Senders senders{GetParam(), {}};
+  if (senders.backend == "dpdk") {
+    if (registry().find("dpdk") == nullptr) GTEST_SKIP() << "backend 'dpdk' is not built into this binary";
+    for (int i = 0; i < kSenders; ++i) {
+      auto v = VethPair::create(&skip);
+      if (!v) GTEST_SKIP() << skip;
+      ASSERT_TRUE(run_ip("addr add 10.80." + std::to_string(i) + ".1/24 dev " + v->b()));
+      senders.veths.push_back(std::move(v));
+    }
+  }
+  DeviceConfig rc = soft_config(senders.receiver_address());
   // Data arrives from the fabric port's socket (re-sealed; see fabric_test.cc): the receiver's relay.
   const int bottleneck = rdmad::test::free_port(SOCK_DGRAM);
-  rc.backend_options["relay_address"] = "127.0.0.1";
+  rc.backend_options["relay_address"] = senders.receiver_address();
   rc.backend_options["relay_udp_port"] = static_cast<uint16_t>(bottleneck);
   rc.backend_options["cc_enabled"] = true;
   rc.dcqcn = scaled_profile();
@@ -54,8 +78,8 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   fabric::FabricConfig fc;
   fc.stats_interval_ms = 0;
   fabric::PortConfig p;
-  p.listen = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(bottleneck));
-  p.forward = fabric::Endpoint::parse("127.0.0.1:" + std::to_string(rport.udp_port));
+  p.listen = fabric::Endpoint::parse(senders.receiver_address() + ":" + std::to_string(bottleneck));
+  p.forward = fabric::Endpoint::parse(senders.receiver_address() + ":" + std::to_string(rport.udp_port));
   p.rate_bps = kBottleneckBps;
   p.buffer_bytes = 4u << 20;  // 4 senders × a 1 MiB window: a lossless incast, as DCQCN assumes (PFC)
   p.ecn = true;
@@ -78,7 +102,20 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
     sc.backend_options["cc_enabled"] = true;
     sc.dcqcn = scaled_profile();
     sc.backend_options["line_rate_mbps"] = 1000;  // each sender's link as fast as the bottleneck: 4:1 incast
-    make_endpoint(send[i], open_device("soft", sc, &skip), 64);
+    if (senders.backend == "dpdk") {
+      sc.address = "10.80." + std::to_string(i) + ".2";
+      sc.backend_options.erase("udp_port");
+      sc.backend_options["devargs"] = "net_af_packet_cong" + std::to_string(i) + ",iface=" + senders.veths[i]->a() +
+                                      ",framesz=4352,blocksz=69632,framecnt=512";
+      sc.backend_options["mtu"] = 9000;
+      // The route to 10.80.0.1 (the fabric port and the receiver) is the kernel at the veth's far end.
+      sc.backend_options["gateway"] = "10.80." + std::to_string(i) + ".1";
+      auto d = registry().find("dpdk")->open(sc);
+      ASSERT_TRUE(d.ok()) << d.status().message();
+      make_endpoint(send[i], std::move(d.value()), 64);
+    } else {
+      make_endpoint(send[i], open_device("soft", sc, &skip), 64);
+    }
     src_mrs.push_back(std::move(send[i].pd->reg_mr(src.data(), src.size(), 0).value()));
     QpInitAttr ia;
     ia.send_cq = ia.recv_cq = rcq.get();
@@ -198,6 +235,9 @@ TEST(Congestion, FourSendersIntoOneBottleneck) {
   RecordProperty("queue_between_kmin_kmax_pct", std::to_string(between * 100));
   for (auto& q : rqps) q.reset();
 }
+
+INSTANTIATE_TEST_SUITE_P(Senders, Congestion, ::testing::Values("soft", "dpdk"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace rdmad::verbs::test
