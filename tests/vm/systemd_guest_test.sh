@@ -28,6 +28,8 @@ root=$cache/bookworm-systemd-root
 # the test script need. A change here rebuilds the cached root.
 include=systemd,systemd-sysv,iproute2,procps,libibverbs1,ibverbs-providers,libssl3,libfmt9,libspdlog1.10
 include=$include,libprometheus-cpp-core1.0,libprometheus-cpp-pull1.0,libtomlplusplus3
+# DPDK's runtime, which rdmad links where it is built with the dpdk backend (dpkg-shlibdeps' list).
+include=$include,librte-eal23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-ring23
 t0=$(date +%s)
 
 work=$(mktemp -d "$build/vm/systemd-guest.XXXXXX")

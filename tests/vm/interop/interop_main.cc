@@ -4,6 +4,9 @@
 //   soft side (host, in the harness's namespace):
 //     vm_interop_peer --soft ADDRESS --listen ADDRESS:PORT --phases clean,lossy,ecn
 //                     [--udp-offload 0|1] [--expect-max-mtu N] [--timeout S]
+//   or a dpdk NIC there (a net_af_packet port on the harness's tap; its own address, whose ARP it
+//   answers itself, beside the kernel's on the tap, where the channel listens):
+//     vm_interop_peer --dpdk ADDRESS --devargs DEVARGS --listen ADDRESS:PORT --phases ...
 //   rxe side (guest):
 //     vm_interop_peer --rdma-core DEVICE --connect ADDRESS:PORT --phase NAME [--timeout S]
 //
@@ -23,6 +26,9 @@
 #include "plan.h"
 #include "rdmad/verbs/rdma_core/rdma_core_backend.h"
 #include "rdmad/verbs/soft/soft_backend.h"
+#ifdef RDMAD_VM_HAVE_DPDK
+#include "rdmad/verbs/dpdk/dpdk_backend.h"
+#endif
 #include "session.h"
 
 namespace rdmad::vm {
@@ -31,7 +37,9 @@ namespace {
 using verbs::Status;
 
 struct Options {
-  std::string soft_address;  // --soft
+  std::string soft_address;  // --soft, or --dpdk's
+  bool dpdk = false;         // --dpdk: the host side is a dpdk NIC on --devargs
+  std::string devargs;
   std::string device;        // --rdma-core
   std::string listen;        // host:port
   std::string connect;
@@ -65,9 +73,14 @@ bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--soft")
+    if (a == "--soft") {
       o->soft_address = value();
-    else if (a == "--rdma-core")
+    } else if (a == "--dpdk") {
+      o->soft_address = value();
+      o->dpdk = true;
+    } else if (a == "--devargs") {
+      o->devargs = value();
+    } else if (a == "--rdma-core")
       o->device = value();
     else if (a == "--listen")
       o->listen = value();
@@ -85,7 +98,7 @@ bool parse(int argc, char** argv, Options* o) {
       return false;
   }
   const bool soft = !o->soft_address.empty();
-  return soft != !o->device.empty() &&
+  return soft != !o->device.empty() && o->dpdk != o->devargs.empty() &&
          (soft ? !o->listen.empty() : !o->connect.empty() && o->phases.size() == 1);
 }
 
@@ -201,18 +214,31 @@ int main(int argc, char** argv) {
   verbs::BackendRegistry registry;
   verbs::soft::register_backend(registry);
   verbs::rdma_core::register_backend(registry);
+#ifdef RDMAD_VM_HAVE_DPDK
+  verbs::dpdk::register_backend(registry);
+#endif
   verbs::DeviceConfig cfg;
   const bool soft = !o.soft_address.empty();
   if (soft) {
     cfg.address = o.soft_address;
     cfg.backend_options["udp_port"] = 4791;
-    cfg.backend_options["udp_offload"] = o.udp_offload;
+    if (o.dpdk) {
+      cfg.backend_options["devargs"] = o.devargs;
+      cfg.backend_options["mtu"] = 9000;  // net_af_packet reports 1500 whatever the tap carries
+    } else {
+      cfg.backend_options["udp_offload"] = o.udp_offload;
+    }
     cfg.backend_options["cc_enabled"] = true;  // the notification point answers the guest's CE marks (phase ecn)
   } else {
     cfg.name = o.device;
   }
   vm::Peer peer;
-  if (auto st = peer.open(registry, soft ? "soft" : "rdma_core", cfg); !st.ok()) {
+  const std::string backend = !soft ? "rdma_core" : o.dpdk ? "dpdk" : "soft";
+  if (registry.find(backend) == nullptr) {
+    std::fprintf(stderr, "interop: SKIP: backend %s is not built in\n", backend.c_str());
+    return 77;
+  }
+  if (auto st = peer.open(registry, backend, cfg); !st.ok()) {
     std::fprintf(stderr, "interop: %s\n", st.message().c_str());
     return 1;
   }
