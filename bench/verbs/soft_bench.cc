@@ -15,10 +15,15 @@
 //      pairs between the same two NICs sit connected and idle (a NIC holds at most 65536 QPs).
 //   5. (only with `threads`) datapath threads: 64 KiB WRITEs on 1, 2 and 4 QPs at once between two
 //      NICs of 1 and 2 datapath threads each: Gb/s and the CPU the datapath threads used.
+//   6. (only with `dpdk`) the dpdk backend, two NICs joined by net_memif in this process: 64 KiB and
+//      1 MiB WRITEs on one QP with payloads attached in place and copied, against soft NICs, TCP,
+//      the UDP floor and one thread's memcpy out of a 64 MiB source (the ceiling of a datapath that
+//      copies each byte once); packets per second per datapath core; then the 64 B round trip
+//      against the UDP ping-pong floors.
 // Usage: verbs_soft_bench [seconds per throughput point, default 2] [write|rtt|all|idle|threads,
 //                         default all] [rounds, default 3]
 //   write: only part 1 (and 3); rtt: only part 2 — to profile one part by itself; idle: only part 4,
-//   threads: only part 5, `rounds` times.
+//   threads: only part 5, dpdk: only part 6, `rounds` times.
 //   RDMAD_BENCH_SPAN=N makes the soft WRITEs cycle through N message-sized slices of a larger
 //   source region (payload from memory instead of cache; TCP and the floor still reuse one buffer).
 //   RDMAD_BENCH_CPU=1 also prints, for every soft throughput run, the share of a core the
@@ -72,22 +77,77 @@ struct Ep {
   }
 };
 
-void open_ep(BackendRegistry& reg, Ep& e, bool udp_offload = true, uint32_t completion_spin_us = 0,
-             bool crc_at_post = true, uint32_t threads = 1) {
+// What the two NICs of a run are: soft NICs on loopback with these options, or dpdk NICs joined by
+// a net_memif link (the first the server, the second the client, in this process).
+struct NicKind {
+  std::string backend = "soft";
+  bool udp_offload = true;
+  uint32_t completion_spin_us = 0;
+  bool crc_at_post = true;
+  uint32_t threads = 1;
+  bool zero_copy_tx = true;  // dpdk: payloads attached in place (memif copies at tx)
+  uint32_t busy_poll_us = 0;
+};
+
+NicKind soft_nic(bool udp_offload = true, uint32_t completion_spin_us = 0, bool crc_at_post = true,
+                 uint32_t threads = 1) {
+  return NicKind{"soft", udp_offload, completion_spin_us, crc_at_post, threads, true};
+}
+
+NicKind dpdk_nic(bool zero_copy_tx = true, uint32_t busy_poll_us = 0) {
+  NicKind k;
+  k.backend = "dpdk";
+  k.zero_copy_tx = zero_copy_tx;
+  k.busy_poll_us = busy_poll_us;
+  return k;
+}
+
+void open_ep(BackendRegistry& reg, Ep& e, const NicKind& kind, bool second) {
   DeviceConfig c;
-  c.backend_options["udp_port"] = 0;
-  c.backend_options["datapath_threads"] = int64_t{threads};
   c.backend_options["cc_enabled"] = false;
-  c.backend_options["udp_offload"] = udp_offload;
-  c.backend_options["crc_at_post"] = crc_at_post;
-  c.backend_options["completion_spin_us"] = completion_spin_us;
-  e.dev = std::move(reg.open("soft", c).value());
+  c.backend_options["crc_at_post"] = kind.crc_at_post;
+  c.backend_options["completion_spin_us"] = int64_t{kind.completion_spin_us};
+  c.backend_options["datapath_threads"] = int64_t{kind.threads};
+  c.backend_options["busy_poll_us"] = int64_t{kind.busy_poll_us};
+  if (kind.backend == "soft") {
+    c.backend_options["udp_port"] = 0;
+    c.backend_options["udp_offload"] = kind.udp_offload;
+  } else {
+    // One memif link per run: the server port stays for the process (DPDK 22.11's memif cannot
+    // remove it safely) and is opened again by name; each client is new.
+    static int clients = 0;
+    const std::string socket = ",socket=/tmp/rdmad-bench-" + std::to_string(getpid()) + ".sock,socket-abstract=no";
+    c.address = second ? "10.99.0.2" : "10.99.0.1";
+    c.backend_options["devargs"] =
+        second ? "net_memif_bench_c" + std::to_string(clients++) + ",role=client" + socket
+               : std::string("net_memif_bench_s,role=server") + socket;
+    c.backend_options["mtu"] = 9000;
+    c.backend_options["zero_copy_tx"] = kind.zero_copy_tx;
+  }
+  auto dev = reg.open(kind.backend, c);
+  if (!dev.ok()) {
+    std::fprintf(stderr, "cannot open a %s nic: %s\n", kind.backend.c_str(), dev.status().message().c_str());
+    std::exit(1);
+  }
+  e.dev = std::move(dev.value());
   e.pd = std::move(e.dev->alloc_pd().value());
   e.cq = std::move(e.dev->create_cq(4096).value());
   QpInitAttr ia;
   ia.max_send_wr = 1024;
   ia.send_cq = ia.recv_cq = e.cq.get();
   e.qp = std::move(e.pd->create_qp(ia).value());
+}
+
+// Opens both NICs; a dpdk pair is used once both ends see their link up.
+void open_pair(BackendRegistry& reg, Ep& a, Ep& b, const NicKind& kind) {
+  open_ep(reg, a, kind, false);
+  open_ep(reg, b, kind, true);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (Ep* e : {&a, &b}) {
+    while (e->dev->query_port(1).value().state != PortState::kActive && Clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  }
 }
 
 // Takes `x` to RTS towards QP `dest_qpn` at port `p`.
@@ -154,11 +214,10 @@ struct WriteResult {
   double pps_per_core;
 };
 
-WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, bool udp_offload,
-                                  bool crc_at_post = true, int idle_qps = 0) {
+WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double seconds, const NicKind& kind,
+                                  int idle_qps = 0) {
   Ep a, b;
-  open_ep(reg, a, udp_offload, 0, crc_at_post);
-  open_ep(reg, b, udp_offload, 0, crc_at_post);
+  open_pair(reg, a, b, kind);
   connect(a, b, 4096);
   auto idle = idle_pairs(a, b, idle_qps);
   // RDMAD_BENCH_SPAN=N: successive WRs read N different message-sized slices of the source, so
@@ -208,7 +267,8 @@ WriteResult soft_write_throughput(BackendRegistry& reg, size_t msg, double secon
   double packets = static_cast<double>((c1a.tx_packets - c0a.tx_packets) + (c1a.rx_packets - c0a.rx_packets) +
                                        (c1b.tx_packets - c0b.tx_packets) + (c1b.rx_packets - c0b.rx_packets));
   if (std::getenv("RDMAD_BENCH_CPU")) {
-    std::fprintf(stderr, "  %s cpu share: requester %.2f responder %.2f poster %.2f\n", crc_at_post ? "soft" : "dp crc",
+    std::fprintf(stderr, "  %s cpu share: requester %.2f responder %.2f poster %.2f\n",
+                 kind.crc_at_post ? kind.backend.c_str() : "dp crc",
                  (c1a.datapath_cpu_ns - c0a.datapath_cpu_ns) / 1e9 / secs, (c1b.datapath_cpu_ns - c0b.datapath_cpu_ns) / 1e9 / secs,
                  poster_cpu / secs);
   }
@@ -348,10 +408,9 @@ Lat percentiles(std::vector<double>& v) {
   return {v[v.size() / 2], v[v.size() * 99 / 100]};
 }
 
-Lat soft_write_rtt(BackendRegistry& reg, int iters, uint32_t completion_spin_us, int idle_qps = 0) {
+Lat soft_write_rtt(BackendRegistry& reg, int iters, const NicKind& kind, int idle_qps = 0) {
   Ep a, b;
-  open_ep(reg, a, true, completion_spin_us);
-  open_ep(reg, b, true, completion_spin_us);
+  open_pair(reg, a, b, kind);
   connect(a, b, 1024);
   auto idle = idle_pairs(a, b, idle_qps);
   std::vector<uint8_t> src(64, 1), dst(64, 0);
@@ -384,10 +443,10 @@ void idle_scaling(BackendRegistry& reg, double seconds, int rounds) {
   for (int r = 0; r < rounds; ++r) {
     double gbps[kCases], pps[kCases], p50[kCases], p99[kCases];
     for (int k = 0; k < kCases; ++k) {
-      const WriteResult w = soft_write_throughput(reg, size_t{64} << 10, seconds, true, true, ns[k]);
+      const WriteResult w = soft_write_throughput(reg, size_t{64} << 10, seconds, soft_nic(), ns[k]);
       gbps[k] = w.gbps;
       pps[k] = w.pps_per_core;
-      const Lat l = soft_write_rtt(reg, 5000, 0, ns[k]);
+      const Lat l = soft_write_rtt(reg, 5000, soft_nic(), ns[k]);
       p50[k] = l.p50_us;
       p99[k] = l.p99_us;
     }
@@ -409,8 +468,7 @@ struct ThreadsResult {
 ThreadsResult threads_throughput(BackendRegistry& reg, uint32_t threads, int qps, double seconds) {
   constexpr size_t kMsg = size_t{64} << 10;
   Ep a, b;
-  open_ep(reg, a, true, 0, true, threads);
-  open_ep(reg, b, true, 0, true, threads);
+  open_pair(reg, a, b, soft_nic(true, 0, true, threads));
   connect(a, b, 4096);
   std::vector<std::unique_ptr<QueuePair>> more = idle_pairs(a, b, qps - 1, 64);  // a's QPs at even indices
   std::vector<QueuePair*> senders{a.qp.get()};
@@ -504,14 +562,82 @@ Lat udp_pingpong(int iters, bool busy_client = false) {
 
 }  // namespace
 
+// One thread copying `msg`-byte messages out of a 64 MiB source (out of the caches, as a large
+// transfer's payload) into one destination: the ceiling of a datapath that copies each byte once.
+double memcpy_gbps(size_t msg, double seconds) {
+  const size_t span = size_t{64} << 20;
+  std::vector<uint8_t> src(span, 3), dst(msg, 0);
+  size_t off = 0, bytes = 0;
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    std::memcpy(dst.data(), src.data() + off, msg);
+    off = (off + msg) % span;
+    bytes += msg;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  volatile uint8_t keep = dst[msg / 2];
+  (void)keep;
+  return static_cast<double>(bytes) * 8 / secs / 1e9;
+}
+
+// Part 6: the dpdk backend over net_memif against soft, TCP, the UDP floor and memcpy, in rounds;
+// then 64 B round trips against the UDP ping-pong floors.
+void dpdk_part(BackendRegistry& reg, double seconds, int rounds) {
+  if (reg.find("dpdk") == nullptr) {
+    std::printf("dpdk: not built into this binary (RDMAD_WITH_DPDK off)\n");
+    return;
+  }
+  std::printf("%-24s %9s %9s %9s %9s %9s %9s %8s %8s %8s %14s %14s\n", "1 QP, Gb/s", "dpdk", "dpdk cp",
+              "soft", "tcp", "udp floor", "memcpy", "dpdk/tcp", "dpdk/sft", "dpdk/cpy", "dpdk pkts/s/c",
+              "soft pkts/s/c");
+  for (size_t msg : {size_t{64} << 10, size_t{1} << 20}) {
+    const char* name = msg == (64u << 10) ? "64 KiB" : "1 MiB";
+    std::vector<double> vs_tcp, vs_soft, vs_copy;
+    for (int r = 0; r < rounds; ++r) {
+      const WriteResult d = soft_write_throughput(reg, msg, seconds, dpdk_nic(true));
+      const WriteResult dc = soft_write_throughput(reg, msg, seconds, dpdk_nic(false));
+      const WriteResult so = soft_write_throughput(reg, msg, seconds, soft_nic());
+      const double t = tcp_throughput(msg, seconds);
+      const double f = udp_gso_floor(msg, seconds);
+      const double m = memcpy_gbps(msg, seconds);
+      vs_tcp.push_back(d.gbps / t);
+      vs_soft.push_back(d.gbps / so.gbps);
+      vs_copy.push_back(d.gbps / m);
+      std::printf("WRITE %-6s round %-5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f %14.0f %14.0f\n", name,
+                  r + 1, d.gbps, dc.gbps, so.gbps, t, f, m, d.gbps / t, d.gbps / so.gbps, d.gbps / m, d.pps_per_core,
+                  so.pps_per_core);
+      std::fflush(stdout);
+    }
+    std::printf("WRITE %-6s median of %d rounds %59s %8.2f %8.2f %8.2f\n", name, rounds, "", median(vs_tcp),
+                median(vs_soft), median(vs_copy));
+  }
+  const int iters = 20000;
+  // dpdk NICs nap when idle (no rx interrupts on memif): "dpdk" as configured by default, "dpdk
+  // poll" with busy_poll_us = 50 (polling on after each pass with work, as DPDK datapaths do).
+  const Lat d = soft_write_rtt(reg, iters, dpdk_nic());
+  const Lat dp = soft_write_rtt(reg, iters, dpdk_nic(true, 50));
+  const Lat so = soft_write_rtt(reg, iters, soft_nic());
+  const Lat u = udp_pingpong(iters);
+  const Lat ub = udp_pingpong(iters, true);
+  std::printf("%-20s %9s %10s %9s %9s %12s %10s %12s\n", "64 B round trip", "dpdk us", "dpdk poll", "soft us",
+              "udp us", "udp poll us", "dpdk/udp", "dpoll/udp");
+  std::printf("%-20s %9.1f %10.1f %9.1f %9.1f %12.1f %10.2f %12.2f\n", "p50", d.p50_us, dp.p50_us, so.p50_us, u.p50_us,
+              ub.p50_us, d.p50_us / u.p50_us, dp.p50_us / u.p50_us);
+  std::printf("%-20s %9.1f %10.1f %9.1f %9.1f %12.1f %10.2f %12.2f\n", "p99", d.p99_us, dp.p99_us, so.p99_us, u.p99_us,
+              ub.p99_us, d.p99_us / u.p99_us, dp.p99_us / u.p99_us);
+}
+
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   const std::string part = argc > 2 ? argv[2] : "all";
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
-  if (seconds <= 0 || (part != "all" && part != "write" && part != "rtt" && part != "idle" && part != "threads") ||
+  if (seconds <= 0 ||
+      (part != "all" && part != "write" && part != "rtt" && part != "idle" && part != "threads" && part != "dpdk") ||
       rounds < 1) {
     std::fprintf(stderr,
-                 "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all|idle|threads] [rounds >= 1]\n");
+                 "usage: verbs_soft_bench [seconds per throughput point > 0] [write|rtt|all|idle|threads|dpdk] "
+                 "[rounds >= 1]\n");
     return 2;
   }
   BackendRegistry reg;
@@ -522,6 +648,10 @@ int main(int argc, char** argv) {
   }
   if (part == "threads") {
     threads_scaling(reg, seconds, rounds);
+    return 0;
+  }
+  if (part == "dpdk") {
+    dpdk_part(reg, seconds, rounds);
     return 0;
   }
   // "no offload": the same soft NICs with udp_offload = false (one datagram per packet each way).
@@ -535,8 +665,8 @@ int main(int argc, char** argv) {
     const char* name = msg == (64u << 10) ? "64 KiB" : "1 MiB";
     std::vector<double> vs_tcp, vs_floor, floor_vs_tcp, vs_dp;
     for (int r = 0; r < rounds; ++r) {
-      WriteResult s = soft_write_throughput(reg, msg, seconds, true);
-      WriteResult d = soft_write_throughput(reg, msg, seconds, true, false);
+      WriteResult s = soft_write_throughput(reg, msg, seconds, soft_nic());
+      WriteResult d = soft_write_throughput(reg, msg, seconds, soft_nic(true, 0, false));
       double t = tcp_throughput(msg, seconds);
       double f = udp_gso_floor(msg, seconds);
       vs_tcp.push_back(s.gbps / t);
@@ -549,15 +679,15 @@ int main(int argc, char** argv) {
     }
     std::printf("WRITE %-6s median of %-2d rounds %40s %8.2f %8.2f %8.2f %8.2f\n", name, rounds, "", median(vs_tcp),
                 median(vs_floor), median(floor_vs_tcp), median(vs_dp));
-    WriteResult plain = soft_write_throughput(reg, msg, seconds, false);
+    WriteResult plain = soft_write_throughput(reg, msg, seconds, soft_nic(false));
     std::printf("WRITE %-6s no offload %30.2f Gb/s %12.0f pkts/s/core\n", name, plain.gbps, plain.pps_per_core);
   }
   if (part == "write") return 0;
   const int iters = 20000;
-  Lat s = soft_write_rtt(reg, iters, 0);
+  Lat s = soft_write_rtt(reg, iters, soft_nic());
   Lat u = udp_pingpong(iters);
   Lat ub = udp_pingpong(iters, true);
-  Lat spin = soft_write_rtt(reg, iters, 20);  // completion_spin_us = 20 on both NICs
+  Lat spin = soft_write_rtt(reg, iters, soft_nic(true, 20));  // completion_spin_us = 20 on both NICs
   // Two floors: both UDP threads blocking, and the client polling like the soft bench's application.
   std::printf("%-20s %9s %9s %7s %12s %7s %10s\n", "64 B round trip", "soft us", "udp us", "ratio", "udp poll us",
               "ratio", "spin20 us");
