@@ -309,29 +309,40 @@ Traffic TrafficBuilder::build() {
   }
   Traffic out;
   if (check_only_) return out;
-  // Sorted by start time, ties in generation order; every index the lists hold is renumbered.
-  std::vector<uint32_t> order(flows_.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t x, uint32_t y) { return flows_[x].start_ns < flows_[y].start_ns; });
-  std::vector<uint32_t> id(flows_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) id[order[i]] = i;
-  out.flows.reserve(flows_.size());
-  for (uint32_t old : order) out.flows.push_back(flows_[old]);
-  if (any_after_) {
-    for (uint32_t old : order) out.after.push_back(after_[old] == kNoFlow ? kNoFlow : id[after_[old]]);
-  }
-  for (CollectiveSpec& c : collectives_) {
-    for (auto& phase : c.phases) {
-      for (uint32_t& f : phase) f = id[f];
-    }
-  }
-  out.collectives = std::move(collectives_);
-  for (uint32_t f : incast_flows_) out.incast_flows.push_back(id[f]);
   out.jain_windows = windows_;
-  if (windows_ && !window_all_) {
-    for (uint32_t old : order) out.window_flows.push_back(window_flows_[old]);
+  if (!windows_ || window_all_) window_flows_.clear();
+  if (!any_after_) after_.clear();
+  const auto by_start = [&](uint32_t x, uint32_t y) { return flows_[x].start_ns < flows_[y].start_ns; };
+  const auto starts_before = [](const FlowSpec& x, const FlowSpec& y) { return x.start_ns < y.start_ns; };
+  if (!std::is_sorted(flows_.begin(), flows_.end(), starts_before)) {
+    // Sorted by start time, ties in generation order; every index the lists hold is renumbered.
+    std::vector<uint32_t> order(flows_.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), by_start);
+    std::vector<uint32_t> id(flows_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) id[order[i]] = i;
+    const auto permute = [&](auto& v) {
+      std::remove_reference_t<decltype(v)> sorted;
+      sorted.reserve(v.size());
+      for (uint32_t old : order) sorted.push_back(v[old]);
+      v = std::move(sorted);
+    };
+    permute(flows_);
+    if (!after_.empty()) permute(after_);
+    if (!window_flows_.empty()) permute(window_flows_);
+    for (uint32_t& f : after_) f = f == kNoFlow ? kNoFlow : id[f];
+    for (CollectiveSpec& c : collectives_) {
+      for (auto& phase : c.phases) {
+        for (uint32_t& f : phase) f = id[f];
+      }
+    }
+    for (uint32_t& f : incast_flows_) f = id[f];
   }
+  out.flows = std::move(flows_);
+  out.after = std::move(after_);
+  out.window_flows = std::move(window_flows_);
+  out.collectives = std::move(collectives_);
+  out.incast_flows = std::move(incast_flows_);
   return out;
 }
 
