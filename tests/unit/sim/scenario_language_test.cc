@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "rdmad/sim/scenario.h"
@@ -345,6 +346,32 @@ TEST(ScenarioLanguage, AFlowWithoutAPathIsAnErrorOfItsSource) {
       "[[topology.link]]\na = \"a\"\nb = \"s\"\n[[topology.link]]\na = \"b\"\nb = \"t\"\n";
   EXPECT_EQ(error_of(islands + "[[traffic.source]]\nkind = \"flows\"\nsrc = \"a\"\ndst = \"b\"\n"),
             "s.toml:17: [[traffic.source]] 0: no path from 'a' to 'b' in the topology");
+}
+
+TEST(ScenarioLanguage, TheExamplesInTheDocsParse) {
+  // Every ```toml block of docs/simulator.md's "Scenario language"; the traffic examples on a
+  // leaf-spine of 32 hosts.
+  std::ifstream in(std::filesystem::path(RDMAD_SOURCE_DIR) / "docs/simulator.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const size_t begin = doc.find("## Scenario language");
+  const size_t end = doc.find("\n## ", begin + 1);
+  ASSERT_NE(begin, std::string::npos);
+  int blocks = 0;
+  for (size_t at = doc.find("```toml\n", begin); at < end; at = doc.find("```toml\n", at + 1)) {
+    const size_t from = at + 8;
+    std::string text = doc.substr(from, doc.find("```", from) - from);
+    if (text.find("[topology") == std::string::npos) {
+      text = "[topology]\nkind = \"leafspine\"\nleaves = 4\nhosts_per_leaf = 8\n" + text;
+    }
+    SCOPED_TRACE(text);
+    const Scenario s =
+        parse_scenario(text, std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "scenarios", {}, "doc.toml");
+    EXPECT_GT(build_topology(s.topology).hosts, 1u);
+    ++blocks;
+  }
+  EXPECT_EQ(blocks, 4);
 }
 
 }  // namespace
