@@ -1,5 +1,6 @@
-// Simulator throughput: simulated packet-hops per CPU second on the 64:1 incast and on the leaf-spine
-// WebSearch scenario, the event queue against std::priority_queue (the baseline), and state per flow.
+// Simulator throughput: simulated packet-hops per CPU second on the 64:1 incast, on the leaf-spine
+// WebSearch scenario and on a ring AllReduce over a rail-optimised fabric; the event queue against
+// std::priority_queue (the baseline), and state per flow.
 #include <benchmark/benchmark.h>
 
 #include <queue>
@@ -38,6 +39,13 @@ void BM_LeafSpineWebSearch(benchmark::State& state) {
   run_scenario(state, "leafspine_websearch.toml", {"traffic.flow_count=" + std::to_string(state.range(0))});
 }
 BENCHMARK(BM_LeafSpineWebSearch)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// A collective on a rail-optimised fabric: hosts × 4 rails, a 64 MB ring AllReduce and an all-to-all
+// (sim/scenarios/rail_allreduce.toml; Arg = hosts, 16 as shipped).
+void BM_RailAllReduce(benchmark::State& state) {
+  run_scenario(state, "rail_allreduce.toml", {"topology.hosts=" + std::to_string(state.range(0))});
+}
+BENCHMARK(BM_RailAllReduce)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // The event core against the obvious baseline, at the queue sizes a run sees (hold model: pop one,
 // push one a random short time later).

@@ -16,7 +16,8 @@ namespace {
 constexpr const char* kFooter = R"(
 Outputs in --out DIR:
   summary.json  jain_index, bottleneck_utilization, ports, queue_bytes{p50,p99,max}, pfc_pauses,
-                pfc_paused_ms, drops, cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, events,
+                pfc_paused_ms, drops, cnps_sent, fct_slowdown per size bucket {p50,p95,p99}, collectives
+                {completion_us, phases_us}, events,
                 wall_seconds, bottleneck_goodput, delivered_bytes, goodput_gbps, retransmitted_packets,
                 retransmitted_bytes, timeouts, naks_sent, wire_losses, ...
   rates.csv     time_us,flow,delivered_gbps,cc_rate_gbps   (first output.max_rate_flows flows)
@@ -27,12 +28,17 @@ Outputs in --out DIR:
   topology_nodes.csv, topology_links.csv               (the topology sketch's layout)
   *.png         with --plot (gnuplot): rates, queues, fct_slowdown, utilization, pauses, topology
 
-Scenario tables (full reference: docs/simulator.md): [sim] seed duration_ms warmup_ms
-sample_interval_us mtu_bytes; [topology] kind=star|dumbbell|leafspine|fattree senders leaves spines
-hosts_per_leaf k host_link_gbps fabric_link_gbps link_delay_ns; [switch] buffer_bytes dt_alpha pfc
-pfc_alpha headroom_bytes ecn kmin_bytes kmax_bytes pmax; [traffic] kind=long|incast|poisson flows
-start_us stagger_us size_bytes bursts burst_interval_us load cdf flow_count; [cc] enabled
-profile=mlx5|paper, [cc.knobs] <mlx5 knob>=<value>; [transport] acks=auto|on|off
+Scenario tables (full reference: docs/simulator.md, "Scenario language"): [sim] seed duration_ms
+warmup_ms sample_interval_us mtu_bytes; [topology] kind=star|dumbbell|leafspine|fattree|rail|custom
+senders leaves spines hosts_per_leaf k hosts rails leaves_per_rail host_link_gbps fabric_link_gbps
+link_delay_ns host_link_delay_ns fabric_link_delay_ns bottlenecks; [[topology.node]] name kind=host|switch
+count nics buffer_bytes; [[topology.link]] a b gbps delay_ns headroom_bytes pfc_xoff_bytes
+pfc_xon_bytes; [switch] buffer_bytes dt_alpha pfc pfc_alpha headroom_bytes xon_offset_bytes
+pfc_xoff_bytes pfc_xon_bytes ecn kmin_bytes kmax_bytes pmax; [traffic] kind=long|incast|poisson flows
+start_us stagger_us size_bytes bursts burst_interval_us load cdf flow_count, or any number of
+[[traffic.source]] kind=flows|list|incast|poisson|allreduce|alltoall (src dst hosts size_bytes
+start_us stagger_us at_us bursts burst_interval_us cdf load flow_count flows file algorithm name);
+[cc] enabled profile=mlx5|paper, [cc.knobs] <mlx5 knob>=<value>; [transport] acks=auto|on|off
 retransmit_timeout_us; [loss] rate, [[loss.drop]] flow psn kind=data|ack; [output] max_rate_flows
 jain_window_ms series_samples.
 
@@ -40,6 +46,7 @@ Examples:
   rdmad-sim sim/scenarios/incast.toml --out /tmp/incast --plot
   rdmad-sim sim/scenarios/incast.toml --out /tmp/i32 --set topology.senders=32 --set sim.seed=7
   rdmad-sim incast --out /tmp/lossy --set switch.pfc=false --set loss.rate=0.0001
+  rdmad-sim rail_allreduce --out /tmp/rail --set traffic.source.0.size_bytes=16000000
 )";
 
 std::filesystem::path resolve(const std::string& arg) {
@@ -68,7 +75,9 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--out,-o", out_dir, "directory for the outputs (created if missing)")->required();
   app.add_flag("--plot", plot, "also draw PNG plots with gnuplot");
-  app.add_option("--set", overrides, "override a scenario key, e.g. --set topology.senders=32 (repeatable)");
+  app.add_option("--set", overrides,
+                 "override a scenario key, e.g. --set topology.senders=32, or a list entry's by its index, "
+                 "--set traffic.source.1.load=0.5 (repeatable)");
   app.add_flag("--quiet,-q", quiet, "no progress line on stderr");
   CLI11_PARSE(app, argc, argv);
 

@@ -24,7 +24,6 @@ Network::Network(const Scenario& s)
       sample_ns_(std::max<SimTimeNs>(1, static_cast<SimTimeNs>(s.sample_interval_us * 1000))),
       jain_window_ns_(std::max<SimTimeNs>(1, ms_to_ns(s.output.jain_window_ms))),
       next_window_ns_(warmup_ns_ + jain_window_ns_),
-      rp_(s.dcqcn, static_cast<uint32_t>(s.topology.host_link_gbps * 1000)),
       np_(s.dcqcn),
       reliable_(s.transport.acks == AckMode::kOn ||
                 (s.transport.acks == AckMode::kAuto && (!s.sw.pfc || s.loss.any()))),
@@ -34,10 +33,11 @@ Network::Network(const Scenario& s)
       pending_drops_(s.loss.drops) {
   build_ports();
   build_routes();
-  specs_ = generate_traffic(s_, topo_);
-  flows_.reserve(specs_.size());
-  for (uint32_t i = 0; i < specs_.size(); ++i) {
-    const FlowSpec& spec = specs_[i];
+  traffic_ = make_traffic(s_, topo_);
+  const std::vector<FlowSpec>& specs = traffic_.flows;
+  flows_.reserve(specs.size());
+  for (uint32_t i = 0; i < specs.size(); ++i) {
+    const FlowSpec& spec = specs[i];
     Flow f{};
     f.src = spec.src;
     f.dst = spec.dst;
@@ -52,6 +52,26 @@ Network::Network(const Scenario& s)
     flows_.back().goodput_port = goodput_port_of(i);
     if (spec.size_bytes > 0) ++bounded_flows_;
   }
+  // Flows that wait for another start when its last byte arrives (delivered()), not in the chain.
+  if (!traffic_.after.empty()) {
+    std::vector<uint32_t> count(flows_.size() + 1, 0);
+    for (uint32_t i = 0; i < flows_.size(); ++i) {
+      if (traffic_.after[i] == kNoFlow) {
+        chain_.push_back(i);
+      } else {
+        ++count[traffic_.after[i] + 1];
+        flows_[i].start_ns = kNoTime;
+      }
+    }
+    dep_offset_.assign(flows_.size() + 1, 0);
+    for (uint32_t i = 0; i < flows_.size(); ++i) dep_offset_[i + 1] = dep_offset_[i] + count[i + 1];
+    dep_list_.resize(dep_offset_.back());
+    std::vector<uint32_t> fill(dep_offset_.begin(), dep_offset_.end() - 1);
+    for (uint32_t i = 0; i < flows_.size(); ++i) {
+      if (traffic_.after[i] != kNoFlow) dep_list_[fill[traffic_.after[i]]++] = i;
+    }
+  }
+  if (!traffic_.collectives.empty() || !dep_list_.empty()) delivered_ns_.assign(flows_.size(), -1);
   host_ready_.resize(topo_.hosts);
   series_width_ns_ = sample_ns_;
   series_data_.resize(ports_.size());
@@ -69,9 +89,9 @@ void Network::build_ports() {
   node_first_port_.assign(topo_.nodes() + 1, 0);
   for (uint32_t n = 0; n < topo_.nodes(); ++n) {
     node_first_port_[n + 1] = node_first_port_[n] + static_cast<uint32_t>(adj[n].size());
-    if (is_host(n) && adj[n].size() != 1) throw std::runtime_error("a host needs exactly one link");
   }
   ports_.resize(node_first_port_.back());
+  host_line_mbps_.resize(topo_.hosts);
   // The port of node n towards peer m is the k-th entry in adj[n]; find the reverse index by search.
   for (uint32_t n = 0; n < topo_.nodes(); ++n) {
     for (size_t k = 0; k < adj[n].size(); ++k) {
@@ -85,11 +105,16 @@ void Network::build_ports() {
       p.rate_mbps = static_cast<uint64_t>(link.gbps * 1000);
       p.ns_per_byte = 8.0 / link.gbps;
       p.delay_ns = link.delay_ns;
+      if (is_host(n)) host_line_mbps_[n] = link.gbps * 1000;
       uint64_t mtu_wire = s_.mtu_bytes + s_.header_bytes;
-      // Headroom must absorb what is in flight while the PAUSE travels: 2·BDP plus a frame each way.
-      p.headroom_bytes = s_.sw.headroom_bytes != 0
+      // Headroom must absorb what is in flight while the PAUSE travels: 2·BDP of this port's link
+      // plus a frame each way.
+      p.headroom_explicit = link.headroom_bytes != 0 || s_.sw.headroom_bytes != 0;
+      p.headroom_bytes = link.headroom_bytes != 0 ? link.headroom_bytes
+                         : s_.sw.headroom_bytes != 0
                              ? s_.sw.headroom_bytes
                              : static_cast<uint64_t>(2 * link.delay_ns * link.gbps / 8) + 3 * mtu_wire;
+      if (!is_host(n) && s_.sw.pfc) set_static_pfc(p, link);
       if (!is_host(n) && s_.sw.ecn) {
         p.marker.emplace(cc::RedParams{s_.sw.kmin_bytes, s_.sw.kmax_bytes, s_.sw.pmax},
                          mix64(s_.seed ^ (0xec0000ULL + node_first_port_[n] + k)));
@@ -100,7 +125,16 @@ void Network::build_ports() {
   for (uint32_t i = 0; i < topo_.switches; ++i) {
     SwitchState& sw = switches_[i];
     sw.node = topo_.hosts + i;
-    sw.shared_size = s_.sw.buffer_bytes - (s_.sw.pfc ? fit_headroom(sw.node) : 0);
+    sw.shared_size = buffer_of(sw.node) - (s_.sw.pfc ? fit_headroom(sw.node) : 0);
+  }
+  // One reaction point per NIC line rate (the rate a QP starts at and never exceeds).
+  for (uint32_t h = 0; h < topo_.hosts; ++h) {
+    const auto line = static_cast<uint32_t>(host_line_mbps_[h]);
+    size_t k = 0;
+    while (k < rps_.size() && rps_[k].line_rate_mbps() != line) ++k;
+    if (k == rps_.size()) rps_.emplace_back(s_.dcqcn, line);
+    if (k > UINT8_MAX) throw std::runtime_error("topology: more than 256 different NIC rates");
+    host_rp_.push_back(static_cast<uint8_t>(k));
   }
   for (auto [from, to] : topo_.bottlenecks) {
     for (uint32_t p = node_first_port_[from]; p < node_first_port_[from + 1]; ++p) {
@@ -145,9 +179,9 @@ void Network::build_routes() {
           route_ports_.push_back(p);
         }
       }
+      // No path (a partitioned custom topology) is left at 0: traffic checks its flows have one.
       size_t count = route_ports_.size() - sw.route_offset[h];
-      if (count == 0 || count > 255)
-        throw std::runtime_error("topology: unroutable destination or >255 paths");
+      if (count > 255) throw std::runtime_error("topology: more than 255 equal-cost paths to one host");
       sw.route_count[h] = static_cast<uint8_t>(count);
     }
   }
@@ -162,58 +196,118 @@ uint32_t Network::next_port(uint32_t node, const Flow& f, uint32_t dst_host) con
 }
 
 // Base RTT of the flow's own ECMP path (propagation both ways plus one full frame's store-and-forward
-// at every hop) plus the time to put its bytes on the sender's link.
+// at every hop) plus the time to put its bytes through the slowest link of the path (the sender's
+// on every generated topology but a dumbbell with a slower fabric link).
 SimTimeNs Network::path_ideal_ns(uint32_t flow) const {
   const Flow& f = flows_[flow];
   double rtt = 0;
+  double ns_per_byte = 0;
   for_each_hop(f, [&](uint32_t port) {
     const Port& p = ports_[port];
     rtt += 2.0 * static_cast<double>(p.delay_ns) + (s_.mtu_bytes + s_.header_bytes) * p.ns_per_byte;
+    ns_per_byte = std::max(ns_per_byte, p.ns_per_byte);
   });
-  double line_ns_per_byte = 8.0 / s_.topology.host_link_gbps;
-  return static_cast<SimTimeNs>(rtt + static_cast<double>(f.size_bytes) * line_ns_per_byte);
+  return static_cast<SimTimeNs>(rtt + static_cast<double>(f.size_bytes) * ns_per_byte);
 }
 
-// The bottleneck port the flow's data crosses, whose goodput its in-order packets count in.
-uint32_t Network::goodput_port_of(uint32_t flow) const {
-  uint32_t found = kNone;
+// The bottleneck ports the flow's data crosses, whose goodput its in-order packets count in: one
+// on every generated topology; a list of bottlenecks (topology.bottlenecks) may put several on a path.
+uint32_t Network::goodput_port_of(uint32_t flow) {
+  std::vector<uint32_t> found;
   for_each_hop(flows_[flow], [&](uint32_t port) {
-    if (found == kNone && ports_[port].bottleneck) found = port;
+    if (ports_[port].bottleneck) found.push_back(port);
   });
-  return found;
+  if (found.size() <= 1) return found.empty() ? kNone : found[0];
+  for (uint32_t i = 0; i < goodput_lists_.size(); ++i) {
+    if (goodput_lists_[i] == found) return kManyPorts | i;
+  }
+  goodput_lists_.push_back(std::move(found));
+  return kManyPorts | static_cast<uint32_t>(goodput_lists_.size() - 1);
 }
 
-// The switch's PFC headroom, all ingress ports together. An explicit switch.headroom_bytes that does
-// not fit is an error naming both keys; the automatic 2·BDP one (long links) is scaled down to half
-// the buffer with a warning, so a long-delay run starts but may drop under PFC.
+void Network::credit_goodput(const Flow& f, uint32_t wire_bytes) {
+  if (f.goodput_port == kNone) return;
+  if ((f.goodput_port & kManyPorts) == 0)
+    return void(ports_[f.goodput_port].goodput_wire_bytes += wire_bytes);
+  for (uint32_t p : goodput_lists_[f.goodput_port & ~kManyPorts]) ports_[p].goodput_wire_bytes += wire_bytes;
+}
+
+uint64_t Network::buffer_of(uint32_t node) const {
+  const uint64_t own = topo_.switch_buffer_bytes[node - topo_.hosts];
+  return own != 0 ? own : s_.sw.buffer_bytes;
+}
+
+// Static Xoff/Xon of a switch ingress: the link's ([[topology.link]]), else the switch's
+// (switch.pfc_xoff_bytes); Xon defaults to xon_offset_bytes below Xoff.
+void Network::set_static_pfc(Port& p, const LinkSpec& link) {
+  const bool own = link.pfc_xoff_bytes != 0;
+  p.pfc_xoff = own ? link.pfc_xoff_bytes : s_.sw.pfc_xoff_bytes;
+  if (p.pfc_xoff == 0) return;
+  const uint64_t offset =
+      s_.sw.xon_offset_bytes != 0 ? s_.sw.xon_offset_bytes : 2 * uint64_t{s_.mtu_bytes + s_.header_bytes};
+  const uint64_t xon = link.pfc_xon_bytes != 0 ? link.pfc_xon_bytes : own ? 0 : s_.sw.pfc_xon_bytes;
+  p.pfc_xon = xon != 0 ? xon : p.pfc_xoff - std::min(p.pfc_xoff, offset);
+  if (p.pfc_xon >= p.pfc_xoff) {
+    throw std::runtime_error(
+        fmt::format("{}: key 'topology.link.pfc_xon_bytes' ({}) must be below the port's Xoff ({})", link.at,
+                    p.pfc_xon, p.pfc_xoff));
+  }
+}
+
+// The switch's PFC headroom, all ingress ports together. Explicit headroom (switch.headroom_bytes,
+// a link's headroom_bytes) that does not fit is an error naming the key; the automatic 2·BDP one
+// (long links) is scaled down to half of what the explicit one leaves, with a warning, so a
+// long-delay run starts but may drop under PFC.
 uint64_t Network::fit_headroom(uint32_t node) {
   const uint32_t first = node_first_port_[node];
   const uint32_t last = node_first_port_[node + 1];
-  uint64_t headroom = 0;
-  for (uint32_t p = first; p < last; ++p) headroom += ports_[p].headroom_bytes;
-  const uint64_t buffer = s_.sw.buffer_bytes;
+  uint64_t fixed = 0;
+  uint64_t automatic = 0;
+  for (uint32_t p = first; p < last; ++p)
+    (ports_[p].headroom_explicit ? fixed : automatic) += ports_[p].headroom_bytes;
+  const uint64_t buffer = buffer_of(node);
+  const std::string& buffer_at = topo_.switch_buffer_bytes[node - topo_.hosts] != 0
+                                     ? topo_.switch_at[node - topo_.hosts]
+                                     : s_.sw.buffer_bytes_at;
+  const char* buffer_key = topo_.switch_buffer_bytes[node - topo_.hosts] != 0 ? "topology.node.buffer_bytes"
+                                                                              : "switch.buffer_bytes";
   const std::string& name = topo_.switch_names[node - topo_.hosts];
-  if (s_.sw.headroom_bytes != 0) {
-    if (headroom < buffer) return headroom;
-    throw std::runtime_error(fmt::format(
-        "{}: key 'switch.headroom_bytes' ({} per ingress port, {} on switch {} with {} ports) does not fit in "
-        "switch.buffer_bytes ({}, {}): needs switch.buffer_bytes > {}",
-        s_.sw.headroom_bytes_at, s_.sw.headroom_bytes, headroom, name, last - first, buffer, s_.sw.buffer_bytes_at,
-        headroom));
+  const LinkSpec* by_link = nullptr;  // a link that set headroom here, for the message
+  for (size_t i = 0; fixed >= buffer && by_link == nullptr && i < topo_.links.size(); ++i) {
+    const LinkSpec& l = topo_.links[i];
+    if (l.headroom_bytes != 0 && (l.a == node || l.b == node)) by_link = &l;
   }
-  if (headroom <= buffer / 2) return headroom;
-  const double scale = static_cast<double>(buffer / 2) / static_cast<double>(headroom);
+  if (fixed >= buffer && by_link == nullptr) {
+    throw std::runtime_error(
+        fmt::format("{}: key 'switch.headroom_bytes' ({} per ingress port, {} on switch {} with {} ports) "
+                    "does not fit in {} ({}, {}): needs {} > {}",
+                    s_.sw.headroom_bytes_at, s_.sw.headroom_bytes, fixed, name, last - first, buffer_key,
+                    buffer, buffer_at, buffer_key, fixed));
+  }
+  if (fixed >= buffer) {
+    throw std::runtime_error(
+        fmt::format("{}: key 'topology.link.headroom_bytes': switch {}'s explicit PFC headroom ({} over its "
+                    "ports) does not fit in {} ({}, {}): needs {} > {}",
+                    by_link->at, name, fixed, buffer_key, buffer, buffer_at, buffer_key, fixed));
+  }
+  const uint64_t room = (buffer - fixed) / 2;
+  if (automatic <= room) return fixed + automatic;
+  const double scale = static_cast<double>(room) / static_cast<double>(automatic);
   uint64_t capped = 0;
   for (uint32_t p = first; p < last; ++p) {
+    if (ports_[p].headroom_explicit) continue;
     ports_[p].headroom_bytes = static_cast<uint64_t>(static_cast<double>(ports_[p].headroom_bytes) * scale);
     capped += ports_[p].headroom_bytes;
   }
   warnings_.push_back(fmt::format(
-      "{}: switch.buffer_bytes ({}) cannot hold switch {}'s automatic PFC headroom of 2·BDP per port ({} in "
-      "all): capped to {} (half the buffer), so PFC may drop; lossless needs switch.buffer_bytes >= {} "
-      "(headroom + as much shared buffer) or an explicit switch.headroom_bytes",
-      s_.sw.buffer_bytes_at, buffer, name, headroom, capped, 2 * headroom));
-  return capped;
+      "{}: {} ({}) cannot hold switch {}'s automatic PFC headroom of 2·BDP per port ({} in all): capped to "
+      "{} "
+      "({}), so PFC may drop; lossless needs {} >= {} (headroom + as much shared buffer) or an explicit "
+      "switch.headroom_bytes",
+      buffer_at, buffer_key, buffer, name, automatic, capped,
+      fixed == 0 ? "half the buffer" : "half of what the explicit headroom leaves", buffer_key,
+      fixed + 2 * automatic));
+  return fixed + capped;
 }
 
 uint32_t Network::alloc_packet() {
@@ -293,7 +387,7 @@ void Network::dispatch(const Event& ev) {
       break;
     }
     case EventKind::kFlowStart:
-      flow_start(ev.a);
+      flow_start(ev.a, ev.b);
       break;
     case EventKind::kFlowReady: {
       Flow& f = flows_[ev.a];
@@ -308,7 +402,7 @@ void Network::dispatch(const Event& ev) {
       if (ev.time_ns != f.rp_timer_at) break;  // superseded
       f.rp_timer_at = kNoTime;
       if (!f.sending) break;
-      rp_.on_timer(f.rp, now_);
+      rp(f).on_timer(f.rp, now_);
       sync_rp_timer(ev.a);
       repace(ev.a);
       break;
@@ -348,7 +442,7 @@ void Network::dispatch(const Event& ev) {
 RunResults Network::run() {
   wall_start_ = std::chrono::steady_clock::now();
   last_progress_ = wall_start_;
-  if (!flows_.empty()) events_.push(flows_[0].start_ns, EventKind::kFlowStart, 0);
+  if (chain_size() > 0) events_.push(flows_[chain_at(0)].start_ns, EventKind::kFlowStart, chain_at(0), 0);
   events_.push(sample_ns_, EventKind::kSample, 0);
   while (!events_.empty() && events_.next_time() <= end_ns_) {
     Event ev = events_.pop();

@@ -23,6 +23,7 @@ namespace rdmad::sim {
 
 inline constexpr SimTimeNs kNoTime = INT64_MAX;
 inline constexpr uint32_t kNone = UINT32_MAX;
+inline constexpr uint32_t kManyPorts = 1u << 31;
 
 enum class PacketType : uint8_t { kData, kCnp, kAck, kNak };
 // Priority 0 carries CNPs, ACKs and NAKs (strict priority, never paused); priority 1 carries data
@@ -55,6 +56,7 @@ struct Port {
   bool paused = false;           // a PAUSE for the data priority was received
   bool xoff_sent = false;        // we paused the sender behind this (ingress) port
   bool bottleneck = false;
+  bool headroom_explicit = false;  // headroom_bytes was set (switch.headroom_bytes or the link's)
   RingQueue queue[2];
   // Packets on the wire, in arrival order: a link delivers FIFO, so only the head needs an event.
   RingQueue in_flight;
@@ -62,6 +64,9 @@ struct Port {
   uint64_t ingress_shared_bytes = 0;  // as an ingress: bytes charged to the shared pool
   uint64_t headroom_used_bytes = 0;
   uint64_t headroom_bytes = 0;
+  // Static PFC thresholds of this ingress (0: dynamic): Xoff above pfc_xoff, Xon at pfc_xon or less.
+  uint64_t pfc_xoff = 0;
+  uint64_t pfc_xon = 0;
   uint64_t tx_wire_bytes = 0;
   uint64_t tx_data_wire_bytes = 0;  // data packets only (headers included), not CNPs
   uint64_t tx_at_sample = 0;
@@ -120,7 +125,9 @@ struct Flow {
   uint32_t expected_psn = 0;
   uint32_t gbn_psn = 0;            // the PSN the last NAK rewound to (a repeat of it is ignored)
   uint32_t pending_ack = kNone;    // the receiver's ACK queued and not sent yet (coalescing)
-  uint32_t goodput_port = kNone;   // the bottleneck port on the flow's path, if any
+  // The bottleneck port on the flow's path, if any; with kManyPorts set, an index into
+  // goodput_lists_ (a chosen list of bottleneck ports the path crosses more than one of).
+  uint32_t goodput_port = kNone;
   SimTimeNs last_progress_ns = 0;  // una last moved (or the first packet after an idle spell)
   SimTimeNs last_ack_req_ns = 0;
   SimTimeNs retx_timer_at = kNoTime;
@@ -141,7 +148,8 @@ class Network {
   void build_ports();
   void build_routes();
   SimTimeNs path_ideal_ns(uint32_t flow) const;
-  uint32_t goodput_port_of(uint32_t flow) const;
+  uint32_t goodput_port_of(uint32_t flow);
+  void credit_goodput(const Flow& f, uint32_t wire_bytes);
   // The ports a flow's data leaves through, source first (its ECMP path is fixed by its hash).
   template <typename Fn>
   void for_each_hop(const Flow& f, Fn fn) const {
@@ -154,6 +162,7 @@ class Network {
   }
   uint32_t next_port(uint32_t node, const Flow& f, uint32_t dst_host) const;
   void dispatch(const Event& ev);
+  void set_static_pfc(Port& p, const LinkSpec& link);
   uint32_t alloc_packet();
   uint32_t new_packet(uint32_t flow, PacketType type, uint32_t wire_bytes, uint32_t payload_bytes,
                       uint32_t psn);
@@ -162,13 +171,19 @@ class Network {
   // Asks for a kTxDone when the port's current packet ends (only ports with a backlog need one).
   void wake_after_tx(uint32_t port);
   bool is_host(uint32_t node) const { return node < topo_.hosts; }
+  const cc::ReactionPoint& rp(const Flow& f) const { return rps_[host_rp_[f.src]]; }
+  // The flows that start in time order (all of them unless some wait for another).
+  size_t chain_size() const { return chain_.empty() ? flows_.size() : chain_.size(); }
+  uint32_t chain_at(size_t i) const { return chain_.empty() ? static_cast<uint32_t>(i) : chain_[i]; }
+  void delivered(uint32_t flow);
   // network_switch.cc
   void switch_receive(uint32_t in_port, uint32_t pkt);
   void switch_start_tx(uint32_t port);
   void release_ingress(const Packet& pkt, uint32_t sw);
   void send_pause(uint32_t in_port, bool pause);
   // network_host.cc
-  void flow_start(uint32_t flow);
+  // `chain`: the flow's place in the time-ordered chain (kNone: started by the flow it waited for).
+  void flow_start(uint32_t flow, uint32_t chain);
   void host_start_tx(uint32_t port);
   void host_receive(uint32_t pkt);
   void send_cnp(uint32_t flow);
@@ -194,8 +209,10 @@ class Network {
   void sample();
   void close_jain_window();
   uint64_t fit_headroom(uint32_t node);
+  uint64_t buffer_of(uint32_t node) const;
   double xoff_threshold(uint64_t shared_free) const;
   void incast_jain(RunResults& r) const;
+  void collect_collectives(RunResults& r) const;
   SimTimeNs paused_total(const Port& p) const { return p.paused_ns + (p.paused ? now_ - p.paused_since : 0); }
   void close_series_sample();
   void collect_series(RunResults& r) const;
@@ -223,12 +240,18 @@ class Network {
   std::vector<uint32_t> route_ports_;
   std::vector<RingQueue> host_ready_;  // per host: flows allowed to send now
   std::vector<Flow> flows_;
-  std::vector<FlowSpec> specs_;
-  uint32_t next_spec_ = 0;
+  Traffic traffic_;              // its flows are in flows_; the rest: dependencies, collectives, Jain's sets
+  std::vector<uint32_t> chain_;  // flows that start at a time, in order (empty: every flow)
+  std::vector<uint32_t> dep_offset_;  // per flow: its dependents in dep_list_ (empty: none wait)
+  std::vector<uint32_t> dep_list_;
+  std::vector<SimTimeNs> delivered_ns_;               // per flow, with collectives: its last byte's arrival
+  std::vector<std::vector<uint32_t>> goodput_lists_;  // Flow::goodput_port with kManyPorts
   std::vector<Packet> packets_;
   std::vector<uint32_t> free_packets_;
 
-  cc::ReactionPoint rp_;
+  std::vector<cc::ReactionPoint> rps_;  // one per NIC line rate
+  std::vector<uint8_t> host_rp_;        // per NIC: its reaction point in rps_
+  std::vector<double> host_line_mbps_;  // per NIC: its link's rate
   cc::NotificationPoint np_;
 
   uint64_t drops_ = 0;

@@ -9,14 +9,17 @@
 namespace rdmad::sim {
 
 double Network::flow_rate_mbps(const Flow& f) const {
-  const double line = s_.topology.host_link_gbps * 1000;
-  return s_.cc_enabled ? std::min(line, static_cast<double>(rp_.rate_mbps(f.rp))) : line;
+  const double line = host_line_mbps_[f.src];
+  return s_.cc_enabled ? std::min(line, static_cast<double>(rp(f).rate_mbps(f.rp))) : line;
 }
 
-void Network::flow_start(uint32_t id) {
+void Network::flow_start(uint32_t id, uint32_t chain) {
   Flow& f = flows_[id];
-  if (id + 1 < flows_.size()) events_.push(flows_[id + 1].start_ns, EventKind::kFlowStart, id + 1);
-  if (s_.cc_enabled) rp_.start(f.rp, now_);
+  if (chain != kNone && chain + 1 < chain_size()) {
+    const uint32_t next = chain_at(chain + 1);
+    events_.push(flows_[next].start_ns, EventKind::kFlowStart, next, chain + 1);
+  }
+  if (s_.cc_enabled) rp(f).start(f.rp, now_);
   f.sending = true;
   f.next_send_ns = static_cast<double>(now_);
   host_ready_[f.src].push(id);
@@ -52,7 +55,7 @@ void Network::host_start_tx(uint32_t port) {
   if (reliable_) on_data_sent(id, pkt);
   f.sent_bytes += payload;
   if (s_.cc_enabled) {
-    rp_.on_bytes_sent(f.rp, now_, payload);
+    rp(f).on_bytes_sent(f.rp, now_, payload);
     sync_rp_timer(id);
   }
   transmit(port, pkt_id);
@@ -97,7 +100,7 @@ void Network::host_receive(uint32_t pkt_id) {
   Flow& f = flows_[pkt.flow];
   if (pkt.type == PacketType::kCnp) {
     if (s_.cc_enabled && f.sending) {
-      rp_.on_cnp(f.rp, now_);
+      rp(f).on_cnp(f.rp, now_);
       sync_rp_timer(pkt.flow);
     }
     return;
@@ -110,7 +113,12 @@ void Network::host_receive(uint32_t pkt_id) {
   if (!reliable_ || receive_data(pkt)) {
     f.recv_bytes += pkt.payload_bytes;
     delivered_bytes_ += pkt.payload_bytes;
-    if (f.goodput_port != kNone) ports_[f.goodput_port].goodput_wire_bytes += pkt.wire_bytes;
+    credit_goodput(f, pkt.wire_bytes);
+    // The last byte arrived (in order): flows waiting for it may start.
+    if (!delivered_ns_.empty() && f.size_bytes != 0 && f.recv_bytes >= f.size_bytes &&
+        f.recv_bytes - pkt.payload_bytes < f.size_bytes) {
+      delivered(pkt.flow);
+    }
   }
   // The NIC's notification point sees every CE-marked packet, in order or not.
   if (pkt.ce && s_.cc_enabled) {
@@ -118,6 +126,17 @@ void Network::host_receive(uint32_t pkt_id) {
     sync_np_timer(pkt.flow);
   }
   if (!reliable_ && f.size_bytes != 0 && f.recv_bytes >= f.size_bytes) finish_flow(f);
+}
+
+// A flow that waited for this one starts now (a collective's next phase at this rank).
+void Network::delivered(uint32_t flow) {
+  delivered_ns_[flow] = now_;
+  if (dep_list_.empty()) return;
+  for (uint32_t i = dep_offset_[flow]; i < dep_offset_[flow + 1]; ++i) {
+    const uint32_t next = dep_list_[i];
+    flows_[next].start_ns = now_;
+    events_.push(now_, EventKind::kFlowStart, next, kNone);
+  }
 }
 
 void Network::send_cnp(uint32_t flow) {
@@ -144,7 +163,7 @@ void Network::schedule_earlier(SimTimeNs due, SimTimeNs& at, EventKind kind, uin
 
 void Network::sync_rp_timer(uint32_t flow) {
   Flow& f = flows_[flow];
-  schedule_earlier(rp_.next_event_ns(f.rp), f.rp_timer_at, EventKind::kRpTimer, flow);
+  schedule_earlier(rp(f).next_event_ns(f.rp), f.rp_timer_at, EventKind::kRpTimer, flow);
 }
 
 void Network::sync_np_timer(uint32_t flow) {

@@ -183,7 +183,8 @@ void Network::collect_sketch(RunResults& r) const {
 // share a start time. A burst with fewer than two finished flows has no index.
 void Network::incast_jain(RunResults& r) const {
   std::map<SimTimeNs, std::vector<double>> bursts;
-  for (const Flow& f : flows_) {
+  for (uint32_t i : traffic_.incast_flows) {
+    const Flow& f = flows_[i];
     if (f.finish_ns > f.start_ns && f.start_ns >= warmup_ns_) {
       bursts[f.start_ns].push_back(static_cast<double>(f.size_bytes) /
                                    static_cast<double>(f.finish_ns - f.start_ns));
@@ -203,13 +204,16 @@ void Network::incast_jain(RunResults& r) const {
 
 // Jain's index over the flows active for the whole window [next_window − W, next_window).
 void Network::close_jain_window() {
-  if (s_.traffic.kind == TrafficKind::kPoisson) return;
+  if (!traffic_.jain_windows) return;
   const SimTimeNs start = next_window_ns_ - jain_window_ns_;
+  const std::vector<uint8_t>& counted = traffic_.window_flows;  // empty: every flow
   double sum = 0;
   double sum_sq = 0;
   uint32_t n = 0;
-  for (Flow& f : flows_) {
-    bool whole = f.start_ns <= start && (f.finish_ns < 0 || f.finish_ns >= next_window_ns_);
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    Flow& f = flows_[i];
+    bool whole = (counted.empty() || counted[i] != 0) && f.start_ns <= start &&
+                 (f.finish_ns < 0 || f.finish_ns >= next_window_ns_);
     if (whole) {
       double x = static_cast<double>(f.recv_bytes - f.recv_at_window);
       sum += x;
@@ -228,7 +232,7 @@ RunResults Network::collect(double wall_seconds) {
   r.jain_windows = jain_windows_;
   r.warnings = warnings_;
   set_jain(r, jain_windows_);
-  if (s_.traffic.kind == TrafficKind::kIncast) incast_jain(r);
+  if (!traffic_.incast_flows.empty()) incast_jain(r);
   // Utilisation over the ports that carry data, over the time they are busy: data wire bytes sent in
   // the busy intervals over the capacity of those intervals, summed over ports (so a port busy
   // longer weighs more). Ports that only carry CNPs (toward the senders) never count.
@@ -284,7 +288,7 @@ RunResults Network::collect(double wall_seconds) {
   for (uint32_t i = 0; i < flows_.size(); ++i) {
     const Flow& f = flows_[i];
     if (f.size_bytes == 0) continue;
-    FctRecord rec{i, f.src, f.dst, f.size_bytes, f.start_ns, -1, f.ideal_ns, 0};
+    FctRecord rec{i, f.src, f.dst, f.size_bytes, f.start_ns == kNoTime ? -1 : f.start_ns, -1, f.ideal_ns, 0};
     if (f.finish_ns >= 0) {
       rec.fct_ns = f.finish_ns - f.start_ns;
       rec.slowdown = std::max(1.0, static_cast<double>(rec.fct_ns) / static_cast<double>(f.ideal_ns));
@@ -298,6 +302,7 @@ RunResults Network::collect(double wall_seconds) {
   for (size_t b = 0; b < std::size(kBuckets); ++b) {
     r.fct_slowdown.push_back({kBuckets[b].label, kBuckets[b].lo, kBuckets[b].hi, percentiles(by_bucket[b])});
   }
+  collect_collectives(r);
   r.rates = std::move(rates_);
   r.queues = std::move(queue_samples_);
   for (uint32_t pi : bottleneck_ports_) r.port_names.push_back(port_name(pi));
@@ -307,13 +312,39 @@ RunResults Network::collect(double wall_seconds) {
   return r;
 }
 
+// Each collective's completion: the arrival of the last byte of each phase, from its start.
+void Network::collect_collectives(RunResults& r) const {
+  for (const CollectiveSpec& c : traffic_.collectives) {
+    CollectiveResult out;
+    out.name = c.name;
+    out.kind = c.kind;
+    out.algorithm = c.algorithm;
+    out.ranks = c.ranks;
+    out.rails = c.rails;
+    out.size_bytes = c.size_bytes;
+    out.start_us = static_cast<double>(c.start_ns) / 1000;
+    bool done = true;
+    for (const auto& phase : c.phases) {
+      SimTimeNs end = c.start_ns;
+      for (uint32_t f : phase) {
+        ++out.flows;
+        if (delivered_ns_[f] >= 0) ++out.flows_completed;
+        end = delivered_ns_[f] < 0 || end < 0 ? -1 : std::max(end, delivered_ns_[f]);
+      }
+      done = done && end >= 0;
+      out.phases_us.push_back(end < 0 ? -1 : static_cast<double>(end - c.start_ns) / 1000);
+    }
+    if (done && !out.phases_us.empty())
+      out.completion_us = *std::max_element(out.phases_us.begin(), out.phases_us.end());
+    r.collectives.push_back(std::move(out));
+  }
+}
+
 std::string Network::port_name(uint32_t port) const {
   return node_name(ports_[port].node) + "->" + node_name(ports_[ports_[port].peer].node);
 }
 
-std::string Network::node_name(uint32_t node) const {
-  return is_host(node) ? "host" + std::to_string(node) : topo_.switch_names[node - topo_.hosts];
-}
+std::string Network::node_name(uint32_t node) const { return topo_.node_name(node); }
 
 void Network::progress(bool final) {
   if (!s_.progress) return;

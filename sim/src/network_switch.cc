@@ -28,6 +28,21 @@ void Network::switch_receive(uint32_t in_port, uint32_t pkt_id) {
       return;
     }
     sw.shared_used += bytes;
+  } else if (in.pfc_xoff != 0) {
+    // Static thresholds (htsim's LosslessInputQueue, a switch's per-port Xoff): the ingress holds
+    // shared buffer up to Xoff, what is above it is headroom, and crossing Xoff pauses upstream.
+    const uint64_t held = in.ingress_shared_bytes + in.headroom_used_bytes;
+    uint64_t shared = held >= in.pfc_xoff ? 0 : std::min(bytes, in.pfc_xoff - held);
+    if (shared > shared_free) shared = 0;
+    if (in.headroom_used_bytes + bytes - shared > in.headroom_bytes) {
+      ++drops_;
+      free_packet(pkt_id);
+      return;
+    }
+    in.ingress_shared_bytes += shared;
+    sw.shared_used += shared;
+    in.headroom_used_bytes += bytes - shared;
+    if (shared < bytes && !in.xoff_sent) send_pause(in_port, true);
   } else if (s_.sw.pfc) {
     // Lossless: an ingress over its Xoff threshold spills into its headroom and pauses upstream.
     if (static_cast<double>(in.ingress_shared_bytes + bytes) <= xoff_threshold(shared_free) &&
@@ -94,6 +109,18 @@ void Network::switch_start_tx(uint32_t port) {
 void Network::release_ingress(const Packet& pkt, uint32_t node) {
   SwitchState& sw = switches_[node - topo_.hosts];
   Port& in = ports_[pkt.ingress_port];
+  if (in.pfc_xoff != 0) {
+    if (pkt.type != PacketType::kData) return void(sw.shared_used -= pkt.wire_bytes);
+    // Static thresholds: the headroom is the top of what the ingress holds, so it empties first.
+    const uint64_t from_headroom = std::min<uint64_t>(pkt.wire_bytes, in.headroom_used_bytes);
+    in.headroom_used_bytes -= from_headroom;
+    in.ingress_shared_bytes -= pkt.wire_bytes - from_headroom;
+    sw.shared_used -= pkt.wire_bytes - from_headroom;
+    if (in.xoff_sent && in.ingress_shared_bytes + in.headroom_used_bytes <= in.pfc_xon) {
+      send_pause(pkt.ingress_port, false);
+    }
+    return;
+  }
   if (pkt.in_headroom) {
     in.headroom_used_bytes -= pkt.wire_bytes;
   } else {
@@ -103,20 +130,17 @@ void Network::release_ingress(const Packet& pkt, uint32_t node) {
   if (in.xoff_sent && in.headroom_used_bytes == 0) {
     const uint64_t xon_offset =
         s_.sw.xon_offset_bytes != 0 ? s_.sw.xon_offset_bytes : 2 * (s_.mtu_bytes + s_.header_bytes);
-    const bool resume =
-        s_.sw.pfc_xoff_bytes != 0
-            ? in.ingress_shared_bytes <= (s_.sw.pfc_xon_bytes != 0 ? s_.sw.pfc_xon_bytes
-                                                                   : s_.sw.pfc_xoff_bytes - std::min(s_.sw.pfc_xoff_bytes, xon_offset))
-            : static_cast<double>(in.ingress_shared_bytes + xon_offset) <= xoff_threshold(sw.shared_size - sw.shared_used);
-    if (resume) send_pause(pkt.ingress_port, false);
+    if (static_cast<double>(in.ingress_shared_bytes + xon_offset) <=
+        xoff_threshold(sw.shared_size - sw.shared_used)) {
+      send_pause(pkt.ingress_port, false);
+    }
   }
 }
 
-// Bytes of shared buffer an ingress may hold before Xoff: static (switch.pfc_xoff_bytes) or dynamic
-// (pfc_alpha of the free shared buffer).
+// Bytes of shared buffer an ingress may hold before Xoff under the dynamic threshold: pfc_alpha of
+// the free shared buffer.
 double Network::xoff_threshold(uint64_t shared_free) const {
-  return s_.sw.pfc_xoff_bytes != 0 ? static_cast<double>(s_.sw.pfc_xoff_bytes)
-                                   : s_.sw.pfc_alpha * static_cast<double>(shared_free);
+  return s_.sw.pfc_alpha * static_cast<double>(shared_free);
 }
 
 // PAUSE/RESUME for the data priority reaches the upstream port one propagation delay later; the

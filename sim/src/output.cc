@@ -83,6 +83,20 @@ std::string summary_json(const RunResults& r) {
   }
   j += "\n  },\n";
   j += fmt::format("  \"flows_total\": {},\n  \"flows_completed\": {},\n", r.flows_total, r.flows_completed);
+  j += "  \"collectives\": [";
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveResult& c = r.collectives[i];
+    const auto time = [](double us) { return us < 0 ? std::string("null") : num(us); };
+    j += fmt::format(
+        "{}\n    {{\"name\": {}, \"kind\": {}, \"algorithm\": {}, \"ranks\": {}, \"rails\": {}, "
+        "\"size_bytes\": {}, \"flows\": {}, \"flows_completed\": {}, \"start_us\": {}, "
+        "\"completion_us\": {}, \"phases_us\": [{}]}}",
+        i ? "," : "", json_string(c.name), json_string(c.kind),
+        c.algorithm.empty() ? std::string("null") : json_string(c.algorithm), c.ranks, c.rails, c.size_bytes,
+        c.flows, c.flows_completed, num(c.start_us), time(c.completion_us),
+        fmt::join(c.phases_us | std::views::transform(time), ", "));
+  }
+  j += r.collectives.empty() ? "],\n" : "\n  ],\n";
   j += fmt::format("  \"simulated_ms\": {},\n  \"events\": {},\n  \"packet_hops\": {},\n",
                    num(r.simulated_ms), r.events, r.packet_hops);
   j += fmt::format("  \"warnings\": [{}],\n",

@@ -4,87 +4,15 @@
 #include <toml++/toml.h>
 
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "rdmad/sim/topology.h"
+#include "rdmad/sim/traffic.h"
+#include "scenario_reader.h"
+
 namespace rdmad::sim {
 namespace {
-
-[[noreturn]] void fail(const std::string& origin, const std::string& what) {
-  throw std::runtime_error(fmt::format("{}: {}", origin, what));
-}
-
-// Typed lookups that remember which keys were read, so leftovers can be reported as unknown.
-class Reader {
- public:
-  Reader(const toml::table& root, std::string origin) : root_(root), origin_(std::move(origin)) {}
-
-  template <typename T>
-  void get(const std::string& key, T& out) {
-    used_.insert(key);
-    toml::node_view<const toml::node> node = root_.at_path(key);
-    if (!node) return;
-    if constexpr (std::is_same_v<T, bool>) {
-      if (auto v = node.value_exact<bool>()) return void(out = *v);
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      if (auto v = node.value_exact<std::string>()) return void(out = *v);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (auto v = node.value<double>()) return void(out = static_cast<T>(*v));
-    } else {
-      if (auto v = node.value_exact<int64_t>(); v && *v >= 0) return void(out = static_cast<T>(*v));
-    }
-    fail(where(node), fmt::format("key '{}' has the wrong type or range", key));
-  }
-
-  // "file:line" of a key, or the file when the key is not in it.
-  std::string where_key(const std::string& key) const {
-    toml::node_view<const toml::node> node = root_.at_path(key);
-    return node ? where(node) : origin_;
-  }
-
-  std::string where(toml::node_view<const toml::node> node) const {
-    const auto& src = node.node()->source();
-    return src.begin ? fmt::format("{}:{}", origin_, src.begin.line) : origin_;
-  }
-
-  // An array of tables ([[key]]): each element, or none when absent; each element's keys are taken
-  // by the caller, which must read them all.
-  const toml::array* array(const std::string& key) {
-    used_.insert(key);
-    toml::node_view<const toml::node> node = root_.at_path(key);
-    if (!node) return nullptr;
-    if (const auto* a = node.as_array()) return a;
-    fail(where(node), fmt::format("key '{}' must be an array of tables ([[{}]])", key, key));
-  }
-
-  // Keys under `prefix` (a table) that were read through the knob table, not get().
-  void mark_used_prefix(const std::string& prefix) { used_prefixes_.push_back(prefix); }
-
-  void reject_unknown() const { walk(root_, ""); }
-
- private:
-  void walk(const toml::table& t, const std::string& prefix) const {
-    for (const auto& [k, v] : t) {
-      std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-      if (const auto* sub = v.as_table()) {
-        walk(*sub, key);
-        continue;
-      }
-      bool ok = used_.count(key) > 0;
-      for (const auto& p : used_prefixes_) ok = ok || key.rfind(p + ".", 0) == 0;
-      if (!ok) {
-        const auto& src = v.source();
-        fail(src.begin ? fmt::format("{}:{}", origin_, src.begin.line) : origin_,
-             fmt::format("unknown key '{}' (see docs/simulator.md)", key));
-      }
-    }
-  }
-  const toml::table& root_;
-  std::string origin_;
-  std::set<std::string> used_;
-  std::vector<std::string> used_prefixes_;
-};
 
 void apply_override(toml::table& root, const std::string& assignment) {
   auto eq = assignment.find('=');
@@ -104,21 +32,22 @@ void apply_override(toml::table& root, const std::string& assignment) {
     std::string part = key.substr(start, dot - start);
     auto* node = t->get(part);
     if (node == nullptr) node = &t->insert_or_assign(part, toml::table{}).first->second;
+    // An entry of a [[list]] by its index: traffic.source.1.load=0.5.
+    if (auto* list = node->as_array()) {
+      const size_t next = key.find('.', dot + 1);
+      const std::string index = key.substr(dot + 1, next == std::string::npos ? next : next - dot - 1);
+      const bool number = !index.empty() && index.find_first_not_of("0123456789") == std::string::npos;
+      if (next == std::string::npos || !number || std::stoul(index) >= list->size()) {
+        fail("--set", fmt::format("'{}': {} has {} entries; name one by its index ({}.0.KEY)", key,
+                                  key.substr(0, dot), list->size(), key.substr(0, dot)));
+      }
+      node = list->get(std::stoul(index));
+      dot = next;
+    }
     t = node->as_table();
     if (t == nullptr) fail("--set", fmt::format("'{}' is not a table", key.substr(0, dot)));
   }
   t->insert_or_assign(key.substr(start), *parsed.get("v"));
-}
-
-template <typename E>
-E parse_enum(Reader& r, const std::string& key, const std::vector<std::pair<std::string, E>>& names, E def) {
-  std::string s;
-  r.get(key, s);
-  if (s.empty()) return def;
-  for (const auto& [n, e] : names) {
-    if (n == s) return e;
-  }
-  fail("scenario", fmt::format("key '{}': unknown value '{}'", key, s));
 }
 
 // One [[loss.drop]] entry: {flow = N, psn = K, kind = "data" | "ack"}.
@@ -175,12 +104,15 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("sim.progress", s.progress);
 
   auto& t = s.topology;
-  t.kind = parse_enum<TopologyKind>(r, "topology.kind",
+  // Without a kind, a file that lists its nodes is a custom topology.
+  t.kind = r.get_enum<TopologyKind>("topology.kind",
                                     {{"star", TopologyKind::kStar},
                                      {"dumbbell", TopologyKind::kDumbbell},
                                      {"leafspine", TopologyKind::kLeafSpine},
-                                     {"fattree", TopologyKind::kFatTree}},
-                                    TopologyKind::kStar);
+                                     {"fattree", TopologyKind::kFatTree},
+                                     {"rail", TopologyKind::kRail},
+                                     {"custom", TopologyKind::kCustom}},
+                                    r.has("topology.node") ? TopologyKind::kCustom : TopologyKind::kStar);
   r.get("topology.senders", t.senders);
   r.get("topology.leaves", t.leaves);
   r.get("topology.spines", t.spines);
@@ -189,6 +121,14 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("topology.host_link_gbps", t.host_link_gbps);
   r.get("topology.fabric_link_gbps", t.fabric_link_gbps);
   r.get("topology.link_delay_ns", t.link_delay_ns);
+  r.get("topology.host_link_delay_ns", t.host_link_delay_ns);
+  r.get("topology.fabric_link_delay_ns", t.fabric_link_delay_ns);
+  r.get("topology.hosts", t.hosts);
+  r.get("topology.rails", t.rails);
+  r.get("topology.leaves_per_rail", t.leaves_per_rail);
+  r.get_names("topology.bottlenecks", t.bottlenecks);
+  t.bottlenecks_at = r.where_key("topology.bottlenecks");
+  read_topology_lists(r, origin, t);
 
   auto& w = s.sw;
   r.get("switch.buffer_bytes", w.buffer_bytes);
@@ -212,7 +152,7 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("switch.pmax", w.pmax);
 
   auto& f = s.traffic;
-  f.kind = parse_enum<TrafficKind>(r, "traffic.kind",
+  f.kind = r.get_enum<TrafficKind>("traffic.kind",
                                    {{"long", TrafficKind::kLongFlows},
                                     {"incast", TrafficKind::kIncast},
                                     {"poisson", TrafficKind::kPoisson}},
@@ -224,14 +164,12 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   r.get("traffic.bursts", f.bursts);
   r.get("traffic.burst_interval_us", f.burst_interval_us);
   r.get("traffic.load", f.load);
-  std::string cdf;
-  r.get("traffic.cdf", cdf);
-  if (!cdf.empty())
-    f.cdf = std::filesystem::path(cdf).is_absolute() ? std::filesystem::path(cdf) : base_dir / cdf;
+  r.get_path("traffic.cdf", base_dir, f.cdf);
   r.get("traffic.flow_count", f.flow_count);
+  read_traffic_sources(r, origin, base_dir, f);
 
-  s.transport.acks = parse_enum<AckMode>(
-      r, "transport.acks", {{"auto", AckMode::kAuto}, {"on", AckMode::kOn}, {"off", AckMode::kOff}},
+  s.transport.acks = r.get_enum<AckMode>(
+      "transport.acks", {{"auto", AckMode::kAuto}, {"on", AckMode::kOn}, {"off", AckMode::kOff}},
       AckMode::kAuto);
   r.get("transport.retransmit_timeout_us", s.transport.retransmit_timeout_us);
   r.get("loss.rate", s.loss.rate);
@@ -280,12 +218,26 @@ Scenario parse_scenario(std::string_view text, const std::filesystem::path& base
   if (w.kmax_bytes < w.kmin_bytes || w.pmax < 0 || w.pmax > 1) {
     fail(origin, "switch: need kmin_bytes <= kmax_bytes and 0 <= pmax <= 1");
   }
-  if (f.kind == TrafficKind::kPoisson && (f.cdf.empty() || f.load <= 0 || f.load > 1)) {
+  if (f.sources.empty() && f.kind == TrafficKind::kPoisson && (f.cdf.empty() || f.load <= 0 || f.load > 1)) {
     fail(origin, "traffic.kind = \"poisson\" needs traffic.cdf and 0 < traffic.load <= 1");
   }
   if (t.kind == TopologyKind::kFatTree && (t.fat_tree_k < 2 || t.fat_tree_k % 2 != 0)) {
-    fail(origin, "topology.k must be even and at least 2");
+    fail(r.where_key("topology.k"), "key 'topology.k' must be even and at least 2");
   }
+  if (t.kind == TopologyKind::kRail &&
+      (t.hosts == 0 || t.rails == 0 || t.leaves_per_rail == 0 || t.leaves_per_rail > t.hosts)) {
+    fail(r.where_key("topology.kind"),
+         "topology.kind = \"rail\" needs topology.hosts, topology.rails >= 1 and 1 <= leaves_per_rail <= "
+         "hosts");
+  }
+  // Names in links and traffic sources refer to the built topology: check them now, so a typo is an
+  // error of the file, not of a run.
+  const Topology topo = build_topology(t);
+  if (topo.hosts < 2) {
+    fail(r.where_key("topology.kind"),
+         "the topology needs two hosts or more ([[topology.node]], [[topology.link]])");
+  }
+  check_traffic(s, topo);
   return s;
 }
 

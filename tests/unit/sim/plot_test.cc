@@ -32,7 +32,7 @@ std::vector<fs::path> shipped_scenarios() {
 TEST(SimPlot, EveryShippedScenarioDrawsEveryPicture) {
   if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup-deps installs gnuplot-nox)";
   const auto scenarios = shipped_scenarios();
-  ASSERT_GE(scenarios.size(), 5u);
+  ASSERT_GE(scenarios.size(), 8u);
   for (const fs::path& path : scenarios) {
     SCOPED_TRACE(path.string());
     // 2 ms of simulated time: enough for queues, rates and some finished flows in every scenario.

@@ -85,10 +85,12 @@ TEST(ScenarioTest, ErrorsNameTheKeyAndLine) {
 }
 
 TEST(ScenarioTest, ShippedScenariosLoad) {
-  for (const char* name : {"incast", "dumbbell_join", "leafspine_websearch", "leafspine_hadoop", "star_convergence"}) {
+  for (const char* name :
+       {"incast", "dumbbell_join", "leafspine_websearch", "leafspine_hadoop", "star_convergence",
+        "rail_allreduce", "mixed_incast_background", "longhaul_custom"}) {
     Scenario s = load_scenario(kScenarios / (std::string(name) + ".toml"));
     EXPECT_EQ(s.name, name);
-    if (s.traffic.kind == TrafficKind::kPoisson) {
+    if (s.traffic.sources.empty() && s.traffic.kind == TrafficKind::kPoisson) {
       EXPECT_TRUE(std::filesystem::exists(s.traffic.cdf)) << name;
     }
   }

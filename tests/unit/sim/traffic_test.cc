@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace rdmad::sim {
 namespace {
 
@@ -60,6 +62,114 @@ TEST(TrafficTest, LongFlowsStaggerAndIncastRepeats) {
   ASSERT_EQ(flows.size(), 6u);
   EXPECT_EQ(flows[3].start_ns, 7000);
   EXPECT_EQ(flows[5].size_bytes, 9u);
+}
+
+Scenario sources(const std::string& topology, const std::string& traffic) {
+  return parse_scenario(topology + traffic, std::filesystem::path(RDMAD_SOURCE_DIR) / "sim" / "workloads", {},
+                        "t.toml");
+}
+
+TEST(TrafficTest, FlowsPairUpAndStagger) {
+  const Scenario s = sources("[topology]\nsenders = 4\n",
+                             "[[traffic.source]]\nkind = \"flows\"\nsrc = \"host0..host2\"\ndst = \"host4\"\n"
+                             "size_bytes = 10\nstart_us = 1\nstagger_us = 2\n"
+                             "[[traffic.source]]\nkind = \"flows\"\nsrc = [\"host0\", \"host1\"]\n"
+                             "dst = [\"host3\", \"host2\"]\n");
+  const Traffic t = make_traffic(s, build_topology(s.topology));
+  ASSERT_EQ(t.flows.size(), 5u);
+  // Sorted by start: the second source's two (at 0) first.
+  EXPECT_EQ(t.flows[0].dst, 3u);
+  EXPECT_EQ(t.flows[1].dst, 2u);
+  EXPECT_EQ(t.flows[1].size_bytes, 0u);
+  EXPECT_EQ(t.flows[4].src, 2u);
+  EXPECT_EQ(t.flows[4].start_ns, 5000);
+  EXPECT_TRUE(t.after.empty());
+  EXPECT_TRUE(t.jain_windows);
+}
+
+TEST(TrafficTest, IncastAtGivenTimesFromEveryOtherHost) {
+  const Scenario s =
+      sources("[topology]\nsenders = 4\n",
+              "[[traffic.source]]\nkind = \"incast\"\ndst = \"host1\"\nsize_bytes = 7\n"
+              "at_us = [30, 10]\n[[traffic.source]]\nkind = \"incast\"\ndst = \"host0\"\n"
+              "src = \"host3\"\nsize_bytes = 1\nstart_us = 5\nbursts = 2\nburst_interval_us = 100\n");
+  const Traffic t = make_traffic(s, build_topology(s.topology));
+  ASSERT_EQ(t.flows.size(), 2u * 4 + 2);
+  EXPECT_EQ(t.incast_flows.size(), t.flows.size());
+  EXPECT_EQ(t.flows[0].start_ns, 5000);
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(t.flows[i].start_ns, 10000);
+    EXPECT_EQ(t.flows[i].dst, 1u);
+    EXPECT_NE(t.flows[i].src, 1u);
+  }
+  EXPECT_EQ(t.flows.back().start_ns, 105000);
+  EXPECT_FALSE(t.jain_windows);  // no long flows
+}
+
+TEST(TrafficTest, PoissonAmongMultiNicHostsNeverStaysOnOneHost) {
+  const Scenario s = sources("[topology]\nkind = \"rail\"\nhosts = 3\nrails = 4\n",
+                             "[[traffic.source]]\nkind = \"poisson\"\ncdf = \"websearch.cdf\"\nload = 0.5\n"
+                             "flow_count = 2000\n");
+  const Topology topo = build_topology(s.topology);
+  const Traffic t = make_traffic(s, topo);
+  ASSERT_EQ(t.flows.size(), 2000u);
+  std::vector<int> from(topo.hosts, 0);
+  for (const FlowSpec& f : t.flows) {
+    ASSERT_NE(topo.machine_of[f.src], topo.machine_of[f.dst]);
+    ++from[f.src];
+  }
+  for (uint32_t n = 0; n < topo.hosts; ++n) EXPECT_GT(from[n], 100) << n;  // every NIC sends (≈ 167 each)
+}
+
+TEST(TrafficTest, TheSingleSourceAndAPoissonSourceGiveTheSameFlows) {
+  // Source 0 draws from the seed itself, as [traffic] did: the same arrivals, hosts and sizes.
+  const std::string topology = "[topology]\nkind = \"leafspine\"\nleaves = 2\nhosts_per_leaf = 4\n";
+  const Scenario one = sources(topology,
+                               "[traffic]\nkind = \"poisson\"\ncdf = \"fb_hadoop.cdf\"\nload = 0.4\n"
+                               "flow_count = 500\n");
+  const Scenario listed = sources(topology,
+                                  "[[traffic.source]]\nkind = \"poisson\"\ncdf = \"fb_hadoop.cdf\"\n"
+                                  "load = 0.4\nflow_count = 500\n");
+  const auto a = generate_traffic(one, build_topology(one.topology));
+  const auto b = generate_traffic(listed, build_topology(listed.topology));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].start_ns, b[i].start_ns);
+    ASSERT_EQ(a[i].src, b[i].src);
+    ASSERT_EQ(a[i].dst, b[i].dst);
+    ASSERT_EQ(a[i].size_bytes, b[i].size_bytes);
+  }
+}
+
+TEST(TrafficTest, RingPhasesWaitForTheFlowIntoTheirSender) {
+  const Scenario s = sources("[topology]\nkind = \"rail\"\nhosts = 3\nrails = 2\n",
+                             "[[traffic.source]]\nkind = \"allreduce\"\nsize_bytes = 600\n");
+  const Topology topo = build_topology(s.topology);
+  const Traffic t = make_traffic(s, topo);
+  ASSERT_EQ(t.collectives.size(), 1u);
+  const CollectiveSpec& c = t.collectives[0];
+  EXPECT_EQ(c.rails, 2u);
+  ASSERT_EQ(c.phases.size(), 4u);  // 2(N−1)
+  ASSERT_EQ(t.after.size(), t.flows.size());
+  for (size_t p = 0; p < 4; ++p) {
+    ASSERT_EQ(c.phases[p].size(), 6u);  // N ranks × 2 rails
+    for (uint32_t f : c.phases[p]) {
+      const FlowSpec& flow = t.flows[f];
+      EXPECT_EQ(flow.size_bytes, 100u);    // 600 / 2 rails / 3 ranks
+      const uint32_t rail = flow.src % 2;  // NIC k of host h is node 2h + k
+      EXPECT_EQ(flow.dst % 2, rail);
+      EXPECT_EQ(topo.machine_of[flow.dst], (topo.machine_of[flow.src] + 1) % 3);
+      if (p == 0) {
+        EXPECT_EQ(t.after[f], kNoFlow);
+      } else {
+        // It waits for the flow that brought phase p−1 to its sender, on its rail.
+        ASSERT_NE(t.after[f], kNoFlow);
+        EXPECT_EQ(t.flows[t.after[f]].dst, flow.src);
+        EXPECT_NE(std::find(c.phases[p - 1].begin(), c.phases[p - 1].end(), t.after[f]),
+                  c.phases[p - 1].end());
+      }
+    }
+  }
 }
 
 }  // namespace

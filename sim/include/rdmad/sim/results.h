@@ -24,7 +24,7 @@ struct FctRecord {
   uint32_t src;
   uint32_t dst;
   uint64_t size_bytes;
-  SimTimeNs start_ns;
+  SimTimeNs start_ns;  // -1: a flow waiting for another that never started
   SimTimeNs fct_ns;    // -1: not finished when the run ended
   SimTimeNs ideal_ns;  // base RTT + size·8/line rate
   double slowdown;     // max(1, fct/ideal); 0 when unfinished
@@ -92,6 +92,21 @@ struct TransportCounters {
   uint64_t duplicate_packets = 0;      // data packets received again, discarded
 };
 
+// A collective's progress (Traffic::collectives): when its last byte arrived, and each phase's.
+struct CollectiveResult {
+  std::string name;
+  std::string kind;       // "allreduce", "alltoall"
+  std::string algorithm;  // "ring", "halving_doubling"; empty for all-to-all
+  uint32_t ranks = 0;
+  uint32_t rails = 0;
+  uint64_t size_bytes = 0;
+  uint32_t flows = 0;
+  uint32_t flows_completed = 0;
+  double start_us = 0;
+  double completion_us = -1;      // start to the last byte of its last phase; −1 when unfinished
+  std::vector<double> phases_us;  // start to the last byte of each phase; −1 when unfinished
+};
+
 struct SizeBucket {
   std::string label;
   uint64_t lo_bytes;  // inclusive
@@ -128,6 +143,7 @@ struct RunResults {
   uint32_t flows_total = 0;
   uint32_t flows_completed = 0;
   std::vector<SizeBucket> fct_slowdown;
+  std::vector<CollectiveResult> collectives;
   std::vector<FctRecord> fct;
   std::vector<RateSample> rates;
   std::vector<QueueSample> queues;
