@@ -11,9 +11,11 @@
 //      with 4 QP pairs directly). The cases take turns and stay alive together: they hold
 //      2 x bytes x 6 of memory (12 GiB at the default 1 GiB; --bytes=536870912 halves it).
 // Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N]
-// [--qps-per-lane=1,4] [--source-ports=N] [--only=ring,small,throughput,sendrecv]
+// [--qps-per-lane=1,4] [--source-ports=N] [--datapath-threads=N] [--only=ring,small,throughput,sendrecv]
 //   --source-ports: the soft NICs' source_ports option in part 3 (daemons and baseline; default: the
 //   backend's, 8 UDP source ports, each QP pair hashed onto one).
+//   --datapath-threads: the soft NICs' datapath_threads in part 3 (daemons and baseline; default 1):
+//   a lane's QPs then spread over that many threads per NIC.
 //   4. SEND into a receive posted just before, node-a -> node-b (receive advertisement, WRITE,
 //      send done, and the receive's own MRs in the peer's domain).
 #include <poll.h>
@@ -47,6 +49,7 @@ struct Options {
   std::string only = "ring,small,throughput,sendrecv";
   std::vector<int> qps_per_lane = {1, 4};  // throughput: the [flow] qps_per_lane values measured
   int source_ports = -1;                   // throughput: soft source_ports; -1: the backend's default
+  int datapath_threads = 1;                // throughput: soft datapath_threads
 };
 
 std::vector<int> int_list(const std::string& text) {
@@ -84,6 +87,8 @@ Options parse(int argc, char** argv) {
       o.qps_per_lane = int_list(*q);
     else if (auto sp = value("source-ports"))
       o.source_ports = std::atoi(sp->c_str());
+    else if (auto dt = value("datapath-threads"))
+      o.datapath_threads = std::atoi(dt->c_str());
     else
       throw std::runtime_error("unknown argument " + a);
   }
@@ -396,6 +401,11 @@ void run_throughput(const Options& o) {
     soft_options["source_ports"] = o.source_ports;
     nic_keys = fmt::format("source_ports = {}\n", o.source_ports);
     std::printf("(soft NICs with source_ports = %d)\n", o.source_ports);
+  }
+  if (o.datapath_threads != 1) {
+    soft_options["datapath_threads"] = o.datapath_threads;
+    nic_keys += fmt::format("datapath_threads = {}\n", o.datapath_threads);
+    std::printf("(soft NICs with datapath_threads = %d)\n", o.datapath_threads);
   }
   // The bare soft QP is the reference of 'x bare'; the same process with k QP pairs (chunks round
   // robin) shows what k QPs cost the soft datapath itself, without a daemon.

@@ -60,10 +60,7 @@ TEST(DpdkFlows, TwoDaemonsOverMemifMoveWriteReadSendByteExact) {
   Node& b = *pair.b;
   rdmad_flow* fa = nullptr;
   rdmad_flow* fb = nullptr;
-  ASSERT_EQ(rdmad_flow_open(a.client(), "node-b", nullptr, &fa), RDMAD_OK) << rdmad_last_error(a.client());
-  ASSERT_EQ(rdmad_flow_open(b.client(), "node-a", nullptr, &fb), RDMAD_OK) << rdmad_last_error(b.client());
-  ASSERT_EQ(rdmad_flow_wait_connected(fa, 20000), RDMAD_OK) << a.output() << b.output();
-  ASSERT_EQ(rdmad_flow_wait_connected(fb, 20000), RDMAD_OK) << b.output();
+  ASSERT_NO_FATAL_FAILURE(open_both_ways(a, b, &fa, &fb, 20000));
   write_read_send_byte_exact(a, b, fa, fb, 64u << 20);
   // A shared-memory link loses nothing while its rings hold the windows in flight.
   for (Node* n : {&a, &b})

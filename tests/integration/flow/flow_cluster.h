@@ -285,6 +285,15 @@ inline std::optional<rdmad_completion> wait_completion(rdmad_flow* f, std::chron
   return std::nullopt;
 }
 
+// Opens a flow each way between node-a and node-b (`fa`: a's to b, `fb`: b's to a) and waits until
+// both are connected.
+inline void open_both_ways(Node& a, Node& b, rdmad_flow** fa, rdmad_flow** fb, int wait_ms = 10000) {
+  ASSERT_EQ(rdmad_flow_open(a.client(), b.id().c_str(), nullptr, fa), RDMAD_OK) << rdmad_last_error(a.client());
+  ASSERT_EQ(rdmad_flow_open(b.client(), a.id().c_str(), nullptr, fb), RDMAD_OK) << rdmad_last_error(b.client());
+  ASSERT_EQ(rdmad_flow_wait_connected(*fa, wait_ms), RDMAD_OK) << a.output() << b.output();
+  ASSERT_EQ(rdmad_flow_wait_connected(*fb, wait_ms), RDMAD_OK) << b.output();
+}
+
 // node-a WRITEs n bytes into node-b's memory, READs them back and SENDs them into a receive node-b
 // posted, each checked byte-exact: `fa` is a's flow to b, `fb` b's flow to a (for the receive).
 inline void write_read_send_byte_exact(Node& a, Node& b, rdmad_flow* fa, rdmad_flow* fb, size_t n) {

@@ -49,10 +49,7 @@ TEST(FlowLanes, FourQpsPerLaneCarryWriteReadAndSendByteExact) {
   Node& b = *pair.b;
   rdmad_flow* fa = nullptr;
   rdmad_flow* fb = nullptr;
-  ASSERT_EQ(rdmad_flow_open(a.client(), "node-b", nullptr, &fa), RDMAD_OK) << rdmad_last_error(a.client());
-  ASSERT_EQ(rdmad_flow_open(b.client(), "node-a", nullptr, &fb), RDMAD_OK) << rdmad_last_error(b.client());
-  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK) << a.output();
-  ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK) << b.output();
+  ASSERT_NO_FATAL_FAILURE(open_both_ways(a, b, &fa, &fb));
   for (Node* n : {&a, &b})
     for (int nic : {0, 1})
       EXPECT_TRUE(eventually([&] { return lane_qps(*n, nic) == 4; }, 10s)) << n->id() << nic << " " << lane_qps(*n, nic);
@@ -86,10 +83,7 @@ TEST(FlowLanes, FourQpsPerLaneOnTwoDatapathThreadsPerNic) {
       }
   rdmad_flow* fa = nullptr;
   rdmad_flow* fb = nullptr;
-  ASSERT_EQ(rdmad_flow_open(a.client(), "node-b", nullptr, &fa), RDMAD_OK) << rdmad_last_error(a.client());
-  ASSERT_EQ(rdmad_flow_open(b.client(), "node-a", nullptr, &fb), RDMAD_OK) << rdmad_last_error(b.client());
-  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK) << a.output();
-  ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK) << b.output();
+  ASSERT_NO_FATAL_FAILURE(open_both_ways(a, b, &fa, &fb));
   write_read_send_byte_exact(a, b, fa, fb, 128u << 20);
   for (int nic : {0, 1}) expect_every_qp_used(a, nic, 4, 0.10);
   rdmad_flow_close(fa);
