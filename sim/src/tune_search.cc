@@ -185,7 +185,7 @@ class Search {
     double min_util = c.min_utilization.value_or(0);
     if (c.utilization_vs_baseline) min_util = std::max(min_util, metric(base, "utilization", 0) - c.utilization_tolerance);
     if (const double u = metric(m, "utilization", 0); u < min_util)
-      breach((min_util - u) / min_util, fmt::format("utilization {:.4g} < {:.4g}", u, min_util));
+      breach((min_util - u) / min_util, fmt::format("utilization {:.6g} < {:.6g}", u, min_util));
     if (const double d = metric(m, "drops", 0); d > c.max_drops)
       breach((d - c.max_drops) / std::max(1.0, c.max_drops), fmt::format("drops {} > {}", d, c.max_drops));
     if (c.max_queue_bytes) {
