@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "rdmad/sim/output.h"
@@ -94,7 +95,8 @@ double metric(const tune::Metrics& m, const std::string& k) {
 
 // [tuning]: what the profile came from and what it did there.
 std::vector<std::pair<std::string, std::string>> provenance(const tune::TuneResult& r, const std::string& scenario,
-                                                            const std::vector<std::string>& sets) {
+                                                            const std::vector<std::string>& sets,
+                                                            const std::string& command) {
   const auto& o = r.options;
   const auto pair = [&](const std::string& k, bool validation) {
     const auto& b = validation ? r.baseline.validation_metrics : r.baseline.metrics;
@@ -102,6 +104,7 @@ std::vector<std::pair<std::string, std::string>> provenance(const tune::TuneResu
     return fmt::format("{{ mlx5 = {}, tuned = {} }}", num(metric(b, k)), num(metric(t, k)));
   };
   std::vector<std::pair<std::string, std::string>> t;
+  t.emplace_back("command", quote(command));
   t.emplace_back("scenario", quote(scenario));
   t.emplace_back("set", toml_array(sets, quote));
   t.emplace_back("seed", fmt::format("{}", o.seed));
@@ -139,6 +142,29 @@ void write_candidates(const tune::TuneResult& r, const std::filesystem::path& fi
                      fmt::join(c.broken, "; "));
   }
   if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", file.string()));
+}
+
+// The command line without what does not change the result (where runs go and how they run), so
+// that [tuning] says how to get the same profile again, and the same search run locally or on
+// Slurm writes the same file.
+std::string result_command(int argc, char** argv) {
+  static const std::set<std::string> with_value = {"--out", "-o", "--workers", "--slurm-arg", "--slurm-max-running",
+                                                   "--slurm-timeout-s", "--profile"};
+  static const std::set<std::string> flags = {"--slurm", "--plot", "-q", "--quiet"};
+  std::string command = "rdmad-sim tune";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string name = a.substr(0, a.find('='));
+    if (flags.count(a)) continue;
+    if (with_value.count(name)) {
+      if (name == a) ++i;  // its value is the next argument
+      continue;
+    }
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_=.,/:") == std::string::npos;
+    command += " " + (plain ? a : "'" + a + "'");
+  }
+  return command;
 }
 
 }  // namespace
@@ -237,7 +263,7 @@ int tune_main(int argc, char** argv, const std::function<std::filesystem::path(c
 
     if (name.empty()) name = s.name + "-tuned";
     cc::DcqcnProfile profile = r.profile(name);
-    profile.tuning = provenance(r, scenario_arg, sets);
+    profile.tuning = provenance(r, scenario_arg, sets, result_command(argc, argv));
     if (profile_path.empty()) profile_path = (ro.work_dir / "profile.toml").string();
     {
       std::ofstream f(profile_path, std::ios::trunc);
