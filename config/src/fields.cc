@@ -348,6 +348,14 @@ std::vector<Field> make_fields() {
                "DCQCN parameter profile: mlx5 (ConnectX firmware defaults) or paper (SIGCOMM'15).",
                "one of mlx5, paper", false, v::one_of({"mlx5", "paper"}),
                [](Config& c, size_t, const Value& x) { c.cc.profile = as<std::string>(x); }});
+  f.push_back({"cc", "profile_file", FieldType::kString, std::string(""),
+               "A DCQCN profile file, as rdmad-sim tune writes it (docs/tuning.md): its base profile and knobs "
+               "replace profile (set one of the two), the knobs below still apply on top; a relative path is "
+               "relative to this file's directory. Read at start-up with the same checks as this file (a regular "
+               "file, not writable by everyone, owned by root or the daemon's user); errors name its line and key. "
+               "Empty: none.",
+               "a path to a profile file", false, nullptr,
+               [](Config& c, size_t, const Value& x) { c.cc.profile_file = as<std::string>(x); }});
   for (const cc::Mlx5Knob& k : cc::mlx5_knobs()) {
     const std::string name(k.name);
     f.push_back({"cc", name, FieldType::kInt, std::monostate{},

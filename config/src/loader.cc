@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -21,12 +22,19 @@
 
 #include "rdmad/base/log.h"
 #include "rdmad/base/log_fields.h"
+#include "rdmad/cc/dcqcn_profile.h"
 #include "rdmad/config/field.h"
 #include "rdmad/verbs/builtin_backends.h"
 #include "peer_rules.h"
 #include "validators.h"
 
 namespace rdmad::config {
+
+std::string CcSection::source() const {
+  if (profile_file.empty()) return profile;
+  return fmt::format("file {} ({}base {})", profile_file, profile_file_name.empty() ? "" : profile_file_name + ", ",
+                     profile);
+}
 
 std::string Error::to_string() const {
   std::string where = file;
@@ -332,9 +340,39 @@ class Parser {
                         });
   }
 
+  // The profile file's parameters, or nullopt after reporting why there are none: its errors name
+  // the profile's own file, line and key.
+  std::optional<cc::DcqcnParams> load_profile_file() {
+    CcSection& cc = out_.config.cc;
+    const auto at = where({"cc.profile_file"}, "cc");
+    if (regions_.count("cc.profile")) {
+      error(where({"cc.profile"}, "cc"), "cc.profile",
+            "set profile or profile_file, not both (the file names its own base profile)");
+      return std::nullopt;
+    }
+    std::filesystem::path path(cc.profile_file);
+    if (path.is_relative()) path = std::filesystem::path(file_).parent_path() / path;
+    cc.profile_file = path.lexically_normal().string();
+    if (!options_.check_files) return cc::profile_by_name(cc.profile);  // an example whose file is elsewhere
+    std::string text;
+    Error read_error;
+    if (!read_config_file(cc.profile_file, &text, &read_error)) {
+      error(at, "cc.profile_file", fmt::format("{}: {}", cc.profile_file, read_error.message));
+      return std::nullopt;
+    }
+    const cc::ProfileParse parsed = cc::parse_dcqcn_profile(text, cc.profile_file);
+    for (const cc::ProfileError& e : parsed.errors)
+      out_.errors.push_back(Error{cc.profile_file, e.line, e.column, e.key, e.message + " (the profile of cc.profile_file)"});
+    if (!parsed.ok()) return std::nullopt;
+    cc.profile = parsed.profile.base;
+    cc.profile_file_name = parsed.profile.name;
+    return parsed.profile.params();
+  }
+
   void finish_cc() {
-    auto params = cc::profile_by_name(out_.config.cc.profile);
-    if (!params) return;  // already reported by the profile validator
+    std::optional<cc::DcqcnParams> params =
+        out_.config.cc.profile_file.empty() ? cc::profile_by_name(out_.config.cc.profile) : load_profile_file();
+    if (!params) return;  // already reported (the profile validator, or the profile file)
     for (const auto& [name, value] : out_.config.cc.overrides) cc::find_mlx5_knob(name)->set(*params, value);
     out_.config.cc.params = *params;
   }

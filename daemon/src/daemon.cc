@@ -69,7 +69,7 @@ bool Daemon::start() {
   exporter_->add_collectable(process_collector_);
   log::get(log::Component::kMetrics)->info("serving metrics url={}", base::q(exporter_->url()));
 
-  log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", config_.cc.profile,
+  log::get(log::Component::kCc)->info("dcqcn parameters profile={} params={}", base::q(config_.cc.source()),
                        base::q(cc::describe(config_.cc.params)));
   std::map<std::string, verbs::HostNics> discovered;  // the embedded default's scan, not made twice
   if (config_.nics.empty()) {

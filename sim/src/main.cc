@@ -10,6 +10,7 @@
 #include "rdmad/sim/output.h"
 #include "rdmad/sim/scenario.h"
 #include "rdmad/sim/simulator.h"
+#include "tune_main.h"
 
 namespace {
 
@@ -42,6 +43,10 @@ start_us stagger_us at_us bursts burst_interval_us cdf load flow_count flows fil
 retransmit_timeout_us; [loss] rate, [[loss.drop]] flow psn kind=data|ack; [output] max_rate_flows
 jain_window_ms series_samples.
 
+Tuning advisor: rdmad-sim tune SCENARIO --out DIR [options] (rdmad-sim tune --help; docs/tuning.md)
+searches the DCQCN knobs for the scenario and writes a profile for [cc] profile_file and
+rdmactl cc set --profile.
+
 Examples:
   rdmad-sim sim/scenarios/incast.toml --out /tmp/incast --plot
   rdmad-sim sim/scenarios/incast.toml --out /tmp/i32 --set topology.senders=32 --set sim.seed=7
@@ -64,6 +69,8 @@ std::filesystem::path resolve(const std::string& arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `rdmad-sim tune ...`: the tuning advisor (a scenario named "tune" needs a path: ./tune.toml).
+  if (argc > 1 && std::string(argv[1]) == "tune") return rdmad::sim::tune_main(argc - 1, argv + 1, resolve);
   CLI::App app{"rdmad-sim: packet-level RoCEv2 fabric simulator running the rdmad DCQCN engine"};
   app.footer(kFooter);
   std::string scenario_arg;

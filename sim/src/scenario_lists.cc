@@ -102,7 +102,7 @@ const std::vector<KindKeys> kSourceKinds = {
     {SourceKind::kFlows, "flows", {"src", "dst", "size_bytes", "stagger_us"}},
     {SourceKind::kList, "list", {"flows", "file"}},
     {SourceKind::kIncast, "incast", {"src", "dst", "size_bytes", "at_us", "bursts", "burst_interval_us"}},
-    {SourceKind::kPoisson, "poisson", {"hosts", "cdf", "load", "flow_count"}},
+    {SourceKind::kPoisson, "poisson", {"hosts", "dst", "cdf", "load", "flow_count"}},
     {SourceKind::kAllReduce, "allreduce", {"hosts", "size_bytes", "algorithm"}},
     {SourceKind::kAllToAll, "alltoall", {"hosts", "size_bytes"}},
 };

@@ -112,17 +112,24 @@ std::vector<uint32_t> TrafficBuilder::hosts(const std::vector<std::string>& name
 
 // Arrivals at `load` of each NIC's link with sizes from the CDF, a uniformly random source (weighted
 // by link rate when rates differ) and a destination on another host, as the HPCC generator does.
+// With `into`: arrivals at `load` of the links of `into`, from a source among `nics` (weighted as
+// above) to a destination among `into` (likewise).
 void TrafficBuilder::poisson(Rng& rng, const std::vector<uint32_t>& nics, double load,
-                             const std::filesystem::path& cdf_path, uint32_t count, double start_us) {
+                             const std::filesystem::path& cdf_path, uint32_t count, double start_us,
+                             const std::vector<uint32_t>& into) {
   const FlowSizeCdf cdf = FlowSizeCdf::load(cdf_path);
   if (check_only_) return;
-  const auto n = static_cast<uint32_t>(nics.size());
-  std::vector<double> gbps(n);
-  for (const LinkSpec& l : topo_.links) {
-    for (uint32_t i = 0; i < n; ++i) {
-      if (l.a == nics[i] || l.b == nics[i]) gbps[i] = l.gbps;
+  const auto rates = [&](const std::vector<uint32_t>& of) {
+    std::vector<double> gbps(of.size());
+    for (const LinkSpec& l : topo_.links) {
+      for (size_t i = 0; i < of.size(); ++i) {
+        if (l.a == of[i] || l.b == of[i]) gbps[i] = l.gbps;
+      }
     }
-  }
+    return gbps;
+  };
+  const auto n = static_cast<uint32_t>(nics.size());
+  const std::vector<double> gbps = rates(nics);
   const bool equal = std::all_of(gbps.begin(), gbps.end(), [&](double g) { return g == gbps[0]; });
   // Every NIC offers `load` of its link: rate λ = load·C/(8·mean); merged over NICs.
   double flows_per_ns = load * gbps[0] / (8.0 * cdf.mean_bytes()) * n;
@@ -131,6 +138,14 @@ void TrafficBuilder::poisson(Rng& rng, const std::vector<uint32_t>& nics, double
     std::partial_sum(gbps.begin(), gbps.end(), cumulative.begin());
     flows_per_ns = load * cumulative.back() / (8.0 * cdf.mean_bytes());
   }
+  const std::vector<double> into_gbps = rates(into);
+  std::vector<double> into_cumulative(into.size());
+  std::partial_sum(into_gbps.begin(), into_gbps.end(), into_cumulative.begin());
+  if (!into.empty()) flows_per_ns = load * into_cumulative.back() / (8.0 * cdf.mean_bytes());
+  const auto weighted = [&](const std::vector<double>& cum) {
+    const auto i = std::upper_bound(cum.begin(), cum.end(), rng.uniform() * cum.back()) - cum.begin();
+    return std::min(static_cast<uint32_t>(i), static_cast<uint32_t>(cum.size() - 1));
+  };
   bool one_nic_each = true;
   for (uint32_t i = 1; i < n; ++i)
     one_nic_each = one_nic_each && topo_.machine_of[nics[i]] != topo_.machine_of[nics[i - 1]];
@@ -140,10 +155,11 @@ void TrafficBuilder::poisson(Rng& rng, const std::vector<uint32_t>& nics, double
     now += rng.exponential(mean_gap_ns);
     uint32_t src = rng.below(n);
     if (!equal) {
-      src = static_cast<uint32_t>(
-          std::upper_bound(cumulative.begin(), cumulative.end(), rng.uniform() * cumulative.back()) -
-          cumulative.begin());
-      src = std::min(src, n - 1);
+      src = weighted(cumulative);
+    }
+    if (!into.empty()) {
+      add(nics[src], into[weighted(into_cumulative)], cdf.sample(rng.uniform()), static_cast<SimTimeNs>(now));
+      continue;
     }
     uint32_t dst;
     if (one_nic_each) {
@@ -206,17 +222,27 @@ void TrafficBuilder::source(const TrafficSource& src, size_t index) {
       incast(src);
       break;
     case SourceKind::kPoisson: {
+      // With dst: from the hosts that are not destinations into the destinations.
+      std::vector<uint32_t> into;
+      std::vector<uint32_t> into_machines;
+      if (!src.dst.empty()) into_machines = hosts(src.dst, src.loc, "dst");
+      for (uint32_t m : into_machines) into.insert(into.end(), topo_.machines[m].nics.begin(), topo_.machines[m].nics.end());
       std::vector<uint32_t> nics;
       for (uint32_t m : hosts(src.hosts, src.loc, "hosts")) {
+        if (std::find(into_machines.begin(), into_machines.end(), m) != into_machines.end()) continue;
         nics.insert(nics.end(), topo_.machines[m].nics.begin(), topo_.machines[m].nics.end());
       }
-      if (nics.size() < 2 || topo_.machine_of[nics.front()] == topo_.machine_of[nics.back()]) {
+      if (into.empty() && (nics.size() < 2 || topo_.machine_of[nics.front()] == topo_.machine_of[nics.back()])) {
         fail(src.loc.where("hosts"),
              "key 'traffic.source.hosts': a 'poisson' source needs two hosts or more");
       }
+      if (!into.empty() && nics.empty()) {
+        fail(src.loc.where("dst"),
+             "key 'traffic.source.dst': a 'poisson' source needs a host in hosts that is not in dst");
+      }
       Rng rng(stream_seed(s_.seed, index));
       try {
-        poisson(rng, nics, src.load, src.cdf, src.flow_count, src.start_us);
+        poisson(rng, nics, src.load, src.cdf, src.flow_count, src.start_us, into);
       } catch (const std::runtime_error& e) {
         if (!std::filesystem::exists(src.cdf))
           fail(src.loc.where("cdf"), fmt::format("key 'traffic.source.cdf': {}", e.what()));

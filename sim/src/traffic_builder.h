@@ -19,8 +19,10 @@ class TrafficBuilder {
  private:
   // traffic.cc
   void legacy();
+  // Among `nics` (`into` empty), or from `nics` into the NICs of `into` at `load` of their links.
   void poisson(Rng& rng, const std::vector<uint32_t>& nics, double load,
-               const std::filesystem::path& cdf_path, uint32_t count, double start_us);
+               const std::filesystem::path& cdf_path, uint32_t count, double start_us,
+               const std::vector<uint32_t>& into = {});
   void source(const TrafficSource& src, size_t index);
   void flows(const TrafficSource& src);
   void list(const TrafficSource& src);

@@ -119,7 +119,7 @@ void HardwareNics::inspect_and_apply(const verbs::HostNic& p, PortState& st) {
     for (const auto* c : report.problems())
       log->warn("cc knob not set device={} port={} problem={}", p.device, p.port, base::q(c->text()));
     log->info("cc profile applied device={} port={} profile={} changed={} not_taken={}", p.device, p.port,
-              config_.cc.profile, report.applied().size(), report.problems().size());
+              base::q(config_.cc.source()), report.applied().size(), report.problems().size());
     in_force = report.effective;
   }
   st.cc_info["source"] = status.location->describe();

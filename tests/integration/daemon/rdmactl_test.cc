@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
@@ -277,6 +279,65 @@ TEST_F(Rdmactl, CcSetRefusesBadKnobsAndValuesWithoutChangingAnything) {
   EXPECT_EQ(ctl({"cc", "set"}).exit, 2);
 }
 
+// A profile as rdmad-sim tune writes it (leaf-spine WebSearch at 50% load, docs/tuning.md): every
+// dynamics knob, 17 of them, more than one cc set request carries (16).
+constexpr const char* kTunedProfile =
+    "[profile]\nname = \"websearch-50\"\nbase = \"mlx5\"\n[knobs]\n"
+    "dce_tcp_g = 1020\ndce_tcp_rtt = 50\ninitial_alpha_value = 1023\nrate_reduce_monitor_period = 1\n"
+    "rpg_time_reset = 59\nrpg_byte_reset = 6055\nrpg_threshold = 4\nrpg_ai_rate = 1\nrpg_hai_rate = 307\n"
+    "rpg_min_dec_fac = 39\nrpg_gd = 11\nrpg_min_rate = 1\nrpg_max_rate = 0\nrate_to_set_on_first_cnp = 0\n"
+    "clamp_tgt_rate = 0\nclamp_tgt_rate_after_time_inc = 1\nmin_time_between_cnps = 1\n"
+    "[tuning]\nscenario = \"leafspine_websearch\"\nseed = 1\n";
+
+TEST_F(Rdmactl, CcSetProfilePushesEveryKnobToEachSoftNicAndReadsItBack) {
+  const std::string file = dir_.write("ws.toml", kTunedProfile);
+  Ctl set = ctl({"cc", "set", "--profile", file});
+  ASSERT_EQ(set.exit, 0) << set.output;
+  EXPECT_EQ(set.output.rfind("profile " + file + " \"websearch-50\" (base mlx5, 17 knobs)\n", 0), 0u) << set.output;
+  for (const char* nic : {"rail0", "rail1"})
+    EXPECT_NE(set.output.find(fmt::format("\nnic {} (soft): soft datapath (live)\n  dce_tcp_g                        1020\n", nic)),
+              std::string::npos)
+        << set.output;
+  EXPECT_NE(set.output.find("\n  min_time_between_cnps            1\n"), std::string::npos) << set.output;
+  EXPECT_NE(set.output.find("\nevery NIC runs the profile (2 NIC(s))\n"), std::string::npos) << set.output;
+  // What the datapath runs, read separately: the first request's knobs and the second's (the 17th).
+  Ctl show = ctl({"cc", "show", "--nic", "rail1"});
+  for (const char* knob : {R"(\n  rpg_byte_reset +6055\n)", R"(\n  rpg_hai_rate +307\n)", R"(\n  min_time_between_cnps +1\n)",
+                           R"(\n  cnp_dscp +48\n)"})
+    EXPECT_TRUE(std::regex_search(show.output, std::regex(knob))) << knob << "\n" << show.output;
+  EXPECT_TRUE(daemon_->wait_for_output("dcqcn set live nic=rail1", 5s)) << daemon_->output();
+
+  // One NIC, as JSON: the other keeps what it runs.
+  const std::string back = dir_.write("back.toml", "[knobs]\nrpg_time_reset = 300\nrpg_ai_rate = 5\n");
+  Ctl one = ctl({"--json", "cc", "set", "--nic", "rail0", "--profile", back});
+  ASSERT_EQ(one.exit, 0) << one.output;
+  EXPECT_NE(one.output.find("\"nics\":[{\"nic\":\"rail0\",\"backend\":\"soft\",\"source\":\"soft datapath (live)\",\"error\":\"\","
+                            "\"knobs\":{\"rpg_time_reset\":{\"wanted\":300,\"now\":300},\"rpg_ai_rate\":{\"wanted\":5,"
+                            "\"now\":5}},\"differs\":[]}]}"),
+            std::string::npos)
+      << one.output;
+  EXPECT_TRUE(std::regex_search(ctl({"cc", "show", "--nic", "rail0"}).output, std::regex(R"(\n  rpg_hai_rate +307\n)")));
+  EXPECT_TRUE(std::regex_search(ctl({"cc", "show", "--nic", "rail1"}).output, std::regex(R"(\n  rpg_time_reset +59\n)")));
+}
+
+TEST_F(Rdmactl, CcSetProfileRefusesABadFileWithoutChangingAnything) {
+  const std::string bad = dir_.write("bad.toml", "[profile]\nname = \"x\"\n[knobs]\nrpg_time_reset = 55\nrpg_ai_rate = 0\n");
+  Ctl set = ctl({"cc", "set", "--profile", bad});
+  EXPECT_EQ(set.exit, 2) << set.output;
+  EXPECT_NE(set.output.find("rdmactl: cc set: " + bad + ":5:15: knobs.rpg_ai_rate: 0 is outside [1, 4294967295] (Mb/s)"),
+            std::string::npos)
+      << set.output;
+  Ctl missing = ctl({"cc", "set", "--profile", dir_.path() + "/none.toml"});
+  EXPECT_EQ(missing.exit, 2) << missing.output;
+  EXPECT_NE(missing.output.find("cannot read profile"), std::string::npos) << missing.output;
+  Ctl both = ctl({"cc", "set", "--profile", bad, "rpg_ai_rate=3"});
+  EXPECT_EQ(both.exit, 2) << both.output;
+  EXPECT_NE(both.output.find("give KNOB=VALUE... or --profile FILE, not both"), std::string::npos) << both.output;
+  Ctl show = ctl({"cc", "show"});
+  EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n  rpg_time_reset +300\n)"))) << show.output;
+  EXPECT_TRUE(std::regex_search(show.output, std::regex(R"(\n  rpg_ai_rate +7\n)"))) << show.output;
+}
+
 TEST_F(Rdmactl, ReloadCountsOkAndReportsABrokenFile) {
   ASSERT_TRUE(metrics_contain(metrics_port_, "rdmad_config_reloads_total{result=\"ok\"} 0", 5s));
   Ctl ok = ctl({"reload"});
@@ -440,20 +501,37 @@ TEST(RdmactlSocket, PermissionDeniedIsNotUnreachable) {
 // A hardware NIC through NIC CC management: on a copy of a fixture host (ConnectX port with the
 // vendor driver's DCQCN tree), cc show reads the NIC's knobs and cc set writes the file and reads
 // it back.
-TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
+// A daemon on a copy of the fixture host (a ConnectX port with the vendor driver's DCQCN tree) at
+// dir/host, its one [[nic]] rail0 on it; `tweak` may change the copy before the daemon starts.
+struct FixtureHost {
+  std::filesystem::path root;
+  std::string sock;
+  std::unique_ptr<Subprocess> daemon;
+};
+FixtureHost start_fixture_host(const TempDir& dir, const std::function<void(const std::filesystem::path&)>& tweak = {}) {
   namespace fs = std::filesystem;
-  TempDir dir;
-  const fs::path root = fs::path(dir.path()) / "host";
-  fs::copy(RDMAD_SOURCE_DIR "/tests/data/sysfs/roce-vendor-ecn", root,
+  FixtureHost h;
+  h.root = fs::path(dir.path()) / "host";
+  fs::copy(RDMAD_SOURCE_DIR "/tests/data/sysfs/roce-vendor-ecn", h.root,
            fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  const std::string sock = dir.path() + "/run/rdmad.sock";
+  if (tweak) tweak(h.root);
+  h.sock = dir.path() + "/run/rdmad.sock";
   const std::string cfg = dir.write(
       "rdmad.toml",
       fmt::format("[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{1}\"\nsysfs_root = \"{2}\"\n"
                   "[metrics]\nlisten = \"127.0.0.1:0\"\n"
                   "[[nic]]\nname = \"rail0\"\nbackend = \"rdma_core\"\ndevice = \"mlx5_0\"\n",
-                  dir.path(), sock, root.string()));
-  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+                  dir.path(), h.sock, h.root.string()));
+  h.daemon = std::make_unique<Subprocess>(std::vector<std::string>{binary("daemon/rdmad"), "--config", cfg});
+  return h;
+}
+
+TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
+  TempDir dir;
+  FixtureHost host = start_fixture_host(dir);
+  Subprocess& d = *host.daemon;
+  const auto& root = host.root;
+  const std::string& sock = host.sock;
   ASSERT_TRUE(d.wait_for_output("] ready", 15s)) << d.output();
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {binary("tools/rdmactl/rdmactl"), "--socket", sock});
@@ -501,6 +579,65 @@ TEST(RdmactlHardware, CcShowAndSetGoThroughTheNicsSysfsTree) {
   const std::string out = d.output();
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metrics url=http://127\.0\.0\.1:(\d+)/metrics)")));
   EXPECT_TRUE(metrics_contain(std::stoi(m[1]), "rpg_ai_rate=\"9\"", 5s));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.output();
+}
+
+// [cc] profile_file: the daemon starts with the profile's knobs on its soft NIC, the [cc] knobs on top.
+TEST(RdmactlProfile, TheDaemonStartsWithItsProfileFile) {
+  TempDir dir;
+  dir.write("ws.toml", kTunedProfile);
+  const std::string sock = dir.path() + "/run/rdmad.sock";
+  const std::string cfg = dir.write(
+      "rdmad.toml", fmt::format("[daemon]\nruntime_dir = \"{0}/run\"\nsocket_path = \"{1}\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n"
+                                "[cc]\nprofile_file = \"ws.toml\"\nrpg_ai_rate = 3\n"
+                                "[[nic]]\nname = \"rail0\"\nbackend = \"soft\"\naddress = \"127.0.0.1\"\nudp_port = 0\n",
+                                dir.path(), sock));
+  Subprocess d({binary("daemon/rdmad"), "--config", cfg});
+  ASSERT_TRUE(d.wait_for_output("] ready", 15s)) << d.output();
+  EXPECT_NE(d.output().find("dcqcn parameters profile=\"file " + dir.path() + "/ws.toml (websearch-50, base mlx5)\""),
+            std::string::npos)
+      << d.output();
+  Subprocess p({binary("tools/rdmactl/rdmactl"), "--socket", sock, "cc", "show"});
+  ASSERT_EQ(p.wait_exit(10s), 0) << p.output();
+  for (const char* knob : {R"(\n  rpg_time_reset +59\n)", R"(\n  dce_tcp_rtt +50\n)", R"(\n  rpg_ai_rate +3\n)"})
+    EXPECT_TRUE(std::regex_search(p.output(), std::regex(knob))) << knob << "\n" << p.output();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(10s), 0) << d.output();
+}
+
+// A profile pushed to a hardware NIC goes through NIC CC management: every knob file is written and
+// read back; a knob the NIC cannot give back (here: its file is missing) is reported, exit 1.
+TEST(RdmactlHardware, CcSetProfileWritesTheNicsFilesAndReportsWhatItCannotReadBack) {
+  TempDir dir;
+  FixtureHost host =
+      start_fixture_host(dir, [](const std::filesystem::path& root) {
+        std::filesystem::remove(root / "sys/class/net/eth0/ecn/roce_rp/rpg_gd");
+      });
+  Subprocess& d = *host.daemon;
+  const auto ecn = host.root / "sys/class/net/eth0/ecn";
+  const std::string& sock = host.sock;
+  ASSERT_TRUE(d.wait_for_output("] ready", 15s)) << d.output();
+  const std::string file = dir.write("ws.toml", kTunedProfile);
+  Subprocess p({binary("tools/rdmactl/rdmactl"), "--socket", sock, "cc", "set", "--profile", file});
+  EXPECT_EQ(p.wait_exit(10s), 1) << p.output();
+  const std::string out = p.output();
+  EXPECT_NE(out.find("\nnic rail0 (rdma_core): vendor sysfs /sys/class/net/eth0/ecn\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  the daemon said: "), std::string::npos) << out;
+  EXPECT_NE(out.find("rpg_gd: cannot read"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  rpg_gd                           (unreadable; wanted 11)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  rpg_time_reset                   59\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n1 knob value(s) on the NICs differ from the profile\n"), std::string::npos) << out;
+  // Both requests reached the NIC's files.
+  const auto knob = [&](const char* side, const char* name) {
+    std::ifstream f(ecn / side / name);
+    int64_t v = -1;
+    f >> v;
+    return v;
+  };
+  EXPECT_EQ(knob("roce_rp", "rpg_time_reset"), 59);
+  EXPECT_EQ(knob("roce_rp", "rpg_byte_reset"), 6055);
+  EXPECT_EQ(knob("roce_np", "min_time_between_cnps"), 1);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(10s), 0) << d.output();
 }

@@ -121,6 +121,34 @@ TEST(TrafficTest, PoissonAmongMultiNicHostsNeverStaysOnOneHost) {
   for (uint32_t n = 0; n < topo.hosts; ++n) EXPECT_GT(from[n], 100) << n;  // every NIC sends (≈ 167 each)
 }
 
+TEST(TrafficTest, PoissonIntoNamedHostsLoadsTheirLinks) {
+  // Three senders into one receiver at 60% of the receiver's 100 Gb/s link (a fan-in: each sender
+  // offers a fifth of its own).
+  const Scenario s = sources("[topology]\nkind = \"star\"\nsenders = 3\n",
+                             "[[traffic.source]]\nkind = \"poisson\"\ndst = \"host3\"\ncdf = \"websearch.cdf\"\n"
+                             "load = 0.6\nflow_count = 100000\n");
+  const Topology topo = build_topology(s.topology);
+  const auto flows = generate_traffic(s, topo);
+  ASSERT_EQ(flows.size(), 100000u);
+  std::vector<int> from(topo.hosts, 0);
+  double bytes = 0;
+  for (const FlowSpec& f : flows) {
+    ASSERT_EQ(f.dst, 3u);
+    ++from[f.src];
+    bytes += static_cast<double>(f.size_bytes);
+  }
+  EXPECT_EQ(from[3], 0);
+  for (uint32_t n = 0; n < 3; ++n) EXPECT_NEAR(from[n], 33333, 800) << n;
+  const double span_ns = static_cast<double>(flows.back().start_ns - flows.front().start_ns);
+  EXPECT_NEAR(bytes * 8 / span_ns / 100, 0.6, 0.03);
+  // Every host a destination leaves no sender.
+  EXPECT_THROW(generate_traffic(sources("[topology]\nkind = \"star\"\nsenders = 1\n",
+                                        "[[traffic.source]]\nkind = \"poisson\"\nhosts = \"host0..host1\"\n"
+                                        "dst = \"host0..host1\"\ncdf = \"websearch.cdf\"\nload = 0.5\nflow_count = 3\n"),
+                                topo),
+               std::runtime_error);
+}
+
 TEST(TrafficTest, TheSingleSourceAndAPoissonSourceGiveTheSameFlows) {
   // Source 0 draws from the seed itself, as [traffic] did: the same arrivals, hosts and sizes.
   const std::string topology = "[topology]\nkind = \"leafspine\"\nleaves = 2\nhosts_per_leaf = 4\n";

@@ -197,54 +197,68 @@ int cmd_nic_details(rdmad_client* c, bool json) {
   return kExitOk;
 }
 
-int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
+int fetch_cc_show(rdmad_client* c, const std::string& nic, uint32_t cursor, CcShownNic* out) {
   rdmad::proto::CcShowRequest req{};
   rdmad::proto::copy_cstr(req.nic, nic.c_str());
+  req.cursor = cursor;
   std::vector<std::byte> reply;
+  if (auto st = rdmad::admin::call(c, MsgType::kCcShow, bytes_of(req), &reply); st != RDMAD_OK)
+    return fail(c, "cc show", st);
+  const auto head = load<rdmad::proto::CcShowReply>(reply, 0);
+  if (reply.size() != sizeof(head) + size_t{head.knob_count} * sizeof(rdmad::proto::CcKnob) ||
+      !rdmad::proto::is_terminated(head.nic) || !rdmad::proto::is_terminated(head.source) ||
+      !rdmad::proto::is_terminated(head.backend)) {
+    std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
+    return kExitDaemonError;
+  }
+  *out = CcShownNic{head.nic, head.backend, head.source, (head.flags & rdmad::proto::kCcSoftware) != 0,
+                    head.more != 0, {}};
+  for (uint32_t i = 0; i < head.knob_count; ++i) {
+    auto k = load<rdmad::proto::CcKnob>(reply, sizeof(head) + i * sizeof(rdmad::proto::CcKnob));
+    k.name[sizeof(k.name) - 1] = '\0';
+    out->knobs.emplace_back(k.name, (k.flags & rdmad::proto::kKnobUnreadable) ? std::nullopt
+                                                                                 : std::optional<int64_t>(k.value));
+  }
+  return kExitOk;
+}
+
+int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json) {
   std::string out;
-  for (bool first = true;; first = false) {
-    if (auto st = rdmad::admin::call(c, MsgType::kCcShow, bytes_of(req), &reply); st != RDMAD_OK)
-      return fail(c, "cc show", st);
-    const auto head = load<rdmad::proto::CcShowReply>(reply, 0);
-    if (reply.size() != sizeof(head) + size_t{head.knob_count} * sizeof(rdmad::proto::CcKnob) ||
-        !rdmad::proto::is_terminated(head.nic) || !rdmad::proto::is_terminated(head.source) ||
-        !rdmad::proto::is_terminated(head.backend)) {
-      std::fprintf(stderr, "rdmactl: malformed reply from the daemon\n");
-      return kExitDaemonError;
-    }
-    const bool software = (head.flags & rdmad::proto::kCcSoftware) != 0;
+  CcShownNic shown;
+  for (uint32_t cursor = 0;; ++cursor) {
+    if (int rc = fetch_cc_show(c, nic, cursor, &shown); rc != kExitOk) return rc;
+    const bool first = cursor == 0;
     if (json) {
       out +=
           fmt::format("{}{{\"nic\":\"{}\",\"backend\":\"{}\",\"source\":\"{}\",\"software\":{},\"knobs\":{{",
-                      first ? "" : ",", json_escape(head.nic), json_escape(head.backend),
-                      json_escape(head.source), software);
+                      first ? "" : ",", json_escape(shown.nic), json_escape(shown.backend),
+                      json_escape(shown.source), shown.software);
     } else {
-      out += fmt::format("{}nic {} ({}): {}\n", first ? "" : "\n", head.nic, head.backend, head.source);
+      out += fmt::format("{}nic {} ({}): {}\n", first ? "" : "\n", shown.nic, shown.backend, shown.source);
     }
     std::string unreadable;
-    for (uint32_t i = 0; i < head.knob_count; ++i) {
-      auto k = load<rdmad::proto::CcKnob>(reply, sizeof(head) + i * sizeof(rdmad::proto::CcKnob));
-      k.name[sizeof(k.name) - 1] = '\0';
-      if (k.flags & rdmad::proto::kKnobUnreadable) {
-        unreadable += fmt::format("{}\"{}\"", unreadable.empty() ? "" : ",", json_escape(k.name));
-        if (!json) out += fmt::format("  {:<32} (unreadable)\n", k.name);
+    bool any = false;
+    for (const auto& [name, value] : shown.knobs) {
+      if (!value) {
+        unreadable += fmt::format("{}\"{}\"", unreadable.empty() ? "" : ",", json_escape(name));
+        if (!json) out += fmt::format("  {:<32} (unreadable)\n", name);
         continue;
       }
       if (json)
-        out += fmt::format("{}\"{}\":{}", i ? "," : "", json_escape(k.name), k.value);
+        out += fmt::format("{}\"{}\":{}", any ? "," : "", json_escape(name), *value);
       else
-        out += fmt::format("  {:<32} {}\n", k.name, k.value);
+        out += fmt::format("  {:<32} {}\n", name, *value);
+      any = true;
     }
     if (json) out += fmt::format("}},\"unreadable\":[{}]}}", unreadable);
-    if (!head.more) break;
-    ++req.cursor;
+    if (!shown.more) break;
   }
   std::printf(json ? "[%s]\n" : "%s", out.c_str());
   return kExitOk;
 }
 
 std::string check_assignments(const std::vector<std::string>& assignments) {
-  if (assignments.empty()) return "cc set needs at least one KNOB=VALUE";
+  if (assignments.empty()) return "cc set needs at least one KNOB=VALUE, or --profile FILE";
   if (assignments.size() > rdmad::proto::kMaxCcSetKnobs)
     return fmt::format("at most {} knobs at once", rdmad::proto::kMaxCcSetKnobs);
   for (const auto& a : assignments) {

@@ -1,7 +1,10 @@
 // rdmactl's operator commands, served by the daemon's admin requests (uid 0 or the daemon's uid).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rdmad/rdmad.h"
@@ -14,6 +17,15 @@ int cmd_flows(rdmad_client* c, bool json);
 // Returns -1 (printing nothing) when the daemon refuses the details for permission.
 int cmd_nic_details(rdmad_client* c, bool json);
 int cmd_registrations(rdmad_client* c, bool json);
+// One NIC's DCQCN knobs as the daemon reports them (kCcShow).
+struct CcShownNic {
+  std::string nic, backend, source;
+  bool software = false;  // DCQCN runs in the daemon (a soft NIC)
+  bool more = false;      // a NIC follows at cursor + 1
+  std::vector<std::pair<std::string, std::optional<int64_t>>> knobs;  // nullopt: unreadable
+};
+// The NIC `nic`, or when empty the NIC at `cursor`; kExitOk, or the exit code after printing the error.
+int fetch_cc_show(rdmad_client* c, const std::string& nic, uint32_t cursor, CcShownNic* out);
 // nic empty: every NIC.
 int cmd_cc_show(rdmad_client* c, const std::string& nic, bool json);
 // assignments: "KNOB=VALUE" strings (already checked by parse_assignments).

@@ -1,7 +1,7 @@
 // rdmactl: operator CLI for rdmad. Talks to the daemon's client socket (status, nics, diagnose) and
 // its admin socket (everything else, and the operator's part of status and nics) through librdmad.
 //   rdmactl [--socket PATH] [--admin-socket PATH] [--json] status | nics | diagnose | peers | gids | flows | registrations |
-//           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | reload
+//           cc show [--nic NAME] | cc set [--nic NAME] KNOB=VALUE... | cc set [--nic NAME] --profile FILE | reload
 // Exit codes: 0 ok, 1 the daemon answered with an error, 2 usage error, 3 daemon unreachable,
 // 4 not allowed to use the socket, 5 diagnose: a check failed.
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "admin_commands.h"
+#include "profile_push.h"
 #include "output.h"
 #include "rdmad/admin.h"
 #include "rdmad/rdmad.h"
@@ -230,6 +231,7 @@ int main(int argc, char** argv) {
       "  rdmactl gids                    the GID table of every port, like show_gids\n"
       "  rdmactl --json diagnose         one {check, status, detail, hint} object per check\n"
       "  rdmactl cc set --nic rail0 rpg_ai_rate=10\n"
+      "  rdmactl cc set --profile ws.toml  push rdmad-sim tune's profile to every NIC, show what each runs\n"
       "  rdmactl -s /run/rdmad/rdmad.sock reload",
       "rdmactl"};
   std::string socket = "/run/rdmad/rdmad.sock";
@@ -272,8 +274,12 @@ int main(int argc, char** argv) {
   auto* cc_set =
       cc->add_subcommand("set", "Change knobs live: soft NICs at once, hardware NICs written and read back");
   std::vector<std::string> assignments;
+  std::string profile_file;
   cc_set->add_option("--nic", nic, "Only this [[nic]] (default: every NIC)");
-  cc_set->add_option("assignments", assignments, "KNOB=VALUE (integer, in the knob's units)")->required();
+  cc_set->add_option("assignments", assignments, "KNOB=VALUE (integer, in the knob's units)");
+  cc_set->add_option("--profile", profile_file,
+                     "A DCQCN profile file (rdmad-sim tune writes them): set every knob it lists, then read back what "
+                     "each NIC runs; exit 1 when a NIC runs another value");
   auto* reload = app.add_subcommand("reload", "Re-read the configuration file (as SIGHUP does)");
   // The command word, checked here so that a typo is named (CLI11 would only say that a
   // subcommand is required).
@@ -323,7 +329,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  if (cc_set->parsed()) {
+  if (cc_set->parsed() && !profile_file.empty() && !assignments.empty()) {
+    std::fprintf(stderr, "rdmactl: cc set: give KNOB=VALUE... or --profile FILE, not both\n");
+    return kExitUsage;
+  }
+  if (cc_set->parsed() && profile_file.empty()) {
     if (std::string problem = check_assignments(assignments); !problem.empty()) {
       std::fprintf(stderr, "rdmactl: cc set: %s\n", problem.c_str());
       return kExitUsage;
@@ -373,7 +383,9 @@ int main(int argc, char** argv) {
   if (flows->parsed()) rc = cmd_flows(c, json);
   if (regs->parsed()) rc = cmd_registrations(c, json);
   if (cc_show->parsed()) rc = cmd_cc_show(c, nic, json);
-  if (cc_set->parsed()) rc = cmd_cc_set(c, nic, assignments, json);
+  if (cc_set->parsed()) {
+    rc = profile_file.empty() ? cmd_cc_set(c, nic, assignments, json) : cmd_cc_set_profile(c, nic, profile_file, json);
+  }
   if (reload->parsed()) rc = cmd_reload(c, json);
   if (debug_stall->parsed()) rc = rdmactl::cmd_debug_stall(c, stall_thread, stall_seconds, json);
   if (a != nullptr && a != c) rdmad_disconnect(a);

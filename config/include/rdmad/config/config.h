@@ -30,8 +30,13 @@ struct MetricsSection {
 
 struct CcSection {
   std::string profile;                        // "mlx5" or "paper"
+  std::string profile_file;                   // a DCQCN profile file (cc/dcqcn_profile.h); replaces `profile`
+  std::string profile_file_name;              // that file's [profile] name, filled by the loader
   std::map<std::string, int64_t> overrides;   // mlx5 knob name -> value, applied over the profile
-  cc::DcqcnParams params;                     // profile + overrides, filled by the loader
+  cc::DcqcnParams params;                     // profile (or profile file) + overrides, filled by the loader
+
+  // What the parameters came from, for logs: "mlx5", or "file /etc/rdmad/ws.toml (ws-50, base mlx5)".
+  std::string source() const;
 };
 
 struct NicSection {
