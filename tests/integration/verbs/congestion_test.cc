@@ -108,6 +108,9 @@ TEST_P(Congestion, FourSendersIntoOneBottleneck) {
       sc.backend_options["devargs"] = "net_af_packet_cong" + std::to_string(i) + ",iface=" + senders.veths[i]->a() +
                                       ",framesz=4352,blocksz=69632,framecnt=512";
       sc.backend_options["mtu"] = 9000;
+      // af_packet has no rx interrupts: an idle sender naps between looks at its queue. Short naps,
+      // so that a CNP or an ACK is read within 100 us, as a NIC would see it at once.
+      sc.backend_options["idle_poll_max_us"] = 100;
       // The route to 10.80.0.1 (the fabric port and the receiver) is the kernel at the veth's far end.
       sc.backend_options["gateway"] = "10.80." + std::to_string(i) + ".1";
       auto d = registry().find("dpdk")->open(sc);
