@@ -103,27 +103,28 @@ void ReactionPoint::on_cnp(RpState& s, TimeNs now) const {
 
 void ReactionPoint::cut(RpState& s, TimeNs at, double alpha_now) const {
   const double old_rate = s.rate_mbps;
-  double new_rate;
-  // rate_to_set_on_first_cnp: the first cut of a flow's life sets the rate instead (never raises it).
-  // NVIDIA documents "Rates (current, target) on first CNP"; Rt is still left to the clamp rules
-  // (docs/dcqcn.md, "Knobs": the soft datapath's tests rely on it; open question).
-  const bool set_on_first = (s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0;
-  if (set_on_first) {
-    new_rate = std::min(old_rate, first_cnp_rate_mbps_);
+  if ((s.flags & kFlagEverCut) == 0 && first_cnp_rate_mbps_ > 0) {
+    // rate_to_set_on_first_cnp: NVIDIA, "Rates (current, target) on first CNP" (docs/dcqcn.md,
+    // "Knobs", [N1] [N2]): the flow's first cut sets both Rc and Rt to the knob instead of the α cut.
+    // A flow that was never cut is at its maximum rate, so this is min(max, v); it never raises a
+    // rate, and like every rate it stays in [min_rate, max_rate]. The clamp rules do not apply.
+    const double set = std::clamp(std::min(old_rate, first_cnp_rate_mbps_), min_rate_mbps_, max_rate_mbps_);
+    s.rate_mbps = set;
+    s.target_mbps = set;
   } else {
     const double fraction = std::min(alpha_now * cut_gain_, 1.0);
-    new_rate = std::max(old_rate * (1.0 - fraction), old_rate * min_dec_fraction_);
+    double new_rate = std::max(old_rate * (1.0 - fraction), old_rate * min_dec_fraction_);
+    new_rate = std::clamp(new_rate, min_rate_mbps_, max_rate_mbps_);
+    // mlx5 clamp_tgt_rate / clamp_tgt_rate_after_time_inc (docs/dcqcn.md, "Target rate at a cut"):
+    // Rt ← Rc when the rate rose since the previous cut by the byte counter, or by the timer with
+    // clamp_tgt_rate_after_time_inc. Back-to-back cuts with no increase between them keep the
+    // target, so recovery heads back to where the flow was before the burst of cuts.
+    if (clamp_target_ || s.byte_events > 0 || (clamp_target_after_timer_ && s.timer_events > 0)) {
+      s.target_mbps = old_rate;
+    }
+    s.rate_mbps = new_rate;
+    s.target_mbps = std::min(std::max(s.target_mbps, new_rate), max_rate_mbps_);
   }
-  new_rate = std::clamp(new_rate, min_rate_mbps_, max_rate_mbps_);
-  // mlx5 clamp_tgt_rate / clamp_tgt_rate_after_time_inc (docs/dcqcn.md, "Target rate at a cut"):
-  // Rt ← Rc when the rate rose since the previous cut by the byte counter, or by the timer with
-  // clamp_tgt_rate_after_time_inc. Back-to-back cuts with no increase between them keep the
-  // target, so recovery heads back to where the flow was before the burst of cuts.
-  if (clamp_target_ || s.byte_events > 0 || (clamp_target_after_timer_ && s.timer_events > 0)) {
-    s.target_mbps = old_rate;
-  }
-  s.rate_mbps = new_rate;
-  s.target_mbps = std::min(std::max(s.target_mbps, new_rate), max_rate_mbps_);
   s.timer_events = 0;
   s.byte_events = 0;
   s.bytes_counted = 0;

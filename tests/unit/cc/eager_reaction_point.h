@@ -100,7 +100,9 @@ class EagerReactionPoint {
       next = std::max(old * (1 - frac), old * std::min(100u, p_->min_dec_fac_pct) / 100.0);
     }
     next = std::clamp(next, min_, max_);
-    if (p_->clamp_target_rate || bc_ > 0 || (p_->clamp_target_rate_after_time_inc && t_ > 0)) {
+    if (set_on_first) {
+      rt_ = next;  // "Rates (current, target) on first CNP": both, no clamp rules
+    } else if (p_->clamp_target_rate || bc_ > 0 || (p_->clamp_target_rate_after_time_inc && t_ > 0)) {
       rt_ = old;
     }
     rc_ = next;

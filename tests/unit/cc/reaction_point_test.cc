@@ -214,15 +214,118 @@ TEST(ReactionPoint, MinDecFacKeepsTheNewRateAtLeastThatPercentOfTheOld) {
   EXPECT_EQ(rq.rate_mbps(cut_at_zero(rq)), 25'000);
 }
 
-TEST(ReactionPoint, RateOnFirstCnp) {
+// rate_to_set_on_first_cnp, NVIDIA: "Rates (current, target) on first CNP" ([N1], [N2] in
+// docs/dcqcn.md): the first CNP sets Rc and Rt to the knob; the traces below are worked by hand from
+// the mlx5 profile (F = 1, R_AI = 5 Mb/s, R_HAI = 50 Mb/s, timer 300 µs).
+DcqcnParams first_cnp_params(uint32_t mbps, uint64_t byte_counter_bytes) {
   DcqcnParams p = mlx5_profile();
-  p.rate_on_first_cnp_mbps = 10'000;
-  const ReactionPoint rp(p, 100'000);
+  p.rate_on_first_cnp_mbps = mbps;
+  p.byte_counter_bytes = byte_counter_bytes;
+  return p;
+}
+
+TEST(ReactionPoint, RateOnFirstCnpSetsCurrentAndTargetThenTimerRecovery) {
+  const ReactionPoint rp(first_cnp_params(10'000, 0), 100'000);  // timer only
   RpState s = cut_at_zero(rp);
   EXPECT_EQ(rp.rate_mbps(s), 10'000);
-  rp.on_cnp(s, 10 * kUs);  // later cuts are normal: α/2 = (1023/1024·(1019/1024)^10·…)/2 < 50%
-  EXPECT_GT(rp.rate_mbps(s), 5'000);
-  EXPECT_LT(rp.rate_mbps(s), 10'000);
+  EXPECT_EQ(rp.target_mbps(s), 10'000);  // was 100 000 (Rt left at line rate) before the fix
+  EXPECT_FALSE(rp.at_line_rate(s));
+  EXPECT_EQ(rp.next_event_ns(s), 300 * kUs);
+  // T = 1 ≤ F: fast recovery averages toward Rt = 10 000, which is where Rc already is.
+  rp.on_timer(s, 300 * kUs);
+  EXPECT_EQ(rp.rate_mbps(s), 10'000);
+  EXPECT_EQ(rp.target_mbps(s), 10'000);
+  // T = 2, 3, 4 > F (BC = 0 ≤ F): additive, Rt += 5, Rc ← (Rt + Rc)/2.
+  const double rt[] = {10'005, 10'010, 10'015};
+  const double rc[] = {10'002.5, 10'006.25, 10'010.625};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(rp.next_event_ns(s), (k + 2) * 300 * kUs);
+    rp.on_timer(s, (k + 2) * 300 * kUs);
+    EXPECT_EQ(rp.target_mbps(s), rt[k]) << "timer event " << k + 2;
+    EXPECT_EQ(rp.rate_mbps(s), rc[k]) << "timer event " << k + 2;
+  }
+}
+
+TEST(ReactionPoint, RateOnFirstCnpThenByteCounterAndHyperIncrease) {
+  const ReactionPoint rp(first_cnp_params(10'000, 1000), 100'000);
+  RpState s = cut_at_zero(rp);
+  ASSERT_EQ(rp.rate_mbps(s), 10'000);
+  ASSERT_EQ(rp.target_mbps(s), 10'000);
+  rp.on_bytes_sent(s, 1 * kUs, 1000);  // BC = 1, T = 0: fast recovery
+  EXPECT_EQ(rp.target_mbps(s), 10'000);
+  EXPECT_EQ(rp.rate_mbps(s), 10'000);
+  rp.on_bytes_sent(s, 2 * kUs, 1000);  // BC = 2 > F, T = 0: additive
+  EXPECT_EQ(rp.target_mbps(s), 10'005);
+  EXPECT_EQ(rp.rate_mbps(s), 10'002.5);
+  rp.on_timer(s, 300 * kUs);  // T = 1, BC = 2: additive
+  EXPECT_EQ(rp.target_mbps(s), 10'010);
+  EXPECT_EQ(rp.rate_mbps(s), 10'006.25);
+  rp.on_timer(s, 600 * kUs);  // T = 2, BC = 2: hyper, i = 1: Rt += 50
+  EXPECT_EQ(rp.target_mbps(s), 10'060);
+  EXPECT_EQ(rp.rate_mbps(s), 10'033.125);
+  rp.on_bytes_sent(s, 601 * kUs, 1000);  // BC = 3, T = 2: hyper, i = 1
+  EXPECT_EQ(rp.target_mbps(s), 10'110);
+  EXPECT_EQ(rp.rate_mbps(s), 10'071.5625);
+  rp.on_timer(s, 900 * kUs);  // T = 3, BC = 3: hyper, i = 2: Rt += 100
+  EXPECT_EQ(rp.target_mbps(s), 10'210);
+  EXPECT_EQ(rp.rate_mbps(s), 10'140.78125);
+}
+
+TEST(ReactionPoint, RateOnFirstCnpOnlyOnTheFirstCnp) {
+  const ReactionPoint rp(first_cnp_params(10'000, 32767), 100'000);
+  RpState s = cut_at_zero(rp);
+  // Second CNP 10 µs later (past the 4 µs check period, no increase between): the normal α cut,
+  // α/2 < 50% so above the min_dec_fac floor; Rt keeps 10 000, where the first CNP set it.
+  const double a = rp.alpha(s, 10 * kUs);
+  rp.on_cnp(s, 10 * kUs);
+  EXPECT_DOUBLE_EQ(rp.rate_mbps(s), 10'000 * (1 - a / 2));
+  EXPECT_EQ(rp.target_mbps(s), 10'000);
+  // A flow restarted (a new QP) gets the knob again.
+  rp.start(s, 20 * kUs);
+  rp.on_cnp(s, 20 * kUs);
+  EXPECT_EQ(rp.rate_mbps(s), 10'000);
+  EXPECT_EQ(rp.target_mbps(s), 10'000);
+}
+
+TEST(ReactionPoint, RateOnFirstCnpStaysWithinMinAndMaxRate) {
+  // Above the flow's maximum rate (the vendor documents 1..line rate): the flow stays at its
+  // maximum; the knob never raises a rate. The first CNP still counts as the flow's first cut.
+  {
+    const ReactionPoint rp(first_cnp_params(200'000, 32767), 100'000);
+    RpState s = cut_at_zero(rp);
+    EXPECT_EQ(rp.rate_mbps(s), 100'000);
+    EXPECT_EQ(rp.target_mbps(s), 100'000);
+    EXPECT_EQ(rp.next_event_ns(s), kNever);
+    rp.on_cnp(s, 10 * kUs);
+    EXPECT_LT(rp.rate_mbps(s), 100'000);
+  }
+  {  // rpg_max_rate below the knob
+    DcqcnParams p = first_cnp_params(50'000, 32767);
+    p.max_rate_mbps = 40'000;
+    const ReactionPoint rp(p, 100'000);
+    RpState s = cut_at_zero(rp);
+    EXPECT_EQ(rp.rate_mbps(s), 40'000);
+    EXPECT_EQ(rp.target_mbps(s), 40'000);
+  }
+  {  // rpg_min_rate above the knob
+    DcqcnParams p = first_cnp_params(50, 32767);
+    p.min_rate_mbps = 100;
+    const ReactionPoint rp(p, 100'000);
+    RpState s = cut_at_zero(rp);
+    EXPECT_EQ(rp.rate_mbps(s), 100);
+    EXPECT_EQ(rp.target_mbps(s), 100);
+  }
+}
+
+// Regression: rate_to_set_on_first_cnp = 0 is the normal cut (mlx5 profile, α = 1023/1024, cut by
+// α/2, floor 50%): Rc = 100 000·(1 − 1023/2048) = 50 048.828125, Rt stays at line rate.
+TEST(ReactionPoint, RateOnFirstCnpZeroIsTheNormalCut) {
+  const ReactionPoint rp(first_cnp_params(0, 32767), 100'000);
+  RpState s = cut_at_zero(rp);
+  EXPECT_EQ(rp.rate_mbps(s), 50'048.828125);
+  EXPECT_EQ(rp.target_mbps(s), 100'000);
+  rp.on_timer(s, 300 * kUs);  // T = 1: fast recovery toward line rate
+  EXPECT_EQ(rp.rate_mbps(s), 75'024.4140625);
 }
 
 TEST(ReactionPoint, TargetClampFlags) {
