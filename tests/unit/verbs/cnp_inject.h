@@ -14,8 +14,9 @@
 
 namespace rdmad::verbs::test {
 
-// A soft NIC whose QPs a single CNP holds at `mbps` for good: DCQCN on, the first CNP cuts to
-// that rate, and neither the timer nor the byte counter ever raises it again.
+// A soft NIC whose QPs a single CNP holds at `mbps` for good: DCQCN on, the first CNP sets the
+// current and the target rate to `mbps` (rate_to_set_on_first_cnp), and neither the timer nor the
+// byte counter ever raises them again (both off: no increase events at all).
 inline DeviceConfig held_rate_config(uint32_t mbps) {
   DeviceConfig c = soft_config();
   c.backend_options["cc_enabled"] = true;
