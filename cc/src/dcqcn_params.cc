@@ -110,7 +110,10 @@ const std::array kKnobs = {
              0, 100, [](const DcqcnParams& p) { return int64_t{p.min_dec_fac_pct}; },
              [](DcqcnParams& p, int64_t v) { p.min_dec_fac_pct = static_cast<uint32_t>(v); }},
     Mlx5Knob{"rpg_gd", "rp_gd", KnobSide::kReactionPoint, "log2",
-             "cut gain: a cut multiplies the rate by (1 - alpha*1024/2^gd); 11 is the classic alpha/2", 1, 15,
+             "cut gain: a cut multiplies the rate by (1 - alpha*1024/2^gd); 11 is the classic alpha/2, 10 cuts by alpha",
+             // NVIDIA lists 10..11 as rpg_gd's values (docs/dcqcn.md, "Knobs", [N2]); other values
+             // have no documented meaning on a NIC, so nic_cc refuses to write them and configs reject them.
+             10, 11,
              [](const DcqcnParams& p) { return int64_t{p.rate_cut_gd_log2}; },
              [](DcqcnParams& p, int64_t v) { p.rate_cut_gd_log2 = static_cast<uint32_t>(v); }},
     Mlx5Knob{"rpg_min_rate", "rp_min_rate", KnobSide::kReactionPoint, "Mb/s",
@@ -122,7 +125,9 @@ const std::array kKnobs = {
              [](const DcqcnParams& p) { return int64_t{p.max_rate_mbps}; },
              [](DcqcnParams& p, int64_t v) { p.max_rate_mbps = static_cast<uint32_t>(v); }},
     Mlx5Knob{"rate_to_set_on_first_cnp", "rp_rate_to_set_on_first_cnp", KnobSide::kReactionPoint, "Mb/s",
-             "rate a flow is set to on its first CNP; 0 applies the normal cut", 0, kMaxU32,
+             "current and target rate a flow is set to on its first CNP (never above its maximum rate); 0 applies "
+             "the normal cut",
+             0, kMaxU32,
              [](const DcqcnParams& p) { return int64_t{p.rate_on_first_cnp_mbps}; },
              [](DcqcnParams& p, int64_t v) { p.rate_on_first_cnp_mbps = static_cast<uint32_t>(v); }},
     Mlx5Knob{"clamp_tgt_rate", "rp_clamp_tgt_rate", KnobSide::kReactionPoint, "0|1",

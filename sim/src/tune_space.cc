@@ -35,7 +35,7 @@ constexpr DefaultRange kRanges[] = {
     {"rpg_ai_rate", 1, 1000, Scale::kLog, true},
     {"rpg_hai_rate", 1, 5000, Scale::kLog, true},
     {"rpg_min_dec_fac", 0, 95, Scale::kLinear, true},
-    {"rpg_gd", 9, 14, Scale::kLinear, false},
+    {"rpg_gd", 10, 11, Scale::kLinear, false},  // the vendor's values (docs/dcqcn.md, "Knobs")
     {"rpg_min_rate", 1, 1000, Scale::kLog, false},
     {"rate_to_set_on_first_cnp", 0, 100'000, Scale::kLinear, false},
     {"clamp_tgt_rate", 0, 1, Scale::kLinear, false},

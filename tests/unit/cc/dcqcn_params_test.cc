@@ -45,14 +45,28 @@ TEST(DcqcnParams, MinDecFacIsTheVendorsPercentOfTheOldRate) {
   // the reaction point (soft datapath, sim): no conversion.
   const Mlx5Knob* k = find_mlx5_knob("rpg_min_dec_fac");
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k, find_mlx5_knob("rp_min_dec_fac"));
-  EXPECT_EQ(k->min, 0);
-  EXPECT_EQ(k->max, 100);
   DcqcnParams p;
   k->set(p, 95);
   EXPECT_EQ(p.min_dec_fac_pct, 95u);
   EXPECT_EQ(k->get(paper_profile()), 0);  // the paper has no floor
   EXPECT_EQ(k->get(mlx5_profile()), 50);
+}
+
+// Ranges as NVIDIA lists them (docs/dcqcn.md, "Knobs"): what a config and nic_cc accept. rpg_gd:
+// "Values 10..11" ([N2]; 11 cuts by α/2, 10 by α); rpg_min_dec_fac: 0…100.
+TEST(DcqcnParams, RangesAreTheVendorsValues) {
+  const struct {
+    const char* name;
+    const char* debugfs;
+    int64_t min, max;
+  } expected[] = {{"rpg_gd", "rp_gd", 10, 11}, {"rpg_min_dec_fac", "rp_min_dec_fac", 0, 100}};
+  for (const auto& e : expected) {
+    const Mlx5Knob* k = find_mlx5_knob(e.name);
+    ASSERT_NE(k, nullptr) << e.name;
+    EXPECT_EQ(k, find_mlx5_knob(e.debugfs)) << e.name;
+    EXPECT_EQ(k->min, e.min) << e.name;
+    EXPECT_EQ(k->max, e.max) << e.name;
+  }
 }
 
 TEST(DcqcnParams, ProfilesByName) {

@@ -166,6 +166,28 @@ TEST(NicCcApply, RefusesOutOfRangeValuesWithoutWriting) {
   EXPECT_EQ(writes, 0);
 }
 
+// rpg_gd: NVIDIA documents 10..11 (docs/dcqcn.md, "Knobs"); 9 and 12 are not written, 10 is.
+TEST(NicCcApply, RefusesRpgGdOutsideTheVendorsValues) {
+  WritableFixture fx("procfs");
+  SysfsRoot root(fx.path());
+  const std::vector<std::string> only = {"rpg_gd"};
+  for (uint32_t gd : {9u, 12u, 1u, 15u}) {
+    cc::DcqcnParams want = cc::mlx5_profile();
+    want.rate_cut_gd_log2 = gd;
+    const auto report = apply_cc_params(root, CcParamLocation::vendor("eth0"), want, only);
+    ASSERT_EQ(report.changes.size(), 1u);
+    EXPECT_EQ(report.changes[0].outcome, KnobOutcome::kOutOfRange) << gd;
+    EXPECT_EQ(report.changes[0].text(), "rpg_gd: wanted " + std::to_string(gd) + " is outside [10, 11]; not written");
+  }
+  EXPECT_EQ(root.read_u64("/sys/class/net/eth0/ecn/roce_rp/rpg_gd").value(), 11u);
+  cc::DcqcnParams want = cc::mlx5_profile();
+  want.rate_cut_gd_log2 = 10;
+  const auto report = apply_cc_params(root, CcParamLocation::vendor("eth0"), want, only);
+  ASSERT_EQ(report.changes.size(), 1u);
+  EXPECT_EQ(report.changes[0].outcome, KnobOutcome::kApplied);
+  EXPECT_EQ(root.read_u64("/sys/class/net/eth0/ecn/roce_rp/rpg_gd").value(), 10u);
+}
+
 TEST(NicCcApply, LimitsToTheNamedKnobsInEitherSpelling) {
   WritableFixture fx("roce-cx6dx");
   const SysfsRoot root(fx.path());
@@ -185,7 +207,7 @@ TEST(NicCcApply, MissingKnobIsReportedNotCreated) {
   std::filesystem::remove(fx.path() / "sys/class/net/eth0/ecn/roce_rp/rpg_gd");
   const SysfsRoot root(fx.path());
   cc::DcqcnParams want = cc::mlx5_profile();
-  want.rate_cut_gd_log2 = 9;
+  want.rate_cut_gd_log2 = 10;
   const auto report = apply_cc_params(root, CcParamLocation::vendor("eth0"), want);
   const auto problems = report.problems();
   ASSERT_FALSE(problems.empty());
