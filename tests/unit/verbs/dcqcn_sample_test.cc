@@ -141,19 +141,19 @@ TimedWrite timed_write(Endpoint& a, Endpoint& b, size_t bytes, std::chrono::mill
 
 TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
   // The first CNP sets the rate to 1 Mb/s (rate_to_set_on_first_cnp), at which one 4 KiB packet
-  // holds the next back for 33 ms. The increase events (a 1.5 ms timer here, no byte counter) then
+  // holds the next back for 33 ms. The increase events (a 0.5 ms timer here, no byte counter) then
   // raise the rate ~5000-fold; the packet held back must leave at the raised rate, as a NIC's rate
   // limiter applies a new rate to the packet it is holding (and as rdmad-sim does), not wait out
   // the 1 Mb/s gap. The knob sets the target rate to 1 Mb/s too (NVIDIA: "Rates (current,
   // target) on first CNP"), so the first timer event (fast recovery, F = 1) leaves the rate at
   // 1 Mb/s; the raise is the second event's additive step, made line-sized here (R_AI = 10 Gb/s:
-  // Rt → line rate, Rc ≈ 5 Gb/s at 3 ms). Until the knob set Rt, fast recovery alone did this
-  // at the first event with the profile's own R_AI. (Were this thread late by 3 ms, the timer
+  // Rt → line rate, Rc ≈ 5 Gb/s at 1 ms). Until the knob set Rt, fast recovery alone did this
+  // at the first event with the profile's own R_AI. (Were this thread late by 1 ms, the timer
   // would raise the rate before the first packet left and the test would pass without a gap to
   // shorten; it cannot fail for that.)
   cc::DcqcnParams p = cc::mlx5_profile();
   p.rate_on_first_cnp_mbps = 1;
-  p.increase_timer_us = 1500;
+  p.increase_timer_us = 500;
   p.rate_ai_mbps = 10'000;
   p.byte_counter_bytes = 0;
   ConnectOptions o;
@@ -163,7 +163,7 @@ TEST(SoftPacing, HeldPacketLeavesOnceTheRateRecovers) {
   const TimedWrite w = timed_write(a, b, 3 * 4096, std::chrono::milliseconds(2000));
   EXPECT_EQ(w.status, WcStatus::kSuccess) << to_string(w.status);
   EXPECT_TRUE(w.byte_exact);
-  // ~3 ms for two timer events, then Gb/s; waiting out the 1 Mb/s gap takes 33 ms.
+  // ~1 ms for two timer events, then Gb/s; waiting out the 1 Mb/s gap takes 33 ms.
   RecordProperty("completion_ms", std::to_string(w.ms));
   EXPECT_LT(w.ms, 12.0) << "the packet held back at 1 Mb/s waited out its gap: " << w.ms << " ms";
 }

@@ -31,7 +31,7 @@ struct DcqcnParams {
   uint32_t rate_cut_gd_log2 = 11;           // cut Rc·(1 − α·1024/2^gd): 11 is the classic α/2 (rpg_gd)
   uint32_t min_rate_mbps = 1;               // floor for Rc and Rt (rpg_min_rate)
   uint32_t max_rate_mbps = 0;               // ceiling below line rate; 0 = line rate (rpg_max_rate)
-  uint32_t rate_on_first_cnp_mbps = 0;      // Rc after a flow's first CNP; 0 = the normal cut
+  uint32_t rate_on_first_cnp_mbps = 0;      // Rc and Rt after a flow's first CNP; 0 = the normal cut
   bool clamp_target_rate = false;           // every cut sets Rt ← Rc (pre-cut) (clamp_tgt_rate)
   // When clamp_target_rate is off: a cut sets Rt ← Rc if a byte-counter increase happened since the
   // previous cut, or (this flag) a timer increase; otherwise Rt keeps its value
