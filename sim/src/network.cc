@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <stdexcept>
 
 #include "rdmad/sim/rng.h"
@@ -150,10 +151,10 @@ void Network::build_ports() {
 // step closer (the ECMP set).
 void Network::build_routes() {
   const uint32_t n_nodes = topo_.nodes();
-  for (auto& sw : switches_) {
-    sw.route_offset.assign(topo_.hosts, 0);
-    sw.route_count.assign(topo_.hosts, 0);
-  }
+  for (auto& sw : switches_) sw.route.assign(topo_.hosts, 0);
+  for (uint32_t d = 1; d < ecmp_magic_.size(); ++d) ecmp_magic_[d] = ~Uint128{0} / d + 1;
+  std::map<std::vector<uint32_t>, uint32_t> sets;  // an ECMP set -> its index in route_ports_
+  std::vector<uint32_t> set;
   std::vector<uint32_t> dist(n_nodes);
   for (uint32_t h = 0; h < topo_.hosts; ++h) {
     std::fill(dist.begin(), dist.end(), kNone);
@@ -172,27 +173,36 @@ void Network::build_routes() {
       }
     }
     for (auto& sw : switches_) {
-      sw.route_offset[h] = static_cast<uint32_t>(route_ports_.size());
+      set.clear();
       for (uint32_t p = node_first_port_[sw.node]; p < node_first_port_[sw.node + 1]; ++p) {
         uint32_t m = ports_[ports_[p].peer].node;
         if (dist[sw.node] != kNone && dist[m] + 1 == dist[sw.node] && (!is_host(m) || m == h)) {
-          route_ports_.push_back(p);
+          set.push_back(p);
         }
       }
-      // No path (a partitioned custom topology) is left at 0: traffic checks its flows have one.
-      size_t count = route_ports_.size() - sw.route_offset[h];
-      if (count > 255) throw std::runtime_error("topology: more than 255 equal-cost paths to one host");
-      sw.route_count[h] = static_cast<uint8_t>(count);
+      // No path (a partitioned custom topology) is left at size 0: traffic checks its flows have one.
+      if (set.size() > 255) throw std::runtime_error("topology: more than 255 equal-cost paths to one host");
+      auto [it, added] = sets.try_emplace(set, static_cast<uint32_t>(route_ports_.size()));
+      if (added) route_ports_.insert(route_ports_.end(), set.begin(), set.end());
+      if (it->second >= (1u << 24)) throw std::runtime_error("topology: too many distinct ECMP sets");
+      sw.route[h] = it->second << 8 | static_cast<uint32_t>(set.size());
     }
   }
 }
 
 uint32_t Network::next_port(uint32_t node, const Flow& f, uint32_t dst_host) const {
   if (is_host(node)) return node_first_port_[node];
-  const SwitchState& sw = switches_[node - topo_.hosts];
-  uint32_t count = sw.route_count[dst_host];
-  uint32_t pick = count == 1 ? 0 : static_cast<uint32_t>(mix64(f.hash ^ (uint64_t{node} << 40)) % count);
-  return route_ports_[sw.route_offset[dst_host] + pick];
+  const uint32_t route = switches_[node - topo_.hosts].route[dst_host];
+  const uint32_t count = route & 0xff;
+  const uint32_t first = route >> 8;
+  if (count == 1) return route_ports_[first];
+  // mix64(...) % count, exactly, without a division (Lemire, Kaser, Kurz: "Faster remainder by
+  // direct computation", 2019): the low 128 bits of magic·h, times count, over 2^128.
+  using U128 = Uint128;
+  const U128 low = ecmp_magic_[count] * mix64(f.hash ^ (uint64_t{node} << 40));
+  const U128 bottom = (static_cast<U128>(static_cast<uint64_t>(low)) * count) >> 64;
+  const U128 top = (low >> 64) * count;
+  return route_ports_[first + static_cast<uint32_t>((bottom + top) >> 64)];
 }
 
 // Base RTT of the flow's own ECMP path (propagation both ways plus one full frame's store-and-forward

@@ -2,6 +2,7 @@
 // Simulator internals: the data model (ports, switches, hosts, flows, packets) and the event
 // handlers. Split by concern: network.cc (build, routing, event loop), network_switch.cc (buffer,
 // PFC, ECN), network_host.cc (NIC scheduling, pacing, RP/NP), network_metrics.cc (sampling, results).
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -24,6 +25,7 @@ namespace rdmad::sim {
 inline constexpr SimTimeNs kNoTime = INT64_MAX;
 inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr uint32_t kManyPorts = 1u << 31;
+__extension__ using Uint128 = unsigned __int128;
 
 enum class PacketType : uint8_t { kData, kCnp, kAck, kNak };
 // Priority 0 carries CNPs, ACKs and NAKs (strict priority, never paused); priority 1 carries data
@@ -96,13 +98,15 @@ struct SwitchState {
   uint32_t node;
   uint64_t shared_size = 0;
   uint64_t shared_used = 0;
-  std::vector<uint32_t> route_offset;  // per destination host: index into route_ports
-  std::vector<uint8_t> route_count;
+  // Per destination host: its ECMP set, (index into route_ports_) << 8 | size. Equal sets are
+  // stored once, so route_ports_ stays small (a k = 16 fat-tree: 2.1 M entries before, 8.4 MB).
+  std::vector<uint32_t> route;
 };
 
 struct Flow {
   uint32_t src;
   uint32_t dst;
+  uint64_t hash;            // ECMP: next to src and dst, which every switch reads with it
   uint64_t size_bytes;      // 0 = unbounded
   uint64_t sent_bytes = 0;  // offset of the next byte to send (a go-back-N rewind moves it back)
   uint64_t recv_bytes = 0;  // payload taken in order by the receiver
@@ -117,7 +121,6 @@ struct Flow {
   uint32_t last_wire_bytes = 0;
   SimTimeNs rp_timer_at = kNoTime;
   SimTimeNs np_timer_at = kNoTime;
-  uint64_t hash;
   // Reliable delivery (network_transport.cc), in packets of mtu_bytes: the sender's first
   // unacknowledged PSN and the highest PSN sent plus one; the receiver's expected PSN.
   uint32_t una_psn = 0;
@@ -238,6 +241,9 @@ class Network {
   std::vector<uint32_t> node_first_port_;  // size nodes+1
   std::vector<SwitchState> switches_;      // index node - hosts
   std::vector<uint32_t> route_ports_;
+  // Per ECMP set size d: ⌊2^128 / d⌋ + 1, for h % d by multiplication (Lemire's fastmod; exact for
+  // every 64-bit h) instead of a 64-bit division on every hop.
+  std::array<Uint128, 256> ecmp_magic_{};
   std::vector<RingQueue> host_ready_;  // per host: flows allowed to send now
   std::vector<Flow> flows_;
   Traffic traffic_;              // its flows are in flows_; the rest: dependencies, collectives, Jain's sets

@@ -35,8 +35,11 @@ TEST(SimPlot, EveryShippedScenarioDrawsEveryPicture) {
   ASSERT_GE(scenarios.size(), 8u);
   for (const fs::path& path : scenarios) {
     SCOPED_TRACE(path.string());
-    // 2 ms of simulated time: enough for queues, rates and some finished flows in every scenario.
-    const Scenario s = load_scenario(path, {"sim.duration_ms=2", "sim.progress=false"});
+    // 2 ms of simulated time: enough for queues, rates and some finished flows in every scenario
+    // (the scale scenarios scaled down).
+    std::vector<std::string> overrides = testing::scaled_down(path.stem().string());
+    overrides.insert(overrides.end(), {"sim.duration_ms=2", "sim.progress=false"});
+    const Scenario s = load_scenario(path, overrides);
     const fs::path dir = testing::fresh_dir("plot_" + path.stem().string());
     write_outputs(testing::run_scenario(s), dir);
     const auto plotted = plot_outputs(dir);

@@ -41,6 +41,14 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::vector<std::string> scaled_down(const std::string& scenario_name) {
+  if (scenario_name == "rail1024_allreduce") {
+    return {"topology.hosts=16", "topology.spines=2", "traffic.source.0.size_bytes=1_000_000"};
+  }
+  if (scenario_name == "fattree1024_websearch_1m") return {"topology.k=4", "traffic.flow_count=1000"};
+  return {};
+}
+
 std::filesystem::path fresh_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("rdmad_sim_test_" + name);
   std::filesystem::remove_all(dir);

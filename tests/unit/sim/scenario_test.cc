@@ -87,7 +87,8 @@ TEST(ScenarioTest, ErrorsNameTheKeyAndLine) {
 TEST(ScenarioTest, ShippedScenariosLoad) {
   for (const char* name :
        {"incast", "dumbbell_join", "leafspine_websearch", "leafspine_hadoop", "star_convergence",
-        "rail_allreduce", "mixed_incast_background", "longhaul_custom"}) {
+        "rail_allreduce", "mixed_incast_background", "longhaul_custom", "rail1024_allreduce",
+        "fattree1024_websearch_1m"}) {
     Scenario s = load_scenario(kScenarios / (std::string(name) + ".toml"));
     EXPECT_EQ(s.name, name);
     if (s.traffic.sources.empty() && s.traffic.kind == TrafficKind::kPoisson) {
