@@ -16,11 +16,6 @@
 namespace rdmad::verbs::engine {
 namespace {
 
-TimeNs now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 roce::IpAddr relay_ip(const EngineConfig& c) {
   roce::IpAddr a;
   const auto gid = Gid::from_ip(c.relay_address);
@@ -47,7 +42,7 @@ Datapath::Datapath(Nic& nic, uint32_t index, PortQueue& queue)
       np_(nic.config().dcqcn),
       pacer_(nic.config().line_rate_mbps),
       qps_((nic.numbering().table() + nic.datapath_count() - 1) / nic.datapath_count()),
-      wheel_(kWheelSlotNs, 0, cc::TimingWheel::kMaxLevels, now_ns()),
+      wheel_(kWheelSlotNs, 0, cc::TimingWheel::kMaxLevels, queue.now_ns()),
       posted_(static_cast<uint32_t>(qps_.size())) {
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::runtime_error(std::string("engine nic: eventfd: ") + std::strerror(errno));
@@ -92,13 +87,13 @@ void Datapath::doorbell() {
 
 void Datapath::loop() {
   const EngineConfig& config = nic_.config();
-  TimeNs last_work = now_ns();
+  TimeNs last_work = queue_.now_ns();
   uint64_t seen_seq = 0;
   const TimeNs spin_ns = static_cast<TimeNs>(config.busy_poll_us) * 1000;
   const TimeNs completion_spin_ns = static_cast<TimeNs>(config.completion_spin_us) * 1000;
   TimeNs spin_until = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    TimeNs now = now_ns();
+    TimeNs now = queue_.now_ns();
     loop_now_ = now;
     const uint64_t completions_before = completions_pushed_;
     const uint64_t tx_before = counters_.tx_packets;
@@ -140,7 +135,7 @@ void Datapath::loop() {
 #endif
     } else if (now - last_work >= spin_ns) {
       idle_wait(now, wheel_.next_expiry_hint_ns(), seen_seq);
-      last_work = now_ns();
+      last_work = queue_.now_ns();
     }
   }
   pass_state_.idle(passes_);

@@ -7,6 +7,8 @@
 //
 // Threads: a PortQueue is used by exactly one datapath thread (its owner), from open_path to its
 // destruction; PacketPort's own calls are const and any thread may make them.
+#include <time.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -91,6 +93,17 @@ class PortQueue {
   /// Called by the owner thread before it sleeps on wait_fd() (arm an interrupt), and after.
   virtual void before_sleep() {}
   virtual void after_sleep() {}
+
+  /// The clock the owner's datapath runs on (ns, monotonic, any epoch): every QP timer, pacing
+  /// departure and DCQCN event of its QPs is due on it, and the datapath reads it once per pass. It
+  /// must tick at real-time rate: the datapath's sleeps are measured in it. Default CLOCK_MONOTONIC;
+  /// a port whose hardware stamps packets may give that clock, and tests drive a manual one.
+  virtual int64_t now_ns() const { return monotonic_ns(); }
+  static int64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  }
 };
 
 class PacketPort {
