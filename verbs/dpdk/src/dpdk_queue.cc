@@ -9,18 +9,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "dpdk_port.h"
 
 namespace rdmad::verbs::dpdk {
 namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // A payload attached in place belongs to a memory region: nothing to free when the mbuf goes.
 void keep_payload(void*, void*) {}
