@@ -16,6 +16,14 @@
 
 namespace rdmad::flow {
 
+// What pairs a send with a receive: the uid that opened both flows (one numeric uid on both nodes)
+// and the client's channel id. Another local user's flows never share it, whatever channel they name.
+struct ChannelKey {
+  uint32_t uid = 0;
+  uint64_t channel = 0;
+  auto operator<=>(const ChannelKey&) const = default;
+};
+
 struct FlowEngine::Transfer {
   uint32_t slot = 0;
   uint32_t gen = 0;
@@ -118,8 +126,9 @@ struct FlowEngine::Peer {
   std::vector<ChunkInfo> chunks;  // by balancer slot (id & mask)
   std::deque<Transfer*> planning;  // transfers with chunks left to plan
   std::vector<balancer::Chunk> orphans;  // lost their lane while no other was up
-  std::map<uint64_t, std::deque<RemoteRange>> credits;  // channel -> posted receives (recv_id in token)
-  std::map<uint64_t, std::deque<Transfer*>> waiting_sends;  // channel -> sends without a receive yet
+  // Both keyed by the flows' owner uid and channel: a send takes only a receive its own uid posted.
+  std::map<ChannelKey, std::deque<RemoteRange>> credits;  // posted receives (recv_id in token)
+  std::map<ChannelKey, std::deque<Transfer*>> waiting_sends;  // sends without a receive yet
   std::vector<Flow*> flows;
 };
 

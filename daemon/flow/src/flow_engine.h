@@ -147,6 +147,9 @@ struct FlowSetup {
   uint64_t conn_id = 0;
   std::string peer;
   uint64_t channel = 0;
+  // The uid of the client that opened it: its sends and receives pair only with the peer's flows
+  // of the same uid and channel.
+  uint32_t owner_uid = 0;
   void* ring = nullptr;
   uint32_t sq_depth = 0;
   uint32_t cq_depth = 0;

@@ -393,7 +393,7 @@ clients::Result<clients::FlowOpened> FlowService::create_flow(const clients::Pee
     return e;
   }
   ring::init_header(f.ring, f.id, sq, cq);
-  FlowSetup s{f.id, f.conn_id, peer, req.channel, f.ring, sq, cq, f.doorbell_fd, f.completion_fd, req.nic_mask};
+  FlowSetup s{f.id, f.conn_id, peer, req.channel, client.uid, f.ring, sq, cq, f.doorbell_fd, f.completion_fd, req.nic_mask};
   engine_->run_sync([&] { engine_->add_flow(s); });
   clients::FlowOpened out;
   out.reply.flow_id = f.id;

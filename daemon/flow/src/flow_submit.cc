@@ -167,6 +167,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       t->recv_id = uint64_t{t->gen} << 32 | t->slot;
       peer::RecvPost post;
       post.channel = f.setup.channel;
+      post.owner_uid = f.setup.owner_uid;
       post.recv_id = t->recv_id;
       post.iova = t->local.iova;
       post.length = sqe.length;
@@ -195,9 +196,10 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
 }
 
 void FlowEngine::start_send(Peer& p, Transfer* t) {
-  auto& credits = p.credits[t->flow->setup.channel];
+  const ChannelKey key{t->flow->setup.owner_uid, t->flow->setup.channel};
+  auto& credits = p.credits[key];
   if (credits.empty()) {
-    p.waiting_sends[t->flow->setup.channel].push_back(t);
+    p.waiting_sends[key].push_back(t);
     return;
   }
   t->remote = credits.front();
@@ -235,8 +237,9 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
   r.rights = RDMAD_ACCESS_REMOTE_WRITE;
   r.recv_id = post.recv_id;
   set_remote_keys(r, post.keys);
-  p->credits[post.channel].push_back(r);
-  auto& waiting = p->waiting_sends[post.channel];
+  const ChannelKey key{post.owner_uid, post.channel};
+  p->credits[key].push_back(r);
+  auto& waiting = p->waiting_sends[key];
   if (!waiting.empty()) {
     Transfer* t = waiting.front();
     waiting.pop_front();

@@ -71,6 +71,7 @@ constexpr auto kGrantAckLayout = [](auto& c, auto& m) {
 constexpr auto kRevokeLayout = [](auto& c, auto& m) { c.field(m.token); };
 constexpr auto kRecvPostLayout = [](auto& c, auto& m) {
   c.field(m.channel);
+  c.field(m.owner_uid);
   c.field(m.recv_id);
   c.field(m.iova);
   c.field(m.length);

@@ -130,9 +130,17 @@ TEST(PeerWireFlow, GrantAckAndRevokeRoundTrip) {
 }
 
 TEST(PeerWireFlow, RecvPostRoundTripAndValidation) {
-  const RecvPost m{
-      .channel = 5, .recv_id = 0x0102030405060708, .iova = 0x1000, .length = 65536, .keys = {{1, 77}}};
+  const RecvPost m{.channel = 5,
+                   .owner_uid = 0x89ABCDEF,
+                   .recv_id = 0x0102030405060708,
+                   .iova = 0x1000,
+                   .length = 65536,
+                   .keys = {{1, 77}}};
   const auto b = encode(m);
+  // channel, owner uid, recv id, iova, length; one key (u8 count, u16 nic, u32 rkey, u64 slice
+  // bytes, u8 more).
+  EXPECT_EQ(b.size(), 8u + 4 + 8 + 8 + 8 + 1 + 2 + 4 + 8 + 1);
+  EXPECT_EQ((std::vector<uint8_t>(b.begin() + 8, b.begin() + 12)), (std::vector<uint8_t>{0x89, 0xAB, 0xCD, 0xEF}));
   EXPECT_EQ(decode_recv_post(b), m);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_post(p); });
   RecvPost x = m;

@@ -14,7 +14,8 @@
 // Version 2 added the rebuild cause; version 3 moved authentication into TLS (type 2, the HMAC
 // proof, and the hello's key flag and nonce are gone); version 4 added the endpoint's link and LID
 // (InfiniBand routes by LID) and the per-slice rkeys of grant and receive keys (a registration
-// the NIC holds as several MRs). A peer speaking another version is refused at hello.
+// the NIC holds as several MRs); version 5 added the owner uid of a recv post (channels are scoped
+// to the uid that opened the flows). A peer speaking another version is refused at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
@@ -35,7 +36,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 4;
+inline constexpr uint16_t kVersion = 5;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
@@ -208,6 +209,9 @@ std::optional<Revoke> decode_revoke(std::span<const uint8_t> payload);
 /// iova + length not wrapping.
 struct RecvPost {
   uint64_t channel = 0;
+  // The uid of the client whose flow posted it: a send matches only receives of its own flow's
+  // owner (the same numeric uid on both nodes), so another local user cannot fill or take them.
+  uint32_t owner_uid = 0;
   uint64_t recv_id = 0;
   uint64_t iova = 0;
   uint64_t length = 0;
