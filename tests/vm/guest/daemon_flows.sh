@@ -5,7 +5,8 @@
 # eth1 down`): the transfer completes byte-exact on rail 0, and after `ip link set eth1 up` the rail
 # is rebuilt; then eth1's address changes, the daemon re-selects rxe1's GID and rebuilds the lane on
 # it, and rail 1 carries chunks again. rdmactl nics and /metrics show the rxe devices with their
-# hw_counters. Args: GUEST BUILD_DIR (guest 0 is the initiator, guest 1 the target).
+# hw_counters. Then NCCL's calls through the plugin: a 4-rank ring AllReduce, 2 ranks per guest.
+# Args: GUEST BUILD_DIR (guest 0 is the initiator, guest 1 the target).
 guest=$1
 build=$2
 dir=${RDMAD_VM_OUT:?the guests need the shared directory}
@@ -94,6 +95,38 @@ perftest_rounds() {
   return 0
 }
 check perftest_rounds
+
+# NCCL over rxe: the plugin (libnccl-net-rdmad.so) driven as NCCL drives it (tests/nccl/nccl_harness,
+# as nccl_plugin_test does on the host): a float32 ring AllReduce and an AllGather over 4 ranks,
+# 0 and 1 on vm0, 2 and 3 on vm1, the ring alternating guests so every hop is a flow over the rxe
+# rails; every element checked exactly. Handles go through the shared directory (NCCL's bootstrap),
+# the rendezvous over eth0.
+nccl_ranks() {
+  local first=$((guest * 2)) r out pids=()
+  mkdir -p "$dir/nccl"
+  for r in $first $((first + 1)); do
+    RDMAD_SOCKET=$socket RDMAD_NCCL_SOCKET_IFNAME=eth0 timeout 180 "$build/tests/nccl/nccl_harness" \
+      --plugin "$build/nccl/libnccl-net-rdmad.so" --abi 10 --rank $r --nranks 4 --dir "$dir/nccl" \
+      allreduce --ring 0,2,1,3 --elements 65536 --iterations 2 >/tmp/nccl-$r.out 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    out=/tmp/nccl-$((first + r)).out
+    if ! wait "${pids[$r]}" || ! grep -q 'allreduce done' "$out"; then
+      say "nccl rank $((first + r)) failed"
+      cat "$out"
+      return 1
+    fi
+  done
+  say "nccl ring AllReduce and AllGather over rxe: ranks $first and $((first + 1)) exact"
+}
+# Flow bytes this daemon sent over both rails (the ring's hops from this guest's ranks).
+flow_bytes() { curl -s "$metrics_url" | awk '/^rdmad_balancer_bytes_sent_total\{/ { s += $NF } END { printf "%.0f\n", s }'; }
+sent_before=$(flow_bytes)
+check nccl_ranks
+sent_after=$(flow_bytes)
+say "the ranks' flows sent $((sent_after - sent_before)) bytes over rxe0 and rxe1"
+check test "$sent_after" -gt "$sent_before"
 
 # The operator's view: both rxe devices, their state and counters.
 nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)
