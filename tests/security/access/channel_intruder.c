@@ -7,33 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "rdmad/rdmad.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "other_user.h"
 
 int main(int argc, char** argv) {
   if (argc != 7 || (strcmp(argv[5], "send") != 0 && strcmp(argv[5], "recv") != 0)) {
     fprintf(stderr, "usage: channel_intruder SOCKET PEER UID CHANNEL send|recv SECONDS\n");
     return 2;
   }
-  const uid_t uid = (uid_t)atoi(argv[3]);
-  if (setgid(uid) != 0 || setuid(uid) != 0) {
-    perror("setuid");
-    return 2;
-  }
   const int send = strcmp(argv[5], "send") == 0;
-  rdmad_client* c = NULL;
-  if (rdmad_connect(argv[1], &c) != RDMAD_OK) {
-    fprintf(stderr, "connect: %s\n", rdmad_last_error(NULL));
-    return 2;
-  }
+  rdmad_client* c = connect_as(argv[1], (uid_t)atoi(argv[3]));
+  if (c == NULL) return 2;
   rdmad_host_buffer buf;
   rdmad_mr* mr = NULL;
   const uint64_t bytes = 4096;
