@@ -72,13 +72,16 @@ inline std::map<int, ThreadTicks> thread_ticks(pid_t pid) {
 class Daemon {
  public:
   // qp_timeout: the flow QPs' local ACK timeout exponent ([peer] qp_timeout); nic_keys: more keys
-  // of every [[nic]] (backend options such as "source_ports = 0\n").
+  // of every [[nic]] (backend options such as "source_ports = 0\n"); per_nic_keys[i], when given,
+  // more keys of NIC i (a dpdk port's devargs).
   Daemon(std::string id, std::vector<std::string> nic_addresses, std::string extra, int qp_timeout,
-         std::string nic_keys = "")
+         std::string nic_keys = "", std::string backend = "soft", std::vector<std::string> per_nic_keys = {})
       : id_(std::move(id)),
         nics_(std::move(nic_addresses)),
         extra_(std::move(extra)),
         nic_keys_(std::move(nic_keys)),
+        backend_(std::move(backend)),
+        per_nic_keys_(std::move(per_nic_keys)),
         qp_timeout_(qp_timeout),
         peer_port_(free_port(SOCK_STREAM)) {
     char tmpl[] = "/tmp/rdmad-flowbench-XXXXXX";
@@ -107,8 +110,9 @@ class Daemon {
     for (const auto& [id, port] : dial)
       t += fmt::format("[[peers]]\nnode_id = \"{}\"\naddress = \"127.0.0.1:{}\"\n", id, port);
     for (size_t i = 0; i < nics_.size(); ++i)
-      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"soft\"\naddress = \"{}\"\nudp_port = {}\n{}", id_,
-                       i, nics_[i], free_port(SOCK_DGRAM), nic_keys_);
+      t += fmt::format("[[nic]]\nname = \"{}{}\"\nbackend = \"{}\"\naddress = \"{}\"\nudp_port = {}\n{}{}", id_,
+                       i, backend_, nics_[i], free_port(SOCK_DGRAM), nic_keys_,
+                       i < per_nic_keys_.size() ? per_nic_keys_[i] : std::string());
     t += extra_;
     const std::string config = dir_ + "/rdmad.toml";
     std::ofstream(config) << t;
@@ -182,6 +186,7 @@ class Daemon {
   std::string socket_path() const { return dir_ + "/run/rdmad.sock"; }
   pid_t pid() const { return pid_; }
   const std::string& id() const { return id_; }
+  const std::string& dir() const { return dir_; }
   int peer_port() const { return peer_port_; }
   std::string log() const { return read_all(log_); }
 
@@ -190,6 +195,8 @@ class Daemon {
   std::vector<std::string> nics_;
   std::string extra_;
   std::string nic_keys_;
+  std::string backend_;
+  std::vector<std::string> per_nic_keys_;
   int qp_timeout_;
   int peer_port_;
   std::string dir_;
@@ -221,6 +228,7 @@ struct Buffer {
 // node-a and node-b (a dials b), `nics` soft NICs each, with a's flow to b open and connected and
 // `bytes` of b's memory exported to a and imported on that flow.
 struct FlowPair {
+  std::string links;  // dpdk: the memif sockets' directory
   Daemon a;
   Daemon b;
   rdmad_flow* flow = nullptr;
@@ -234,9 +242,34 @@ struct FlowPair {
     return out;
   }
 
-  FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "", const std::string& nic_keys = "")
-      : a("node-a", addresses(11, nics), extra, qp_timeout, nic_keys),
-        b("node-b", addresses(21, nics), extra, qp_timeout, nic_keys) {
+  // dpdk NICs: rail i of node-a and of node-b joined by a net_memif link (node-b, which starts
+  // first, is the server), on 10.78.i.1 and 10.78.i.2.
+  static std::vector<std::string> dpdk_addresses(int side, int nics) {
+    std::vector<std::string> out;
+    for (int i = 0; i < nics; ++i) out.push_back(fmt::format("10.78.{}.{}", i, side + 1));
+    return out;
+  }
+  static std::vector<std::string> memif_keys(const std::string& role, const std::string& dir, int nics) {
+    std::vector<std::string> out;
+    for (int i = 0; i < nics; ++i)
+      out.push_back(fmt::format("devargs = \"net_memif{0},role={1},socket={2}/rail{0}.sock,socket-abstract=no,id=0\"\n"
+                                "mtu = 9000\nmbufs = 8191\n",
+                                i, role, dir));
+    return out;
+  }
+  static std::string links_dir() {
+    char tmpl[] = "/tmp/rdmad-flowbench-links-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return tmpl;
+  }
+
+  FlowPair(int nics, size_t bytes, int qp_timeout, const std::string& extra = "", const std::string& nic_keys = "",
+           const std::string& backend = "soft")
+      : links(backend == "dpdk" ? links_dir() : std::string()),
+        a("node-a", backend == "dpdk" ? dpdk_addresses(0, nics) : addresses(11, nics), extra, qp_timeout, nic_keys,
+          backend, backend == "dpdk" ? memif_keys("client", links, nics) : std::vector<std::string>{}),
+        b("node-b", backend == "dpdk" ? dpdk_addresses(1, nics) : addresses(21, nics), extra, qp_timeout, nic_keys,
+          backend, backend == "dpdk" ? memif_keys("server", links, nics) : std::vector<std::string>{}) {
     b.start({});
     a.start({{b.id(), b.peer_port()}});
     if (rdmad_flow_open(a.client(), "node-b", nullptr, &flow) != RDMAD_OK ||
@@ -255,6 +288,12 @@ struct FlowPair {
     rdmad_flow_close(flow);
     src.reset();
     dst.reset();
+    a.stop();
+    b.stop();
+    if (!links.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(links, ec);
+    }
   }
   FlowPair(const FlowPair&) = delete;
   FlowPair& operator=(const FlowPair&) = delete;

@@ -11,11 +11,15 @@
 //      with 4 QP pairs directly). The cases take turns and stay alive together: they hold
 //      2 x bytes x 6 of memory (12 GiB at the default 1 GiB; --bytes=536870912 halves it).
 // Usage: flow_bench [--iters=N] [--bytes=N] [--reps=N] [--pace-us=N] [--qp-timeout=N]
-// [--qps-per-lane=1,4] [--source-ports=N] [--datapath-threads=N] [--only=ring,small,throughput,sendrecv]
+// [--qps-per-lane=1,4] [--source-ports=N] [--datapath-threads=N] [--backend=soft|dpdk]
+// [--only=ring,small,throughput,sendrecv]
 //   --source-ports: the soft NICs' source_ports option in part 3 (daemons and baseline; default: the
 //   backend's, 8 UDP source ports, each QP pair hashed onto one).
 //   --datapath-threads: the soft NICs' datapath_threads in part 3 (daemons and baseline; default 1):
 //   a lane's QPs then spread over that many threads per NIC.
+//   --backend=dpdk: part 3 with dpdk NICs (the RoCEv2 engine over DPDK ports) instead of soft ones:
+//   each rail of the two daemons one net_memif link (node-b the server), and the baseline two dpdk
+//   devices in this process joined by their own memif link; x bare is then over the bare dpdk QP.
 //   4. SEND into a receive posted just before, node-a -> node-b (receive advertisement, WRITE,
 //      send done, and the receive's own MRs in the peer's domain).
 #include <poll.h>
@@ -50,6 +54,7 @@ struct Options {
   std::vector<int> qps_per_lane = {1, 4};  // throughput: the [flow] qps_per_lane values measured
   int source_ports = -1;                   // throughput: soft source_ports; -1: the backend's default
   int datapath_threads = 1;                // throughput: soft datapath_threads
+  std::string backend = "soft";            // throughput: the NICs' backend (soft or dpdk)
 };
 
 std::vector<int> int_list(const std::string& text) {
@@ -89,6 +94,10 @@ Options parse(int argc, char** argv) {
       o.source_ports = std::atoi(sp->c_str());
     else if (auto dt = value("datapath-threads"))
       o.datapath_threads = std::atoi(dt->c_str());
+    else if (auto be = value("backend")) {
+      if (*be != "soft" && *be != "dpdk") throw std::runtime_error("--backend takes soft or dpdk, not " + *be);
+      o.backend = *be;
+    }
     else
       throw std::runtime_error("unknown argument " + a);
   }
@@ -405,16 +414,17 @@ void run_throughput(const Options& o) {
   if (o.datapath_threads != 1) {
     soft_options["datapath_threads"] = o.datapath_threads;
     nic_keys += fmt::format("datapath_threads = {}\n", o.datapath_threads);
-    std::printf("(soft NICs with datapath_threads = %d)\n", o.datapath_threads);
+    std::printf("(%s NICs with datapath_threads = %d)\n", o.backend.c_str(), o.datapath_threads);
   }
+  if (o.backend != "soft") std::printf("(%s NICs: each rail a net_memif link)\n", o.backend.c_str());
   // The bare soft QP is the reference of 'x bare'; the same process with k QP pairs (chunks round
   // robin) shows what k QPs cost the soft datapath itself, without a daemon.
   std::vector<ThroughputCase> cases;
   for (int qps : o.qps_per_lane) {
     ThroughputCase c;
-    c.name = fmt::format("baseline: {} soft QP(s) direct", qps);
+    c.name = fmt::format("baseline: {} {} QP(s) direct", qps, o.backend);
     c.qps = qps;
-    c.direct = std::make_unique<SoftDirect>(o.bytes, static_cast<size_t>(qps), soft_options);
+    c.direct = std::make_unique<SoftDirect>(o.bytes, static_cast<size_t>(qps), soft_options, o.backend);
     soft_transfer(*c.direct, o.bytes, 99);  // untimed, as for the flows
     cases.push_back(std::move(c));
   }
@@ -424,7 +434,7 @@ void run_throughput(const Options& o) {
       c.name = fmt::format("flow, {} NIC(s), {} QP(s) per lane", nics, qps);
       c.qps = qps;
       c.pair = std::make_unique<FlowPair>(nics, o.bytes, o.qp_timeout, fmt::format("[flow]\nqps_per_lane = {}\n", qps),
-                                          nic_keys);
+                                          nic_keys, o.backend);
       // One untimed WRITE of the whole size first: the destination's pages are faulted in by
       // node-b's datapath (first touch costs node-b ~0.7 CPU s per GiB) and the balancer has
       // measured its lanes.

@@ -1,14 +1,18 @@
-// The baseline of the flow benchmark: the soft backend used directly in one process (two soft
-// devices on loopback, one RC QP each — or k, QP j of one connected to QP j of the other), no
-// daemon and no ring.
+// The baseline of the flow benchmark: the soft (or dpdk) backend used directly in one process (two
+// devices — soft on loopback, dpdk joined by a net_memif link — one RC QP each, or k, QP j of one
+// connected to QP j of the other), no daemon and no ring.
 #pragma once
+
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <string>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "rdmad/base/assert.h"
@@ -19,12 +23,21 @@ namespace rdmad::bench {
 class SoftDirect {
  public:
   // `bytes` of source on device a, `bytes` of destination on device b, `qps` QP pairs; `options`:
-  // soft backend options beyond the daemon's defaults (e.g. {"source_ports", 0}).
-  explicit SoftDirect(size_t bytes, size_t qps = 1, const std::map<std::string, int64_t>& options = {})
+  // backend options beyond the daemon's defaults (e.g. {"source_ports", 0}); `backend`: "soft" or
+  // "dpdk".
+  explicit SoftDirect(size_t bytes, size_t qps = 1, const std::map<std::string, int64_t>& options = {},
+                      const std::string& backend = "soft")
       : src_(bytes), dst_(bytes) {
     verbs::register_builtin_backends(reg_);
-    open(a_, qps, options);
-    open(b_, qps, options);
+    open(a_, qps, options, backend, 0);
+    open(b_, qps, options, backend, 1);
+    // A memif client connects after it opened, and its server learns so later still.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (Ep* e : {&a_, &b_})
+      while (e->dev->query_port(1).value().state != verbs::PortState::kActive) {
+        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error(backend + " link not up in 10 s");
+        std::this_thread::yield();
+      }
     for (size_t j = 0; j < qps; ++j) {
       connect(*a_.qps[j], *b_.qps[j], *b_.dev);
       connect(*b_.qps[j], *a_.qps[j], *a_.dev);
@@ -42,6 +55,7 @@ class SoftDirect {
       e->pd.reset();
       e->dev.reset();
     }
+    if (!memif_socket_.empty()) ::unlink(memif_socket_.c_str());
   }
   SoftDirect(const SoftDirect&) = delete;
   SoftDirect& operator=(const SoftDirect&) = delete;
@@ -79,12 +93,26 @@ class SoftDirect {
     std::vector<std::unique_ptr<verbs::QueuePair>> qps;
   };
 
-  void open(Ep& e, size_t qps, const std::map<std::string, int64_t>& options) {
-    verbs::DeviceConfig c;  // the daemon's soft NIC settings: DCQCN on, no busy polling
-    c.address = "127.0.0.1";
-    c.backend_options["udp_port"] = 0;
+  void open(Ep& e, size_t qps, const std::map<std::string, int64_t>& options, const std::string& backend, int side) {
+    verbs::DeviceConfig c;  // the daemon's NIC settings: DCQCN on, no busy polling
+    if (backend == "dpdk") {
+      // Every pair its own memif link (DPDK keeps a port's name for the process).
+      static int pairs = 0;
+      const int pair = side == 0 ? pairs++ : pairs - 1;
+      c.address = fmt::format("10.77.0.{}", side + 1);
+      const std::string socket = fmt::format("/tmp/rdmad-flowbench-{}-{}.sock", ::getpid(), pair);
+      if (side == 0) memif_socket_ = socket;
+      c.backend_options["devargs"] = fmt::format("net_memif_direct{}_{},role={},socket={},socket-abstract=no", pair,
+                                                 side, side == 0 ? "server" : "client", socket);
+      c.backend_options["mtu"] = 9000;
+    } else {
+      c.address = "127.0.0.1";
+      c.backend_options["udp_port"] = 0;
+    }
     for (const auto& [key, value] : options) c.backend_options[key] = value;
-    e.dev = std::move(reg_.open("soft", c).value());
+    auto dev = reg_.open(backend, c);
+    if (!dev.ok()) throw std::runtime_error("cannot open a " + backend + " device: " + dev.status().message());
+    e.dev = std::move(dev.value());
     e.pd = std::move(e.dev->alloc_pd().value());
     e.cq = std::move(e.dev->create_cq(4096).value());
     verbs::QpInitAttr ia;
@@ -115,6 +143,7 @@ class SoftDirect {
   }
 
   verbs::BackendRegistry reg_;
+  std::string memif_socket_;
   Ep a_, b_;
   std::vector<uint8_t> src_, dst_;
   std::unique_ptr<verbs::MemoryRegion> smr_, dmr_;
