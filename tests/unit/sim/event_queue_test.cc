@@ -47,5 +47,29 @@ TEST(EventQueueTest, MatchesReferenceOnRandomInterleavings) {
   }
 }
 
+// Equal times keep their scheduling order whichever way they reach the front: pushed at the current
+// time, or spread down from a higher bucket after later times were popped.
+TEST(EventQueueTest, EqualTimesKeepSchedulingOrderAcrossRefills) {
+  EventQueue q;
+  q.push(1000, EventKind::kArrive, 1);  // far bucket
+  q.push(5, EventKind::kArrive, 2);
+  q.push(1000, EventKind::kArrive, 3);
+  EXPECT_EQ(q.pop().a, 2u);
+  q.push(5, EventKind::kArrive, 4);  // at the current time: after nothing else at 5
+  q.push(1000, EventKind::kArrive, 5);
+  q.push(6, EventKind::kArrive, 6);
+  std::vector<uint32_t> order;
+  while (!q.empty()) order.push_back(q.pop().a);
+  EXPECT_EQ(order, (std::vector<uint32_t>{4, 6, 1, 3, 5}));
+}
+
+// The queue is monotone: an event before the latest popped time is a bug of the caller.
+TEST(EventQueueDeathTest, SchedulingIntoThePastIsABug) {
+  EventQueue q;
+  q.push(100, EventKind::kArrive, 1);
+  EXPECT_EQ(q.pop().time_ns, 100);
+  EXPECT_DEATH(q.push(99, EventKind::kArrive, 2), "before the current time 100 ns");
+}
+
 }  // namespace
 }  // namespace rdmad::sim
