@@ -78,7 +78,6 @@ Network::Network(const Scenario& s)
   series_data_.resize(ports_.size());
   series_paused_.resize(ports_.size());
   packets_.reserve(1 << 16);
-  events_.reserve(1 << 16);
 }
 
 void Network::build_ports() {

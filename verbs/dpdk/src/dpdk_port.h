@@ -100,7 +100,6 @@ class DpdkQueue final : public engine::PortQueue {
     NeighborTable::Entry* neighbor = nullptr;  // the peer's, or the gateway's
     uint64_t mac_bits = 0;                     // the MAC `header` holds
     PathHeader header;
-    bool used = false;
   };
   // Plain counters of the owner thread that other threads read: relaxed atomics, no RMW.
   struct Counter {
@@ -138,8 +137,7 @@ class DpdkQueue final : public engine::PortQueue {
   rte_mbuf* stash_[kRxMax / 2] = {};  // taken off the NIC by before_sleep's last look
   size_t stash_count_ = 0;
   std::unique_ptr<uint8_t[]> linear_;  // kRxMax frames of kFrameRoom: multi-segment frames, copied
-  std::vector<Path> paths_;
-  std::vector<uint32_t> free_paths_;
+  engine::PathTable<Path> paths_;
   // ARP/ND replies the PMD refused (memif's first bursts after the link comes up), sent again on
   // the next passes: a peer whose request went unanswered would hold its packets back for its
   // whole back-off.

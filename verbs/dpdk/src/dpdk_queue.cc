@@ -68,14 +68,7 @@ Result<uint32_t> DpdkQueue::open_path(const engine::PathRequest& r, roce::IpUdpI
   NeighborTable::Entry* neighbor = port_.neighbors.find(r.dst);
   if (neighbor == nullptr || !neighbor->fixed) neighbor = port_.neighbors.add(port_.gateway.value_or(r.dst));
   if (neighbor == nullptr) return Status::no_resource("dpdk nic: neighbour table full");
-  uint32_t id;
-  if (!free_paths_.empty()) {
-    id = free_paths_.back();
-    free_paths_.pop_back();
-  } else {
-    id = static_cast<uint32_t>(paths_.size());
-    paths_.emplace_back();
-  }
+  const uint32_t id = paths_.open();
   ip->src = port_.local.ip;
   ip->dst = r.dst;
   ip->src_port = source_port_for(r.qpn, r.dest_qpn);
@@ -86,16 +79,11 @@ Result<uint32_t> DpdkQueue::open_path(const engine::PathRequest& r, roce::IpUdpI
   p.neighbor = neighbor;
   p.mac_bits = neighbor->mac.load(std::memory_order_acquire);
   p.header = make_path_header(port_.local.mac, NeighborTable::unpack(p.mac_bits), *ip);
-  p.used = true;
   if ((p.mac_bits & NeighborTable::kResolved) == 0) request_neighbor(*neighbor);
   return id;
 }
 
-void DpdkQueue::close_path(uint32_t path) {
-  if (path >= paths_.size() || !paths_[path].used) return;
-  paths_[path].used = false;
-  free_paths_.push_back(path);
-}
+void DpdkQueue::close_path(uint32_t path) { paths_.close(path); }
 
 rte_mbuf* DpdkQueue::build(Path& p, size_t head, std::span<const uint8_t> payload, size_t tail, uint8_t tos) {
   const size_t hdr = p.header.size();

@@ -187,19 +187,11 @@ const SourceSocket& UdpQueue::source_for(uint32_t qpn, uint32_t dest_qpn) const 
 
 Result<uint32_t> UdpQueue::open_path(const engine::PathRequest& r, roce::IpUdpInfo* ip) {
   if (r.dst.v6 != local_ip_.v6) return Status::error("soft nic: peer address family differs from the nic's");
-  uint32_t id;
-  if (!free_paths_.empty()) {
-    id = free_paths_.back();
-    free_paths_.pop_back();
-  } else {
-    id = static_cast<uint32_t>(paths_.size());
-    paths_.emplace_back();
-  }
+  const uint32_t id = paths_.open();
   Path& p = paths_[id];
   p.len = make_sockaddr(r.dst, r.dst_port, &p.sa);
   const SourceSocket& from = source_for(r.qpn, r.dest_qpn);
   p.fd = from.fd;
-  p.used = true;
   ip->src = local_ip_;
   ip->dst = r.dst;
   ip->src_port = from.port;
@@ -207,11 +199,7 @@ Result<uint32_t> UdpQueue::open_path(const engine::PathRequest& r, roce::IpUdpIn
   return id;
 }
 
-void UdpQueue::close_path(uint32_t path) {
-  if (path >= paths_.size() || !paths_[path].used) return;
-  paths_[path].used = false;
-  free_paths_.push_back(path);
-}
+void UdpQueue::close_path(uint32_t path) { paths_.close(path); }
 
 void UdpQueue::tx_commit(uint32_t path, size_t head, std::span<const uint8_t> payload, size_t tail, uint8_t tos) {
   const Path& p = paths_[path];

@@ -60,7 +60,6 @@ class UdpQueue final : public engine::PortQueue {
     sockaddr_storage sa{};
     socklen_t len = 0;
     int fd = -1;
-    bool used = false;
   };
   roce::IpAddr local_ip_;
   uint16_t local_port_;
@@ -72,8 +71,7 @@ class UdpQueue final : public engine::PortQueue {
   std::atomic<uint64_t> overflow_{0};
   size_t rx_next_ = 0;  // packets of the last recvmmsg not yet handed out
   size_t rx_count_ = 0;
-  std::vector<Path> paths_;
-  std::vector<uint32_t> free_paths_;
+  engine::PathTable<Path> paths_;
 };
 
 class UdpPort final : public engine::PacketPort {

@@ -57,7 +57,6 @@ class EventQueue {
     if (head_ == buckets_[0].size()) refill();
     return static_cast<SimTimeNs>(last_);
   }
-  void reserve(size_t n) { buckets_[0].reserve(n / 16); }
 
  private:
   // A radix heap over event times (Ahuja, Mehlhorn, Orlin, Tarjan 1990). Bucket 0 holds the events

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rdmad/roce/ip_udp.h"
 #include "rdmad/verbs/status.h"
@@ -56,6 +57,43 @@ struct PathRequest {
 
 /// A room for one frame's headers and, right after them, its pad and ICRC (engine-encoded).
 inline constexpr size_t kTxSlotBytes = 4096 + 128;
+
+/// The paths a queue has open, by the handle open_path returns; the handles of closed paths are
+/// reused. `P` is what the port sends a path's packets with (a socket address, a frame header).
+template <class P>
+class PathTable {
+ public:
+  /// A value-initialised path's handle.
+  uint32_t open() {
+    uint32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+      slots_[id].path = P{};
+    } else {
+      id = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    slots_[id].open = true;
+    return id;
+  }
+  /// Closing a handle that is not open does nothing.
+  void close(uint32_t id) {
+    if (id >= slots_.size() || !slots_[id].open) return;
+    slots_[id].open = false;
+    free_.push_back(id);
+  }
+  P& operator[](uint32_t id) { return slots_[id].path; }
+  const P& operator[](uint32_t id) const { return slots_[id].path; }
+
+ private:
+  struct Slot {
+    P path{};
+    bool open = false;
+  };
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+};
 
 class PortQueue {
  public:
