@@ -186,7 +186,6 @@ class Daemon {
   std::string socket_path() const { return dir_ + "/run/rdmad.sock"; }
   pid_t pid() const { return pid_; }
   const std::string& id() const { return id_; }
-  const std::string& dir() const { return dir_; }
   int peer_port() const { return peer_port_; }
   std::string log() const { return read_all(log_); }
 
