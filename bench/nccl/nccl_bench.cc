@@ -1,19 +1,28 @@
-// An nccl-tests-style send/recv sweep, 8 B .. 256 MiB, between two processes on two real rdmad
-// daemons (two soft NICs each), through three transports in the same run:
+// An nccl-tests-style sweep, 8 B .. 256 MiB, send/recv and a ring AllReduce, between two processes
+// (one rank per node) on two real rdmad daemons (two soft NICs each), through three transports in
+// the same run:
 //   plugin  libnccl-net-rdmad.so driven as NCCL drives it (host buffers: staged)
 //   flow    librdmad flows used directly (SEND/RECV from registered memfd memory, no copy)
 //   tcp     one TCP connection on loopback (the same algorithm over a socket)
-// Per size: the round trip of a ping-pong (p50 of n, µs, halved = latency) and the bandwidth of a
-// stream of messages with 4 in flight (GB/s). See BENCHMARKS.md, "NCCL plugin".
+// send/recv, per size: the round trip of a ping-pong (p50 of n, µs, halved = latency) and the
+// bandwidth of a stream of messages with 4 in flight (GB/s).
+// allreduce, per size: a float32 sum over the two ranks, as NCCL's ring runs it (reduce-scatter,
+// then all-gather), each step moved in pieces of at most 512 KiB with 8 in flight (NCCL's Simple
+// protocol: a 4 MiB buffer in NCCL_STEPS = 8 slots): the time per AllReduce (p50) and the bus
+// bandwidth (size / time × 2(n-1)/n, = size / time for two ranks). The first AllReduce of each size
+// is checked exactly against a local sum. See BENCHMARKS.md, "NCCL plugin".
 //
-//   nccl_bench [--max-bytes N] [--only plugin,flow,tcp]
+//   nccl_bench [--max-bytes N] [--only plugin,flow,tcp] [--ops sendrecv,allreduce]
 #include <dlfcn.h>
 #include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <deque>
+#include <set>
 #include <cstring>
 #include <functional>
 
@@ -31,11 +40,16 @@ namespace abi = rdmad::nccl::abi;
   std::_Exit(1);
 }
 
-// What one side of a transport does: post a send or a receive, and wait for all posted.
+// What one side of a transport does: post a send or a receive, and wait for what it posted. Each
+// side has two buffers of the largest size: 0 (what is sent, the AllReduce's data) and 1 (scratch).
+// Operations are numbered from 1 in posting order, sends and receives together.
 struct Side {
-  std::function<void(size_t)> send;  // from the side's buffer
-  std::function<void(size_t)> recv;  // into the side's buffer
-  std::function<void()> wait;        // until everything posted completed
+  using Op = uint64_t;
+  static constexpr Op kAll = ~Op{0};
+  std::function<Op(int buf, size_t off, size_t n)> send;  // from buffer `buf` at `off`
+  std::function<Op(int buf, size_t off, size_t n)> recv;  // into buffer `buf` at `off`
+  std::function<void(Op upto)> wait;                      // until every operation up to `upto` completed
+  uint8_t* buf[2] = {nullptr, nullptr};
 };
 
 constexpr size_t kWindow = 4;
@@ -43,7 +57,13 @@ constexpr size_t kWindow = 4;
 size_t iterations_for(size_t bytes) { return bytes <= 65536 ? 2000 : bytes <= (1 << 20) ? 200 : bytes <= (16 << 20) ? 20 : 4; }
 
 // The measurement, run by both processes in lock step (pinger = the parent).
-void measure(Side& s, bool pinger, size_t max_bytes, const char* name) {
+void measure(Side& side, bool pinger, size_t max_bytes, const char* name) {
+  struct {
+    Side& s;
+    void send(size_t n) { s.send(0, 0, n); }
+    void recv(size_t n) { s.recv(0, 0, n); }
+    void wait() { s.wait(Side::kAll); }
+  } s{side};
   for (size_t bytes = 8; bytes <= max_bytes; bytes *= (bytes < 1024 ? 8 : 4)) {
     const size_t n = iterations_for(bytes);
     std::vector<double> rtt;
@@ -84,6 +104,85 @@ void measure(Side& s, bool pinger, size_t max_bytes, const char* name) {
   }
 }
 
+constexpr size_t kPiece = 512 << 10;    // NCCL's Simple protocol: NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS
+constexpr size_t kPiecesInFlight = 8;   // NCCL_STEPS
+
+// One ring step: send buffer 0's [send_off, +len) to the other rank while its same length arrives
+// in buffer `rbuf` at `recv_off`, piece by piece with a sliding window, as NCCL's proxy fills its
+// slots; `arrived(off, n)` sees each piece once it is in, oldest first.
+void ring_step(Side& s, size_t send_off, int rbuf, size_t recv_off, size_t len,
+               const std::function<void(size_t, size_t)>& arrived) {
+  struct Piece {
+    Side::Op last;
+    size_t off, n;
+  };
+  std::deque<Piece> in_flight;
+  for (size_t posted = 0; posted < len || !in_flight.empty();) {
+    if (posted < len && in_flight.size() < kPiecesInFlight) {
+      const size_t n = std::min(kPiece, len - posted);
+      s.recv(rbuf, recv_off + posted, n);
+      in_flight.push_back({s.send(0, send_off + posted, n), posted, n});
+      posted += n;
+      continue;
+    }
+    s.wait(in_flight.front().last);
+    if (arrived) arrived(in_flight.front().off, in_flight.front().n);
+    in_flight.pop_front();
+  }
+}
+
+float initial(int rank, size_t i) { return static_cast<float>(rank == 0 ? i % 997 : 2 * (i % 991)); }
+
+// A float32 sum AllReduce over the two ranks (rank 0 = the pinger), in place in buffer 0.
+void allreduce(Side& s, int rank, size_t bytes) {
+  const size_t half = bytes / 2, own = static_cast<size_t>(rank) * half, other = half - own;
+  auto* data = reinterpret_cast<float*>(s.buf[0]);
+  const auto* scratch = reinterpret_cast<const float*>(s.buf[1]);
+  // Reduce-scatter: the other rank's half goes to it, ours comes back and is summed into ours.
+  ring_step(s, other, 1, own, half, [&](size_t off, size_t n) {
+    for (size_t i = (own + off) / 4, end = (own + off + n) / 4; i < end; ++i) data[i] += scratch[i];
+  });
+  // All-gather: our summed half to the other rank, its summed half into ours.
+  ring_step(s, own, 0, other, half, nullptr);
+}
+
+void measure_allreduce(Side& s, bool pinger, size_t max_bytes, const char* name) {
+  const int rank = pinger ? 0 : 1;
+  for (size_t bytes = 8; bytes <= max_bytes; bytes *= (bytes < 1024 ? 8 : 4)) {
+    const size_t n = std::max<size_t>(4, iterations_for(bytes) / 4), count = bytes / 4;
+    auto* data = reinterpret_cast<float*>(s.buf[0]);
+    for (size_t i = 0; i < count; ++i) data[i] = initial(rank, i);
+    allreduce(s, rank, bytes);  // untimed, checked
+    for (size_t i = 0; i < count; ++i)
+      if (data[i] != initial(0, i) + initial(1, i))
+        die(std::string(name) + " allreduce of " + std::to_string(bytes) + " B: element " + std::to_string(i) + " is " +
+            std::to_string(data[i]) + ", expected " + std::to_string(initial(0, i) + initial(1, i)));
+    std::memset(data, 0, bytes);  // the timed ones sum zeros: the same work, no overflow
+    std::vector<double> times;
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < n; ++i) {
+      const auto t = Clock::now();
+      allreduce(s, rank, bytes);
+      times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (pinger) {
+      std::sort(times.begin(), times.end());
+      std::printf("%-7s %10zu B  allreduce p50 %9.1f us  busbw %7.3f GB/s\n", name, bytes, times[times.size() / 2],
+                  static_cast<double>(bytes) * static_cast<double>(n) / secs / 1e9);
+      std::fflush(stdout);
+    }
+  }
+}
+
+std::string g_ops = "sendrecv,allreduce";  // --ops
+
+// The measurements --ops asks for.
+void measure_all(Side& s, bool pinger, size_t max_bytes, const char* name) {
+  if (g_ops.find("sendrecv") != std::string::npos) measure(s, pinger, max_bytes, name);
+  if (g_ops.find("allreduce") != std::string::npos) measure_allreduce(s, pinger, max_bytes, name);
+}
+
 // ---- the plugin, as NCCL calls it
 void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes) {
   void* lib = dlopen(RDMAD_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
@@ -110,38 +209,44 @@ void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes) {
     while (recv_comm == nullptr) net->accept(listen, &recv_comm, nullptr);
   }
   (void)comm;
-  std::vector<uint8_t> buf(max_bytes);
-  void *mh_s, *mh_r;
-  net->reg_mr(send_comm, buf.data(), buf.size(), abi::kPtrHost, &mh_s);
-  net->reg_mr(recv_comm, buf.data(), buf.size(), abi::kPtrHost, &mh_r);
-  std::vector<void*> pending;
+  std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(max_bytes), std::vector<uint8_t>(max_bytes)};
+  void *mh_s = nullptr, *mh_r[2] = {nullptr, nullptr};
+  net->reg_mr(send_comm, bufs[0].data(), max_bytes, abi::kPtrHost, &mh_s);
+  for (int b = 0; b < 2; ++b) net->reg_mr(recv_comm, bufs[b].data(), max_bytes, abi::kPtrHost, &mh_r[b]);
+  std::deque<std::pair<Side::Op, void*>> pending;
+  Side::Op op = 0;
   Side s;
-  s.send = [&](size_t n) {
+  s.buf[0] = bufs[0].data();
+  s.buf[1] = bufs[1].data();
+  s.send = [&](int b, size_t off, size_t n) {
     void* r = nullptr;
     while (r == nullptr)
-      if (net->isend(send_comm, buf.data(), n, 0, mh_s, nullptr, &r) != abi::kSuccess) die("isend");
-    pending.push_back(r);
+      if (net->isend(send_comm, bufs[b].data() + off, n, 0, mh_s, nullptr, &r) != abi::kSuccess) die("isend");
+    pending.emplace_back(++op, r);
+    return op;
   };
-  s.recv = [&](size_t n) {
+  s.recv = [&](int b, size_t off, size_t n) {
     void* r = nullptr;
-    void* d = buf.data();
+    void* d = bufs[b].data() + off;
     int tag = 0;
     while (r == nullptr)
-      if (net->irecv(recv_comm, 1, &d, &n, &tag, &mh_r, nullptr, &r) != abi::kSuccess) die("irecv");
-    pending.push_back(r);
+      if (net->irecv(recv_comm, 1, &d, &n, &tag, &mh_r[b], nullptr, &r) != abi::kSuccess) die("irecv");
+    pending.emplace_back(++op, r);
+    return op;
   };
-  s.wait = [&] {
-    for (void* r : pending) {
+  s.wait = [&](Side::Op upto) {
+    for (; !pending.empty() && pending.front().first <= upto; pending.pop_front()) {
       int done = 0, size = 0;
       for (;;) {
-        if (net->test(r, &done, &size) != abi::kSuccess) die("test");
+        if (net->test(pending.front().second, &done, &size) != abi::kSuccess) die("test");
         if (done) break;
         sched_yield();  // as NCCL's proxy thread does between idle passes
       }
     }
-    pending.clear();
   };
-  measure(s, pinger, max_bytes, "plugin");
+  measure_all(s, pinger, max_bytes, "plugin");
+  for (int b = 0; b < 2; ++b) net->dereg_mr(recv_comm, mh_r[b]);
+  net->dereg_mr(send_comm, mh_s);
   net->close_send(send_comm);
   net->close_recv(recv_comm);
   net->close_listen(listen);
@@ -157,31 +262,37 @@ void run_flow(bool pinger, const std::string& socket, const std::string& peer, s
   if (rdmad_flow_open(c, peer.c_str(), &attr, &f) != RDMAD_OK || rdmad_flow_wait_connected(f, 10000) != RDMAD_OK)
     die(std::string("flow: ") + rdmad_last_error(c));
   {
-    bench::Buffer b(c, max_bytes);
-    size_t outstanding = 0;
+    bench::Buffer b0(c, max_bytes), b1(c, max_bytes);
+    const bench::Buffer* bufs[2] = {&b0, &b1};
     uint64_t id = 0;
+    Side::Op first_open = 1;          // every operation below it completed
+    std::set<Side::Op> done_above;    // completed ones above it
     Side s;
-    s.send = [&](size_t n) {
-      while (rdmad_flow_send(f, ++id, b.mr, 0, n) == RDMAD_ERR_NO_RESOURCE) {
+    s.buf[0] = b0.data();
+    s.buf[1] = b1.data();
+    s.send = [&](int b, size_t off, size_t n) {
+      while (rdmad_flow_send(f, id + 1, bufs[b]->mr, off, n) == RDMAD_ERR_NO_RESOURCE) {
       }
-      ++outstanding;
+      return ++id;
     };
-    s.recv = [&](size_t n) {
-      while (rdmad_flow_recv(f, ++id, b.mr, 0, n) == RDMAD_ERR_NO_RESOURCE) {
+    s.recv = [&](int b, size_t off, size_t n) {
+      while (rdmad_flow_recv(f, id + 1, bufs[b]->mr, off, n) == RDMAD_ERR_NO_RESOURCE) {
       }
-      ++outstanding;
+      return ++id;
     };
-    s.wait = [&] {
+    s.wait = [&](Side::Op upto) {
       rdmad_completion cs[16];
-      while (outstanding > 0) {
+      while (first_open <= std::min(upto, id)) {
         size_t k = rdmad_flow_poll(f, cs, 16);
         if (k == 0) sched_yield();  // as NCCL's proxy thread does between idle passes
-        for (size_t i = 0; i < k; ++i)
+        for (size_t i = 0; i < k; ++i) {
           if (cs[i].status != RDMAD_OK) die(std::string("flow completion: ") + rdmad_strerror(cs[i].status));
-        outstanding -= k;
+          done_above.insert(cs[i].wr_id);
+        }
+        while (done_above.erase(first_open) == 1) ++first_open;
       }
     };
-    measure(s, pinger, max_bytes, "flow");
+    measure_all(s, pinger, max_bytes, "flow");
   }
   rdmad_flow_close(f);
   rdmad_disconnect(c);
@@ -212,25 +323,60 @@ void run_tcp(bool pinger, int port, size_t max_bytes) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::vector<uint8_t> buf(max_bytes);
-  size_t to_read = 0;
+  // Sends and receives are queued and moved together in wait(), without blocking on either: both
+  // ranks of an AllReduce step send before they read, more than the socket buffers hold.
+  std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(max_bytes), std::vector<uint8_t>(max_bytes)};
+  struct Piece {
+    Side::Op op;
+    uint8_t* p;
+    size_t n;
+  };
+  Side::Op op = 0;
+  std::deque<Piece> sends, recvs;
   Side s;
-  s.send = [&](size_t n) {
-    for (size_t off = 0; off < n;) {
-      ssize_t w = ::send(fd, buf.data() + off, n - off, 0);
-      if (w <= 0) die("tcp send");
-      off += static_cast<size_t>(w);
+  s.buf[0] = bufs[0].data();
+  s.buf[1] = bufs[1].data();
+  s.send = [&](int b, size_t off, size_t n) {
+    sends.push_back({++op, bufs[b].data() + off, n});
+    return op;
+  };
+  s.recv = [&](int b, size_t off, size_t n) {
+    recvs.push_back({++op, bufs[b].data() + off, n});
+    return op;
+  };
+  s.wait = [&](Side::Op upto) {
+    auto open = [upto](const std::deque<Piece>& q) { return !q.empty() && q.front().op <= upto; };
+    for (;;) {
+      while (!sends.empty() && sends.front().n == 0) sends.pop_front();
+      while (!recvs.empty() && recvs.front().n == 0) recvs.pop_front();
+      if (!open(sends) && !open(recvs)) break;
+      bool moved = false;
+      if (!sends.empty()) {
+        ssize_t w = ::send(fd, sends.front().p, sends.front().n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) {
+          sends.front().p += w;
+          sends.front().n -= static_cast<size_t>(w);
+          moved = true;
+        } else if (w < 0 && errno != EAGAIN) {
+          die("tcp send");
+        }
+      }
+      if (!recvs.empty()) {
+        ssize_t r = ::recv(fd, recvs.front().p, recvs.front().n, MSG_DONTWAIT);
+        if (r > 0) {
+          recvs.front().p += r;
+          recvs.front().n -= static_cast<size_t>(r);
+          moved = true;
+        } else if (r == 0 || errno != EAGAIN) {
+          die("tcp recv");
+        }
+      }
+      if (moved) continue;
+      pollfd p{fd, static_cast<short>((recvs.empty() ? 0 : POLLIN) | (sends.empty() ? 0 : POLLOUT)), 0};
+      ::poll(&p, 1, -1);
     }
   };
-  s.recv = [&](size_t n) { to_read += n; };
-  s.wait = [&] {
-    while (to_read > 0) {
-      ssize_t r = ::recv(fd, buf.data(), std::min(to_read, buf.size()), 0);
-      if (r <= 0) die("tcp recv");
-      to_read -= static_cast<size_t>(r);
-    }
-  };
-  measure(s, pinger, max_bytes, "tcp");
+  measure_all(s, pinger, max_bytes, "tcp");
   close(fd);
 }
 
@@ -242,6 +388,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--max-bytes") == 0) max_bytes = std::stoull(argv[i + 1]);
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--ops") == 0) g_ops = argv[i + 1];
   }
   bench::Daemon b("node-b", {"127.0.0.21", "127.0.0.22"}, "", 14);
   b.start({});
@@ -249,8 +396,9 @@ int main(int argc, char** argv) {
   a.start({{"node-b", b.peer_port()}});
   setenv("RDMAD_NCCL_SOCKET_IFNAME", "lo", 1);
   const int tcp_port = test::free_port(SOCK_STREAM);
-  std::printf("nccl_bench: node-a -> node-b, 2 soft NICs each, max %zu bytes, %zu messages in flight for bandwidth\n",
-              max_bytes, kWindow);
+  std::printf("nccl_bench: node-a -> node-b, 2 soft NICs each, max %zu bytes; send/recv: %zu messages in flight for "
+              "bandwidth; allreduce: 2 ranks, pieces of %zu KiB, %zu in flight\n",
+              max_bytes, kWindow, kPiece >> 10, kPiecesInFlight);
   for (const char* t : {"plugin", "flow", "tcp"}) {
     if (only.find(t) == std::string::npos) continue;
     int to_child[2], to_parent[2];
