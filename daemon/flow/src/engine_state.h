@@ -68,6 +68,10 @@ struct FlowEngine::Peer {
     verbs::QueuePair* qp = nullptr;
     uint32_t qp_num = 0;
     uint32_t posted = 0;  // chunks outstanding on it
+    // Send-dones sent on it as SENDs and not yet acknowledged, oldest first, with their outbox
+    // slot (flow_mailbox.cc): the control channel carries them again if the lane fails first.
+    std::deque<std::pair<uint16_t, peer::SendDone>> dones;
+    uint16_t next_out = 0;  // the outbox slot the next one takes
   };
   // A local NIC's path to the peer: qps_per_lane RC QPs to the peer's NIC of the same index (fewer
   // when the peer has fewer), which go down, and are rebuilt, together.
@@ -79,10 +83,16 @@ struct FlowEngine::Peer {
     uint32_t posted = 0;  // chunks outstanding on all its QPs (the lane's window)
     bool dead = true;     // no usable QPs (failed, being rebuilt, or none)
     std::deque<balancer::Chunk> backlog;  // assigned to this lane, waiting for window space
+    // The lane's mailbox (flow_mailbox.cc): per QP, kMailSlots inbox buffers, each always under a
+    // posted receive, then kMailSlots outbox buffers; registered for local access only in the
+    // peer's domain (the peer can SEND into a posted receive, never write into it).
+    std::vector<uint8_t> mail;
+    std::unique_ptr<verbs::MemoryRegion> mail_mr;
 
     void set_qps(std::span<verbs::QueuePair* const> from) {
       qp_count = static_cast<uint8_t>(std::min(from.size(), qps.size()));
-      for (uint8_t j = 0; j < qp_count; ++j) qps[j] = LaneQp{from[j], from[j]->qp_num(), 0};
+      for (auto& q : qps) q = LaneQp{};
+      for (uint8_t j = 0; j < qp_count; ++j) qps[j] = LaneQp{from[j], from[j]->qp_num(), 0, {}, 0};
       next_qp = 0;
       posted = 0;
     }
@@ -119,6 +129,7 @@ struct FlowEngine::Peer {
   uint32_t gen = 0;
   uint64_t ready_us = 0;  // when this session's QPs came up (imports wait for grants from then)
   const PeerDomain* domain = nullptr;
+  uint16_t next_mail_lane = 0;  // where send_done_on_lane() starts looking
   uint32_t receives_out = 0;  // our receives advertised to it, not yet filled
   uint32_t credits_held = 0;  // its receives advertised to us, not yet used
   std::unique_ptr<balancer::Balancer> balancer;
@@ -134,6 +145,9 @@ struct FlowEngine::Peer {
 
 std::shared_ptr<spdlog::logger> flow_log();
 
+// A work request that failed for what it asked (retrying it on another lane would fail the same way).
+bool request_error(verbs::WcStatus s);
+
 // Chunk tags carry the transfer slot and the chunk's index in it.
 inline uint64_t chunk_tag(uint32_t transfer_slot, uint32_t index) { return uint64_t{transfer_slot} << 32 | index; }
 inline uint32_t tag_slot(uint64_t tag) { return static_cast<uint32_t>(tag >> 32); }
@@ -146,5 +160,17 @@ inline uint64_t make_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_
   return uint64_t{peer_slot} << 56 | uint64_t{lane_epoch} << 48 | uint64_t{peer_gen & 0xFFFF} << 32 | id;
 }
 inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
+
+// Send-dones on the lanes (flow_mailbox.cc). Mailbox work requests carry kMailTag in the top byte
+// (no peer has that slot), then the peer slot, the lane's QP epoch, the peer generation's low
+// byte, outbox (1) or inbox (0), the QP's index in its lane and the mailbox slot.
+inline constexpr uint8_t kMailTag = 0xFF;
+inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
+inline constexpr uint32_t kMailBytes = 64;  // a SendDone is 28 bytes on the wire
+inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,
+                                uint16_t mail_slot) {
+  return uint64_t{kMailTag} << 56 | uint64_t{peer_slot} << 48 | uint64_t{lane_epoch} << 40 |
+         uint64_t{peer_gen & 0xFF} << 32 | uint64_t{outbox} << 31 | uint64_t{qp} << 16 | mail_slot;
+}
 
 }  // namespace rdmad::flow

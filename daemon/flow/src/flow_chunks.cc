@@ -25,13 +25,12 @@ constexpr size_t kMaxBacklog = 2;
 
 base::LogLimiter g_spill_log;  // pinned flows leaving their NICs and coming back
 
-// Failures of the request itself (retrying on another lane would fail the same way).
+}  // namespace
+
 bool request_error(verbs::WcStatus s) {
   return s == verbs::WcStatus::kRemoteAccessError || s == verbs::WcStatus::kLocalProtectionError ||
          s == verbs::WcStatus::kLocalLengthError || s == verbs::WcStatus::kRemoteInvalidRequest;
 }
-
-}  // namespace
 
 bool FlowEngine::plan_and_post(Peer& p) {
   bool progress = false;
@@ -157,6 +156,10 @@ bool FlowEngine::poll_cqs() {
 }
 
 void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
+  if (static_cast<uint8_t>(wc.wr_id >> 56) == kMailTag) {
+    on_mail_completion(nic, wc);
+    return;
+  }
   const auto slot = static_cast<uint8_t>(wc.wr_id >> 56);
   const auto epoch = static_cast<uint8_t>(wc.wr_id >> 48);
   const auto gen = static_cast<uint32_t>(wc.wr_id >> 32) & 0xFFFF;
@@ -201,6 +204,7 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   }
   lane.posted = 0;
   for (auto& q : lane.qps) q.posted = 0;
+  resend_lane_dones(p, nic);
   lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
   std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason, fault);
   if (!was_dead) {
@@ -302,7 +306,7 @@ void FlowEngine::finish(Flow& f, Transfer* t) {
     done.recv_id = t->recv_id;
     done.bytes = t->status == RDMAD_OK ? t->sqe.length : 0;
     done.status = t->status;
-    hooks_.send_done(f.peer->name, done);
+    send_done_to(*f.peer, done, t->lanes);
   }
   ring::Cqe c{};
   c.wr_id = t->sqe.wr_id;

@@ -113,7 +113,7 @@ void FlowEngine::loop() {
       continue;
     }
     heartbeat_.idle(passes_);  // waiting for work by choice: never a stall, however long
-    sleep_until_work(in_flight_ > 0);
+    sleep_until_work(in_flight_ > 0 || dones_unacked_ > 0);
   }
   heartbeat_.idle(passes_);
 }
@@ -274,8 +274,8 @@ void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vect
   if (find_peer(name) != nullptr) peer_lost(name);
   size_t slot = 0;
   while (slot < peers_.size() && peers_[slot]) ++slot;
-  if (slot >= 256) {
-    flow_log()->error("peer not served peer={} reason=over_256_peers", name);
+  if (slot >= kMailTag) {  // the last slot's value tags mailbox work requests
+    flow_log()->error("peer not served peer={} reason=over_255_peers", name);
     return;
   }
   if (slot == peers_.size()) peers_.emplace_back();
@@ -301,6 +301,8 @@ void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vect
   }
   Peer* raw = p.get();
   peers_[slot] = std::move(p);
+  for (uint16_t i = 0; i < raw->lanes.size(); ++i)
+    if (!raw->lanes[i].dead) open_mailbox(*raw, i);
   for (uint16_t i = 0; i < nic_names_.size(); ++i) publish_lane_qps(i);
   for (auto& [id, f] : flows_) {
     if (f->setup.peer != name) continue;
@@ -314,6 +316,8 @@ void FlowEngine::peer_lost(const std::string& name) {
   Peer* p = find_peer(name);
   if (p == nullptr) return;
   fail_peer_transfers(*p, RDMAD_ERR_PEER);
+  for (auto& lane : p->lanes)  // dones for receives that fail with the peer anyway
+    for (auto& q : lane.qps) dones_unacked_ -= q.dones.size();
   for (Flow* f : p->flows) {
     f->peer = nullptr;
     await_grants_of(f->imports);  // the grants died with the session; the peer grants them again
@@ -364,11 +368,13 @@ void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, const std::
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size() || qps.empty()) return;
   auto& lane = p->lanes[nic];
+  resend_lane_dones(*p, nic);  // none: the lane failed before it was rebuilt
   lane.set_qps(qps);  // all of the lane's QPs are fresh: they were rebuilt together
   ++lane.epoch;
   lane.dead = false;
   publish_lane_qps(nic);
   lane.backlog.clear();
+  if (!open_mailbox(*p, nic)) return;  // failed again: rebuilt again
   p->balancer->mark_recovered(nic, now_us());
 }
 

@@ -109,6 +109,11 @@ struct EngineCounters {
   std::atomic<uint64_t> flow_errors{0};  // flows failed for breaking the ring protocol
   std::atomic<uint64_t> credits_refused{0};  // receive credits beyond max_receives_per_peer
   std::atomic<uint64_t> pinned_spills{0};    // times a pinned flow left its NICs (all of them down)
+  // Send-dones this node sent, by way (flow_mailbox.cc): as SENDs on a lane, or on the control
+  // channel (no lane up, a lane's mailbox full, or again after the lane holding it failed).
+  std::atomic<uint64_t> dones_on_lanes{0};
+  std::atomic<uint64_t> dones_on_control{0};
+  std::atomic<uint64_t> dones_refused{0};  // malformed ones a peer sent into our mailboxes
 };
 
 /// The balancer's and the peer protocol's names for why a lane went down.
@@ -256,6 +261,19 @@ class FlowEngine {
   void fail_peer_transfers(Peer& p, rdmad_status status);
   void write_cqe(Flow& f, const ring::Cqe& cqe);
 
+  // Send-dones on the lanes (flow_mailbox.cc).
+  // Registers a lane's mailbox and posts its receives; false (and the lane failed) when it cannot.
+  bool open_mailbox(Peer& p, uint16_t nic);
+  bool post_inbox(Peer& p, uint16_t nic, uint8_t qp, uint16_t slot);
+  // On a lane of `prefer` (the sending flow's NICs; kEveryLane: any) if one can take it, else on
+  // any lane; false when none can.
+  bool send_done_on_lane(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
+  // On a lane when one can take it, else on the control channel.
+  void send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
+  // The dones a failing lane holds unacknowledged go on the control channel.
+  void resend_lane_dones(Peer& p, uint16_t nic);
+  void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+
   Transfer* alloc_transfer();
   void free_transfer(Transfer* t);
   Transfer* transfer_by_recv_id(uint64_t recv_id);
@@ -275,6 +293,9 @@ class FlowEngine {
   std::vector<std::unique_ptr<Transfer>> transfers_;
   std::vector<uint32_t> free_transfers_;
   uint64_t in_flight_ = 0;  // transfers taken and not yet completed
+  // Send-dones on the lanes not yet acknowledged: the loop watches the CQs for them as for
+  // transfers in flight (a lane that fails holding them hands them to the control channel).
+  uint64_t dones_unacked_ = 0;
 
   // Commands from the control thread.
   std::thread thread_;

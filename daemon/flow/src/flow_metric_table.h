@@ -21,6 +21,11 @@ inline constexpr Metric kFlowErrors{"rdmad_flow_errors_total", "Flows failed bec
 inline constexpr Metric kPinnedSpills{"rdmad_flow_pinned_spills_total",
                                       "Times a flow pinned to NICs had to leave them (all of its NICs were down)",
                                       Kind::kCounter};
+inline constexpr Metric kSendDones{
+    "rdmad_flow_send_dones_total",
+    "Send-dones this node sent to peers (a SEND's data is placed), by way: as a SEND on a lane's queue pair, or on "
+    "the control channel (no lane up, a lane's mailbox full, or again after the lane holding it failed)",
+    Kind::kCounter};
 inline constexpr Metric kGrantsHeld{"rdmad_peer_grants_held", "Memory grants from peer daemons held by this node",
                                     Kind::kGauge};
 inline constexpr Metric kMessagesRefused{

@@ -35,6 +35,9 @@ class FlowCollector final : public prometheus::Collectable {
     f.add(metric::kGrantsHeld, {}, load(service_.grants_held));
     f.add(metric::kMessagesRefused, {{"kind", "grant"}}, load(service_.grants_refused));
     f.add(metric::kMessagesRefused, {{"kind", "receive_credit"}}, load(c.credits_refused));
+    f.add(metric::kMessagesRefused, {{"kind", "send_done"}}, load(c.dones_refused));
+    f.add(metric::kSendDones, {{"path", "lane"}}, load(c.dones_on_lanes));
+    f.add(metric::kSendDones, {{"path", "control"}}, load(c.dones_on_control));
     for (size_t i = 0; i < engine_.nic_count(); ++i) {
       const LaneCounters& l = engine_.lane(i);
       const metrics::LabelList dl = {{"device", devices_[i]}};

@@ -77,6 +77,39 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8u << 20), 0);
 }
 
+// A send-done (the sending daemon's word that a SEND's data is placed) goes as a SEND on a lane of
+// the sending flow. Here the path of node-a's NIC 0 drops every RC SEND Only packet and nothing
+// else: the SEND's data (RDMA WRITEs) and the ACKs cross it, the done does not. The lane fails
+// holding the done (its QP's retries run out), and the control channel carries the done again:
+// the receive completes, byte-exact, and nothing is lost.
+TEST(FlowFailover, SendDoneHeldByAFailingLaneArrivesOnTheControlChannel) {
+  FabricPair fp("0", 14, "1MB", "", ",drop_opcode=4");
+  ASSERT_TRUE(fp.start(1u)) << fp.a()->output() << fp.b()->output();  // node-a's flow on NIC 0 only
+  rdmad_flow* fb = nullptr;
+  ASSERT_EQ(rdmad_flow_open(fp.b()->client(), "node-a", nullptr, &fb), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK);
+  const size_t n = 1u << 20;
+  Buffer src(fp.a()->client(), n, kAllAccess);
+  Buffer dst(fp.b()->client(), n, kAllAccess);
+  fill(src.data(), n, 21);
+  fill(dst.data(), n, 22);
+  ASSERT_EQ(rdmad_flow_recv(fb, 7, dst.mr, 0, n), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fp.fa, 8, src.mr, 0, n), RDMAD_OK);
+  auto r = wait_completion(fb, 60s);
+  ASSERT_TRUE(r.has_value()) << fp.a()->output() << fp.b()->output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  auto s = wait_completion(fp.fa, 60s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RDMAD_OK);
+  // Sent on the lane first, then again on the control channel once the lane failed.
+  EXPECT_GE(fp.a()->metric("rdmad_flow_send_dones_total{path=\"lane\"}").value_or(0), 1.0);
+  EXPECT_GE(fp.a()->metric("rdmad_flow_send_dones_total{path=\"control\"}").value_or(0), 1.0);
+  EXPECT_GE(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0), 1.0) << fp.a()->output();
+  rdmad_flow_close(fb);
+}
+
 // An asynchronous QP fatal event (the NIC reports it lost a queue pair) fails the lane that QP
 // carries over at once, mid-transfer, and the lane is rebuilt and carries chunks again. Neither the
 // soft backend nor rxe raises that event on demand: node-a runs rdmad_fault_daemon, whose soft

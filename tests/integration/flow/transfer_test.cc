@@ -212,6 +212,9 @@ TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
   EXPECT_EQ(c2->wr_id, 2u);
   rdmad_completion none{};
   EXPECT_EQ(rdmad_flow_poll(fa_, &none, 1), 0u);
+  // The done went as a SEND on a lane, not through the control channel.
+  EXPECT_EQ(a()->metric("rdmad_flow_send_dones_total{path=\"lane\"}").value_or(0), 1.0);
+  EXPECT_EQ(a()->metric("rdmad_flow_send_dones_total{path=\"control\"}").value_or(-1), 0.0);
   // A send larger than the posted receive fails on both sides.
   ASSERT_EQ(rdmad_flow_recv(fb_, 11, msg_b.mr, 0, 16), RDMAD_OK);
   ASSERT_EQ(rdmad_flow_send(fa_, 3, msg_a.mr, 0, 4096), RDMAD_OK);

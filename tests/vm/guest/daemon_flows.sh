@@ -127,6 +127,9 @@ check nccl_ranks
 sent_after=$(flow_bytes)
 say "the ranks' flows sent $((sent_after - sent_before)) bytes over rxe0 and rxe1"
 check test "$sent_after" -gt "$sent_before"
+# The ranks' receives completed on send-dones that came as SENDs on the rxe lanes' QPs (peer
+# protocol 6), not only on the control channel.
+check metric_at_least rdmad_flow_send_dones_total 'path="lane"' 1
 
 # The operator's view: both rxe devices, their state and counters.
 nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)

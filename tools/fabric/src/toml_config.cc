@@ -60,6 +60,10 @@ void set_port_key(PortConfig& p, const std::string& key, const std::string& v) {
     p.reorder_hold_us = static_cast<uint32_t>(to_u64(v, key));
   } else if (key == "seed") {
     p.seed = to_u64(v, key);
+  } else if (key == "drop_opcode") {
+    const uint64_t op = to_u64(v, key);
+    if (op > 255) throw std::invalid_argument("drop_opcode must be a BTH opcode (0..255)");
+    p.drop_opcode = static_cast<int>(op);
   } else {
     throw std::invalid_argument("unknown port key '" + key + "'");
   }

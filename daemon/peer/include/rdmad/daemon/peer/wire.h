@@ -15,7 +15,10 @@
 // proof, and the hello's key flag and nonce are gone); version 4 added the endpoint's link and LID
 // (InfiniBand routes by LID) and the per-slice rkeys of grant and receive keys (a registration
 // the NIC holds as several MRs); version 5 added the owner uid of a recv post (channels are scoped
-// to the uid that opened the flows). A peer speaking another version is refused at hello.
+// to the uid that opened the flows); version 6 sends send-dones on the lanes' QPs too, as SENDs
+// of the send-done encoding below into receives each side keeps posted on every lane QP (a peer
+// without them would hold those SENDs in RNR retries for ever). A peer speaking another version
+// is refused at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
@@ -36,7 +39,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 5;
+inline constexpr uint16_t kVersion = 6;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 

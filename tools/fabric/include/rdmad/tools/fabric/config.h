@@ -26,6 +26,9 @@ struct PortConfig {
   double reorder = 0;                 // probability a datagram is held back and sent after the next one
   uint32_t reorder_hold_us = 1000;    // a held datagram leaves anyway after this long
   uint64_t seed = 1;                  // seeds the loss/duplicate/reorder/RED random streams
+  // Every datagram whose BTH opcode (its first byte) is this one is dropped at ingress, counted as
+  // loss: a path that carries all but one kind of packet (4: RC SEND Only). -1: none.
+  int drop_opcode = -1;
 };
 
 struct FabricConfig {

@@ -1,0 +1,173 @@
+// Send-dones on the lanes. A receiver's flow completes a RECV when the sender's daemon says the
+// SEND's data is placed (SendDone). That message takes the lanes' own QPs, as a SEND into one of
+// the receives each side keeps posted on every lane QP: on the NICs' data path it costs what a
+// 28-byte RDMA message costs, where the control channel (TLS, the control thread, the engine
+// thread, on both nodes) cost a 150 µs round trip per message on soft NICs. The control channel
+// still carries a done when no lane is up, when a lane's QP has kMailSlots of them unacknowledged,
+// and again for each one a lane was holding when it failed (the receiver ignores the second copy:
+// the receive it names is gone).
+//
+// A done is sent only after every chunk of its transfer completed (the peer acknowledged the
+// WRITEs), as on the control channel, so the receiver's data is placed before the done arrives
+// on whichever lane. What arrives in an inbox is checked like a control-channel SendDone: the
+// receive it names must be one of ours advertised to that peer, on the flow of that channel.
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "engine_state.h"
+#include "rdmad/base/log_fields.h"
+#include "rdmad/base/log_limiter.h"
+
+namespace rdmad::flow {
+namespace {
+
+base::LogLimiter g_mail_log;
+
+uint8_t* mail_slot(FlowEngine::Peer::Lane& lane, uint8_t qp, bool outbox, uint16_t slot) {
+  const size_t index = (size_t{qp} * 2 + (outbox ? 1 : 0)) * kMailSlots + slot;
+  return lane.mail.data() + index * kMailBytes;
+}
+
+}  // namespace
+
+bool FlowEngine::open_mailbox(Peer& p, uint16_t nic) {
+  auto& lane = p.lanes[nic];
+  lane.mail_mr.reset();
+  if (lane.qp_count == 0) return true;
+  verbs::ProtectionDomain* pd = p.domain != nullptr ? p.domain->pd(nic) : nullptr;
+  std::string why;
+  if (pd == nullptr) {
+    why = "no protection domain for the peer on this NIC";
+  } else {
+    lane.mail.assign(size_t{lane.qp_count} * 2 * kMailSlots * kMailBytes, 0);
+    auto mr = pd->reg_mr(lane.mail.data(), lane.mail.size(), verbs::kAccessLocalWrite);
+    if (mr.ok()) {
+      lane.mail_mr = std::move(mr.value());
+      for (uint8_t q = 0; q < lane.qp_count && why.empty(); ++q)
+        for (uint16_t m = 0; m < kMailSlots && why.empty(); ++m)
+          if (!post_inbox(p, nic, q, m)) why = "posting the mailbox's receives failed";
+    } else {
+      why = "registering the mailbox: " + mr.status().message();
+    }
+  }
+  if (why.empty()) return true;
+  // Without its receives the peer's dones on this lane would wait for ever (RNR): the lane fails
+  // and is rebuilt.
+  lane.mail_mr.reset();
+  lane_failed(p, nic, why);
+  return false;
+}
+
+bool FlowEngine::post_inbox(Peer& p, uint16_t nic, uint8_t qp, uint16_t slot) {
+  auto& lane = p.lanes[nic];
+  verbs::RecvWr wr;
+  wr.wr_id = make_mail_wr_id(p.slot, lane.epoch, p.gen, false, qp, slot);
+  wr.sge.addr = reinterpret_cast<uintptr_t>(mail_slot(lane, qp, false, slot));
+  wr.sge.length = kMailBytes;
+  wr.sge.lkey = lane.mail_mr->lkey();
+  size_t posted = 0;
+  return lane.qps[qp].qp->post_recv({&wr, 1}, &posted).ok() && posted == 1;
+}
+
+bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
+  const std::vector<uint8_t> payload = peer::encode(done);
+  if (payload.size() > kMailBytes) return false;
+  const auto lanes = static_cast<uint16_t>(p.lanes.size());
+  // Two rounds: the flow's own lanes (a flow pinned to NICs keeps its traffic there), then any.
+  const uint32_t rounds = prefer == balancer::kEveryLane ? 1 : 2;
+  for (uint32_t i = 0; i < rounds * lanes; ++i) {
+    const auto nic = static_cast<uint16_t>((p.next_mail_lane + i) % lanes);
+    if (i < lanes && prefer != balancer::kEveryLane && (prefer >> nic & 1u) == 0) continue;
+    auto& lane = p.lanes[nic];
+    if (lane.dead || !lane.mail_mr || lane.qp_count == 0) continue;
+    uint8_t q = 0;
+    for (uint8_t j = 1; j < lane.qp_count; ++j)
+      if (lane.qps[j].dones.size() < lane.qps[q].dones.size()) q = j;
+    Peer::LaneQp& lq = lane.qps[q];
+    if (lq.dones.size() >= kMailSlots) continue;  // the oldest outbox slot is still in flight
+    const uint16_t m = lq.next_out;
+    uint8_t* buf = mail_slot(lane, q, true, m);
+    std::memcpy(buf, payload.data(), payload.size());
+    verbs::SendWr wr;
+    wr.wr_id = make_mail_wr_id(p.slot, lane.epoch, p.gen, true, q, m);
+    wr.opcode = verbs::WrOpcode::kSend;
+    wr.sge.addr = reinterpret_cast<uintptr_t>(buf);
+    wr.sge.length = static_cast<uint32_t>(payload.size());
+    wr.sge.lkey = lane.mail_mr->lkey();
+    wr.signaled = true;
+    size_t posted = 0;
+    if (!lq.qp->post_send({&wr, 1}, &posted).ok() || posted != 1) continue;
+    lq.next_out = static_cast<uint16_t>((m + 1) % kMailSlots);
+    lq.dones.emplace_back(m, done);
+    ++dones_unacked_;
+    p.next_mail_lane = static_cast<uint16_t>((nic + 1) % lanes);
+    counters_.dones_on_lanes.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
+  if (send_done_on_lane(p, done, prefer)) return;
+  counters_.dones_on_control.fetch_add(1, std::memory_order_relaxed);
+  hooks_.send_done(p.name, done);
+}
+
+void FlowEngine::resend_lane_dones(Peer& p, uint16_t nic) {
+  for (auto& q : p.lanes[nic].qps) {
+    for (const auto& [slot, done] : q.dones) {
+      counters_.dones_on_control.fetch_add(1, std::memory_order_relaxed);
+      hooks_.send_done(p.name, done);
+    }
+    dones_unacked_ -= q.dones.size();
+    q.dones.clear();
+  }
+}
+
+void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
+  const auto slot = static_cast<uint8_t>(wc.wr_id >> 48);
+  const auto epoch = static_cast<uint8_t>(wc.wr_id >> 40);
+  const auto gen = static_cast<uint8_t>(wc.wr_id >> 32);
+  const bool outbox = ((wc.wr_id >> 31) & 1) != 0;
+  const auto q = static_cast<uint8_t>((wc.wr_id >> 16) & 0x7F);
+  const auto m = static_cast<uint16_t>(wc.wr_id);
+  if (slot >= peers_.size() || !peers_[slot] || (peers_[slot]->gen & 0xFF) != gen) return;  // a lost peer's
+  Peer& p = *peers_[slot];
+  if (nic >= p.lanes.size()) return;
+  auto& lane = p.lanes[nic];
+  // From QPs already given up (flushed receives, dones the control channel carries again): ignored.
+  if (lane.dead || epoch != lane.epoch || q >= lane.qp_count || lane.qps[q].qp_num != wc.qp_num || m >= kMailSlots ||
+      !lane.mail_mr)
+    return;
+  if (wc.status != verbs::WcStatus::kSuccess) {
+    lane_failed(p, nic, std::string("mailbox work request failed: ") + std::string(verbs::to_string(wc.status)),
+                request_error(wc.status) ? balancer::Balancer::Fault::kRequest : balancer::Balancer::Fault::kPath);
+    return;
+  }
+  if (outbox) {
+    auto& dones = lane.qps[q].dones;
+    // A QP's sends complete in order: the oldest is this one.
+    if (!dones.empty() && dones.front().first == m) {
+      dones.pop_front();
+      --dones_unacked_;
+    }
+    return;
+  }
+  peer::SendDone done;
+  std::optional<peer::SendDone> decoded =
+      peer::decode_send_done({mail_slot(lane, q, false, m), std::min<size_t>(wc.byte_len, kMailBytes)});
+  if (decoded) done = *decoded;
+  if (!post_inbox(p, nic, q, m)) {
+    lane_failed(p, nic, "reposting a mailbox receive failed");
+  }
+  if (!decoded) {
+    counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
+    base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "send-done refused peer={} nic={} reason={}",
+                      p.name, nic_names_[nic], base::q("malformed (" + std::to_string(wc.byte_len) + " bytes)"));
+    return;
+  }
+  send_done(p.name, done);
+}
+
+}  // namespace rdmad::flow
