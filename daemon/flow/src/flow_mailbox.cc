@@ -140,6 +140,13 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
   if (lane.dead || epoch != lane.epoch || q >= lane.qp_count || lane.qps[q].qp_num != wc.qp_num || m >= kMailSlots ||
       !lane.mail_mr)
     return;
+  if (!outbox && wc.status == verbs::WcStatus::kWrFlushed) {
+    // The QP went to the error state for a reason reported elsewhere: a failed request of ours
+    // (its own completion failed the lane already), or, on the responder side, a request of the
+    // peer's that we refused (the peer rebuilds the lane and tells us why). The receives are
+    // always posted, so every such QP flushes them: they say nothing more.
+    return;
+  }
   if (wc.status != verbs::WcStatus::kSuccess) {
     lane_failed(p, nic, std::string("mailbox work request failed: ") + std::string(verbs::to_string(wc.status)),
                 request_error(wc.status) ? balancer::Balancer::Fault::kRequest : balancer::Balancer::Fault::kPath);
