@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -73,15 +74,34 @@ inline constexpr const char* kTestClusterKey = "rdmad integration test cluster k
 class Node {
  public:
   Node(NodeSpec spec, int peer_port) : spec_(std::move(spec)), peer_port_(peer_port) {
-    for (auto& n : spec_.nics)
+    for (auto& n : spec_.nics) {
+      picked_.push_back(n.udp_port == 0 && n.backend == "soft");
       if (n.udp_port == 0) n.udp_port = free_port(SOCK_DGRAM);
+    }
   }
   ~Node() {
     if (client_) rdmad_disconnect(client_);
   }
 
-  // Writes the config (dialling `dial`: id -> peer port) and starts the daemon.
+  // Writes the config (dialling `dial`: id -> peer port) and starts the daemon. A NIC port this
+  // node picked itself (free_port) can be taken by a test running beside it before the daemon
+  // binds it: the daemon then exits with "Address already in use", and it starts again on fresh
+  // ports (at most twice).
   bool start(const std::vector<std::pair<std::string, int>>& dial, const std::string& dial_host = "127.0.0.1") {
+    for (int attempt = 0;; ++attempt) {
+      const bool last = attempt == 2 || std::find(picked_.begin(), picked_.end(), true) == picked_.end();
+      if (start_once(dial, dial_host, last)) return true;
+      if (last || proc_->output().find("Address already in use") == std::string::npos) {
+        if (!last) ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
+        return false;
+      }
+      proc_.reset();
+      for (size_t i = 0; i < spec_.nics.size(); ++i)
+        if (picked_[i]) spec_.nics[i].udp_port = free_port(SOCK_DGRAM);
+    }
+  }
+
+  bool start_once(const std::vector<std::pair<std::string, int>>& dial, const std::string& dial_host, bool report) {
     dial_ = dial;
     dial_host_ = dial_host;
     std::string t = fmt::format(
@@ -122,16 +142,16 @@ class Node {
     }
     for (const auto& a : {binary(spec_.daemon), std::string("--config"), config_}) argv.push_back(a);
     proc_ = std::make_unique<Subprocess>(argv);
-    return wait_ready(1);
+    return wait_ready(1, report);
   }
 
   // Waits until the daemon said ready the n-th time (restarts under the supervisor) and reads the
   // metrics port it printed last.
-  bool wait_ready(size_t n) {
+  bool wait_ready(size_t n, bool report = true) {
     const auto end = std::chrono::steady_clock::now() + 15s;
     while (occurrences(proc_->output(), "] ready") < n) {
       if (std::chrono::steady_clock::now() >= end || proc_->wait_exit(0ms).has_value()) {
-        ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
+        if (report) ADD_FAILURE() << spec_.id << " did not start:\n" << proc_->output();
         return false;
       }
       usleep(10'000);
@@ -210,6 +230,7 @@ class Node {
 
  private:
   NodeSpec spec_;
+  std::vector<bool> picked_;  // by NIC: its UDP port came from free_port here
   int peer_port_;
   TempDir dir_;
   std::string config_;

@@ -61,3 +61,23 @@ TEST(RdmactlPeers, ShowsStateRailsRttAndWhyAPeerIsDown) {
 
 }  // namespace
 }  // namespace rdmad::test
+
+namespace rdmad::test {
+namespace {
+// The harness itself: a NIC port it picked, taken by someone else before the daemon binds it, is
+// picked again (Node::start).
+TEST(FlowHarness, ANicPortTakenBeforeTheDaemonBindsItIsPickedAgain) {
+  Pair pair(two_nic_node("node-a", 11), two_nic_node("node-b", 21));
+  const int taken_port = pair.b->spec().nics[1].udp_port;
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(taken_port));
+  sa.sin_addr.s_addr = htonl(0x7f000016);  // 127.0.0.22, node-b's NIC 1
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_TRUE(pair.start());
+  EXPECT_NE(pair.b->spec().nics[1].udp_port, taken_port);
+  ::close(fd);
+}
+}  // namespace
+}  // namespace rdmad::test
