@@ -368,7 +368,6 @@ void FlowEngine::lane_rebuilt(const std::string& name, uint16_t nic, const std::
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size() || qps.empty()) return;
   auto& lane = p->lanes[nic];
-  resend_lane_dones(*p, nic);  // none: the lane failed before it was rebuilt
   lane.set_qps(qps);  // all of the lane's QPs are fresh: they were rebuilt together
   ++lane.epoch;
   lane.dead = false;

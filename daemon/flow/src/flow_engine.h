@@ -270,6 +270,7 @@ class FlowEngine {
   bool send_done_on_lane(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
   // On a lane when one can take it, else on the control channel.
   void send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
+  void send_done_on_control(Peer& p, const peer::SendDone& done);
   // The dones a failing lane holds unacknowledged go on the control channel.
   void resend_lane_dones(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);

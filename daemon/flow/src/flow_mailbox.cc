@@ -74,11 +74,12 @@ bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer
   const std::vector<uint8_t> payload = peer::encode(done);
   if (payload.size() > kMailBytes) return false;
   const auto lanes = static_cast<uint16_t>(p.lanes.size());
-  // Two rounds: the flow's own lanes (a flow pinned to NICs keeps its traffic there), then any.
+  // Two rounds: the flow's own lanes (a flow pinned to NICs keeps its traffic there), then the others.
   const uint32_t rounds = prefer == balancer::kEveryLane ? 1 : 2;
   for (uint32_t i = 0; i < rounds * lanes; ++i) {
     const auto nic = static_cast<uint16_t>((p.next_mail_lane + i) % lanes);
-    if (i < lanes && prefer != balancer::kEveryLane && (prefer >> nic & 1u) == 0) continue;
+    const bool own = prefer == balancer::kEveryLane || (prefer >> nic & 1u) != 0;
+    if (own != (i < lanes)) continue;
     auto& lane = p.lanes[nic];
     if (lane.dead || !lane.mail_mr || lane.qp_count == 0) continue;
     uint8_t q = 0;
@@ -108,18 +109,18 @@ bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer
   return false;
 }
 
-void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
-  if (send_done_on_lane(p, done, prefer)) return;
+void FlowEngine::send_done_on_control(Peer& p, const peer::SendDone& done) {
   counters_.dones_on_control.fetch_add(1, std::memory_order_relaxed);
   hooks_.send_done(p.name, done);
 }
 
+void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
+  if (!send_done_on_lane(p, done, prefer)) send_done_on_control(p, done);
+}
+
 void FlowEngine::resend_lane_dones(Peer& p, uint16_t nic) {
   for (auto& q : p.lanes[nic].qps) {
-    for (const auto& [slot, done] : q.dones) {
-      counters_.dones_on_control.fetch_add(1, std::memory_order_relaxed);
-      hooks_.send_done(p.name, done);
-    }
+    for (const auto& [slot, done] : q.dones) send_done_on_control(p, done);
     dones_unacked_ -= q.dones.size();
     q.dones.clear();
   }
@@ -161,20 +162,17 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
     }
     return;
   }
-  peer::SendDone done;
-  std::optional<peer::SendDone> decoded =
+  // Decoded (copied out) before the slot takes its next receive.
+  const std::optional<peer::SendDone> done =
       peer::decode_send_done({mail_slot(lane, q, false, m), std::min<size_t>(wc.byte_len, kMailBytes)});
-  if (decoded) done = *decoded;
-  if (!post_inbox(p, nic, q, m)) {
-    lane_failed(p, nic, "reposting a mailbox receive failed");
-  }
-  if (!decoded) {
+  if (!post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
+  if (!done) {
     counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
     base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "send-done refused peer={} nic={} reason={}",
                       p.name, nic_names_[nic], base::q("malformed (" + std::to_string(wc.byte_len) + " bytes)"));
     return;
   }
-  send_done(p.name, done);
+  send_done(p.name, *done);
 }
 
 }  // namespace rdmad::flow
