@@ -3,7 +3,9 @@
 // write-only to, and carol, which gets another range. Mallory then tries everything it was not
 // given — beyond its range, other rights, the registration's own keys, carol's keys, keys near its
 // own and random ones, and its own key after the revoke — and the victim's memory must be
-// byte-for-byte what the one allowed WRITE made of it.
+// byte-for-byte what the one allowed WRITE made of it. And a send-done (peer protocol 6: an RC
+// SEND on a lane into the victim's mailbox) completes only a receive advertised to the peer that
+// sends it.
 #include <sys/random.h>
 
 #include <gtest/gtest.h>
@@ -149,6 +151,55 @@ TEST_F(RemoteAccess, OnlyTheExportedRangeWithTheGrantedRightsIsReachable) {
   // Carol's grant still works for carol, on her own QPs.
   EXPECT_EQ(carol_->write(carols_.iova, carols_.keys[0].rkey, kExport, 0x77), verbs::WcStatus::kSuccess);
   EXPECT_EQ(buf_->data()[kCarolOffset], 0x77);
+}
+
+// The victim's client posts a receive on its flow to carol. Mallory learns everything carol was
+// told (channel, receive id, length) and SENDs carol's send-done for it on its own lane, between
+// two malformed ones: the victim's NIC takes both into its mailbox, and its engine completes nothing
+// (the receive is carol's) and refuses the malformed one, counted. Carol then fills the receive
+// and sends the same done: that one completes it, with carol's bytes. (With the engine not
+// checking which peer a done came from, mallory's completed carol's receive.)
+TEST_F(RemoteAccess, ASendDoneOnALaneCompletesOnlyAReceiveAdvertisedToThatPeer) {
+  rdmad_flow* flow = nullptr;
+  ASSERT_EQ(rdmad_flow_open(victim_->client(), "carol", nullptr, &flow), RDMAD_OK) << rdmad_last_error(victim_->client());
+  ASSERT_EQ(rdmad_flow_wait_connected(flow, 10000), RDMAD_OK);
+  Buffer dst(victim_->client(), kExport, test::kAllAccess);
+  std::memset(dst.data(), 0x11, kExport);
+  ASSERT_EQ(rdmad_flow_recv(flow, 42, dst.mr, 0, kExport), RDMAD_OK);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return carol_->recv_posts().size() == 1; }, 10s)) << victim_->output();
+  const peer::RecvPost post = carol_->recv_posts()[0];
+  ASSERT_EQ(post.length, kExport);
+  ASSERT_EQ(post.keys.size(), 1u);
+  EXPECT_TRUE(mallory_->recv_posts().empty());
+  const peer::SendDone done{.channel = post.channel, .recv_id = post.recv_id, .bytes = kExport, .status = 0};
+
+  const char* refused = "rdmad_peer_messages_refused_total{kind=\"send_done\"}";
+  const std::vector<uint8_t> malformed = {1, 2, 3, 4, 5};
+  ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(mallory_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
+  // One QP, in order: once the second malformed one is counted, the forged one was handled.
+  rdmad_completion c{};
+  bool completed = false;
+  ASSERT_TRUE(RoguePeer::poll_until(
+      [&] {
+        completed = completed || rdmad_flow_poll(flow, &c, 1) == 1;
+        return completed || victim_->metric(refused).value_or(0) >= 2;
+      },
+      10s))
+      << victim_->output();
+  EXPECT_FALSE(completed) << "mallory's send-done completed carol's receive";
+  EXPECT_EQ(dst.data()[0], 0x11);
+
+  ASSERT_EQ(carol_->write(post.iova, post.keys[0].rkey, kExport, 0x77), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(carol_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return rdmad_flow_poll(flow, &c, 1) == 1; }, 10s)) << victim_->output();
+  EXPECT_EQ(c.wr_id, 42u);
+  EXPECT_EQ(c.status, RDMAD_OK);
+  EXPECT_EQ(c.length, kExport);
+  for (size_t i = 0; i < kExport; ++i) ASSERT_EQ(dst.data()[i], 0x77) << "byte " << i;
+  EXPECT_EQ(victim_->metric(refused).value_or(0), 2.0);
+  rdmad_flow_close(flow);
 }
 
 TEST_F(RemoteAccess, KeysOfOneRegistrationDifferBetweenPeers) {

@@ -84,6 +84,13 @@ class RoguePeer {
     session_->set_on_nic_replacing([this](const std::string&, uint16_t, peer::RebuildCause) { set_qp(nullptr); });
     session_->set_on_nic_rebuilt([this](const std::string&, uint16_t, peer::QpConnector& q) { set_qp(q.qp(0, 0)); });
     session_->set_on_message([this](const std::string& from, peer::MessageType type, std::span<const uint8_t> p) {
+      if (type == peer::MessageType::kRecvPost) {
+        if (auto r = peer::decode_recv_post(p)) {
+          std::lock_guard lock(mu_);
+          recv_posts_.push_back(*r);
+        }
+        return;
+      }
       if (type != peer::MessageType::kGrant) return;
       auto g = peer::decode_grant(p);
       if (!g) return;
@@ -146,6 +153,19 @@ class RoguePeer {
   std::vector<peer::Grant> grants() {
     std::lock_guard lock(mu_);
     return grants_;
+  }
+
+  /// The receives the victim advertised to us so far, in order.
+  std::vector<peer::RecvPost> recv_posts() {
+    std::lock_guard lock(mu_);
+    return recv_posts_;
+  }
+
+  /// One RC SEND of `bytes` on our lane QP, into a receive the victim keeps posted there (its
+  /// send-done mailbox); returns the completion's status.
+  verbs::WcStatus send_on_lane(const std::vector<uint8_t>& bytes) {
+    std::memcpy(buffer_.data(), bytes.data(), bytes.size());
+    return post(verbs::WrOpcode::kSend, 0, 0, static_cast<uint32_t>(bytes.size()));
   }
 
   /// One RDMA WRITE of `len` bytes of our buffer (filled with `fill`) to (addr, rkey), or one READ
@@ -231,6 +251,7 @@ class RoguePeer {
   std::unique_ptr<verbs::CompletionQueue> scq_;
   std::unique_ptr<verbs::CompletionQueue> rcq_;
   std::vector<uint8_t> buffer_;
+  std::vector<peer::RecvPost> recv_posts_;
   std::unique_ptr<verbs::MemoryRegion> mr_;
   boost::asio::io_context io_;
   std::unique_ptr<peer::PeerChannel> channel_;
