@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "daemon_pair.h"
+#include "rdmad/base/trace_points.h"
 #include "soft_direct.h"
 #include "support/fill_pattern.h"
 
@@ -266,11 +267,17 @@ std::vector<double> send_recv_round_trips(FlowPair& p, uint64_t length, int iter
   for (int i = 0; i < iters + 200; ++i) {
     const uint64_t tag = 0x5200000000ull + static_cast<uint64_t>(i);
     std::memcpy(p.src->data(), &tag, sizeof(tag));
+    namespace trace = rdmad::base::trace;
     const auto t0 = Clock::now();
+    trace::mark(trace::Point::kBenchStart, static_cast<uint64_t>(i));
     if (rdmad_flow_recv(back, tag, p.dst->mr, 0, length) != RDMAD_OK) throw std::runtime_error("recv refused");
+    trace::mark(trace::Point::kBenchRecvPosted);
     if (rdmad_flow_send(p.flow, tag, p.src->mr, 0, length) != RDMAD_OK) throw std::runtime_error("send refused");
+    trace::mark(trace::Point::kBenchSendPosted);
     wait(p.flow, tag, "send");
+    trace::mark(trace::Point::kBenchSendSeen);
     wait(back, tag, "recv");
+    trace::mark(trace::Point::kBenchRecvSeen);
     const auto t1 = Clock::now();
     if (std::memcmp(p.dst->data(), p.src->data(), length) != 0) throw std::runtime_error("received bytes differ");
     if (i >= 200) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());

@@ -6,6 +6,7 @@
 #include "engine_state.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
+#include "rdmad/base/trace_points.h"
 
 namespace rdmad::flow {
 namespace {
@@ -133,6 +134,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
   // The lane's chunks spread over its QPs (Lane::pick_qp); the pieces of one chunk stay on one QP
   // (only its last WR is signaled). Completions are matched to the QP by qp_num, to the chunk by id.
   const uint8_t j = lane.pick_qp();
+  base::trace::mark(base::trace::Point::kChunkPosted);
   if (!lane.qps[j].qp->post_send({wrs.data(), n}).ok()) return false;
   ++lane.posted;
   ++lane.qps[j].posted;
@@ -177,6 +179,7 @@ void FlowEngine::on_completion(uint16_t nic, const verbs::WorkCompletion& wc) {
   const bool known = info.id == id && info.transfer != nullptr;
   if (wc.status == verbs::WcStatus::kSuccess) {
     if (!known || !p.balancer->complete(id, now_us() - info.posted_us)) return;
+    base::trace::mark(base::trace::Point::kChunkDone);
     Transfer* t = info.transfer;
     info.transfer = nullptr;
     chunk_finished(t, RDMAD_OK);
@@ -321,6 +324,7 @@ void FlowEngine::finish(Flow& f, Transfer* t) {
 }
 
 void FlowEngine::write_cqe(Flow& f, const ring::Cqe& cqe) {
+  base::trace::mark(base::trace::Point::kCompletionWritten, cqe.wr_id);
   --f.uncompleted;
   // Room is reserved when a request is taken (uncompleted <= cq_depth); a client that moved its
   // head backwards breaks that, and only its flow fails.

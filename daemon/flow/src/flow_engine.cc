@@ -12,6 +12,7 @@
 
 #include "engine_state.h"
 #include "rdmad/base/log.h"
+#include "rdmad/base/trace_points.h"
 
 namespace rdmad::flow {
 
@@ -153,7 +154,9 @@ void FlowEngine::sleep_until_work(bool in_flight) {
   ++idle_sleeps_;
   timespec ts{0, slice};
   if (!in_flight && recovering) ts = timespec{0, 10'000'000};  // rejoin checks
+  base::trace::mark(base::trace::Point::kEngineSleeps);
   ::ppoll(fds.data(), fds.size(), (in_flight || recovering) ? &ts : nullptr, nullptr);
+  base::trace::mark(base::trace::Point::kEngineWakes);
   uint64_t v;
   for (size_t i = 0; i < fds.size(); ++i) {
     if ((fds[i].revents & POLLIN) == 0) continue;

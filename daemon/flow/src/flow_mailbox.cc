@@ -18,6 +18,7 @@
 #include "engine_state.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
+#include "rdmad/base/trace_points.h"
 
 namespace rdmad::flow {
 namespace {
@@ -99,6 +100,7 @@ bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer
     wr.signaled = true;
     size_t posted = 0;
     if (!lq.qp->post_send({&wr, 1}, &posted).ok() || posted != 1) continue;
+    base::trace::mark(base::trace::Point::kDonePosted);
     lq.next_out = static_cast<uint16_t>((m + 1) % kMailSlots);
     lq.dones.emplace_back(m, done);
     ++dones_unacked_;

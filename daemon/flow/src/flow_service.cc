@@ -16,6 +16,7 @@
 #include "flow_metric_table.h"
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
+#include "rdmad/base/trace_points.h"
 #include "rdmad/daemon/peer/peer_channel.h"
 #include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
@@ -73,7 +74,10 @@ base::Status FlowService::start() {
   };
   ControlHooks hooks;
   hooks.recv_posted = [this, post](const std::string& peer, const peer::RecvPost& m) {
-    post([this, peer, m] { channel_->send(peer, peer::MessageType::kRecvPost, peer::encode(m)); });
+    post([this, peer, m] {
+      base::trace::mark(base::trace::Point::kRecvPostSent);
+      channel_->send(peer, peer::MessageType::kRecvPost, peer::encode(m));
+    });
   };
   hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
     post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });

@@ -5,6 +5,7 @@
 #include "engine_state.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
+#include "rdmad/base/trace_points.h"
 
 namespace rdmad::flow {
 namespace {
@@ -67,6 +68,7 @@ void FlowEngine::complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status
 }
 
 void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
+  base::trace::mark(base::trace::Point::kRequestTaken, sqe.op);
   const auto op = static_cast<ring::Op>(sqe.op);
   if (op != ring::Op::kWrite && op != ring::Op::kRead && op != ring::Op::kSend && op != ring::Op::kRecv) {
     complete_now(f, sqe, RDMAD_ERR_INVALID_ARGUMENT, 0);
@@ -176,6 +178,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       t->recv_peer_gen = p.gen;
       ++p.receives_out;
       post.keys = t->recv_mrs->grant_keys;
+      base::trace::mark(base::trace::Point::kRecvSubmitted);
       hooks_.recv_posted(p.name, post);
       return;
     }
@@ -196,6 +199,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
 }
 
 void FlowEngine::start_send(Peer& p, Transfer* t) {
+  base::trace::mark(base::trace::Point::kSendStarted);
   const ChannelKey key{t->flow->setup.owner_uid, t->flow->setup.channel};
   auto& credits = p.credits[key];
   if (credits.empty()) {
@@ -221,6 +225,7 @@ void FlowEngine::start_send(Peer& p, Transfer* t) {
 }
 
 void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post) {
+  base::trace::mark(base::trace::Point::kCreditTaken);
   Peer* p = find_peer(name);
   if (p == nullptr) return;
   if (p->credits_held >= options_.max_receives_per_peer) {
@@ -248,6 +253,7 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
 }
 
 void FlowEngine::send_done(const std::string& name, const peer::SendDone& done) {
+  base::trace::mark(base::trace::Point::kDoneArrived);
   Transfer* t = transfer_by_recv_id(done.recv_id);
   if (t == nullptr || t->op != ring::Op::kRecv) return;
   if (t->flow == nullptr) {  // the flow closed meanwhile

@@ -9,8 +9,9 @@
 #include "peer_domain.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
-#include "rdmad/daemon/peer/peer_channel.h"
+#include "rdmad/base/trace_points.h"
 #include "rdmad/daemon/clients/session_store.h"
+#include "rdmad/daemon/peer/peer_channel.h"
 #include "rdmad/daemon/peer/peer_session.h"
 #include "service_state.h"
 
@@ -314,6 +315,7 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       return;
     }
     case peer::MessageType::kRecvPost: {
+      base::trace::mark(base::trace::Point::kRecvPostArrived);
       auto m = peer::decode_recv_post(payload);
       if (!m) break;
       engine_->run_sync([&] { engine_->recv_credit(peer, *m); });

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rdmad/base/trace_points.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
@@ -117,6 +119,7 @@ size_t UdpTxBatch::build_messages(bool segment) {
 }
 
 size_t UdpTxBatch::send() {
+  base::trace::mark(base::trace::Point::kPacketsSent, count_);
   size_t msgs = build_messages(offload_);
   size_t done = 0;
   size_t sent = 0;
@@ -174,6 +177,7 @@ size_t UdpRxBatch::receive(int fd) {
   datagrams_ = 0;
   int n = recvmmsg(fd, msgs_, static_cast<unsigned>(slots_), MSG_DONTWAIT, nullptr);
   if (n <= 0) return 0;
+  base::trace::mark(base::trace::Point::kPacketsReceived, n);
   datagrams_ = static_cast<size_t>(n);
   size_t segs = 0;
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
