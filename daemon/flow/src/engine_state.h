@@ -44,6 +44,11 @@ struct FlowEngine::Transfer {
   uint32_t chunks_done = 0;
   rdmad_status status = RDMAD_OK;
   bool placed = false;  // every chunk finished (or the request failed before any was posted)
+  // kSend (flow_immediate.cc): its one chunk went as a WRITE with immediate, which completes the
+  // peer's receive by itself (no send-done); `no_imm`: sent again as WRITEs and a send-done after
+  // its immediate's lane failed and the peer said the receive was still pending.
+  bool imm = false;
+  bool no_imm = false;
   uint64_t result_bytes = 0;
   uint64_t started_us = 0;
 };
@@ -55,6 +60,9 @@ struct FlowEngine::Flow {
   ring::Producer<ring::Cqe> cq;
   Peer* peer = nullptr;  // nullptr while the peer is not connected
   std::deque<Transfer*> order;  // taken requests other than receives, in submission order
+  // WRITEs and READs among them: a SEND is notified by its WRITE with immediate only when none
+  // is before it (flow_immediate.cc; counting later ones too only keeps the send-done more often).
+  uint32_t accesses_in_order = 0;
   uint32_t uncompleted = 0;     // requests taken whose completion is not written yet
   bool failed = false;
   bool sleeping = false;
@@ -88,6 +96,10 @@ struct FlowEngine::Peer {
     // peer's domain (the peer can SEND into a posted receive, never write into it).
     std::vector<uint8_t> mail;
     std::unique_ptr<verbs::MemoryRegion> mail_mr;
+    // Our receives the peer's WRITEs with immediate completed on this lane, the last
+    // kImmHistory (a ring): what a RecvQuery about a send on the lane is answered from.
+    std::vector<uint64_t> placed_by_imm;
+    uint32_t placed_next = 0;
 
     void set_qps(std::span<verbs::QueuePair* const> from) {
       qp_count = static_cast<uint8_t>(std::min(from.size(), qps.size()));
@@ -140,6 +152,9 @@ struct FlowEngine::Peer {
   // Both keyed by the flows' owner uid and channel: a send takes only a receive its own uid posted.
   std::map<ChannelKey, std::deque<RemoteRange>> credits;  // posted receives (recv_id in token)
   std::map<ChannelKey, std::deque<Transfer*>> waiting_sends;  // sends without a receive yet
+  // Sends whose WRITE with immediate lost its lane unacknowledged, by the peer's recv_id: asked
+  // about (RecvQuery), waiting for the answer (flow_immediate.cc).
+  std::map<uint64_t, Transfer*> asking;
   std::vector<Flow*> flows;
 };
 
@@ -165,6 +180,21 @@ inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
 // (no peer has that slot), then the peer slot, the lane's QP epoch, the peer generation's low
 // byte, outbox (1) or inbox (0), the QP's index in its lane and the mailbox slot.
 inline constexpr uint8_t kMailTag = 0xFF;
+// WRITEs with immediate (flow_immediate.cc): the immediate names the receive by its transfer slot
+// (20 bits: a receive of a higher slot gets a send-done instead) and the low 12 bits of its
+// generation. The ring of receives each lane records as placed by them covers the largest
+// lane_window_chunks: a sender never has more unacknowledged on a lane.
+inline constexpr uint32_t kImmSlotBits = 20;
+inline constexpr uint32_t kImmHistory = 1024;
+inline bool imm_fits(uint64_t recv_id) { return static_cast<uint32_t>(recv_id) < (1u << kImmSlotBits); }
+inline uint32_t make_imm(uint64_t recv_id) {
+  return static_cast<uint32_t>(recv_id) | static_cast<uint32_t>(recv_id >> 32) << kImmSlotBits;
+}
+inline uint32_t imm_slot(uint32_t imm) { return imm & ((1u << kImmSlotBits) - 1); }
+inline uint32_t imm_gen_bits(uint32_t imm) { return imm >> kImmSlotBits; }
+inline bool imm_gen_matches(uint32_t gen, uint32_t imm) {
+  return (gen & ((1u << (32 - kImmSlotBits)) - 1)) == imm_gen_bits(imm);
+}
 inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
 inline constexpr uint32_t kMailBytes = 64;  // a SendDone is 28 bytes on the wire
 inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,

@@ -54,7 +54,7 @@ bool FlowEngine::plan_and_post(Peer& p) {
   if (!p.orphans.empty()) {
     std::vector<balancer::Chunk> again;
     again.swap(p.orphans);
-    requeue(p, again);
+    requeue(p, again, balancer::kNoNic);
   }
   // New chunks only while no lane has more than kMaxBacklog waiting: a slow lane then holds
   // planning back instead of collecting more than its share (the balancer's weights decide the
@@ -120,6 +120,7 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     return true;
   }
   std::array<verbs::SendWr, kMaxRemotePieces> wrs;
+  const bool imm = use_immediate(t, n);
   for (size_t i = 0; i < n; ++i) {
     verbs::SendWr& wr = wrs[i];
     wr.wr_id = make_wr_id(p.slot, lane.epoch, p.gen, c.id);
@@ -131,11 +132,16 @@ bool FlowEngine::post_chunk(Peer& p, const balancer::Chunk& c) {
     wr.rkey = pieces[i].rkey;
     wr.signaled = i + 1 == n;
   }
+  if (imm) {
+    wrs[0].opcode = verbs::WrOpcode::kRdmaWriteWithImm;
+    wrs[0].imm_data = make_imm(t->recv_id);
+  }
   // The lane's chunks spread over its QPs (Lane::pick_qp); the pieces of one chunk stay on one QP
   // (only its last WR is signaled). Completions are matched to the QP by qp_num, to the chunk by id.
   const uint8_t j = lane.pick_qp();
   base::trace::mark(base::trace::Point::kChunkPosted);
   if (!lane.qps[j].qp->post_send({wrs.data(), n}).ok()) return false;
+  t->imm = imm;
   ++lane.posted;
   ++lane.qps[j].posted;
   info.posted_us = now_us();
@@ -221,7 +227,7 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
     }
     hooks_.lane_failed(p.name, nic, reason, rebuild_cause(fault));
   }
-  requeue(p, moved);
+  requeue(p, moved, nic);
 }
 
 void FlowEngine::stop_lane_qps(Peer& p, uint16_t nic) {
@@ -242,12 +248,19 @@ void FlowEngine::finish_unsent(Peer& p, const balancer::Chunk& c, Transfer* t, r
   chunk_finished(t, status);
 }
 
-void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved) {
+void FlowEngine::requeue(Peer& p, std::vector<balancer::Chunk>& moved, uint16_t failed_nic) {
   for (balancer::Chunk& c : moved) {
     // The chunk got a new id from the balancer: find its transfer by the tag.
     Transfer* t = transfers_[tag_slot(c.tag)].get();
     if (t != nullptr && t->status != RDMAD_OK) {  // its request failed: not sent again (post_chunk)
       finish_unsent(p, c, t, t->status);
+      continue;
+    }
+    if (t != nullptr && t->imm && failed_nic != balancer::kNoNic) {
+      // Its WRITE with immediate may have completed the peer's receive: sent again, it would land
+      // after the receive was handed back. The peer says which (flow_immediate.cc).
+      if (c.nic != balancer::kNoNic) p.balancer->cancel(c.id);
+      ask_about(p, t, failed_nic);
       continue;
     }
     if (c.nic == balancer::kNoNic && !p.balancer->repost(c, now_us())) {
@@ -298,12 +311,15 @@ void FlowEngine::progress(Flow& f) {
   while (!f.order.empty() && f.order.front()->placed) {
     Transfer* t = f.order.front();
     f.order.pop_front();
+    if (t->op != ring::Op::kSend) --f.accesses_in_order;
     finish(f, t);
   }
 }
 
 void FlowEngine::finish(Flow& f, Transfer* t) {
-  if (t->op == ring::Op::kSend && t->recv_id != 0 && f.peer != nullptr) {
+  if (t->imm && t->status == RDMAD_OK) {
+    counters_.sends_by_immediate.fetch_add(1, std::memory_order_relaxed);  // it completed the receive
+  } else if (t->op == ring::Op::kSend && t->recv_id != 0 && f.peer != nullptr) {
     peer::SendDone done;
     done.channel = f.setup.channel;
     done.recv_id = t->recv_id;
@@ -351,6 +367,10 @@ void FlowEngine::fail_peer_transfers(Peer& p, rdmad_status status) {
     info.transfer = nullptr;
     if (t != nullptr && t->flow == nullptr && t->local.pin != nullptr) free_transfer(t);
   }
+  // Sends held for the peer's answer about their immediate, of flows closed meanwhile.
+  for (auto& [recv_id, t] : p.asking)
+    if (t->flow == nullptr) free_transfer(t);
+  p.asking.clear();
   p.planning.clear();
   p.waiting_sends.clear();
   p.orphans.clear();

@@ -114,6 +114,10 @@ struct EngineCounters {
   std::atomic<uint64_t> dones_on_lanes{0};
   std::atomic<uint64_t> dones_on_control{0};
   std::atomic<uint64_t> dones_refused{0};  // malformed ones a peer sent into our mailboxes
+  // Sends whose WRITE with immediate completed the peer's receive (no send-done needed), and the
+  // answers to our RecvQuery about those whose lane failed first, by peer::RecvStateKind.
+  std::atomic<uint64_t> sends_by_immediate{0};
+  std::array<std::atomic<uint64_t>, 3> imm_answers{};
 };
 
 /// The balancer's and the peer protocol's names for why a lane went down.
@@ -130,6 +134,8 @@ inline balancer::Balancer::Fault lane_fault(peer::RebuildCause c) {
 struct ControlHooks {
   std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
   std::function<void(const std::string& peer, const peer::SendDone&)> send_done;
+  /// A send's WRITE with immediate lost its lane unacknowledged: ask the peer about the receive.
+  std::function<void(const std::string& peer, const peer::RecvQuery&)> recv_query;
   /// A lane failed: its QPs are to be rebuilt, and the peer told why (`cause`).
   std::function<void(const std::string& peer, uint16_t nic, const std::string& reason, peer::RebuildCause cause)>
       lane_failed;
@@ -213,6 +219,11 @@ class FlowEngine {
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
   void send_done(const std::string& peer, const peer::SendDone& done);
+  /// The peer asks whether its WRITE with immediate into `q.recv_id` was placed: stops the lane's
+  /// QPs, takes the completions they left, and answers.
+  peer::RecvState recv_query(const std::string& peer, const peer::RecvQuery& q);
+  /// The peer's answer about one of our sends (recv_query on its side).
+  void recv_state(const std::string& peer, const peer::RecvState& state);
 
   const EngineCounters& counters() const { return counters_; }
   const LaneCounters& lane(size_t nic) const { return *lane_counters_[nic]; }
@@ -252,7 +263,8 @@ class FlowEngine {
                    balancer::Balancer::Fault fault = balancer::Balancer::Fault::kPath);
   // Takes the QPs of a lane that just failed to the error state (flushing what they hold).
   void stop_lane_qps(Peer& p, uint16_t nic);
-  void requeue(Peer& p, std::vector<balancer::Chunk>& moved);
+  // Moved chunks back into the balancer: `failed_nic` is the lane they were on (kNoNic: orphans).
+  void requeue(Peer& p, std::vector<balancer::Chunk>& moved, uint16_t failed_nic);
   // A chunk of `t` got lane `nic`: notes a pinned flow leaving its lanes (counted, logged) or
   // coming back to them.
   void note_lane(const Peer& p, const Transfer* t, uint16_t nic);
@@ -274,6 +286,15 @@ class FlowEngine {
   // The dones a failing lane holds unacknowledged go on the control channel.
   void resend_lane_dones(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+
+  // Sends by WRITE with immediate (flow_immediate.cc).
+  // Whether the chunk of `t` about to be posted in `pieces` work requests carries the immediate.
+  bool use_immediate(const Transfer* t, size_t pieces) const;
+  // A receive of ours the peer's WRITE with immediate completed (on the lane of `nic`).
+  void placed_by_immediate(Peer& p, uint16_t nic, const verbs::WorkCompletion& wc);
+  // `t`'s WRITE with immediate was on lane `nic` when it failed: held until the peer says whether
+  // it was placed.
+  void ask_about(Peer& p, Transfer* t, uint16_t nic);
 
   Transfer* alloc_transfer();
   void free_transfer(Transfer* t);

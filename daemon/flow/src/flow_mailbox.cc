@@ -139,10 +139,17 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
   Peer& p = *peers_[slot];
   if (nic >= p.lanes.size()) return;
   auto& lane = p.lanes[nic];
-  // From QPs already given up (flushed receives, dones the control channel carries again): ignored.
-  if (lane.dead || epoch != lane.epoch || q >= lane.qp_count || lane.qps[q].qp_num != wc.qp_num || m >= kMailSlots ||
-      !lane.mail_mr)
+  const bool current = !lane.dead && epoch == lane.epoch && q < lane.qp_count && lane.qps[q].qp_num == wc.qp_num &&
+                       m < kMailSlots && lane.mail_mr;
+  if (!outbox && wc.status == verbs::WcStatus::kSuccess && wc.opcode == verbs::WcOpcode::kRecvRdmaWithImm) {
+    // A WRITE with immediate placed a send's data (flow_immediate.cc): the receive completes
+    // whatever became of the lane since.
+    placed_by_immediate(p, nic, wc);
+    if (current && !post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
     return;
+  }
+  // From QPs already given up (flushed receives, dones the control channel carries again): ignored.
+  if (!current) return;
   if (!outbox && wc.status == verbs::WcStatus::kWrFlushed) {
     // The QP went to the error state for a reason reported elsewhere: a failed request of ours
     // (its own completion failed the lane already), or, on the responder side, a request of the

@@ -23,8 +23,14 @@ inline constexpr Metric kPinnedSpills{"rdmad_flow_pinned_spills_total",
                                       Kind::kCounter};
 inline constexpr Metric kSendDones{
     "rdmad_flow_send_dones_total",
-    "Send-dones this node sent to peers (a SEND's data is placed), by way: as a SEND on a lane's queue pair, or on "
-    "the control channel (no lane up, a lane's mailbox full, or again after the lane holding it failed)",
+    "How this node told peers that a SEND's data is placed, by way: by the data's own RDMA WRITE with immediate "
+    "(immediate), or a send-done as a SEND on a lane's queue pair (lane), or on the control channel (no lane up, a "
+    "lane's mailbox full, or again after the lane holding it failed)",
+    Kind::kCounter};
+inline constexpr Metric kImmediateQueries{
+    "rdmad_flow_immediate_queries_total",
+    "SENDs whose WRITE with immediate lost its lane unacknowledged, by the peer's answer about the receive: pending "
+    "(sent again), placed (completed) or unknown (failed)",
     Kind::kCounter};
 inline constexpr Metric kGrantsHeld{"rdmad_peer_grants_held", "Memory grants from peer daemons held by this node",
                                     Kind::kGauge};

@@ -38,6 +38,10 @@ class FlowCollector final : public prometheus::Collectable {
     f.add(metric::kMessagesRefused, {{"kind", "send_done"}}, load(c.dones_refused));
     f.add(metric::kSendDones, {{"path", "lane"}}, load(c.dones_on_lanes));
     f.add(metric::kSendDones, {{"path", "control"}}, load(c.dones_on_control));
+    f.add(metric::kSendDones, {{"path", "immediate"}}, load(c.sends_by_immediate));
+    f.add(metric::kImmediateQueries, {{"answer", "pending"}}, load(c.imm_answers[0]));
+    f.add(metric::kImmediateQueries, {{"answer", "placed"}}, load(c.imm_answers[1]));
+    f.add(metric::kImmediateQueries, {{"answer", "unknown"}}, load(c.imm_answers[2]));
     for (size_t i = 0; i < engine_.nic_count(); ++i) {
       const LaneCounters& l = engine_.lane(i);
       const metrics::LabelList dl = {{"device", devices_[i]}};

@@ -82,6 +82,11 @@ base::Status FlowService::start() {
   hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
     post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });
   };
+  // After the lane's rebuild offer (lane_failed's hook posts it first): the peer takes the lane's
+  // QPs down before it answers.
+  hooks.recv_query = [this, post](const std::string& peer, const peer::RecvQuery& m) {
+    post([this, peer, m] { channel_->send(peer, peer::MessageType::kRecvQuery, peer::encode(m)); });
+  };
   hooks.lane_failed = [this, post](const std::string& peer, uint16_t nic, const std::string&,
                                     peer::RebuildCause cause) {
     // A fresh QP pair for that NIC, through the control channel; the balancer lets it rejoin after

@@ -188,6 +188,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       return;
     default:
       f.order.push_back(t);
+      ++f.accesses_in_order;
       if (t->chunks_total == 0) {
         t->placed = true;
         progress(f);

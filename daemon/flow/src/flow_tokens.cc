@@ -327,6 +327,20 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       engine_->run_sync([&] { engine_->send_done(peer, *m); });
       return;
     }
+    case peer::MessageType::kRecvQuery: {
+      auto m = peer::decode_recv_query(payload);
+      if (!m) break;
+      peer::RecvState answer;
+      engine_->run_sync([&] { answer = engine_->recv_query(peer, *m); });
+      channel_->send(peer, peer::MessageType::kRecvState, peer::encode(answer));
+      return;
+    }
+    case peer::MessageType::kRecvState: {
+      auto m = peer::decode_recv_state(payload);
+      if (!m) break;
+      engine_->run_sync([&] { engine_->recv_state(peer, *m); });
+      return;
+    }
     case peer::MessageType::kIdle:
       on_idle_request(peer);
       return;

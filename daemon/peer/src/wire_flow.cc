@@ -83,6 +83,15 @@ constexpr auto kSendDoneLayout = [](auto& c, auto& m) {
   c.field(m.bytes);
   c.field(m.status);
 };
+constexpr auto kRecvQueryLayout = [](auto& c, auto& m) {
+  c.field(m.channel);
+  c.field(m.recv_id);
+  c.field(m.nic_index);
+};
+constexpr auto kRecvStateLayout = [](auto& c, auto& m) {
+  c.field(m.recv_id);
+  c.field(m.state);
+};
 
 }  // namespace
 
@@ -121,6 +130,20 @@ std::optional<SendDone> decode_send_done(std::span<const uint8_t> payload) {
   return decode_with<SendDone>(payload, kSendDoneLayout);
 }
 
+std::vector<uint8_t> encode(const RecvQuery& m) { return encode_with(m, kRecvQueryLayout); }
+
+std::optional<RecvQuery> decode_recv_query(std::span<const uint8_t> payload) {
+  return decode_with<RecvQuery>(payload, kRecvQueryLayout);
+}
+
+std::vector<uint8_t> encode(const RecvState& m) { return encode_with(m, kRecvStateLayout); }
+
+std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload) {
+  auto m = decode_with<RecvState>(payload, kRecvStateLayout);
+  if (m && m->state > RecvStateKind::kUnknown) return std::nullopt;
+  return m;
+}
+
 bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
   switch (type) {
     case MessageType::kGrant:
@@ -133,6 +156,10 @@ bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
       return decode_recv_post(payload).has_value();
     case MessageType::kSendDone:
       return decode_send_done(payload).has_value();
+    case MessageType::kRecvQuery:
+      return decode_recv_query(payload).has_value();
+    case MessageType::kRecvState:
+      return decode_recv_state(payload).has_value();
     case MessageType::kIdle:
       return payload.empty();
     default:
@@ -164,6 +191,10 @@ const char* to_string(MessageType type) {
       return "send done";
     case MessageType::kIdle:
       return "idle";
+    case MessageType::kRecvQuery:
+      return "recv query";
+    case MessageType::kRecvState:
+      return "recv state";
   }
   return "unknown";
 }

@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
   rp.keys = {{0, 0x99}};
   frame(dir, "recv_post", MessageType::kRecvPost, rp);
   frame(dir, "send_done", MessageType::kSendDone, SendDone{3, 9, 4096, 0});
+  frame(dir, "recv_query", MessageType::kRecvQuery, RecvQuery{3, 9, 1});
+  frame(dir, "recv_state", MessageType::kRecvState, RecvState{9, RecvStateKind::kPlaced});
   // Malformed: reserved header bits, unknown type, the retired HMAC proof (type 2), a payload cut short.
   write_seed(dir, "bad_reserved", {0, 0, 0, 0, 0, 4, 0, 1});
   write_seed(dir, "bad_type", {0, 0, 0, 0, 0, 99, 0, 0});

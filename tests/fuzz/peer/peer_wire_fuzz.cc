@@ -71,11 +71,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool revoke = round_trips(decode_revoke, payload);
   const bool post = round_trips(decode_recv_post, payload);
   const bool done = round_trips(decode_send_done, payload);
+  const bool query = round_trips(decode_recv_query, payload);
+  const bool state = round_trips(decode_recv_state, payload);
   check(flow_payload_valid(MessageType::kGrant, payload) == grant);
   check(flow_payload_valid(MessageType::kGrantAck, payload) == ack);
   check(flow_payload_valid(MessageType::kRevoke, payload) == revoke);
   check(flow_payload_valid(MessageType::kRecvPost, payload) == post);
   check(flow_payload_valid(MessageType::kSendDone, payload) == done);
+  check(flow_payload_valid(MessageType::kRecvQuery, payload) == query);
+  check(flow_payload_valid(MessageType::kRecvState, payload) == state);
   check(flow_payload_valid(MessageType::kPing, payload));  // not a flow frame
   return 0;
 }

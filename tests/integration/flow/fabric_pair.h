@@ -13,18 +13,19 @@ namespace rdmad::test {
 // QP was not connected to).
 class Fabric {
  public:
-  // `port_keys`: more keys of the forward port (",drop_opcode=4").
+  // `port_keys`: more keys of the forward port (",drop_opcode=4"); `reverse_keys`: of the reverse one.
   Fabric(int listen_port, std::string forward, int reverse_port, std::string reverse_forward, std::string rate,
-         std::string buffer = "1MB", std::string port_keys = "")
+         std::string buffer = "1MB", std::string port_keys = "", std::string reverse_keys = "")
       : listen_port_(listen_port), forward_(std::move(forward)), reverse_port_(reverse_port),
         reverse_forward_(std::move(reverse_forward)), rate_(std::move(rate)), buffer_(std::move(buffer)),
-        port_keys_(std::move(port_keys)) {}
+        port_keys_(std::move(port_keys)), reverse_keys_(std::move(reverse_keys)) {}
   bool start() {
     proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
         binary("tools/fabric/rdmad-fabric"), "--stats-interval-ms", "0", "--port",
         fmt::format("name=p0,listen=127.0.0.1:{},forward={},rate={},buffer={}{}", listen_port_, forward_, rate_,
                     buffer_, port_keys_),
-        "--port", fmt::format("name=p1,listen=127.0.0.1:{},forward={},rate=0", reverse_port_, reverse_forward_)});
+        "--port",
+        fmt::format("name=p1,listen=127.0.0.1:{},forward={},rate=0{}", reverse_port_, reverse_forward_, reverse_keys_)});
     return proc_->wait_for_output("127.0.0.1:" + std::to_string(reverse_port_), 10s);
   }
   void cut() { proc_.reset(); }  // SIGKILL: datagrams to the ports vanish
@@ -39,6 +40,7 @@ class Fabric {
   std::string rate_;
   std::string buffer_;
   std::string port_keys_;
+  std::string reverse_keys_;
   std::unique_ptr<Subprocess> proc_;
 };
 
@@ -51,9 +53,10 @@ struct FabricPair {
   std::unique_ptr<Pair> pair;
   rdmad_flow* fa = nullptr;
 
-  // `port_keys`: more keys of the fabric's a -> b port (Fabric).
+  // `port_keys`, `reverse_keys`: more keys of the fabric's a -> b and b -> a ports (Fabric).
   explicit FabricPair(const std::string& rate, int qp_timeout = 14, const std::string& buffer = "1MB",
-                      const std::string& extra = "", const std::string& port_keys = "") {
+                      const std::string& extra = "", const std::string& port_keys = "",
+                      const std::string& reverse_keys = "") {
     NodeSpec b = two_nic_node("node-b", 21, kFastRecovery + extra);
     b.qp_timeout = qp_timeout;
     b.nics[0].udp_port = free_port(SOCK_DGRAM);
@@ -62,7 +65,7 @@ struct FabricPair {
     a.nics[0].udp_port = free_port(SOCK_DGRAM);
     fabric = std::make_unique<Fabric>(free_port(SOCK_DGRAM), fmt::format("127.0.0.21:{}", b.nics[0].udp_port),
                                       free_port(SOCK_DGRAM), fmt::format("127.0.0.11:{}", a.nics[0].udp_port), rate,
-                                      buffer, port_keys);
+                                      buffer, port_keys, reverse_keys);
     b.nics[0].advertise = fabric->address();
     a.nics[0].advertise = fabric->reverse_address();
     pair = std::make_unique<Pair>(std::move(a), std::move(b));

@@ -110,6 +110,95 @@ TEST(FlowFailover, SendDoneHeldByAFailingLaneArrivesOnTheControlChannel) {
   rdmad_flow_close(fb);
 }
 
+// One 512-byte SEND (one packet: WRITE Only with Immediate) from node-a's flow, pinned to NIC 0,
+// into a 4 KiB receive node-b posted on its flow back: the fabric's port keys decide what the path
+// of NIC 0 drops.
+struct ImmediateSend {
+  static constexpr size_t kBytes = 512;
+  FabricPair fp;
+  rdmad_flow* fb = nullptr;
+  std::unique_ptr<Buffer> src, dst;
+
+  ImmediateSend(const std::string& port_keys, const std::string& reverse_keys)
+      : fp("0", 14, "1MB", "", port_keys, reverse_keys) {}
+  ~ImmediateSend() { rdmad_flow_close(fb); }
+  // Starts both daemons, posts the receive and the send, and checks the receive: byte-exact.
+  void run() {
+    ASSERT_TRUE(fp.start(1u)) << fp.a()->output() << fp.b()->output();
+    ASSERT_EQ(rdmad_flow_open(fp.b()->client(), "node-a", nullptr, &fb), RDMAD_OK);
+    ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK);
+    src = std::make_unique<Buffer>(fp.a()->client(), 4096, kAllAccess);
+    dst = std::make_unique<Buffer>(fp.b()->client(), 4096, kAllAccess);
+    fill(src->data(), 4096, 41);
+    fill(dst->data(), 4096, 42);
+    ASSERT_EQ(rdmad_flow_recv(fb, 7, dst->mr, 0, 4096), RDMAD_OK);
+    ASSERT_EQ(rdmad_flow_send(fp.fa, 8, src->mr, 0, kBytes), RDMAD_OK);
+    auto r = wait_completion(fb, 60s);
+    ASSERT_TRUE(r.has_value()) << fp.a()->output() << fp.b()->output();
+    EXPECT_EQ(r->status, RDMAD_OK);
+    EXPECT_EQ(r->length, kBytes);
+    EXPECT_EQ(first_difference(src->data(), dst->data(), kBytes), -1);
+  }
+  double a_metric(const std::string& series) { return fp.a()->metric(series).value_or(-1); }
+  bool receive_completed_once() {
+    rdmad_completion more{};
+    return rdmad_flow_poll(fb, &more, 1) == 0;
+  }
+};
+
+// A SEND of one chunk goes as a WRITE with immediate, which completes the receive by itself
+// (flow_immediate.cc). When the lane fails before the WRITE is acknowledged, node-a cannot tell
+// whether node-b placed it, and asks. Here the path of NIC 0 drops every RC RDMA WRITE Only with
+// Immediate (opcode 11): node-b never saw it, says the receive is still pending, and node-a sends it
+// again (as a WRITE and a send-done) on NIC 1.
+TEST(FlowFailover, ASendWhoseImmediateWasLostGoesAgainWhenThePeerSaysItIsPending) {
+  ImmediateSend x(",drop_opcode=11", "");
+  ASSERT_NO_FATAL_FAILURE(x.run());
+  auto s = wait_completion(x.fp.fa, 60s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RDMAD_OK);
+  EXPECT_EQ(x.a_metric("rdmad_flow_immediate_queries_total{answer=\"pending\"}"), 1.0) << x.fp.a()->output();
+  EXPECT_EQ(x.a_metric("rdmad_flow_immediate_queries_total{answer=\"placed\"}"), 0.0);
+  EXPECT_EQ(x.a_metric("rdmad_flow_send_dones_total{path=\"immediate\"}"), 0.0);
+  EXPECT_GE(x.a_metric("rdmad_balancer_failovers_total{device=\"node-a0\"}"), 1.0);
+  EXPECT_TRUE(x.receive_completed_once());
+}
+
+// The other side of the same question: the path of NIC 0 drops every ACK from node-b (opcode 17),
+// so node-b places the WRITE with immediate (its receive completes at once) but node-a never hears
+// of it, and its lane fails. Node-b answers "placed" from its record of the lane: node-a completes
+// the send without sending anything again, and node-b's receive completes once, byte-exact.
+TEST(FlowFailover, ASendWhoseImmediateWasPlacedButNotAcknowledgedIsNotSentAgain) {
+  ImmediateSend x("", ",drop_opcode=17");
+  ASSERT_NO_FATAL_FAILURE(x.run());
+  // The receive is handed back: the client writes into its buffer again, and a copy of the send
+  // arriving now would show.
+  fill(x.dst->data(), 4096, 45);
+  auto s = wait_completion(x.fp.fa, 60s);
+  ASSERT_TRUE(s.has_value()) << x.fp.a()->output();
+  EXPECT_EQ(s->status, RDMAD_OK);
+  EXPECT_EQ(x.a_metric("rdmad_flow_immediate_queries_total{answer=\"placed\"}"), 1.0)
+      << x.fp.a()->output() << x.fp.b()->output();
+  EXPECT_EQ(x.a_metric("rdmad_flow_immediate_queries_total{answer=\"pending\"}"), 0.0);
+  EXPECT_EQ(x.a_metric("rdmad_flow_send_dones_total{path=\"immediate\"}"), 1.0);
+  EXPECT_EQ(x.a_metric("rdmad_flow_send_dones_total{path=\"lane\"}") +
+                x.a_metric("rdmad_flow_send_dones_total{path=\"control\"}"),
+            0.0);
+  std::vector<uint8_t> handed_back(4096);
+  fill(handed_back.data(), 4096, 45);
+  EXPECT_EQ(std::memcmp(x.dst->data(), handed_back.data(), 4096), 0)
+      << "the send was written again after the receive completed";
+  EXPECT_TRUE(x.receive_completed_once());
+  // The next send and receive work (the flow spills to NIC 1, or NIC 0's lane is rebuilt).
+  ASSERT_EQ(rdmad_flow_recv(x.fb, 9, x.dst->mr, 0, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(x.fp.fa, 10, x.src->mr, 1024, ImmediateSend::kBytes), RDMAD_OK);
+  auto r = wait_completion(x.fb, 60s);
+  ASSERT_TRUE(r.has_value()) << x.fp.a()->output() << x.fp.b()->output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->wr_id, 9u);
+  EXPECT_EQ(first_difference(x.src->data() + 1024, x.dst->data(), ImmediateSend::kBytes), -1);
+}
+
 // An asynchronous QP fatal event (the NIC reports it lost a queue pair) fails the lane that QP
 // carries over at once, mid-transfer, and the lane is rebuilt and carries chunks again. Neither the
 // soft backend nor rxe raises that event on demand: node-a runs rdmad_fault_daemon, whose soft

@@ -185,6 +185,48 @@ TEST_F(FlowPair, TargetReleasedMidWriteFailsTheWriteNotTheDaemon) {
   EXPECT_EQ(first_difference(src.data(), dst2.data(), m), -1);
 }
 
+// A SEND of one chunk with nothing before it on its flow goes as one RDMA WRITE with immediate,
+// which completes node-b's receive by itself: no send-done. A SEND of several chunks (chunk_bytes
+// is 1 MiB) keeps the send-done after its WRITEs.
+TEST_F(FlowPair, ASendOfOneChunkCompletesTheReceiveByItsImmediate) {
+  const size_t n = 3u << 20;
+  Buffer src(a()->client(), n, kAllAccess);
+  Buffer dst(b()->client(), n, kAllAccess);
+  fill(src.data(), n, 31);
+  fill(dst.data(), n, 32);
+  auto metric = [&](const char* path) {
+    return a()->metric(fmt::format("rdmad_flow_send_dones_total{{path=\"{}\"}}", path)).value_or(-1);
+  };
+  ASSERT_EQ(rdmad_flow_recv(fb_, 1, dst.mr, 0, 65536), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa_, 2, src.mr, 0, 4000), RDMAD_OK);
+  auto r = wait_completion(fb_, 30s);
+  ASSERT_TRUE(r.has_value()) << a()->output() << b()->output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->wr_id, 1u);
+  EXPECT_EQ(r->length, 4000u);  // the immediate's completion gives the bytes placed
+  EXPECT_EQ(first_difference(src.data(), dst.data(), 4000), -1);
+  auto s = wait_completion(fa_, 30s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RDMAD_OK);
+  EXPECT_EQ(metric("immediate"), 1.0);
+  EXPECT_EQ(metric("lane"), 0.0);
+  EXPECT_EQ(metric("control"), 0.0);
+
+  ASSERT_EQ(rdmad_flow_recv(fb_, 3, dst.mr, 0, n), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa_, 4, src.mr, 0, n), RDMAD_OK);
+  r = wait_completion(fb_, 30s);
+  ASSERT_TRUE(r.has_value()) << a()->output() << b()->output();
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->length, n);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  s = wait_completion(fa_, 30s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RDMAD_OK);
+  EXPECT_EQ(metric("immediate"), 1.0);
+  EXPECT_EQ(metric("lane"), 1.0);
+  EXPECT_EQ(metric("control"), 0.0);
+}
+
 TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
   const size_t n = 8 << 20;
   Buffer src(a()->client(), n, kAllAccess);
@@ -212,8 +254,12 @@ TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
   EXPECT_EQ(c2->wr_id, 2u);
   rdmad_completion none{};
   EXPECT_EQ(rdmad_flow_poll(fa_, &none, 1), 0u);
-  // The done went as a SEND on a lane, not through the control channel.
-  EXPECT_EQ(a()->metric("rdmad_flow_send_dones_total{path=\"lane\"}").value_or(0), 1.0);
+  // Node-b learnt of the send on a lane, not through the control channel: by a send-done SEND
+  // when the write was still in flight as the receive arrived, else by the send's own WRITE
+  // with immediate.
+  EXPECT_EQ(a()->metric("rdmad_flow_send_dones_total{path=\"lane\"}").value_or(0) +
+                a()->metric("rdmad_flow_send_dones_total{path=\"immediate\"}").value_or(0),
+            1.0);
   EXPECT_EQ(a()->metric("rdmad_flow_send_dones_total{path=\"control\"}").value_or(-1), 0.0);
   // A send larger than the posted receive fails on both sides.
   ASSERT_EQ(rdmad_flow_recv(fb_, 11, msg_b.mr, 0, 16), RDMAD_OK);

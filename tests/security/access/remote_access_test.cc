@@ -202,6 +202,50 @@ TEST_F(RemoteAccess, ASendDoneOnALaneCompletesOnlyAReceiveAdvertisedToThatPeer) 
   rdmad_flow_close(flow);
 }
 
+// The same with an RDMA WRITE with immediate, which completes a receive without a send-done
+// (peer protocol 7). Mallory writes into the memory the victim granted it with the
+// immediate of carol's receive: the data lands in mallory's grant, the immediate is refused and
+// counted, and carol's receive stays pending until carol's own WRITE with immediate fills it.
+// (With the engine not checking the sending peer, mallory's completed carol's receive with no
+// bytes of carol's in it.)
+TEST_F(RemoteAccess, AWriteWithImmediateCompletesOnlyAReceiveAdvertisedToThatPeer) {
+  rdmad_flow* flow = nullptr;
+  ASSERT_EQ(rdmad_flow_open(victim_->client(), "carol", nullptr, &flow), RDMAD_OK) << rdmad_last_error(victim_->client());
+  ASSERT_EQ(rdmad_flow_wait_connected(flow, 10000), RDMAD_OK);
+  Buffer dst(victim_->client(), kExport, test::kAllAccess);
+  std::memset(dst.data(), 0x11, kExport);
+  ASSERT_EQ(rdmad_flow_recv(flow, 43, dst.mr, 0, kExport), RDMAD_OK);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return carol_->recv_posts().size() == 1; }, 10s)) << victim_->output();
+  const peer::RecvPost post = carol_->recv_posts()[0];
+  // The immediate the victim's own peers would send for that receive: its slot (low 20 bits of
+  // the receive id) and the low 12 bits of its generation (the high half).
+  const auto imm = static_cast<uint32_t>(post.recv_id) | static_cast<uint32_t>(post.recv_id >> 32) << 20;
+
+  const char* refused = "rdmad_peer_messages_refused_total{kind=\"send_done\"}";
+  ASSERT_EQ(mallory_->write_with_imm(mine_.iova, mine_.keys[0].rkey, 64, 0x66, imm), verbs::WcStatus::kSuccess);
+  rdmad_completion c{};
+  bool completed = false;
+  ASSERT_TRUE(RoguePeer::poll_until(
+      [&] {
+        completed = completed || rdmad_flow_poll(flow, &c, 1) == 1;
+        return completed || victim_->metric(refused).value_or(0) >= 1;
+      },
+      10s))
+      << victim_->output();
+  EXPECT_FALSE(completed) << "mallory's immediate completed carol's receive";
+  EXPECT_EQ(dst.data()[0], 0x11);
+  EXPECT_EQ(buf_->data()[kMalloryOffset], 0x66) << "mallory's data went into its grant";
+
+  ASSERT_EQ(carol_->write_with_imm(post.iova, post.keys[0].rkey, kExport, 0x77, imm), verbs::WcStatus::kSuccess);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return rdmad_flow_poll(flow, &c, 1) == 1; }, 10s)) << victim_->output();
+  EXPECT_EQ(c.wr_id, 43u);
+  EXPECT_EQ(c.status, RDMAD_OK);
+  EXPECT_EQ(c.length, kExport);
+  for (size_t i = 0; i < kExport; ++i) ASSERT_EQ(dst.data()[i], 0x77) << "byte " << i;
+  EXPECT_EQ(victim_->metric(refused).value_or(0), 1.0);
+  rdmad_flow_close(flow);
+}
+
 TEST_F(RemoteAccess, KeysOfOneRegistrationDifferBetweenPeers) {
   // The same memory exported to two peers: two MRs in two protection domains, two keys, and each
   // peer's key is worthless on the other's QPs.

@@ -176,6 +176,12 @@ class RoguePeer {
     return post(verbs::WrOpcode::kRdmaWrite, addr, rkey, len);
   }
   verbs::WcStatus read(uint64_t addr, uint32_t rkey, uint32_t len) { return post(verbs::WrOpcode::kRdmaRead, addr, rkey, len); }
+  /// One RDMA WRITE with immediate `imm` (consuming one of the receives the victim keeps posted on
+  /// the lane, as its daemon's sends of one chunk do: docs/flows.md, "Sends by WRITE with immediate").
+  verbs::WcStatus write_with_imm(uint64_t addr, uint32_t rkey, uint32_t len, uint8_t fill, uint32_t imm) {
+    std::memset(buffer_.data(), fill, len);
+    return post(verbs::WrOpcode::kRdmaWriteWithImm, addr, rkey, len, imm);
+  }
   const uint8_t* buffer() const { return buffer_.data(); }
   int rebuilds() const { return rebuilds_.load(); }
 
@@ -209,7 +215,7 @@ class RoguePeer {
     return qp_;
   }
 
-  verbs::WcStatus post(verbs::WrOpcode op, uint64_t addr, uint32_t rkey, uint32_t len) {
+  verbs::WcStatus post(verbs::WrOpcode op, uint64_t addr, uint32_t rkey, uint32_t len, uint32_t imm = 0) {
     verbs::QueuePair* qp = current_qp();
     if (qp == nullptr) return verbs::WcStatus::kGeneralError;
     verbs::SendWr w;
@@ -218,6 +224,7 @@ class RoguePeer {
     w.sge = {reinterpret_cast<uint64_t>(buffer_.data()), len, mr_->lkey()};
     w.remote_addr = addr;
     w.rkey = rkey;
+    w.imm_data = imm;
     if (!qp->post_send({&w, 1}).ok()) return verbs::WcStatus::kGeneralError;
     verbs::WcStatus status = verbs::WcStatus::kGeneralError;
     bool got = poll_until(

@@ -162,9 +162,29 @@ TEST(PeerWireFlow, SendDoneRoundTripKeepsANegativeStatus) {
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_send_done(p); });
 }
 
+TEST(PeerWireFlow, RecvQueryAndStateRoundTrip) {
+  const RecvQuery q{.channel = 5, .recv_id = 7ull << 32 | 3, .nic_index = 2};
+  const auto b = encode(q);
+  EXPECT_EQ(b.size(), 18u);
+  EXPECT_EQ(decode_recv_query(b), q);
+  expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_query(p); });
+  for (auto kind : {RecvStateKind::kPending, RecvStateKind::kPlaced, RecvStateKind::kUnknown}) {
+    const RecvState st{.recv_id = q.recv_id, .state = kind};
+    const auto e = encode(st);
+    EXPECT_EQ(e.size(), 9u);
+    EXPECT_EQ(decode_recv_state(e), st);
+    expect_exact(e, [](std::span<const uint8_t> p) { return decode_recv_state(p); });
+  }
+  auto bad = encode(RecvState{.recv_id = 1, .state = RecvStateKind::kUnknown});
+  bad.back() = 3;
+  EXPECT_FALSE(decode_recv_state(bad).has_value()) << "no such answer";
+  EXPECT_FALSE(flow_payload_valid(MessageType::kRecvState, bad));
+  EXPECT_TRUE(flow_payload_valid(MessageType::kRecvQuery, b));
+}
+
 TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
-  for (uint16_t t = 7; t <= 12; ++t) EXPECT_TRUE(is_known(t)) << t;
-  EXPECT_FALSE(is_known(13));
+  for (uint16_t t = 7; t <= 14; ++t) EXPECT_TRUE(is_known(t)) << t;
+  EXPECT_FALSE(is_known(15));
   // The idle request is empty.
   EXPECT_TRUE(flow_payload_valid(MessageType::kIdle, {}));
   const uint8_t one[1] = {0};

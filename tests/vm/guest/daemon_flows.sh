@@ -127,9 +127,11 @@ check nccl_ranks
 sent_after=$(flow_bytes)
 say "the ranks' flows sent $((sent_after - sent_before)) bytes over rxe0 and rxe1"
 check test "$sent_after" -gt "$sent_before"
-# The ranks' receives completed on send-dones that came as SENDs on the rxe lanes' QPs (peer
-# protocol 6), not only on the control channel.
-check metric_at_least rdmad_flow_send_dones_total 'path="lane"' 1
+# The ranks' receives completed on the rxe lanes, not only through the control channel: their sends
+# of one chunk as RDMA WRITEs with immediate (peer protocol 7; the receive's length from the
+# immediate's completion, so a wrong byte_len fails the ranks' checks above). Send-dones as SENDs
+# on the lanes (sends of several chunks) are checked on soft NICs (flow_transfer_test).
+check metric_at_least rdmad_flow_send_dones_total 'path="immediate"' 1
 
 # The operator's view: both rxe devices, their state and counters.
 nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)

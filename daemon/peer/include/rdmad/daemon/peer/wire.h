@@ -17,14 +17,18 @@
 // the NIC holds as several MRs); version 5 added the owner uid of a recv post (channels are scoped
 // to the uid that opened the flows); version 6 sends send-dones on the lanes' QPs too, as SENDs
 // of the send-done encoding below into receives each side keeps posted on every lane QP (a peer
-// without them would hold those SENDs in RNR retries for ever). A peer speaking another version
-// is refused at hello.
+// without them would hold those SENDs in RNR retries for ever); version 7 sends a SEND of one chunk
+// as an RDMA WRITE with immediate into the receive (the immediate consumes one of those receives
+// and completes the receive without a send-done) and adds recv query and recv state (13, 14: was
+// such a send placed, when its lane failed before it was acknowledged). A peer speaking another
+// version is refused at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
 // min(k_a, k_b) QPs, and a daemon that predates the key (one QP, index 0) pairs exactly as before.
 // An endpoints message names a (nic, qp) at most once, and at most kMaxEndpoints QPs.
-//   grant, grant ack, revoke, recv post, send done: see the structs below (wire_flow.cc).
+//   grant, grant ack, revoke, recv post, send done, recv query, recv state: see the structs below
+//   (wire_flow.cc).
 //   idle      empty (type 12, added within version 4: a daemon that predates it closes the
 //             connection on the unknown type, which ends the session as asked)
 #include <array>
@@ -39,7 +43,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 6;
+inline constexpr uint16_t kVersion = 7;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
@@ -58,6 +62,10 @@ enum class MessageType : uint16_t {
   // Empty: "this node has used our session for nothing (no flow, export or grant) for its
   // idle_session_ms; close it unless you use it". The receiver closes the connection or ignores it.
   kIdle = 12,
+  // A SEND that went as a WRITE with immediate lost its lane before it was acknowledged: was it
+  // placed? (version 7; flows.md, "Sends by WRITE with immediate")
+  kRecvQuery = 13,
+  kRecvState = 14,
 };
 
 /// True for the types above (not 2).
@@ -234,6 +242,32 @@ struct SendDone {
 };
 std::vector<uint8_t> encode(const SendDone& m);
 std::optional<SendDone> decode_send_done(std::span<const uint8_t> payload);
+
+/// Sender → receiver: a send into recv_id went as an RDMA WRITE with immediate on the lane of NIC
+/// `nic_index`, which failed before the WRITE was acknowledged. The receiver stops that lane's QPs
+/// (nothing of them executes any more), then answers with a RecvState.
+struct RecvQuery {
+  uint64_t channel = 0;
+  uint64_t recv_id = 0;
+  uint16_t nic_index = 0;
+  bool operator==(const RecvQuery&) const = default;
+};
+std::vector<uint8_t> encode(const RecvQuery& m);
+std::optional<RecvQuery> decode_recv_query(std::span<const uint8_t> payload);
+
+/// Receiver → sender: the answer to a RecvQuery.
+enum class RecvStateKind : uint8_t {
+  kPending = 0,  // still posted, nothing placed: send it again
+  kPlaced = 1,   // the immediate arrived: the receive completed with the send's bytes
+  kUnknown = 2,  // neither (withdrawn, or out of the lane's record): the send failed
+};
+struct RecvState {
+  uint64_t recv_id = 0;
+  RecvStateKind state = RecvStateKind::kUnknown;
+  bool operator==(const RecvState&) const = default;
+};
+std::vector<uint8_t> encode(const RecvState& m);
+std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload);
 
 /// True when `type` is not a flow frame, or its payload decodes. The connection closes on a
 /// malformed flow frame before it reaches the handlers.
