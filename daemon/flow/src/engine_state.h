@@ -180,6 +180,14 @@ inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
 // (no peer has that slot), then the peer slot, the lane's QP epoch, the peer generation's low
 // byte, outbox (1) or inbox (0), the QP's index in its lane and the mailbox slot.
 inline constexpr uint8_t kMailTag = 0xFF;
+inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
+inline constexpr uint32_t kMailBytes = 64;  // a SendDone is 28 bytes on the wire
+inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,
+                                uint16_t mail_slot) {
+  return uint64_t{kMailTag} << 56 | uint64_t{peer_slot} << 48 | uint64_t{lane_epoch} << 40 |
+         uint64_t{peer_gen & 0xFF} << 32 | uint64_t{outbox} << 31 | uint64_t{qp} << 16 | mail_slot;
+}
+
 // WRITEs with immediate (flow_immediate.cc): the immediate names the receive by its transfer slot
 // (20 bits: a receive of a higher slot gets a send-done instead) and the low 12 bits of its
 // generation. The ring of receives each lane records as placed by them covers the largest
@@ -194,13 +202,6 @@ inline uint32_t imm_slot(uint32_t imm) { return imm & ((1u << kImmSlotBits) - 1)
 inline uint32_t imm_gen_bits(uint32_t imm) { return imm >> kImmSlotBits; }
 inline bool imm_gen_matches(uint32_t gen, uint32_t imm) {
   return (gen & ((1u << (32 - kImmSlotBits)) - 1)) == imm_gen_bits(imm);
-}
-inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
-inline constexpr uint32_t kMailBytes = 64;  // a SendDone is 28 bytes on the wire
-inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,
-                                uint16_t mail_slot) {
-  return uint64_t{kMailTag} << 56 | uint64_t{peer_slot} << 48 | uint64_t{lane_epoch} << 40 |
-         uint64_t{peer_gen & 0xFF} << 32 | uint64_t{outbox} << 31 | uint64_t{qp} << 16 | mail_slot;
 }
 
 }  // namespace rdmad::flow

@@ -218,7 +218,9 @@ class FlowEngine {
   /// congestion_aware inputs of one NIC, for every peer's balancer.
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
-  void send_done(const std::string& peer, const peer::SendDone& done);
+  /// Completes the receive `done` names if it is ours, pending, advertised to `peer` on that
+  /// channel (true); anything else completes nothing (false).
+  bool send_done(const std::string& peer, const peer::SendDone& done);
   /// The peer asks whether its WRITE with immediate into `q.recv_id` was placed: stops the lane's
   /// QPs, takes the completions they left, and answers.
   peer::RecvState recv_query(const std::string& peer, const peer::RecvQuery& q);
@@ -286,6 +288,8 @@ class FlowEngine {
   // The dones a failing lane holds unacknowledged go on the control channel.
   void resend_lane_dones(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+  // Something a peer put in our mailbox on lane `nic` completed nothing: counted, logged (limited).
+  void mail_refused(const Peer& p, uint16_t nic, const std::string& reason);
 
   // Sends by WRITE with immediate (flow_immediate.cc).
   // Whether the chunk of `t` about to be posted in `pieces` work requests carries the immediate.

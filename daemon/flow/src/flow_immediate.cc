@@ -24,14 +24,8 @@
 
 #include "engine_state.h"
 #include "rdmad/base/log_fields.h"
-#include "rdmad/base/log_limiter.h"
 
 namespace rdmad::flow {
-namespace {
-
-base::LogLimiter g_imm_log;
-
-}  // namespace
 
 bool FlowEngine::use_immediate(const Transfer* t, size_t pieces) const {
   return t->op == ring::Op::kSend && !t->no_imm && t->chunks_total == 1 && pieces == 1 && imm_fits(t->recv_id) &&
@@ -39,30 +33,30 @@ bool FlowEngine::use_immediate(const Transfer* t, size_t pieces) const {
 }
 
 void FlowEngine::placed_by_immediate(Peer& p, uint16_t nic, const verbs::WorkCompletion& wc) {
-  // Checked as a send-done is: a receive of ours, advertised to this peer, still pending.
+  // The immediate names a receive by slot and generation bits; send_done checks the rest as for a
+  // send-done (ours, pending, advertised to this peer).
   const uint32_t slot = imm_slot(wc.imm_data);
-  Transfer* t = slot < transfers_.size() ? transfers_[slot].get() : nullptr;
-  if (t == nullptr || t->op != ring::Op::kRecv || !imm_gen_matches(t->gen, wc.imm_data) || t->flow == nullptr ||
-      t->flow->setup.peer != p.name) {
-    counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
-    base::log_limited(*flow_log(), g_imm_log, spdlog::level::warn,
-                      "send-done refused peer={} nic={} reason={}", p.name, nic_names_[nic],
-                      base::q("a WRITE with immediate naming no receive advertised to it"));
+  const Transfer* t = slot < transfers_.size() ? transfers_[slot].get() : nullptr;
+  const bool names_one =
+      t != nullptr && t->op == ring::Op::kRecv && t->flow != nullptr && imm_gen_matches(t->gen, wc.imm_data);
+  peer::SendDone done;
+  if (names_one) {
+    done.channel = t->flow->setup.channel;
+    done.recv_id = t->recv_id;
+    done.bytes = wc.byte_len;
+    done.status = RDMAD_OK;
+  }
+  if (!names_one || !send_done(p.name, done)) {
+    mail_refused(p, nic, "a WRITE with immediate naming no receive advertised to it");
     return;
   }
-  auto& ring = p.lanes[nic].placed_by_imm;
-  if (ring.size() < kImmHistory) {
-    ring.push_back(t->recv_id);
+  auto& lane = p.lanes[nic];
+  if (lane.placed_by_imm.size() < kImmHistory) {
+    lane.placed_by_imm.push_back(done.recv_id);
   } else {
-    ring[p.lanes[nic].placed_next] = t->recv_id;
-    p.lanes[nic].placed_next = (p.lanes[nic].placed_next + 1) % kImmHistory;
+    lane.placed_by_imm[lane.placed_next] = done.recv_id;
+    lane.placed_next = (lane.placed_next + 1) % kImmHistory;
   }
-  peer::SendDone done;
-  done.channel = t->flow->setup.channel;
-  done.recv_id = t->recv_id;
-  done.bytes = wc.byte_len;
-  done.status = RDMAD_OK;
-  send_done(p.name, done);
 }
 
 void FlowEngine::ask_about(Peer& p, Transfer* t, uint16_t nic) {

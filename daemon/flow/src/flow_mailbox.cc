@@ -176,12 +176,16 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
       peer::decode_send_done({mail_slot(lane, q, false, m), std::min<size_t>(wc.byte_len, kMailBytes)});
   if (!post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
   if (!done) {
-    counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
-    base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "send-done refused peer={} nic={} reason={}",
-                      p.name, nic_names_[nic], base::q("malformed (" + std::to_string(wc.byte_len) + " bytes)"));
+    mail_refused(p, nic, "malformed (" + std::to_string(wc.byte_len) + " bytes)");
     return;
   }
   send_done(p.name, *done);
+}
+
+void FlowEngine::mail_refused(const Peer& p, uint16_t nic, const std::string& reason) {
+  counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
+  base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "send-done refused peer={} nic={} reason={}", p.name,
+                    nic_names_[nic], base::q(reason));
 }
 
 }  // namespace rdmad::flow

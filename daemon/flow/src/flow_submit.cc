@@ -253,16 +253,12 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
   }
 }
 
-void FlowEngine::send_done(const std::string& name, const peer::SendDone& done) {
+bool FlowEngine::send_done(const std::string& name, const peer::SendDone& done) {
   base::trace::mark(base::trace::Point::kDoneArrived);
-  Transfer* t = transfer_by_recv_id(done.recv_id);
-  if (t == nullptr || t->op != ring::Op::kRecv) return;
-  if (t->flow == nullptr) {  // the flow closed meanwhile
-    free_transfer(t);
-    return;
-  }
+  Transfer* t = transfer_by_recv_id(done.recv_id);  // none once its flow closed
+  if (t == nullptr || t->op != ring::Op::kRecv) return false;
   Flow& f = *t->flow;
-  if (f.setup.peer != name || f.setup.channel != done.channel) return;
+  if (f.setup.peer != name || f.setup.channel != done.channel) return false;
   ring::Cqe c{};
   c.wr_id = t->sqe.wr_id;
   c.length = done.status == RDMAD_OK ? std::min<uint64_t>(done.bytes, t->sqe.length) : 0;
@@ -270,6 +266,7 @@ void FlowEngine::send_done(const std::string& name, const peer::SendDone& done) 
   c.op = t->sqe.op;
   free_transfer(t);
   write_cqe(f, c);
+  return true;
 }
 
 }  // namespace rdmad::flow

@@ -84,6 +84,42 @@ class RemoteAccess : public ::testing::Test {
     }
   }
 
+  // Opens the victim's flow to carol (into *flow) and posts a receive of dst's kExport bytes (0x11
+  // each) on it; returns what carol was told of it.
+  peer::RecvPost receive_for_carol(rdmad_flow** flow, Buffer& dst, uint64_t wr_id) {
+    EXPECT_EQ(rdmad_flow_open(victim_->client(), "carol", nullptr, flow), RDMAD_OK) << rdmad_last_error(victim_->client());
+    EXPECT_EQ(rdmad_flow_wait_connected(*flow, 10000), RDMAD_OK);
+    std::memset(dst.data(), 0x11, kExport);
+    EXPECT_EQ(rdmad_flow_recv(*flow, wr_id, dst.mr, 0, kExport), RDMAD_OK);
+    EXPECT_TRUE(RoguePeer::poll_until([&] { return carol_->recv_posts().size() == 1; }, 10s)) << victim_->output();
+    return carol_->recv_posts().empty() ? peer::RecvPost{} : carol_->recv_posts()[0];
+  }
+  // Polls until the victim has counted `n` refused send-dones or the receive completed; the test
+  // fails when neither happens, or when it completed.
+  void expect_refused_not_completed(rdmad_flow* flow, const Buffer& dst, double n, const char* what) {
+    rdmad_completion c{};
+    bool completed = false;
+    ASSERT_TRUE(RoguePeer::poll_until(
+        [&] {
+          completed = completed || rdmad_flow_poll(flow, &c, 1) == 1;
+          return completed || victim_->metric(kRefused).value_or(0) >= n;
+        },
+        10s))
+        << victim_->output();
+    EXPECT_FALSE(completed) << what;
+    EXPECT_EQ(dst.data()[0], 0x11);
+  }
+  // Carol's fill completes the receive with carol's kExport bytes (0x77 each).
+  void expect_filled_by_carol(rdmad_flow* flow, const Buffer& dst, uint64_t wr_id) {
+    rdmad_completion c{};
+    ASSERT_TRUE(RoguePeer::poll_until([&] { return rdmad_flow_poll(flow, &c, 1) == 1; }, 10s)) << victim_->output();
+    EXPECT_EQ(c.wr_id, wr_id);
+    EXPECT_EQ(c.status, RDMAD_OK);
+    EXPECT_EQ(c.length, kExport);
+    for (size_t i = 0; i < kExport; ++i) ASSERT_EQ(dst.data()[i], 0x77) << "byte " << i;
+  }
+  static constexpr const char* kRefused = "rdmad_peer_messages_refused_total{kind=\"send_done\"}";
+
   test::TempDir dir_;
   std::string key_file_;
   std::unique_ptr<Node> victim_;
@@ -161,44 +197,24 @@ TEST_F(RemoteAccess, OnlyTheExportedRangeWithTheGrantedRightsIsReachable) {
 // checking which peer a done came from, mallory's completed carol's receive.)
 TEST_F(RemoteAccess, ASendDoneOnALaneCompletesOnlyAReceiveAdvertisedToThatPeer) {
   rdmad_flow* flow = nullptr;
-  ASSERT_EQ(rdmad_flow_open(victim_->client(), "carol", nullptr, &flow), RDMAD_OK) << rdmad_last_error(victim_->client());
-  ASSERT_EQ(rdmad_flow_wait_connected(flow, 10000), RDMAD_OK);
   Buffer dst(victim_->client(), kExport, test::kAllAccess);
-  std::memset(dst.data(), 0x11, kExport);
-  ASSERT_EQ(rdmad_flow_recv(flow, 42, dst.mr, 0, kExport), RDMAD_OK);
-  ASSERT_TRUE(RoguePeer::poll_until([&] { return carol_->recv_posts().size() == 1; }, 10s)) << victim_->output();
-  const peer::RecvPost post = carol_->recv_posts()[0];
+  const peer::RecvPost post = receive_for_carol(&flow, dst, 42);
   ASSERT_EQ(post.length, kExport);
   ASSERT_EQ(post.keys.size(), 1u);
   EXPECT_TRUE(mallory_->recv_posts().empty());
   const peer::SendDone done{.channel = post.channel, .recv_id = post.recv_id, .bytes = kExport, .status = 0};
 
-  const char* refused = "rdmad_peer_messages_refused_total{kind=\"send_done\"}";
   const std::vector<uint8_t> malformed = {1, 2, 3, 4, 5};
   ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
   ASSERT_EQ(mallory_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
   ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
   // One QP, in order: once the second malformed one is counted, the forged one was handled.
-  rdmad_completion c{};
-  bool completed = false;
-  ASSERT_TRUE(RoguePeer::poll_until(
-      [&] {
-        completed = completed || rdmad_flow_poll(flow, &c, 1) == 1;
-        return completed || victim_->metric(refused).value_or(0) >= 2;
-      },
-      10s))
-      << victim_->output();
-  EXPECT_FALSE(completed) << "mallory's send-done completed carol's receive";
-  EXPECT_EQ(dst.data()[0], 0x11);
+  expect_refused_not_completed(flow, dst, 2, "mallory's send-done completed carol's receive");
 
   ASSERT_EQ(carol_->write(post.iova, post.keys[0].rkey, kExport, 0x77), verbs::WcStatus::kSuccess);
   ASSERT_EQ(carol_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
-  ASSERT_TRUE(RoguePeer::poll_until([&] { return rdmad_flow_poll(flow, &c, 1) == 1; }, 10s)) << victim_->output();
-  EXPECT_EQ(c.wr_id, 42u);
-  EXPECT_EQ(c.status, RDMAD_OK);
-  EXPECT_EQ(c.length, kExport);
-  for (size_t i = 0; i < kExport; ++i) ASSERT_EQ(dst.data()[i], 0x77) << "byte " << i;
-  EXPECT_EQ(victim_->metric(refused).value_or(0), 2.0);
+  expect_filled_by_carol(flow, dst, 42);
+  EXPECT_EQ(victim_->metric(kRefused).value_or(0), 2.0);
   rdmad_flow_close(flow);
 }
 
@@ -210,39 +226,20 @@ TEST_F(RemoteAccess, ASendDoneOnALaneCompletesOnlyAReceiveAdvertisedToThatPeer) 
 // bytes of carol's in it.)
 TEST_F(RemoteAccess, AWriteWithImmediateCompletesOnlyAReceiveAdvertisedToThatPeer) {
   rdmad_flow* flow = nullptr;
-  ASSERT_EQ(rdmad_flow_open(victim_->client(), "carol", nullptr, &flow), RDMAD_OK) << rdmad_last_error(victim_->client());
-  ASSERT_EQ(rdmad_flow_wait_connected(flow, 10000), RDMAD_OK);
   Buffer dst(victim_->client(), kExport, test::kAllAccess);
-  std::memset(dst.data(), 0x11, kExport);
-  ASSERT_EQ(rdmad_flow_recv(flow, 43, dst.mr, 0, kExport), RDMAD_OK);
-  ASSERT_TRUE(RoguePeer::poll_until([&] { return carol_->recv_posts().size() == 1; }, 10s)) << victim_->output();
-  const peer::RecvPost post = carol_->recv_posts()[0];
+  const peer::RecvPost post = receive_for_carol(&flow, dst, 43);
+  ASSERT_EQ(post.keys.size(), 1u);
   // The immediate the victim's own peers would send for that receive: its slot (low 20 bits of
   // the receive id) and the low 12 bits of its generation (the high half).
   const auto imm = static_cast<uint32_t>(post.recv_id) | static_cast<uint32_t>(post.recv_id >> 32) << 20;
 
-  const char* refused = "rdmad_peer_messages_refused_total{kind=\"send_done\"}";
   ASSERT_EQ(mallory_->write_with_imm(mine_.iova, mine_.keys[0].rkey, 64, 0x66, imm), verbs::WcStatus::kSuccess);
-  rdmad_completion c{};
-  bool completed = false;
-  ASSERT_TRUE(RoguePeer::poll_until(
-      [&] {
-        completed = completed || rdmad_flow_poll(flow, &c, 1) == 1;
-        return completed || victim_->metric(refused).value_or(0) >= 1;
-      },
-      10s))
-      << victim_->output();
-  EXPECT_FALSE(completed) << "mallory's immediate completed carol's receive";
-  EXPECT_EQ(dst.data()[0], 0x11);
+  expect_refused_not_completed(flow, dst, 1, "mallory's immediate completed carol's receive");
   EXPECT_EQ(buf_->data()[kMalloryOffset], 0x66) << "mallory's data went into its grant";
 
   ASSERT_EQ(carol_->write_with_imm(post.iova, post.keys[0].rkey, kExport, 0x77, imm), verbs::WcStatus::kSuccess);
-  ASSERT_TRUE(RoguePeer::poll_until([&] { return rdmad_flow_poll(flow, &c, 1) == 1; }, 10s)) << victim_->output();
-  EXPECT_EQ(c.wr_id, 43u);
-  EXPECT_EQ(c.status, RDMAD_OK);
-  EXPECT_EQ(c.length, kExport);
-  for (size_t i = 0; i < kExport; ++i) ASSERT_EQ(dst.data()[i], 0x77) << "byte " << i;
-  EXPECT_EQ(victim_->metric(refused).value_or(0), 1.0);
+  expect_filled_by_carol(flow, dst, 43);
+  EXPECT_EQ(victim_->metric(kRefused).value_or(0), 1.0);
   rdmad_flow_close(flow);
 }
 
