@@ -76,9 +76,10 @@ struct FlowEngine::Peer {
     verbs::QueuePair* qp = nullptr;
     uint32_t qp_num = 0;
     uint32_t posted = 0;  // chunks outstanding on it
-    // Send-dones sent on it as SENDs and not yet acknowledged, oldest first, with their outbox
-    // slot (flow_mailbox.cc): the control channel carries them again if the lane fails first.
-    std::deque<std::pair<uint16_t, peer::SendDone>> dones;
+    // Mail (send-dones, receive advertisements) sent on it as SENDs and not yet acknowledged,
+    // oldest first, with their outbox slot (flow_mailbox.cc): sent again another way if the lane
+    // fails first.
+    std::deque<std::pair<uint16_t, peer::Mail>> outbox;
     uint16_t next_out = 0;  // the outbox slot the next one takes
   };
   // A local NIC's path to the peer: qps_per_lane RC QPs to the peer's NIC of the same index (fewer
@@ -139,6 +140,7 @@ struct FlowEngine::Peer {
   std::string name;
   uint8_t slot = 0;
   uint32_t gen = 0;
+  uint32_t session = 0;   // the peer session's number (both nodes know it): RecvPost::session
   uint64_t ready_us = 0;  // when this session's QPs came up (imports wait for grants from then)
   const PeerDomain* domain = nullptr;
   uint16_t next_mail_lane = 0;  // where send_done_on_lane() starts looking
@@ -151,6 +153,12 @@ struct FlowEngine::Peer {
   std::vector<balancer::Chunk> orphans;  // lost their lane while no other was up
   // Both keyed by the flows' owner uid and channel: a send takes only a receive its own uid posted.
   std::map<ChannelKey, std::deque<RemoteRange>> credits;  // posted receives (recv_id in token)
+  // Receive advertisements by number (RecvPost::seq, flow_mailbox.cc): ours to it so far (the next
+  // one's number), the number of its next one we take, and those of its that came before an
+  // earlier one (on another lane, or that one was sent again after its lane failed).
+  uint64_t posts_sent = 0;
+  uint64_t posts_next = 0;
+  std::map<uint64_t, peer::RecvPost> posts_early;
   std::map<ChannelKey, std::deque<Transfer*>> waiting_sends;  // sends without a receive yet
   // Sends whose WRITE with immediate lost its lane unacknowledged, by the peer's recv_id: asked
   // about (RecvQuery), waiting for the answer (flow_immediate.cc).
@@ -176,12 +184,12 @@ inline uint64_t make_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_
 }
 inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
 
-// Send-dones on the lanes (flow_mailbox.cc). Mailbox work requests carry kMailTag in the top byte
+// Mail on the lanes (flow_mailbox.cc). Mailbox work requests carry kMailTag in the top byte
 // (no peer has that slot), then the peer slot, the lane's QP epoch, the peer generation's low
 // byte, outbox (1) or inbox (0), the QP's index in its lane and the mailbox slot.
 inline constexpr uint8_t kMailTag = 0xFF;
 inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
-inline constexpr uint32_t kMailBytes = 64;  // a SendDone is 28 bytes on the wire
+using peer::kMailBytes;  // a SendDone is 29 bytes, a RecvPost of n keys without slices 50 + 15n
 inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,
                                 uint16_t mail_slot) {
   return uint64_t{kMailTag} << 56 | uint64_t{peer_slot} << 48 | uint64_t{lane_epoch} << 40 |

@@ -213,7 +213,7 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   }
   lane.posted = 0;
   for (auto& q : lane.qps) q.posted = 0;
-  resend_lane_dones(p, nic);
+  resend_lane_mail(p, nic);
   lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
   std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason, fault);
   if (!was_dead) {

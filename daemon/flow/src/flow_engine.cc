@@ -114,27 +114,28 @@ void FlowEngine::loop() {
       continue;
     }
     heartbeat_.idle(passes_);  // waiting for work by choice: never a stall, however long
-    sleep_until_work(in_flight_ > 0 || dones_unacked_ > 0);
+    sleep_until_work(in_flight_ > 0 || mail_unacked_ > 0);
   }
   heartbeat_.idle(passes_);
 }
 
 void FlowEngine::sleep_until_work(bool in_flight) {
-  // With work in flight, sleep until a completion too: arm every CQ, then look once more (a
-  // completion that came before the arming raises no event). The timed slice below stays, for
-  // the balancer's deadlines; a CQ without notification is only seen when it ends.
+  // Sleep until a completion too: arm every CQ, then look once more (a completion that came
+  // before the arming raises no event). Even with nothing in flight: a peer's lane mail (a receive
+  // it advertised) must be taken and its inbox slot posted again, or the peer's next SENDs on that
+  // QP, and the one-sided requests behind them, wait in RNR retries while we sleep. With work in
+  // flight the timed slice below stays, for the balancer's deadlines; a CQ without notification
+  // is only seen when it ends.
   std::vector<pollfd>& fds = pollfds_;
   fds.clear();
   fds.push_back({wake_fd_, POLLIN, 0});
   notify_cqs_.clear();
-  if (in_flight) {
-    for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
-      if (cqs_[nic] == nullptr || !cqs_[nic]->request_notify().ok()) continue;
-      fds.push_back({cqs_[nic]->notify_fd(), POLLIN, 0});
-      notify_cqs_.push_back(nic);
-    }
-    if (poll_cqs()) return;
+  for (uint16_t nic = 0; nic < cqs_.size(); ++nic) {
+    if (cqs_[nic] == nullptr || !cqs_[nic]->request_notify().ok()) continue;
+    fds.push_back({cqs_[nic]->notify_fd(), POLLIN, 0});
+    notify_cqs_.push_back(nic);
   }
+  if (poll_cqs()) return;
   const size_t cq_fds_end = fds.size();
   // Announce sleep on every flow, then look once more (ring::prepare_sleep): a request committed
   // after this sees the flag and rings the doorbell.
@@ -273,7 +274,7 @@ void FlowEngine::await_grants(const std::string& name) {
 }
 
 void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vector<verbs::QueuePair*>>& qps,
-                            const PeerDomain* domain) {
+                            const PeerDomain* domain, uint32_t session) {
   if (find_peer(name) != nullptr) peer_lost(name);
   size_t slot = 0;
   while (slot < peers_.size() && peers_[slot]) ++slot;
@@ -286,6 +287,7 @@ void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vect
   p->name = name;
   p->slot = static_cast<uint8_t>(slot);
   p->gen = next_peer_gen_++;
+  p->session = session;
   p->ready_us = now_us();
   p->domain = domain;
   std::vector<balancer::NicSpec> specs;
@@ -319,8 +321,8 @@ void FlowEngine::peer_lost(const std::string& name) {
   Peer* p = find_peer(name);
   if (p == nullptr) return;
   fail_peer_transfers(*p, RDMAD_ERR_PEER);
-  for (auto& lane : p->lanes)  // dones for receives that fail with the peer anyway
-    for (auto& q : lane.qps) dones_unacked_ -= q.dones.size();
+  for (auto& lane : p->lanes)  // for receives and sends that fail with the peer anyway
+    for (auto& q : lane.qps) mail_unacked_ -= q.outbox.size();
   for (Flow* f : p->flows) {
     f->peer = nullptr;
     await_grants_of(f->imports);  // the grants died with the session; the peer grants them again
@@ -334,6 +336,9 @@ void FlowEngine::peer_lost(const std::string& name) {
 void FlowEngine::lane_replacing(const std::string& name, uint16_t nic, peer::RebuildCause cause) {
   Peer* p = find_peer(name);
   if (p == nullptr || nic >= p->lanes.size()) return;
+  // Mail the old QPs placed, taken before they go (a provider may drop a destroyed QP's
+  // completions from the CQ; flow_mailbox.cc).
+  poll_cqs();
   // A lane this side failed already (it started the rebuild) keeps its own verdict.
   lane_failed(*p, nic,
               cause == peer::RebuildCause::kRequestRefused

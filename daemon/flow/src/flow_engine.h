@@ -113,7 +113,12 @@ struct EngineCounters {
   // channel (no lane up, a lane's mailbox full, or again after the lane holding it failed).
   std::atomic<uint64_t> dones_on_lanes{0};
   std::atomic<uint64_t> dones_on_control{0};
-  std::atomic<uint64_t> dones_refused{0};  // malformed ones a peer sent into our mailboxes
+  std::atomic<uint64_t> dones_refused{0};  // malformed mail a peer sent into our mailboxes
+  // Receive advertisements this node sent, by way (as for send-dones), and the peers' that came a
+  // second time (sent again after a lane failed holding them) and were dropped.
+  std::atomic<uint64_t> posts_on_lanes{0};
+  std::atomic<uint64_t> posts_on_control{0};
+  std::atomic<uint64_t> posts_duplicate{0};
   // Sends whose WRITE with immediate completed the peer's receive (no send-done needed), and the
   // answers to our RecvQuery about those whose lane failed first, by peer::RecvStateKind.
   std::atomic<uint64_t> sends_by_immediate{0};
@@ -196,8 +201,9 @@ class FlowEngine {
   /// A peer's QPs are up: per local NIC, its lane's QPs (QpConnector::nic_qps; empty: that NIC
   /// has none), in `domain`'s protection domains, where the engine registers what the peer's flows
   /// use (valid until peer_lost).
+  /// `session`: the number both nodes know this session by (PeerSession::session_of).
   void peer_ready(const std::string& peer, const std::vector<std::vector<verbs::QueuePair*>>& qps,
-                  const PeerDomain* domain);
+                  const PeerDomain* domain, uint32_t session);
   /// The peer's connection is gone: the flows' imports of its grants lose their keys and await
   /// the grants of its next session (RemoteRange::awaiting_grant).
   void await_grants(const std::string& peer);
@@ -217,6 +223,7 @@ class FlowEngine {
   void set_cq(uint16_t nic, verbs::CompletionQueue* cq);
   /// congestion_aware inputs of one NIC, for every peer's balancer.
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
+  /// A receive the peer advertised on the control channel (on a lane: take_post directly).
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
   /// Completes the receive `done` names if it is ours, pending, advertised to `peer` on that
   /// channel (true); anything else completes nothing (false).
@@ -251,6 +258,11 @@ class FlowEngine {
   // Requests (flow_submit.cc).
   void take_request(Flow& f, const ring::Sqe& sqe);
   void start_send(Peer& p, Transfer* t);
+  // A receive the peer advertised, however it came: taken in number order, once.
+  void take_post(Peer& p, peer::RecvPost post);
+  // One in its turn: a credit for the flows' sends of its channel.
+  void add_credit(Peer& p, const peer::RecvPost& post);
+  void refuse_credit(const Peer& p, const char* reason);
   void fail_flow(Flow& f, const char* why);
   void complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status, uint64_t length);
 
@@ -275,18 +287,20 @@ class FlowEngine {
   void fail_peer_transfers(Peer& p, rdmad_status status);
   void write_cqe(Flow& f, const ring::Cqe& cqe);
 
-  // Send-dones on the lanes (flow_mailbox.cc).
+  // Mail on the lanes (flow_mailbox.cc).
   // Registers a lane's mailbox and posts its receives; false (and the lane failed) when it cannot.
   bool open_mailbox(Peer& p, uint16_t nic);
   bool post_inbox(Peer& p, uint16_t nic, uint8_t qp, uint16_t slot);
-  // On a lane of `prefer` (the sending flow's NICs; kEveryLane: any) if one can take it, else on
-  // any lane; false when none can.
-  bool send_done_on_lane(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
+  // On a lane of `prefer` (the flow's NICs; kEveryLane: any) if one can take it, else on any lane;
+  // false when none can (or it is longer than a mailbox slot).
+  bool mail_on_lane(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer);
   // On a lane when one can take it, else on the control channel.
   void send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
   void send_done_on_control(Peer& p, const peer::SendDone& done);
-  // The dones a failing lane holds unacknowledged go on the control channel.
-  void resend_lane_dones(Peer& p, uint16_t nic);
+  void advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer);
+  // The mail a failing lane holds unacknowledged goes again: send-dones on the control channel,
+  // advertisements on another lane or the control channel.
+  void resend_lane_mail(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
   // Something a peer put in our mailbox on lane `nic` completed nothing: counted, logged (limited).
   void mail_refused(const Peer& p, uint16_t nic, const std::string& reason);
@@ -319,9 +333,9 @@ class FlowEngine {
   std::vector<std::unique_ptr<Transfer>> transfers_;
   std::vector<uint32_t> free_transfers_;
   uint64_t in_flight_ = 0;  // transfers taken and not yet completed
-  // Send-dones on the lanes not yet acknowledged: the loop watches the CQs for them as for
-  // transfers in flight (a lane that fails holding them hands them to the control channel).
-  uint64_t dones_unacked_ = 0;
+  // Mail on the lanes not yet acknowledged: the loop watches the CQs for it as for transfers in
+  // flight (a lane that fails holding some sends it again another way).
+  uint64_t mail_unacked_ = 0;
 
   // Commands from the control thread.
   std::thread thread_;

@@ -1,16 +1,28 @@
-// Send-dones on the lanes. A receiver's flow completes a RECV when the sender's daemon says the
-// SEND's data is placed (SendDone). That message takes the lanes' own QPs, as a SEND into one of
-// the receives each side keeps posted on every lane QP: on the NICs' data path it costs what a
-// 28-byte RDMA message costs, where the control channel (TLS, the control thread, the engine
-// thread, on both nodes) cost a 150 µs round trip per message on soft NICs. The control channel
-// still carries a done when no lane is up, when a lane's QP has kMailSlots of them unacknowledged,
-// and again for each one a lane was holding when it failed (the receiver ignores the second copy:
-// the receive it names is gone).
+// Mail on the lanes: send-dones and receive advertisements. A receiver's flow completes a RECV
+// when the sender's daemon says the SEND's data is placed (SendDone), and a sender's flow can start
+// a SEND only once the receiver's daemon advertised a receive (RecvPost). Both take the lanes' own
+// QPs, as SENDs into one of the receives each side keeps posted on every lane QP: on the NICs' data
+// path they cost what a short RDMA message costs, where the control channel (TLS, the control
+// thread, the engine thread, on both nodes) cost ~55 µs a way on soft NICs. The control channel
+// still carries one when no lane can take it (none up, every QP busy with our data, which a message
+// would queue behind, their mailboxes full, or a RecvPost longer than kMailBytes: many NICs or
+// sliced keys), and again each one a lane was holding unacknowledged
+// when it failed: a send-done on the control channel (the receiver ignores a second copy: the
+// receive it names is gone), an advertisement on another lane if one can take it.
+//
+// Advertisements go on whichever lane has room, so they can overtake each other, and one sent
+// again may have arrived the first time (only its acknowledgement was lost). Each carries its
+// number in the session (RecvPost::seq) and the session's: the sender takes them in number order,
+// each number once, and holds those that came early (at most max_receives_per_peer; the receiver
+// never has more advertised). A message in one of our inbox buffers whose receive succeeded is
+// taken even when the lane has failed since: the peer saw it acknowledged and will not send it
+// again; lane_replacing polls the CQs before a rebuild destroys the QPs that hold such completions.
 //
 // A done is sent only after every chunk of its transfer completed (the peer acknowledged the
 // WRITEs), as on the control channel, so the receiver's data is placed before the done arrives
-// on whichever lane. What arrives in an inbox is checked like a control-channel SendDone: the
-// receive it names must be one of ours advertised to that peer, on the flow of that channel.
+// on whichever lane. What arrives in an inbox is checked like a control-channel message: a done
+// must name one of our receives advertised to that peer, on the flow of that channel; an
+// advertisement is that peer's and counts against what it may hold.
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -24,6 +36,8 @@ namespace rdmad::flow {
 namespace {
 
 base::LogLimiter g_mail_log;
+
+constexpr uint8_t kNoQp = 0xFF;
 
 uint8_t* mail_slot(FlowEngine::Peer::Lane& lane, uint8_t qp, bool outbox, uint16_t slot) {
   const size_t index = (size_t{qp} * 2 + (outbox ? 1 : 0)) * kMailSlots + slot;
@@ -71,8 +85,8 @@ bool FlowEngine::post_inbox(Peer& p, uint16_t nic, uint8_t qp, uint16_t slot) {
   return lane.qps[qp].qp->post_recv({&wr, 1}, &posted).ok() && posted == 1;
 }
 
-bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
-  const std::vector<uint8_t> payload = peer::encode(done);
+bool FlowEngine::mail_on_lane(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer) {
+  const std::vector<uint8_t> payload = peer::encode_mail(mail);
   if (payload.size() > kMailBytes) return false;
   const auto lanes = static_cast<uint16_t>(p.lanes.size());
   // Two rounds: the flow's own lanes (a flow pinned to NICs keeps its traffic there), then the others.
@@ -83,11 +97,15 @@ bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer
     if (own != (i < lanes)) continue;
     auto& lane = p.lanes[nic];
     if (lane.dead || !lane.mail_mr || lane.qp_count == 0) continue;
-    uint8_t q = 0;
-    for (uint8_t j = 1; j < lane.qp_count; ++j)
-      if (lane.qps[j].dones.size() < lane.qps[q].dones.size()) q = j;
+    // A QP with none of our chunks outstanding: behind them (up to lane_window_chunks of data, in
+    // order on the QP) a short message waits longer than the control channel takes.
+    uint8_t q = kNoQp;
+    for (uint8_t j = 0; j < lane.qp_count; ++j)
+      if (lane.qps[j].posted == 0 && lane.qps[j].outbox.size() < kMailSlots &&
+          (q == kNoQp || lane.qps[j].outbox.size() < lane.qps[q].outbox.size()))
+        q = j;
+    if (q == kNoQp) continue;  // each busy, or its oldest outbox slot still in flight
     Peer::LaneQp& lq = lane.qps[q];
-    if (lq.dones.size() >= kMailSlots) continue;  // the oldest outbox slot is still in flight
     const uint16_t m = lq.next_out;
     uint8_t* buf = mail_slot(lane, q, true, m);
     std::memcpy(buf, payload.data(), payload.size());
@@ -100,12 +118,10 @@ bool FlowEngine::send_done_on_lane(Peer& p, const peer::SendDone& done, balancer
     wr.signaled = true;
     size_t posted = 0;
     if (!lq.qp->post_send({&wr, 1}, &posted).ok() || posted != 1) continue;
-    base::trace::mark(base::trace::Point::kDonePosted);
     lq.next_out = static_cast<uint16_t>((m + 1) % kMailSlots);
-    lq.dones.emplace_back(m, done);
-    ++dones_unacked_;
+    lq.outbox.emplace_back(m, mail);
+    ++mail_unacked_;
     p.next_mail_lane = static_cast<uint16_t>((nic + 1) % lanes);
-    counters_.dones_on_lanes.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   return false;
@@ -117,14 +133,35 @@ void FlowEngine::send_done_on_control(Peer& p, const peer::SendDone& done) {
 }
 
 void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
-  if (!send_done_on_lane(p, done, prefer)) send_done_on_control(p, done);
+  if (!mail_on_lane(p, done, prefer)) {
+    send_done_on_control(p, done);
+    return;
+  }
+  base::trace::mark(base::trace::Point::kDonePosted);
+  counters_.dones_on_lanes.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FlowEngine::resend_lane_dones(Peer& p, uint16_t nic) {
+void FlowEngine::advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer) {
+  if (mail_on_lane(p, post, prefer)) {
+    counters_.posts_on_lanes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  counters_.posts_on_control.fetch_add(1, std::memory_order_relaxed);
+  hooks_.recv_posted(p.name, post);
+}
+
+void FlowEngine::resend_lane_mail(Peer& p, uint16_t nic) {
+  std::vector<peer::Mail> again;
   for (auto& q : p.lanes[nic].qps) {
-    for (const auto& [slot, done] : q.dones) send_done_on_control(p, done);
-    dones_unacked_ -= q.dones.size();
-    q.dones.clear();
+    for (auto& [slot, mail] : q.outbox) again.push_back(std::move(mail));
+    mail_unacked_ -= q.outbox.size();
+    q.outbox.clear();
+  }
+  for (const peer::Mail& m : again) {
+    if (const auto* done = std::get_if<peer::SendDone>(&m))
+      send_done_on_control(p, *done);
+    else
+      advertise(p, std::get<peer::RecvPost>(m), balancer::kEveryLane);  // this lane is dead: another
   }
 }
 
@@ -148,7 +185,28 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
     if (current && !post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
     return;
   }
-  // From QPs already given up (flushed receives, dones the control channel carries again): ignored.
+  // Mail placed in one of our inbox buffers: taken whatever became of the lane since, as long as
+  // the buffer is still the one it was placed in (the lane was not rebuilt: same epoch).
+  const bool inbox_buffer = epoch == lane.epoch && m < kMailSlots &&
+                            (size_t{q} * 2 + 1) * kMailSlots * kMailBytes <= lane.mail.size();
+  if (!outbox && wc.status == verbs::WcStatus::kSuccess && inbox_buffer) {
+    // Decoded (copied out) before the slot takes its next receive.
+    std::optional<peer::Mail> mail =
+        peer::decode_mail({mail_slot(lane, q, false, m), std::min<size_t>(wc.byte_len, kMailBytes)});
+    if (current && !post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
+    if (!mail) {
+      mail_refused(p, nic, "malformed (" + std::to_string(wc.byte_len) + " bytes)");
+      return;
+    }
+    if (auto* done = std::get_if<peer::SendDone>(&*mail)) {
+      send_done(p.name, *done);
+      return;
+    }
+    base::trace::mark(base::trace::Point::kRecvPostArrived);
+    take_post(p, std::move(std::get<peer::RecvPost>(*mail)));
+    return;
+  }
+  // From QPs already given up (flushed receives, mail sent again another way): ignored.
   if (!current) return;
   if (!outbox && wc.status == verbs::WcStatus::kWrFlushed) {
     // The QP went to the error state for a reason reported elsewhere: a failed request of ours
@@ -163,28 +221,18 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
     return;
   }
   if (outbox) {
-    auto& dones = lane.qps[q].dones;
+    auto& sent = lane.qps[q].outbox;
     // A QP's sends complete in order: the oldest is this one.
-    if (!dones.empty() && dones.front().first == m) {
-      dones.pop_front();
-      --dones_unacked_;
+    if (!sent.empty() && sent.front().first == m) {
+      sent.pop_front();
+      --mail_unacked_;
     }
-    return;
   }
-  // Decoded (copied out) before the slot takes its next receive.
-  const std::optional<peer::SendDone> done =
-      peer::decode_send_done({mail_slot(lane, q, false, m), std::min<size_t>(wc.byte_len, kMailBytes)});
-  if (!post_inbox(p, nic, q, m)) lane_failed(p, nic, "reposting a mailbox receive failed");
-  if (!done) {
-    mail_refused(p, nic, "malformed (" + std::to_string(wc.byte_len) + " bytes)");
-    return;
-  }
-  send_done(p.name, *done);
 }
 
 void FlowEngine::mail_refused(const Peer& p, uint16_t nic, const std::string& reason) {
   counters_.dones_refused.fetch_add(1, std::memory_order_relaxed);
-  base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "send-done refused peer={} nic={} reason={}", p.name,
+  base::log_limited(*flow_log(), g_mail_log, spdlog::level::warn, "lane mail refused peer={} nic={} reason={}", p.name,
                     nic_names_[nic], base::q(reason));
 }
 

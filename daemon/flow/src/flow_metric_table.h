@@ -32,6 +32,17 @@ inline constexpr Metric kImmediateQueries{
     "SENDs whose WRITE with immediate lost its lane unacknowledged, by the peer's answer about the receive: pending "
     "(sent again), placed (completed) or unknown (failed)",
     Kind::kCounter};
+inline constexpr Metric kRecvPosts{
+    "rdmad_flow_recv_posts_total",
+    "Receives this node advertised to peers, by way: as a SEND on a lane's queue pair (lane), or on the control "
+    "channel (no lane could take it, or it is longer than a lane message); one sent again after its lane failed "
+    "counts again",
+    Kind::kCounter};
+inline constexpr Metric kRecvPostsDuplicate{
+    "rdmad_flow_recv_posts_duplicate_total",
+    "Receive advertisements from peers that arrived a second time (sent again after a lane failed holding them "
+    "unacknowledged) and were dropped",
+    Kind::kCounter};
 inline constexpr Metric kGrantsHeld{"rdmad_peer_grants_held", "Memory grants from peer daemons held by this node",
                                     Kind::kGauge};
 inline constexpr Metric kMessagesRefused{

@@ -298,7 +298,8 @@ void FlowService::on_peer_ready(const std::string& peer, peer::QpConnector& qps)
   for (uint16_t i = 0; i < lanes.size(); ++i) lanes[i] = qps.nic_qps(i);
   std::string error;
   const PeerDomain* domain = domain_for(peer, &error);  // the one the connector's QPs are in
-  engine_->run_sync([&] { engine_->peer_ready(peer, lanes, domain); });
+  const uint32_t session = session_->session_of(peer);
+  engine_->run_sync([&] { engine_->peer_ready(peer, lanes, domain, session); });
   // Grants do not outlive a session (the peer may have restarted): send ours again, registered
   // in this session's domain.
   for (auto it = exports_.begin(); it != exports_.end();) {

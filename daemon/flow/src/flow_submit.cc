@@ -168,6 +168,8 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       // Advertise the buffer; the completion comes with the peer's SendDone.
       t->recv_id = uint64_t{t->gen} << 32 | t->slot;
       peer::RecvPost post;
+      post.session = p.session;
+      post.seq = p.posts_sent++;
       post.channel = f.setup.channel;
       post.owner_uid = f.setup.owner_uid;
       post.recv_id = t->recv_id;
@@ -179,7 +181,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       ++p.receives_out;
       post.keys = t->recv_mrs->grant_keys;
       base::trace::mark(base::trace::Point::kRecvSubmitted);
-      hooks_.recv_posted(p.name, post);
+      advertise(p, post, f.setup.nic_mask);
       return;
     }
     case ring::Op::kSend:
@@ -226,17 +228,52 @@ void FlowEngine::start_send(Peer& p, Transfer* t) {
 }
 
 void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post) {
-  base::trace::mark(base::trace::Point::kCreditTaken);
-  Peer* p = find_peer(name);
-  if (p == nullptr) return;
-  if (p->credits_held >= options_.max_receives_per_peer) {
-    // It advertised more receives than we ever would: a misbehaving peer; nothing of ours grows.
-    counters_.credits_refused.fetch_add(1, std::memory_order_relaxed);
-    base::log_limited(*flow_log(), g_credit_log, spdlog::level::warn,
-                      "receive credit refused peer={} reason=max_receives_per_peer", name);
+  if (Peer* p = find_peer(name)) take_post(*p, post);
+}
+
+void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
+  if (post.session != p.session) {
+    // Advertised in the session before this one (on the control channel while the new one came
+    // up): that receive failed with its session.
+    refuse_credit(p, "another_session");
     return;
   }
-  ++p->credits_held;
+  if (post.seq < p.posts_next || p.posts_early.contains(post.seq)) {
+    counters_.posts_duplicate.fetch_add(1, std::memory_order_relaxed);  // sent again after a lane failed
+    return;
+  }
+  if (post.seq != p.posts_next) {
+    // An earlier one is still on its way (another lane, or sent again after its lane failed).
+    if (p.posts_early.size() + p.credits_held >= options_.max_receives_per_peer) {
+      refuse_credit(p, "max_receives_per_peer");
+      return;
+    }
+    p.posts_early.emplace(post.seq, std::move(post));
+    return;
+  }
+  add_credit(p, post);
+  ++p.posts_next;
+  for (auto it = p.posts_early.begin(); it != p.posts_early.end() && it->first == p.posts_next;
+       it = p.posts_early.erase(it)) {
+    add_credit(p, it->second);
+    ++p.posts_next;
+  }
+}
+
+void FlowEngine::refuse_credit(const Peer& p, const char* reason) {
+  counters_.credits_refused.fetch_add(1, std::memory_order_relaxed);
+  base::log_limited(*flow_log(), g_credit_log, spdlog::level::warn, "receive credit refused peer={} reason={}", p.name,
+                    reason);
+}
+
+void FlowEngine::add_credit(Peer& p, const peer::RecvPost& post) {
+  base::trace::mark(base::trace::Point::kCreditTaken);
+  if (p.credits_held >= options_.max_receives_per_peer) {
+    // It advertised more receives than we ever would: a misbehaving peer; nothing of ours grows.
+    refuse_credit(p, "max_receives_per_peer");
+    return;
+  }
+  ++p.credits_held;
   RemoteRange r;
   r.iova = post.iova;
   r.length = post.length;
@@ -244,12 +281,12 @@ void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post
   r.recv_id = post.recv_id;
   set_remote_keys(r, post.keys);
   const ChannelKey key{post.owner_uid, post.channel};
-  p->credits[key].push_back(r);
-  auto& waiting = p->waiting_sends[key];
+  p.credits[key].push_back(r);
+  auto& waiting = p.waiting_sends[key];
   if (!waiting.empty()) {
     Transfer* t = waiting.front();
     waiting.pop_front();
-    start_send(*p, t);
+    start_send(p, t);
   }
 }
 

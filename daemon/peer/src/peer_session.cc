@@ -1,5 +1,7 @@
 #include "rdmad/daemon/peer/peer_session.h"
 
+#include <random>
+
 #include "peer_log.h"
 #include "rdmad/base/log_fields.h"
 #include "rdmad/base/log_limiter.h"
@@ -14,6 +16,9 @@ base::LogLimiter g_bring_up_log;
 
 PeerSession::PeerSession(PeerChannel& channel, ConnectorFactory factory)
     : channel_(channel), factory_(std::move(factory)) {
+  // Session numbers tell one session's messages from the last one's (a receive advertised in the
+  // old session must not count in the new one): counting from 1 on both nodes would repeat them.
+  next_session_ = std::random_device{}() | 1u;
   channel_.set_handlers({
       .on_up = [this](const std::string& p, bool initiator) { on_up(p, initiator); },
       .on_down = [this](const std::string& p, const std::string&) { on_down(p); },
@@ -30,6 +35,11 @@ void PeerSession::set_nic(uint16_t nic_index, const std::function<LocalNic(const
   for (auto& [id, p] : peers_) {
     if (p.qps) p.qps->set_nic(nic_index, make(id));
   }
+}
+
+uint32_t PeerSession::session_of(const std::string& peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.state == State::kReady ? it->second.session : 0;
 }
 
 std::vector<std::string> PeerSession::ready_peers() const {
@@ -49,6 +59,7 @@ void PeerSession::on_up(const std::string& peer, bool initiator) {
   auto eps = p.qps->prepare();
   if (!eps.ok()) return fail(peer, eps.status().message());
   log_left_out(peer, *p.qps);
+  if (next_session_ == 0) next_session_ = 1;  // 0 is no session
   p.session = next_session_++;
   p.state = State::kOffered;
   send(peer, EndpointsKind::kOffer, p.session, std::move(eps.value()));

@@ -70,6 +70,8 @@ constexpr auto kGrantAckLayout = [](auto& c, auto& m) {
 };
 constexpr auto kRevokeLayout = [](auto& c, auto& m) { c.field(m.token); };
 constexpr auto kRecvPostLayout = [](auto& c, auto& m) {
+  c.field(m.session);
+  c.field(m.seq);
   c.field(m.channel);
   c.field(m.owner_uid);
   c.field(m.recv_id);
@@ -142,6 +144,32 @@ std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload) {
   auto m = decode_with<RecvState>(payload, kRecvStateLayout);
   if (m && m->state > RecvStateKind::kUnknown) return std::nullopt;
   return m;
+}
+
+std::vector<uint8_t> encode_mail(const Mail& m) {
+  std::vector<uint8_t> out;
+  if (const auto* done = std::get_if<SendDone>(&m)) {
+    out = encode(*done);
+    out.insert(out.begin(), static_cast<uint8_t>(MailKind::kSendDone));
+  } else {
+    out = encode(std::get<RecvPost>(m));
+    out.insert(out.begin(), static_cast<uint8_t>(MailKind::kRecvPost));
+  }
+  return out;
+}
+
+std::optional<Mail> decode_mail(std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return std::nullopt;
+  const auto rest = bytes.subspan(1);
+  switch (static_cast<MailKind>(bytes[0])) {
+    case MailKind::kSendDone:
+      if (auto d = decode_send_done(rest)) return Mail{*d};
+      return std::nullopt;
+    case MailKind::kRecvPost:
+      if (auto r = decode_recv_post(rest)) return Mail{std::move(*r)};
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {

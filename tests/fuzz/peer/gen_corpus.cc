@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   frame(dir, "grant_ack", MessageType::kGrantAck, GrantAck{g.token, 0});
   frame(dir, "revoke", MessageType::kRevoke, Revoke{g.token});
   RecvPost rp;
+  rp.session = 0x5e55;
+  rp.seq = 41;
   rp.channel = 3;
   rp.recv_id = 9;
   rp.iova = 0x2000;
@@ -105,6 +107,9 @@ int main(int argc, char** argv) {
   frame(dir, "send_done", MessageType::kSendDone, SendDone{3, 9, 4096, 0});
   frame(dir, "recv_query", MessageType::kRecvQuery, RecvQuery{3, 9, 1});
   frame(dir, "recv_state", MessageType::kRecvState, RecvState{9, RecvStateKind::kPlaced});
+  // Lane mail (a kind byte, then the message), as the target also decodes every payload as one.
+  write_seed(dir, "lane_mail_recv_post", encode_frame(MessageType::kRecvPost, encode_mail(Mail{rp})));
+  write_seed(dir, "lane_mail_send_done", encode_frame(MessageType::kSendDone, encode_mail(Mail{SendDone{3, 9, 4096, 0}})));
   // Malformed: reserved header bits, unknown type, the retired HMAC proof (type 2), a payload cut short.
   write_seed(dir, "bad_reserved", {0, 0, 0, 0, 0, 4, 0, 1});
   write_seed(dir, "bad_type", {0, 0, 0, 0, 0, 99, 0, 0});

@@ -2,7 +2,7 @@
 // (or over plain TCP with insecure = true): a peer that passed TLS is still not trusted to be well-formed.
 // The first 8 bytes of an input are a frame header, the rest a payload that every payload decoder
 // reads (a connection only calls the one the header names; trying all of them covers more per
-// input). Nothing may crash; whatever decodes must re-encode to bytes that decode to the same
+// input), and as lane mail. Nothing may crash; whatever decodes must re-encode to bytes that decode to the same
 // message; flow_payload_valid must agree with the flow decoders.
 #include <cstdint>
 #include <cstdlib>
@@ -81,5 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(flow_payload_valid(MessageType::kRecvQuery, payload) == query);
   check(flow_payload_valid(MessageType::kRecvState, payload) == state);
   check(flow_payload_valid(MessageType::kPing, payload));  // not a flow frame
+  // Lane mail: what a peer SENDs into our lane QPs' receives.
+  if (const auto mail = decode_mail(payload)) {
+    const std::vector<uint8_t> bytes = encode_mail(*mail);
+    const auto again = decode_mail(std::span<const uint8_t>(bytes));
+    check(again.has_value() && *again == *mail);
+  }
   return 0;
 }

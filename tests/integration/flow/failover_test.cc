@@ -199,6 +199,108 @@ TEST(FlowFailover, ASendWhoseImmediateWasPlacedButNotAcknowledgedIsNotSentAgain)
   EXPECT_EQ(first_difference(x.src->data() + 1024, x.dst->data(), ImmediateSend::kBytes), -1);
 }
 
+// Receive advertisements on the lanes (peer protocol 8, flow_mailbox.cc). node-b's flow back to
+// node-a, pinned to NIC 0, posts receives; node-a's flow sends into them. The fabric's port keys
+// decide what the path of NIC 0 drops.
+struct AdvertisedReceives {
+  FabricPair fp;
+  rdmad_flow* fb = nullptr;
+  std::unique_ptr<Buffer> src, dst;
+
+  AdvertisedReceives(const std::string& port_keys, const std::string& reverse_keys)
+      : fp("0", 14, "1MB", "", port_keys, reverse_keys) {}
+  ~AdvertisedReceives() { rdmad_flow_close(fb); }
+  void start(uint32_t receiver_nics) {
+    ASSERT_TRUE(fp.start()) << fp.a()->output() << fp.b()->output();
+    ASSERT_EQ(rdmad_flow_open_nics(fp.b()->client(), "node-a", nullptr, receiver_nics, &fb), RDMAD_OK);
+    ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK);
+    src = std::make_unique<Buffer>(fp.a()->client(), 1u << 20, kAllAccess);
+    dst = std::make_unique<Buffer>(fp.b()->client(), 1u << 20, kAllAccess);
+    fill(src->data(), 1u << 20, 51);
+    fill(dst->data(), 1u << 20, 52);
+  }
+  // Receive i is 4 KiB at dst + 4 KiB * i; send i is 100 + i bytes from src + 4 KiB * i.
+  void post_recv(uint64_t i) { ASSERT_EQ(rdmad_flow_recv(fb, i, dst->mr, 4096 * i, 4096), RDMAD_OK); }
+  void post_send(uint64_t i) { ASSERT_EQ(rdmad_flow_send(fp.fa, i, src->mr, 4096 * i, 100 + i), RDMAD_OK); }
+  // Every receive of [0, n) completed once, OK, with its own send's bytes; every send too.
+  void expect_matched(uint64_t n) {
+    std::vector<int> got(n, 0);
+    for (uint64_t k = 0; k < n; ++k) {
+      auto r = wait_completion(fb, 60s);
+      ASSERT_TRUE(r.has_value()) << "receive " << k << fp.a()->output() << fp.b()->output();
+      ASSERT_LT(r->wr_id, n);
+      EXPECT_EQ(r->status, RDMAD_OK);
+      EXPECT_EQ(r->length, 100 + r->wr_id) << "receive " << r->wr_id << " got another send";
+      EXPECT_EQ(first_difference(src->data() + 4096 * r->wr_id, dst->data() + 4096 * r->wr_id, 100 + r->wr_id), -1)
+          << "receive " << r->wr_id;
+      ++got[r->wr_id];
+    }
+    for (uint64_t k = 0; k < n; ++k) {
+      auto s = wait_completion(fp.fa, 60s);
+      ASSERT_TRUE(s.has_value()) << "send " << k << fp.a()->output();
+      EXPECT_EQ(s->status, RDMAD_OK);
+    }
+    for (uint64_t i = 0; i < n; ++i) EXPECT_EQ(got[i], 1) << "receive " << i;
+    rdmad_completion more{};
+    EXPECT_EQ(rdmad_flow_poll(fb, &more, 1), 0) << "a receive completed twice";
+  }
+  // node-b's advertisements by way, node-a's duplicates dropped, node-b's failovers of NIC 0.
+  double posts(const std::string& path) {
+    return fp.b()->metric("rdmad_flow_recv_posts_total{path=\"" + path + "\"}").value_or(-1);
+  }
+  double duplicates() { return fp.a()->metric("rdmad_flow_recv_posts_duplicate_total").value_or(-1); }
+  double b_failovers() { return fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(-1); }
+};
+
+// Receives go on both lanes in turn, and the path of NIC 0 (through the fabric process) is slower
+// than NIC 1's: later advertisements overtake earlier ones. Sends still fill the receives in the
+// order they were posted (node-a takes advertisements by number), and none goes on the control
+// channel. (Taken as they came, sends went into the wrong receives.)
+TEST(FlowFailover, ReceivesAdvertisedOnBothLanesAreTakenInTheOrderPosted) {
+  AdvertisedReceives x("", "");
+  ASSERT_NO_FATAL_FAILURE(x.start(0));
+  constexpr uint64_t kN = 120;  // within the lanes' mailboxes (64 per QP)
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_NO_FATAL_FAILURE(x.post_recv(i));
+  for (uint64_t i = 0; i < kN; ++i) ASSERT_NO_FATAL_FAILURE(x.post_send(i));
+  ASSERT_NO_FATAL_FAILURE(x.expect_matched(kN));
+  EXPECT_EQ(x.posts("lane"), double(kN));
+  EXPECT_EQ(x.posts("control"), 0.0);
+  EXPECT_EQ(x.duplicates(), 0.0);
+}
+
+// The path of NIC 0 drops every RC SEND Only packet from node-b: the advertisement of node-b's
+// receive (its flow is pinned to NIC 0) never arrives, its lane fails holding it, and it goes again
+// on NIC 1. node-a takes it then, once; the send fills it byte-exact.
+TEST(FlowFailover, AReceiveAdvertisementLostWithItsLaneGoesAgainOnAnother) {
+  AdvertisedReceives x("", ",drop_opcode=4");
+  ASSERT_NO_FATAL_FAILURE(x.start(1u));
+  ASSERT_NO_FATAL_FAILURE(x.post_recv(0));
+  ASSERT_NO_FATAL_FAILURE(x.post_send(0));
+  ASSERT_NO_FATAL_FAILURE(x.expect_matched(1));
+  EXPECT_GE(x.b_failovers(), 1.0) << x.fp.b()->output();
+  EXPECT_GE(x.posts("lane"), 2.0);
+  EXPECT_EQ(x.duplicates(), 0.0);
+}
+
+// The path of NIC 0 drops every ACK from node-a: node-a takes node-b's advertisement, but node-b
+// never hears that it arrived, its lane fails, and it sends the advertisement again on NIC 1.
+// node-a drops the second copy (same number). Then a second receive and two sends: each receive gets
+// its own send. (Taking the copy as a new receive, node-a sent the second send into the first
+// receive again, and the second receive was never filled.)
+TEST(FlowFailover, AReceiveAdvertisementSentTwiceIsTakenOnce) {
+  AdvertisedReceives x(",drop_opcode=17", "");
+  ASSERT_NO_FATAL_FAILURE(x.start(1u));
+  ASSERT_NO_FATAL_FAILURE(x.post_recv(0));
+  // Sent, then sent again after the lane failed.
+  ASSERT_TRUE(eventually([&] { return x.posts("lane") >= 2.0; }, 60s)) << x.fp.a()->output() << x.fp.b()->output();
+  ASSERT_NO_FATAL_FAILURE(x.post_recv(1));
+  ASSERT_NO_FATAL_FAILURE(x.post_send(0));
+  ASSERT_NO_FATAL_FAILURE(x.post_send(1));
+  ASSERT_NO_FATAL_FAILURE(x.expect_matched(2));
+  EXPECT_GE(x.b_failovers(), 1.0);
+  EXPECT_GE(x.duplicates(), 1.0);
+}
+
 // An asynchronous QP fatal event (the NIC reports it lost a queue pair) fails the lane that QP
 // carries over at once, mid-transfer, and the lane is rebuilt and carries chunks again. Neither the
 // soft backend nor rxe raises that event on demand: node-a runs rdmad_fault_daemon, whose soft

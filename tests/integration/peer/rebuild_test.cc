@@ -171,14 +171,17 @@ TEST_F(PeerRebuildTest, RebuildRefusals) {
 TEST_F(PeerRebuildTest, StaleOrInconsistentRebuildMessagesLeaveTheSessionUp) {
   NicEndpoint ep = qa().qps().back().local;  // a well-formed endpoint of NIC 1
   ASSERT_EQ(ep.nic_index, 1);
-  send_endpoints(EndpointsKind::kRebuildOffer, 999, 1, {ep});
+  const uint32_t session = sa_->session_of("node-b");
+  ASSERT_NE(session, 0u);
+  EXPECT_EQ(sb_->session_of("node-a"), session) << "both sides know the session by one number";
+  send_endpoints(EndpointsKind::kRebuildOffer, session + 1, 1, {ep});
   ASSERT_TRUE(run_until(io_, [&] { return sb_->counters().rebuild_stale == 1; }));
-  // node-a numbers its sessions from 1: this is the current one. An offer for NIC 0 that carries
-  // a NIC 1 endpoint is refused; node-b answers "failed", which node-a did not ask for.
-  send_endpoints(EndpointsKind::kRebuildOffer, 1, 0, {ep});
+  // The current session: an offer for NIC 0 that carries a NIC 1 endpoint is refused; node-b
+  // answers "failed", which node-a did not ask for.
+  send_endpoints(EndpointsKind::kRebuildOffer, session, 0, {ep});
   ASSERT_TRUE(run_until(io_, [&] { return sa_->counters().rebuild_failures == 1; }));
   EXPECT_EQ(sb_->counters().rebuild_failures, 1u);
-  send_endpoints(EndpointsKind::kRebuildAck, 1, 1, {ep});  // nothing was answered
+  send_endpoints(EndpointsKind::kRebuildAck, session, 1, {ep});  // nothing was answered
   ASSERT_TRUE(run_until(io_, [&] { return sb_->counters().rebuild_failures == 2; }));
   EXPECT_TRUE(events_.empty()) << "no QP was replaced";
   EXPECT_TRUE(a_->connected("node-b"));

@@ -206,13 +206,13 @@ TEST_F(RemoteAccess, ASendDoneOnALaneCompletesOnlyAReceiveAdvertisedToThatPeer) 
 
   const std::vector<uint8_t> malformed = {1, 2, 3, 4, 5};
   ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
-  ASSERT_EQ(mallory_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(mallory_->send_on_lane(peer::encode_mail(done)), verbs::WcStatus::kSuccess);
   ASSERT_EQ(mallory_->send_on_lane(malformed), verbs::WcStatus::kSuccess);
   // One QP, in order: once the second malformed one is counted, the forged one was handled.
   expect_refused_not_completed(flow, dst, 2, "mallory's send-done completed carol's receive");
 
   ASSERT_EQ(carol_->write(post.iova, post.keys[0].rkey, kExport, 0x77), verbs::WcStatus::kSuccess);
-  ASSERT_EQ(carol_->send_on_lane(peer::encode(done)), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(carol_->send_on_lane(peer::encode_mail(done)), verbs::WcStatus::kSuccess);
   expect_filled_by_carol(flow, dst, 42);
   EXPECT_EQ(victim_->metric(kRefused).value_or(0), 2.0);
   rdmad_flow_close(flow);
@@ -241,6 +241,31 @@ TEST_F(RemoteAccess, AWriteWithImmediateCompletesOnlyAReceiveAdvertisedToThatPee
   expect_filled_by_carol(flow, dst, 43);
   EXPECT_EQ(victim_->metric(kRefused).value_or(0), 1.0);
   rdmad_flow_close(flow);
+}
+
+// Receive advertisements on a lane (peer protocol 8) give their sender credits for the victim's
+// sends to it, nothing else, and only in their session and once each. Mallory SENDs lane mail
+// advertising a receive: one of another session number is refused and counted, and the same
+// advertisement twice is taken once (the second counted as a duplicate). Mailbox memory is local
+// access only, so none of it reaches the victim's memory (checked as in every test here).
+TEST_F(RemoteAccess, ALaneAdvertisementCountsOnlyInItsSessionAndOnce) {
+  static constexpr const char* kCredit = "rdmad_peer_messages_refused_total{kind=\"receive_credit\"}";
+  static constexpr const char* kDuplicate = "rdmad_flow_recv_posts_duplicate_total";
+  const uint32_t session = mallory_->session();
+  ASSERT_NE(session, 0u);
+  peer::RecvPost post{.session = session + 1, .seq = 0, .channel = 5, .owner_uid = 0, .recv_id = 1,
+                      .iova = 0x1000, .length = 4096, .keys = {{0, 0x1234}}};
+  ASSERT_EQ(mallory_->send_on_lane(peer::encode_mail(post)), verbs::WcStatus::kSuccess);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return victim_->metric(kCredit).value_or(0) >= 1; }, 10s))
+      << victim_->output();
+  post.session = session;
+  ASSERT_EQ(mallory_->send_on_lane(peer::encode_mail(post)), verbs::WcStatus::kSuccess);
+  ASSERT_EQ(mallory_->send_on_lane(peer::encode_mail(post)), verbs::WcStatus::kSuccess);
+  ASSERT_TRUE(RoguePeer::poll_until([&] { return victim_->metric(kDuplicate).value_or(0) >= 1; }, 10s))
+      << victim_->output();
+  EXPECT_EQ(victim_->metric(kCredit).value_or(0), 1.0) << "the advertisement of this session was refused";
+  EXPECT_EQ(victim_->metric(kDuplicate).value_or(0), 1.0);
+  expect_memory(false, 0);
 }
 
 TEST_F(RemoteAccess, KeysOfOneRegistrationDifferBetweenPeers) {

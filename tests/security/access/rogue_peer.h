@@ -47,6 +47,8 @@ class RoguePeer {
     rcq_ = std::move(dev_->create_cq(256).value());
     buffer_.assign(kBufferBytes, 0);
     mr_ = std::move(pd_->reg_mr(buffer_.data(), buffer_.size(), verbs::kAccessLocalWrite).value());
+    inbox_.assign(size_t{kInboxSlots} * peer::kMailBytes, 0);
+    inbox_mr_ = std::move(pd_->reg_mr(inbox_.data(), inbox_.size(), verbs::kAccessLocalWrite).value());
 
     peer::PeerConfig c = peer::test::config(id_, key_file);
     c.peers.push_back(peer::test::address_of(victim_id, victim_port));
@@ -155,9 +157,20 @@ class RoguePeer {
     return grants_;
   }
 
-  /// The receives the victim advertised to us so far, in order.
+  /// The receives the victim advertised to us so far (on the control channel, or as mail on our
+  /// lane QP, where we keep receives posted as its peers do), in order.
   std::vector<peer::RecvPost> recv_posts() {
     std::lock_guard lock(mu_);
+    verbs::WorkCompletion wc[8];
+    for (size_t n; (n = rcq_->poll(wc)) > 0;) {
+      for (size_t i = 0; i < n; ++i) {
+        if (wc[i].status != verbs::WcStatus::kSuccess || wc[i].opcode != verbs::WcOpcode::kRecv) continue;
+        const uint8_t* at = inbox_.data() + wc[i].wr_id * peer::kMailBytes;
+        const auto mail = peer::decode_mail({at, std::min<size_t>(wc[i].byte_len, peer::kMailBytes)});
+        if (mail && std::holds_alternative<peer::RecvPost>(*mail)) recv_posts_.push_back(std::get<peer::RecvPost>(*mail));
+        if (qp_ != nullptr && qp_->qp_num() == wc[i].qp_num) post_inbox(wc[i].wr_id);
+      }
+    }
     return recv_posts_;
   }
 
@@ -183,6 +196,12 @@ class RoguePeer {
     return post(verbs::WrOpcode::kRdmaWriteWithImm, addr, rkey, len, imm);
   }
   const uint8_t* buffer() const { return buffer_.data(); }
+  /// The number the victim and we know our current session by (0: none ready).
+  uint32_t session() {
+    uint32_t n = 0;
+    on_io([&] { n = session_ ? session_->session_of(victim_) : 0; });
+    return n;
+  }
   int rebuilds() const { return rebuilds_.load(); }
 
  private:
@@ -209,6 +228,15 @@ class RoguePeer {
   void set_qp(verbs::QueuePair* qp) {
     std::lock_guard lock(mu_);
     qp_ = qp;
+    if (qp_ != nullptr)
+      for (uint32_t i = 0; i < kInboxSlots; ++i) post_inbox(i);
+  }
+  // Under mu_.
+  void post_inbox(uint64_t slot) {
+    verbs::RecvWr r;
+    r.wr_id = slot;
+    r.sge = {reinterpret_cast<uint64_t>(inbox_.data() + slot * peer::kMailBytes), peer::kMailBytes, inbox_mr_->lkey()};
+    (void)qp_->post_recv({&r, 1});
   }
   verbs::QueuePair* current_qp() {
     std::lock_guard lock(mu_);
@@ -257,7 +285,10 @@ class RoguePeer {
   std::unique_ptr<verbs::ProtectionDomain> pd_;
   std::unique_ptr<verbs::CompletionQueue> scq_;
   std::unique_ptr<verbs::CompletionQueue> rcq_;
+  static constexpr uint32_t kInboxSlots = 16;
   std::vector<uint8_t> buffer_;
+  std::vector<uint8_t> inbox_;  // kInboxSlots lane mail buffers
+  std::unique_ptr<verbs::MemoryRegion> inbox_mr_;
   std::vector<peer::RecvPost> recv_posts_;
   std::unique_ptr<verbs::MemoryRegion> mr_;
   boost::asio::io_context io_;

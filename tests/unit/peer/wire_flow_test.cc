@@ -130,17 +130,20 @@ TEST(PeerWireFlow, GrantAckAndRevokeRoundTrip) {
 }
 
 TEST(PeerWireFlow, RecvPostRoundTripAndValidation) {
-  const RecvPost m{.channel = 5,
+  const RecvPost m{.session = 0x11223344,
+                   .seq = 0x0A0B0C0D0E0F1011,
+                   .channel = 5,
                    .owner_uid = 0x89ABCDEF,
                    .recv_id = 0x0102030405060708,
                    .iova = 0x1000,
                    .length = 65536,
                    .keys = {{1, 77}}};
   const auto b = encode(m);
-  // channel, owner uid, recv id, iova, length; one key (u8 count, u16 nic, u32 rkey, u64 slice
-  // bytes, u8 more).
-  EXPECT_EQ(b.size(), 8u + 4 + 8 + 8 + 8 + 1 + 2 + 4 + 8 + 1);
-  EXPECT_EQ((std::vector<uint8_t>(b.begin() + 8, b.begin() + 12)), (std::vector<uint8_t>{0x89, 0xAB, 0xCD, 0xEF}));
+  // session, seq, channel, owner uid, recv id, iova, length; one key (u8 count, u16 nic, u32 rkey,
+  // u64 slice bytes, u8 more).
+  EXPECT_EQ(b.size(), 4u + 8 + 8 + 4 + 8 + 8 + 8 + 1 + 2 + 4 + 8 + 1);
+  EXPECT_EQ((std::vector<uint8_t>(b.begin(), b.begin() + 4)), (std::vector<uint8_t>{0x11, 0x22, 0x33, 0x44}));
+  EXPECT_EQ((std::vector<uint8_t>(b.begin() + 20, b.begin() + 24)), (std::vector<uint8_t>{0x89, 0xAB, 0xCD, 0xEF}));
   EXPECT_EQ(decode_recv_post(b), m);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_post(p); });
   RecvPost x = m;
@@ -160,6 +163,28 @@ TEST(PeerWireFlow, SendDoneRoundTripKeepsANegativeStatus) {
   EXPECT_EQ(b.size(), 28u);
   EXPECT_EQ(decode_send_done(b), m);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_send_done(p); });
+}
+
+TEST(PeerWireFlow, LaneMailIsAKindByteAndTheMessage) {
+  const SendDone done{.channel = 1, .recv_id = 2, .bytes = 3, .status = -5};
+  const auto d = encode_mail(done);
+  ASSERT_EQ(d.size(), 1u + 28);
+  EXPECT_EQ(d[0], static_cast<uint8_t>(MailKind::kSendDone));
+  EXPECT_EQ(decode_mail(d), Mail{done});
+  RecvPost post{.session = 9, .seq = 10, .channel = 5, .recv_id = 7, .iova = 0, .length = 64, .keys = {}};
+  for (uint16_t nic = 0; nic < 13; ++nic) post.keys.push_back({nic, 100u + nic});
+  const auto p = encode_mail(post);
+  EXPECT_EQ(p[0], static_cast<uint8_t>(MailKind::kRecvPost));
+  EXPECT_EQ(decode_mail(p), Mail{post});
+  EXPECT_LE(p.size(), kMailBytes) << "a receive on 13 NICs (keys without slices) fits a lane message";
+  std::vector<uint8_t> bad = d;
+  bad[0] = 3;
+  EXPECT_FALSE(decode_mail(bad).has_value()) << "unknown kind";
+  bad = p;
+  bad[0] = static_cast<uint8_t>(MailKind::kSendDone);
+  EXPECT_FALSE(decode_mail(bad).has_value()) << "a recv post read as a send-done";
+  EXPECT_FALSE(decode_mail({}).has_value());
+  EXPECT_FALSE(decode_mail(std::span<const uint8_t>(d).first(1)).has_value()) << "kind only";
 }
 
 TEST(PeerWireFlow, RecvQueryAndStateRoundTrip) {

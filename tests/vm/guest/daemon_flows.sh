@@ -132,6 +132,9 @@ check test "$sent_after" -gt "$sent_before"
 # immediate's completion, so a wrong byte_len fails the ranks' checks above). Send-dones as SENDs
 # on the lanes (sends of several chunks) are checked on soft NICs (flow_transfer_test).
 check metric_at_least rdmad_flow_send_dones_total 'path="immediate"' 1
+# The ranks' receives were advertised on the rxe lanes too, as lane mail (peer protocol 8): a
+# kernel verbs SEND of the recv post into one of the receives the peer keeps posted there.
+check metric_at_least rdmad_flow_recv_posts_total 'path="lane"' 1
 
 # The operator's view: both rxe devices, their state and counters.
 nics=$("$build/tools/rdmactl/rdmactl" --socket "$socket" nics)

@@ -78,6 +78,10 @@ class PeerSession {
   /// not `connected` (and qp() returns nullptr for them); after a failed rebuild they stay so
   /// until the next rebuild of that NIC.
   QpConnector* ready(const std::string& peer) const;
+  /// The number both sides know a peer's current session by (from its endpoints offer); 0 when
+  /// none is ready. Offerers start numbering at a random value, so a session rarely shares its
+  /// number with the one before it.
+  uint32_t session_of(const std::string& peer) const;
   /// The peers whose QPs are ready, in node id order.
   std::vector<std::string> ready_peers() const;
   const SessionCounters& counters() const { return counters_; }
@@ -121,7 +125,7 @@ class PeerSession {
   PeerChannel& channel_;
   ConnectorFactory factory_;
   std::map<std::string, Peer> peers_;
-  uint32_t next_session_ = 1;
+  uint32_t next_session_;  // random start (constructor)
   SessionCounters counters_;
   std::function<void(const std::string&, QpConnector&)> on_ready_;
   std::function<void(const std::string&)> on_lost_;

@@ -20,8 +20,11 @@
 // without them would hold those SENDs in RNR retries for ever); version 7 sends a SEND of one chunk
 // as an RDMA WRITE with immediate into the receive (the immediate consumes one of those receives
 // and completes the receive without a send-done) and adds recv query and recv state (13, 14: was
-// such a send placed, when its lane failed before it was acknowledged). A peer speaking another
-// version is refused at hello.
+// such a send placed, when its lane failed before it was acknowledged); version 8 advertises
+// receives on the lanes too (lane mail, below: every message sent there starts with its kind, and
+// a lane receive is kMailBytes), and a recv post carries the session it belongs to and its number
+// among the receives advertised in that session (the sender takes them in that order, once each,
+// whichever way and however often they came). A peer speaking another version is refused at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
@@ -36,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "rdmad/verbs/types.h"
@@ -43,7 +47,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 7;
+inline constexpr uint16_t kVersion = 8;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
@@ -217,8 +221,13 @@ std::vector<uint8_t> encode(const Revoke& m);
 std::optional<Revoke> decode_revoke(std::span<const uint8_t> payload);
 
 /// Receiver → sender: a receive buffer is posted on a channel. Keys as in a grant; length > 0,
-/// iova + length not wrapping.
+/// iova + length not wrapping. `session` is the peer session's number (endpoints), `seq` the
+/// receive's place among those the receiver advertised to this peer in that session (0, 1, ...):
+/// sent again after a lane failed holding it, or overtaken on another lane, it is still taken once
+/// and in order.
 struct RecvPost {
+  uint32_t session = 0;
+  uint64_t seq = 0;
   uint64_t channel = 0;
   // The uid of the client whose flow posted it: a send matches only receives of its own flow's
   // owner (the same numeric uid on both nodes), so another local user cannot fill or take them.
@@ -268,6 +277,16 @@ struct RecvState {
 };
 std::vector<uint8_t> encode(const RecvState& m);
 std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload);
+
+/// Lane mail: what one side SENDs on a lane QP into one of the receives the other keeps posted on
+/// each of them (kMailBytes each, so a longer message goes on the control channel): u8 kind, then
+/// the message's own encoding.
+inline constexpr uint32_t kMailBytes = 256;
+enum class MailKind : uint8_t { kSendDone = 1, kRecvPost = 2 };
+using Mail = std::variant<SendDone, RecvPost>;
+std::vector<uint8_t> encode_mail(const Mail& m);
+/// nullopt: an unknown kind, or a message that does not decode.
+std::optional<Mail> decode_mail(std::span<const uint8_t> bytes);
 
 /// True when `type` is not a flow frame, or its payload decodes. The connection closes on a
 /// malformed flow frame before it reaches the handlers.
