@@ -5,6 +5,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct FlowEngine::Transfer {
   std::unique_ptr<ExactRegion> recv_mrs;  // kRecv: exactly the buffer, in the peer's domain
   uint8_t recv_peer_slot = 0;  // kRecv: whose advertised-receive count it is in
   uint32_t recv_peer_gen = 0;
+  // kRecv: what the peer is told if the receive goes unfilled (withdrawn: its flow closed), so that
+  // it drops the credit; reset once the peer filled it, or when the session ends.
+  std::optional<peer::RecvCancel> unfilled;
   std::array<balancer::PciDistance, proto::kMaxNics> distance{};  // local buffer to each NIC
   balancer::LaneMask lanes = balancer::kEveryLane;  // its flow's nic_mask
   RemoteRange remote{};       // kWrite/kRead: the import; kSend: the receive credit
@@ -153,9 +157,10 @@ struct FlowEngine::Peer {
   std::vector<balancer::Chunk> orphans;  // lost their lane while no other was up
   // Both keyed by the flows' owner uid and channel: a send takes only a receive its own uid posted.
   std::map<ChannelKey, std::deque<RemoteRange>> credits;  // posted receives (recv_id in token)
-  // Receive advertisements by number (RecvPost::seq, flow_mailbox.cc): ours to it so far (the next
+  // Receive advertisements by number (RecvPost::seq, flow_submit.cc): ours to it so far (the next
   // one's number), the number of its next one we take, and those of its that came before an
-  // earlier one (on another lane, or that one was sent again after its lane failed).
+  // earlier one (on another lane, or that one was sent again after its lane failed); an entry
+  // without keys is a number whose receive was withdrawn (RecvCancel) before it came.
   uint64_t posts_sent = 0;
   uint64_t posts_next = 0;
   std::map<uint64_t, peer::RecvPost> posts_early;

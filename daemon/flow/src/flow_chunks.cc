@@ -376,6 +376,7 @@ void FlowEngine::fail_peer_transfers(Peer& p, rdmad_status status) {
   p.orphans.clear();
   for (Transfer* t : affected) {
     if (t->op == ring::Op::kRecv) {
+      t->unfilled.reset();  // its credit ends with the session
       ring::Cqe c{};
       c.wr_id = t->sqe.wr_id;
       c.status = status;
@@ -415,9 +416,15 @@ void FlowEngine::free_transfer(Transfer* t) {
   if (t->recv_mrs) {
     t->recv_mrs.reset();  // the peer can write into the buffer no more
     const uint8_t s = t->recv_peer_slot;
-    if (s < peers_.size() && peers_[s] && peers_[s]->gen == t->recv_peer_gen && peers_[s]->receives_out > 0)
-      --peers_[s]->receives_out;
+    if (s < peers_.size() && peers_[s] && peers_[s]->gen == t->recv_peer_gen) {
+      Peer& p = *peers_[s];
+      if (p.receives_out > 0) --p.receives_out;
+      // Withdrawn unfilled: the peer drops the credit (else credits of closed flows would pile up
+      // there until none were left for anyone's receives).
+      if (t->unfilled) send_mail(p, *t->unfilled, balancer::kEveryLane);
+    }
   }
+  t->unfilled.reset();
   registrations_.unpin(t->local.pin);
   t->local.pin = nullptr;
   t->flow = nullptr;

@@ -119,6 +119,7 @@ struct EngineCounters {
   std::atomic<uint64_t> posts_on_lanes{0};
   std::atomic<uint64_t> posts_on_control{0};
   std::atomic<uint64_t> posts_duplicate{0};
+  std::atomic<uint64_t> posts_withdrawn{0};  // the peers' receives withdrawn unfilled (RecvCancel)
   // Sends whose WRITE with immediate completed the peer's receive (no send-done needed), and the
   // answers to our RecvQuery about those whose lane failed first, by peer::RecvStateKind.
   std::atomic<uint64_t> sends_by_immediate{0};
@@ -139,6 +140,7 @@ inline balancer::Balancer::Fault lane_fault(peer::RebuildCause c) {
 struct ControlHooks {
   std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
   std::function<void(const std::string& peer, const peer::SendDone&)> send_done;
+  std::function<void(const std::string& peer, const peer::RecvCancel&)> recv_cancel;
   /// A send's WRITE with immediate lost its lane unacknowledged: ask the peer about the receive.
   std::function<void(const std::string& peer, const peer::RecvQuery&)> recv_query;
   /// A lane failed: its QPs are to be rebuilt, and the peer told why (`cause`).
@@ -225,6 +227,8 @@ class FlowEngine {
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
   /// A receive the peer advertised on the control channel (on a lane: take_post directly).
   void recv_credit(const std::string& peer, const peer::RecvPost& post);
+  /// The peer withdrew a receive it advertised (on the control channel; on a lane: take_cancel).
+  void recv_cancel(const std::string& peer, const peer::RecvCancel& cancel);
   /// Completes the receive `done` names if it is ours, pending, advertised to `peer` on that
   /// channel (true); anything else completes nothing (false).
   bool send_done(const std::string& peer, const peer::SendDone& done);
@@ -263,6 +267,10 @@ class FlowEngine {
   // One in its turn: a credit for the flows' sends of its channel.
   void add_credit(Peer& p, const peer::RecvPost& post);
   void refuse_credit(const Peer& p, const char* reason);
+  // A withdrawn receive of the peer's: its credit dropped, or its number consumed without one.
+  void take_cancel(Peer& p, const peer::RecvCancel& cancel);
+  // Takes the held advertisements whose turn it is.
+  void drain_posts(Peer& p);
   void fail_flow(Flow& f, const char* why);
   void complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status, uint64_t length);
 
@@ -298,8 +306,10 @@ class FlowEngine {
   void send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
   void send_done_on_control(Peer& p, const peer::SendDone& done);
   void advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer);
+  // Lane mail on a lane when one can take it, else its control-channel message.
+  void send_mail(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer);
   // The mail a failing lane holds unacknowledged goes again: send-dones on the control channel,
-  // advertisements on another lane or the control channel.
+  // advertisements and cancels on another lane or the control channel.
   void resend_lane_mail(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
   // Something a peer put in our mailbox on lane `nic` completed nothing: counted, logged (limited).

@@ -142,12 +142,21 @@ void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::Lan
 }
 
 void FlowEngine::advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer) {
-  if (mail_on_lane(p, post, prefer)) {
-    counters_.posts_on_lanes.fetch_add(1, std::memory_order_relaxed);
+  send_mail(p, post, prefer);
+}
+
+void FlowEngine::send_mail(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer) {
+  if (const auto* done = std::get_if<peer::SendDone>(&mail)) {
+    send_done_to(p, *done, prefer);
     return;
   }
-  counters_.posts_on_control.fetch_add(1, std::memory_order_relaxed);
-  hooks_.recv_posted(p.name, post);
+  const bool lane = mail_on_lane(p, mail, prefer);
+  if (const auto* post = std::get_if<peer::RecvPost>(&mail)) {
+    (lane ? counters_.posts_on_lanes : counters_.posts_on_control).fetch_add(1, std::memory_order_relaxed);
+    if (!lane) hooks_.recv_posted(p.name, *post);
+  } else if (!lane) {
+    hooks_.recv_cancel(p.name, std::get<peer::RecvCancel>(mail));
+  }
 }
 
 void FlowEngine::resend_lane_mail(Peer& p, uint16_t nic) {
@@ -161,7 +170,7 @@ void FlowEngine::resend_lane_mail(Peer& p, uint16_t nic) {
     if (const auto* done = std::get_if<peer::SendDone>(&m))
       send_done_on_control(p, *done);
     else
-      advertise(p, std::get<peer::RecvPost>(m), balancer::kEveryLane);  // this lane is dead: another
+      send_mail(p, m, balancer::kEveryLane);  // this lane is dead: another, or the control channel
   }
 }
 
@@ -202,8 +211,12 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
       send_done(p.name, *done);
       return;
     }
-    base::trace::mark(base::trace::Point::kRecvPostArrived);
-    take_post(p, std::move(std::get<peer::RecvPost>(*mail)));
+    if (auto* post = std::get_if<peer::RecvPost>(&*mail)) {
+      base::trace::mark(base::trace::Point::kRecvPostArrived);
+      take_post(p, std::move(*post));
+    } else {
+      take_cancel(p, std::get<peer::RecvCancel>(*mail));
+    }
     return;
   }
   // From QPs already given up (flushed receives, mail sent again another way): ignored.

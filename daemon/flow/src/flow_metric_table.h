@@ -43,6 +43,10 @@ inline constexpr Metric kRecvPostsDuplicate{
     "Receive advertisements from peers that arrived a second time (sent again after a lane failed holding them "
     "unacknowledged) and were dropped",
     Kind::kCounter};
+inline constexpr Metric kRecvPostsWithdrawn{
+    "rdmad_flow_recv_posts_withdrawn_total",
+    "Receives peers advertised and withdrawn before anything filled them (their flow closed): their credits dropped",
+    Kind::kCounter};
 inline constexpr Metric kGrantsHeld{"rdmad_peer_grants_held", "Memory grants from peer daemons held by this node",
                                     Kind::kGauge};
 inline constexpr Metric kMessagesRefused{

@@ -42,6 +42,7 @@ class FlowCollector final : public prometheus::Collectable {
     f.add(metric::kRecvPosts, {{"path", "lane"}}, load(c.posts_on_lanes));
     f.add(metric::kRecvPosts, {{"path", "control"}}, load(c.posts_on_control));
     f.add(metric::kRecvPostsDuplicate, {}, load(c.posts_duplicate));
+    f.add(metric::kRecvPostsWithdrawn, {}, load(c.posts_withdrawn));
     f.add(metric::kImmediateQueries, {{"answer", "pending"}}, load(c.imm_answers[0]));
     f.add(metric::kImmediateQueries, {{"answer", "placed"}}, load(c.imm_answers[1]));
     f.add(metric::kImmediateQueries, {{"answer", "unknown"}}, load(c.imm_answers[2]));

@@ -79,6 +79,9 @@ base::Status FlowService::start() {
       channel_->send(peer, peer::MessageType::kRecvPost, peer::encode(m));
     });
   };
+  hooks.recv_cancel = [this, post](const std::string& peer, const peer::RecvCancel& m) {
+    post([this, peer, m] { channel_->send(peer, peer::MessageType::kRecvCancel, peer::encode(m)); });
+  };
   hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
     post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });
   };

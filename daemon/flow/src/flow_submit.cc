@@ -180,6 +180,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       t->recv_peer_gen = p.gen;
       ++p.receives_out;
       post.keys = t->recv_mrs->grant_keys;
+      t->unfilled = peer::RecvCancel{post.session, post.seq, post.channel, post.owner_uid, post.recv_id};
       base::trace::mark(base::trace::Point::kRecvSubmitted);
       advertise(p, post, f.setup.nic_mask);
       return;
@@ -238,6 +239,8 @@ void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
     refuse_credit(p, "another_session");
     return;
   }
+  if (auto it = p.posts_early.find(post.seq); it != p.posts_early.end() && it->second.keys.empty())
+    return;  // withdrawn before it came: its number is taken without a credit
   if (post.seq < p.posts_next || p.posts_early.contains(post.seq)) {
     counters_.posts_duplicate.fetch_add(1, std::memory_order_relaxed);  // sent again after a lane failed
     return;
@@ -253,11 +256,51 @@ void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
   }
   add_credit(p, post);
   ++p.posts_next;
+  drain_posts(p);
+}
+
+void FlowEngine::drain_posts(Peer& p) {
   for (auto it = p.posts_early.begin(); it != p.posts_early.end() && it->first == p.posts_next;
        it = p.posts_early.erase(it)) {
-    add_credit(p, it->second);
+    if (!it->second.keys.empty()) add_credit(p, it->second);
     ++p.posts_next;
   }
+}
+
+void FlowEngine::recv_cancel(const std::string& name, const peer::RecvCancel& cancel) {
+  if (Peer* p = find_peer(name)) take_cancel(*p, cancel);
+}
+
+void FlowEngine::take_cancel(Peer& p, const peer::RecvCancel& c) {
+  if (c.session != p.session) return;  // that receive failed with its session, its credit too
+  counters_.posts_withdrawn.fetch_add(1, std::memory_order_relaxed);
+  if (c.seq < p.posts_next) {
+    // Its credit was taken: dropped unless a send has it already (that send fails at the NIC).
+    auto it = p.credits.find(ChannelKey{c.owner_uid, c.channel});
+    if (it == p.credits.end()) return;
+    auto& q = it->second;
+    auto r = std::find_if(q.begin(), q.end(), [&](const RemoteRange& x) { return x.recv_id == c.recv_id; });
+    if (r == q.end()) return;
+    q.erase(r);
+    --p.credits_held;
+    return;
+  }
+  if (c.seq == p.posts_next) {
+    ++p.posts_next;
+    drain_posts(p);
+    return;
+  }
+  // Its advertisement is still on its way (or held): its number goes without a credit.
+  auto it = p.posts_early.find(c.seq);
+  if (it != p.posts_early.end()) {
+    it->second = peer::RecvPost{};
+    return;
+  }
+  if (p.posts_early.size() + p.credits_held >= options_.max_receives_per_peer) {
+    refuse_credit(p, "max_receives_per_peer");
+    return;
+  }
+  p.posts_early.emplace(c.seq, peer::RecvPost{});
 }
 
 void FlowEngine::refuse_credit(const Peer& p, const char* reason) {
@@ -296,6 +339,7 @@ bool FlowEngine::send_done(const std::string& name, const peer::SendDone& done) 
   if (t == nullptr || t->op != ring::Op::kRecv) return false;
   Flow& f = *t->flow;
   if (f.setup.peer != name || f.setup.channel != done.channel) return false;
+  t->unfilled.reset();  // the peer used its credit
   ring::Cqe c{};
   c.wr_id = t->sqe.wr_id;
   c.length = done.status == RDMAD_OK ? std::min<uint64_t>(done.bytes, t->sqe.length) : 0;

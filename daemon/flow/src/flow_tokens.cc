@@ -327,6 +327,12 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       engine_->run_sync([&] { engine_->send_done(peer, *m); });
       return;
     }
+    case peer::MessageType::kRecvCancel: {
+      auto m = peer::decode_recv_cancel(payload);
+      if (!m) break;
+      engine_->run_sync([&] { engine_->recv_cancel(peer, *m); });
+      return;
+    }
     case peer::MessageType::kRecvQuery: {
       auto m = peer::decode_recv_query(payload);
       if (!m) break;

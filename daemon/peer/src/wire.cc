@@ -29,7 +29,7 @@ constexpr auto kNicEndpointLayout = [](auto& c, auto& e) {
 
 }  // namespace
 
-bool is_known(uint16_t type) { return type >= 1 && type != 2 && type <= static_cast<uint16_t>(MessageType::kRecvState); }
+bool is_known(uint16_t type) { return type >= 1 && type != 2 && type <= static_cast<uint16_t>(MessageType::kRecvCancel); }
 
 std::optional<FrameHeader> decode_header(std::span<const uint8_t, kHeaderBytes> bytes, uint32_t max_payload,
                                          std::string* error) {

@@ -85,6 +85,13 @@ constexpr auto kSendDoneLayout = [](auto& c, auto& m) {
   c.field(m.bytes);
   c.field(m.status);
 };
+constexpr auto kRecvCancelLayout = [](auto& c, auto& m) {
+  c.field(m.session);
+  c.field(m.seq);
+  c.field(m.channel);
+  c.field(m.owner_uid);
+  c.field(m.recv_id);
+};
 constexpr auto kRecvQueryLayout = [](auto& c, auto& m) {
   c.field(m.channel);
   c.field(m.recv_id);
@@ -146,15 +153,16 @@ std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload) {
   return m;
 }
 
+std::vector<uint8_t> encode(const RecvCancel& m) { return encode_with(m, kRecvCancelLayout); }
+
+std::optional<RecvCancel> decode_recv_cancel(std::span<const uint8_t> payload) {
+  return decode_with<RecvCancel>(payload, kRecvCancelLayout);
+}
+
 std::vector<uint8_t> encode_mail(const Mail& m) {
-  std::vector<uint8_t> out;
-  if (const auto* done = std::get_if<SendDone>(&m)) {
-    out = encode(*done);
-    out.insert(out.begin(), static_cast<uint8_t>(MailKind::kSendDone));
-  } else {
-    out = encode(std::get<RecvPost>(m));
-    out.insert(out.begin(), static_cast<uint8_t>(MailKind::kRecvPost));
-  }
+  // The variant's alternatives are in MailKind order, from 1.
+  std::vector<uint8_t> out = std::visit([](const auto& msg) { return encode(msg); }, m);
+  out.insert(out.begin(), static_cast<uint8_t>(m.index() + 1));
   return out;
 }
 
@@ -167,6 +175,9 @@ std::optional<Mail> decode_mail(std::span<const uint8_t> bytes) {
       return std::nullopt;
     case MailKind::kRecvPost:
       if (auto r = decode_recv_post(rest)) return Mail{std::move(*r)};
+      return std::nullopt;
+    case MailKind::kRecvCancel:
+      if (auto c = decode_recv_cancel(rest)) return Mail{*c};
       return std::nullopt;
   }
   return std::nullopt;
@@ -188,6 +199,8 @@ bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
       return decode_recv_query(payload).has_value();
     case MessageType::kRecvState:
       return decode_recv_state(payload).has_value();
+    case MessageType::kRecvCancel:
+      return decode_recv_cancel(payload).has_value();
     case MessageType::kIdle:
       return payload.empty();
     default:
@@ -223,6 +236,8 @@ const char* to_string(MessageType type) {
       return "recv query";
     case MessageType::kRecvState:
       return "recv state";
+    case MessageType::kRecvCancel:
+      return "recv cancel";
   }
   return "unknown";
 }

@@ -107,7 +107,10 @@ int main(int argc, char** argv) {
   frame(dir, "send_done", MessageType::kSendDone, SendDone{3, 9, 4096, 0});
   frame(dir, "recv_query", MessageType::kRecvQuery, RecvQuery{3, 9, 1});
   frame(dir, "recv_state", MessageType::kRecvState, RecvState{9, RecvStateKind::kPlaced});
+  const RecvCancel rc{rp.session, rp.seq, rp.channel, 1000, rp.recv_id};
+  frame(dir, "recv_cancel", MessageType::kRecvCancel, rc);
   // Lane mail (a kind byte, then the message), as the target also decodes every payload as one.
+  write_seed(dir, "lane_mail_recv_cancel", encode_frame(MessageType::kRecvCancel, encode_mail(Mail{rc})));
   write_seed(dir, "lane_mail_recv_post", encode_frame(MessageType::kRecvPost, encode_mail(Mail{rp})));
   write_seed(dir, "lane_mail_send_done", encode_frame(MessageType::kSendDone, encode_mail(Mail{SendDone{3, 9, 4096, 0}})));
   // Malformed: reserved header bits, unknown type, the retired HMAC proof (type 2), a payload cut short.

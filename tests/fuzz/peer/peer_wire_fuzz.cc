@@ -73,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool done = round_trips(decode_send_done, payload);
   const bool query = round_trips(decode_recv_query, payload);
   const bool state = round_trips(decode_recv_state, payload);
+  const bool cancel = round_trips(decode_recv_cancel, payload);
   check(flow_payload_valid(MessageType::kGrant, payload) == grant);
   check(flow_payload_valid(MessageType::kGrantAck, payload) == ack);
   check(flow_payload_valid(MessageType::kRevoke, payload) == revoke);
@@ -80,6 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(flow_payload_valid(MessageType::kSendDone, payload) == done);
   check(flow_payload_valid(MessageType::kRecvQuery, payload) == query);
   check(flow_payload_valid(MessageType::kRecvState, payload) == state);
+  check(flow_payload_valid(MessageType::kRecvCancel, payload) == cancel);
   check(flow_payload_valid(MessageType::kPing, payload));  // not a flow frame
   // Lane mail: what a peer SENDs into our lane QPs' receives.
   if (const auto mail = decode_mail(payload)) {

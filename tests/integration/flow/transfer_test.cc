@@ -273,5 +273,61 @@ TEST_F(FlowPair, SendWaitsForAReceiveAndKeepsOrderAfterWrites) {
   EXPECT_NE(r2->status, RDMAD_OK);
 }
 
+// Receives withdrawn before any send filled them (their flow closed) give their credits back: the
+// sending node drops them (recv cancel), so a user who posts receives and closes the flow, again
+// and again, cannot use up the receive credits that every flow from its node to the peer shares
+// (max_receives_per_peer, 4 here). Three rounds of four, then one more receive and a send into it,
+// byte-exact. (Without the cancel node-a held four dead credits after the first round, refused
+// every later advertisement from node-b, and the last send waited for ever.)
+TEST(FlowCredits, ReceivesWithdrawnByClosingTheirFlowGiveTheirCreditsBack) {
+  const std::string extra = "[flow]\nmax_receives_per_peer = 4\n";
+  Pair pair(two_nic_node("node-a", 11, extra), two_nic_node("node-b", 21, extra));
+  ASSERT_TRUE(pair.start());
+  Node* a = pair.a.get();
+  Node* b = pair.b.get();
+  rdmad_flow* fa = nullptr;
+  ASSERT_EQ(rdmad_flow_open(a->client(), "node-b", nullptr, &fa), RDMAD_OK) << rdmad_last_error(a->client());
+  ASSERT_EQ(rdmad_flow_wait_connected(fa, 10000), RDMAD_OK) << a->output();
+  Buffer src(a->client(), 4096, kAllAccess);
+  Buffer dst(b->client(), 4 * 4096, kAllAccess);
+  fill(src.data(), 4096, 61);
+  fill(dst.data(), 4 * 4096, 62);
+  auto open_b = [&] {
+    rdmad_flow* fb = nullptr;
+    EXPECT_EQ(rdmad_flow_open(b->client(), "node-a", nullptr, &fb), RDMAD_OK) << rdmad_last_error(b->client());
+    EXPECT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK) << b->output();
+    return fb;
+  };
+  auto advertised = [&] {
+    return b->metric("rdmad_flow_recv_posts_total{path=\"lane\"}").value_or(0) +
+           b->metric("rdmad_flow_recv_posts_total{path=\"control\"}").value_or(0);
+  };
+  for (int round = 0; round < 3; ++round) {
+    rdmad_flow* fb = open_b();
+    for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(rdmad_flow_recv(fb, i, dst.mr, 4096 * i, 4096), RDMAD_OK);
+    ASSERT_TRUE(eventually([&] { return advertised() >= 4.0 * (round + 1); }, 10s)) << b->output();
+    rdmad_flow_close(fb);
+  }
+  // node-a took the twelve withdrawals (a send racing one could still take its credit, and fail
+  // at the NIC, as a send into a receive withdrawn meanwhile does).
+  EXPECT_TRUE(eventually([&] { return a->metric("rdmad_flow_recv_posts_withdrawn_total").value_or(0) >= 12.0; }, 10s))
+      << a->output();
+  rdmad_flow* fb = open_b();
+  ASSERT_EQ(rdmad_flow_recv(fb, 9, dst.mr, 0, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fa, 10, src.mr, 0, 1000), RDMAD_OK);
+  auto r = wait_completion(fb, 20s);
+  ASSERT_TRUE(r.has_value()) << a->output() << b->output();
+  EXPECT_EQ(r->wr_id, 9u);
+  EXPECT_EQ(r->status, RDMAD_OK);
+  EXPECT_EQ(r->length, 1000u);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), 1000), -1);
+  auto s = wait_completion(fa, 20s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RDMAD_OK);
+  EXPECT_EQ(a->metric("rdmad_peer_messages_refused_total{kind=\"receive_credit\"}").value_or(-1), 0.0) << a->output();
+  rdmad_flow_close(fb);
+  rdmad_flow_close(fa);
+}
+
 }  // namespace
 }  // namespace rdmad::test

@@ -183,6 +183,13 @@ TEST(PeerWireFlow, LaneMailIsAKindByteAndTheMessage) {
   bad = p;
   bad[0] = static_cast<uint8_t>(MailKind::kSendDone);
   EXPECT_FALSE(decode_mail(bad).has_value()) << "a recv post read as a send-done";
+  const RecvCancel cancel{.session = 9, .seq = 10, .channel = 5, .owner_uid = 1000, .recv_id = 7};
+  const auto c = encode_mail(cancel);
+  ASSERT_EQ(c.size(), 1u + 4 + 8 + 8 + 4 + 8);  // kind, session, seq, channel, owner uid, recv id
+  EXPECT_EQ(c[0], static_cast<uint8_t>(MailKind::kRecvCancel));
+  EXPECT_EQ(decode_mail(c), Mail{cancel});
+  EXPECT_EQ(decode_recv_cancel(std::span<const uint8_t>(c).subspan(1)), cancel);
+  expect_exact(encode(cancel), [](std::span<const uint8_t> b) { return decode_recv_cancel(b); });
   EXPECT_FALSE(decode_mail({}).has_value());
   EXPECT_FALSE(decode_mail(std::span<const uint8_t>(d).first(1)).has_value()) << "kind only";
 }
@@ -208,8 +215,8 @@ TEST(PeerWireFlow, RecvQueryAndStateRoundTrip) {
 }
 
 TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
-  for (uint16_t t = 7; t <= 14; ++t) EXPECT_TRUE(is_known(t)) << t;
-  EXPECT_FALSE(is_known(15));
+  for (uint16_t t = 7; t <= 15; ++t) EXPECT_TRUE(is_known(t)) << t;
+  EXPECT_FALSE(is_known(16));
   // The idle request is empty.
   EXPECT_TRUE(flow_payload_valid(MessageType::kIdle, {}));
   const uint8_t one[1] = {0};
@@ -219,6 +226,8 @@ TEST(PeerWireFlow, FlowTypesAreKnownAndValidatedByType) {
   EXPECT_FALSE(flow_payload_valid(MessageType::kSendDone, {}));
   EXPECT_TRUE(flow_payload_valid(MessageType::kPing, {})) << "not a flow frame: checked elsewhere";
   EXPECT_STREQ(to_string(MessageType::kRecvPost), "recv post");
+  EXPECT_STREQ(to_string(MessageType::kRecvCancel), "recv cancel");
+  EXPECT_FALSE(flow_payload_valid(MessageType::kRecvCancel, {}));
 }
 
 TEST(PeerWireFlow, RebuildEndpointsCarryTheNicIndexAndTheCause) {

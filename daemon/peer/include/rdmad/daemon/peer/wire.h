@@ -24,7 +24,9 @@
 // receives on the lanes too (lane mail, below: every message sent there starts with its kind, and
 // a lane receive is kMailBytes), and a recv post carries the session it belongs to and its number
 // among the receives advertised in that session (the sender takes them in that order, once each,
-// whichever way and however often they came). A peer speaking another version is refused at hello.
+// whichever way and however often they came), and adds recv cancel (15: a receive advertised and
+// withdrawn unfilled, whose credit the sender drops). A peer speaking another version is refused
+// at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
@@ -70,6 +72,7 @@ enum class MessageType : uint16_t {
   // placed? (version 7; flows.md, "Sends by WRITE with immediate")
   kRecvQuery = 13,
   kRecvState = 14,
+  kRecvCancel = 15,
 };
 
 /// True for the types above (not 2).
@@ -278,12 +281,26 @@ struct RecvState {
 std::vector<uint8_t> encode(const RecvState& m);
 std::optional<RecvState> decode_recv_state(std::span<const uint8_t> payload);
 
+/// Receiver → sender (version 8): the receive advertised as `seq` in `session` was withdrawn before
+/// anything filled it (its flow closed, or it failed): the sender drops its credit, or the
+/// advertisement when it comes. Channel and owner uid as in the RecvPost.
+struct RecvCancel {
+  uint32_t session = 0;
+  uint64_t seq = 0;
+  uint64_t channel = 0;
+  uint32_t owner_uid = 0;
+  uint64_t recv_id = 0;
+  bool operator==(const RecvCancel&) const = default;
+};
+std::vector<uint8_t> encode(const RecvCancel& m);
+std::optional<RecvCancel> decode_recv_cancel(std::span<const uint8_t> payload);
+
 /// Lane mail: what one side SENDs on a lane QP into one of the receives the other keeps posted on
 /// each of them (kMailBytes each, so a longer message goes on the control channel): u8 kind, then
 /// the message's own encoding.
 inline constexpr uint32_t kMailBytes = 256;
-enum class MailKind : uint8_t { kSendDone = 1, kRecvPost = 2 };
-using Mail = std::variant<SendDone, RecvPost>;
+enum class MailKind : uint8_t { kSendDone = 1, kRecvPost = 2, kRecvCancel = 3 };
+using Mail = std::variant<SendDone, RecvPost, RecvCancel>;
 std::vector<uint8_t> encode_mail(const Mail& m);
 /// nullopt: an unknown kind, or a message that does not decode.
 std::optional<Mail> decode_mail(std::span<const uint8_t> bytes);
