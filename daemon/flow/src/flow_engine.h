@@ -138,9 +138,8 @@ inline balancer::Balancer::Fault lane_fault(peer::RebuildCause c) {
 
 /// What the engine asks of the control thread (each call is posted there, never run inline).
 struct ControlHooks {
-  std::function<void(const std::string& peer, const peer::RecvPost&)> recv_posted;
-  std::function<void(const std::string& peer, const peer::SendDone&)> send_done;
-  std::function<void(const std::string& peer, const peer::RecvCancel&)> recv_cancel;
+  /// Lane mail no lane could take (or a send-done sent again): its control-channel frame.
+  std::function<void(const std::string& peer, const peer::Mail&)> mail;
   /// A send's WRITE with immediate lost its lane unacknowledged: ask the peer about the receive.
   std::function<void(const std::string& peer, const peer::RecvQuery&)> recv_query;
   /// A lane failed: its QPs are to be rebuilt, and the peer told why (`cause`).
@@ -225,10 +224,8 @@ class FlowEngine {
   void set_cq(uint16_t nic, verbs::CompletionQueue* cq);
   /// congestion_aware inputs of one NIC, for every peer's balancer.
   void set_congestion(uint16_t nic, double cnp_per_s, double rate_mbps);
-  /// A receive the peer advertised on the control channel (on a lane: take_post directly).
-  void recv_credit(const std::string& peer, const peer::RecvPost& post);
-  /// The peer withdrew a receive it advertised (on the control channel; on a lane: take_cancel).
-  void recv_cancel(const std::string& peer, const peer::RecvCancel& cancel);
+  /// Lane mail the peer sent on the control channel (from a lane: take_mail directly).
+  void mail(const std::string& peer, peer::Mail m);
   /// Completes the receive `done` names if it is ours, pending, advertised to `peer` on that
   /// channel (true); anything else completes nothing (false).
   bool send_done(const std::string& peer, const peer::SendDone& done);
@@ -305,13 +302,14 @@ class FlowEngine {
   // On a lane when one can take it, else on the control channel.
   void send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer);
   void send_done_on_control(Peer& p, const peer::SendDone& done);
-  void advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer);
   // Lane mail on a lane when one can take it, else its control-channel message.
   void send_mail(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer);
   // The mail a failing lane holds unacknowledged goes again: send-dones on the control channel,
   // advertisements and cancels on another lane or the control channel.
   void resend_lane_mail(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+  // Lane mail from the peer, by whichever way it came.
+  void take_mail(Peer& p, peer::Mail m);
   // Something a peer put in our mailbox on lane `nic` completed nothing: counted, logged (limited).
   void mail_refused(const Peer& p, uint16_t nic, const std::string& reason);
 

@@ -129,7 +129,7 @@ bool FlowEngine::mail_on_lane(Peer& p, const peer::Mail& mail, balancer::LaneMas
 
 void FlowEngine::send_done_on_control(Peer& p, const peer::SendDone& done) {
   counters_.dones_on_control.fetch_add(1, std::memory_order_relaxed);
-  hooks_.send_done(p.name, done);
+  hooks_.mail(p.name, done);
 }
 
 void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::LaneMask prefer) {
@@ -141,22 +141,15 @@ void FlowEngine::send_done_to(Peer& p, const peer::SendDone& done, balancer::Lan
   counters_.dones_on_lanes.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FlowEngine::advertise(Peer& p, const peer::RecvPost& post, balancer::LaneMask prefer) {
-  send_mail(p, post, prefer);
-}
-
 void FlowEngine::send_mail(Peer& p, const peer::Mail& mail, balancer::LaneMask prefer) {
   if (const auto* done = std::get_if<peer::SendDone>(&mail)) {
     send_done_to(p, *done, prefer);
     return;
   }
   const bool lane = mail_on_lane(p, mail, prefer);
-  if (const auto* post = std::get_if<peer::RecvPost>(&mail)) {
+  if (std::holds_alternative<peer::RecvPost>(mail))
     (lane ? counters_.posts_on_lanes : counters_.posts_on_control).fetch_add(1, std::memory_order_relaxed);
-    if (!lane) hooks_.recv_posted(p.name, *post);
-  } else if (!lane) {
-    hooks_.recv_cancel(p.name, std::get<peer::RecvCancel>(mail));
-  }
+  if (!lane) hooks_.mail(p.name, mail);
 }
 
 void FlowEngine::resend_lane_mail(Peer& p, uint16_t nic) {
@@ -207,16 +200,7 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
       mail_refused(p, nic, "malformed (" + std::to_string(wc.byte_len) + " bytes)");
       return;
     }
-    if (auto* done = std::get_if<peer::SendDone>(&*mail)) {
-      send_done(p.name, *done);
-      return;
-    }
-    if (auto* post = std::get_if<peer::RecvPost>(&*mail)) {
-      base::trace::mark(base::trace::Point::kRecvPostArrived);
-      take_post(p, std::move(*post));
-    } else {
-      take_cancel(p, std::get<peer::RecvCancel>(*mail));
-    }
+    take_mail(p, std::move(*mail));
     return;
   }
   // From QPs already given up (flushed receives, mail sent again another way): ignored.
@@ -240,6 +224,21 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
       sent.pop_front();
       --mail_unacked_;
     }
+  }
+}
+
+void FlowEngine::mail(const std::string& name, peer::Mail m) {
+  if (Peer* p = find_peer(name)) take_mail(*p, std::move(m));
+}
+
+void FlowEngine::take_mail(Peer& p, peer::Mail m) {
+  if (auto* done = std::get_if<peer::SendDone>(&m)) {
+    send_done(p.name, *done);
+  } else if (auto* post = std::get_if<peer::RecvPost>(&m)) {
+    base::trace::mark(base::trace::Point::kRecvPostArrived);
+    take_post(p, std::move(*post));
+  } else {
+    take_cancel(p, std::get<peer::RecvCancel>(m));
   }
 }
 

@@ -73,17 +73,11 @@ base::Status FlowService::start() {
     });
   };
   ControlHooks hooks;
-  hooks.recv_posted = [this, post](const std::string& peer, const peer::RecvPost& m) {
+  hooks.mail = [this, post](const std::string& peer, const peer::Mail& m) {
     post([this, peer, m] {
-      base::trace::mark(base::trace::Point::kRecvPostSent);
-      channel_->send(peer, peer::MessageType::kRecvPost, peer::encode(m));
+      if (std::holds_alternative<peer::RecvPost>(m)) base::trace::mark(base::trace::Point::kRecvPostSent);
+      channel_->send(peer, peer::frame_type(m), peer::encode(m));
     });
-  };
-  hooks.recv_cancel = [this, post](const std::string& peer, const peer::RecvCancel& m) {
-    post([this, peer, m] { channel_->send(peer, peer::MessageType::kRecvCancel, peer::encode(m)); });
-  };
-  hooks.send_done = [this, post](const std::string& peer, const peer::SendDone& m) {
-    post([this, peer, m] { channel_->send(peer, peer::MessageType::kSendDone, peer::encode(m)); });
   };
   // After the lane's rebuild offer (lane_failed's hook posts it first): the peer takes the lane's
   // QPs down before it answers.

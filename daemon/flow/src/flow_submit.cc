@@ -182,7 +182,7 @@ void FlowEngine::take_request(Flow& f, const ring::Sqe& sqe) {
       post.keys = t->recv_mrs->grant_keys;
       t->unfilled = peer::RecvCancel{post.session, post.seq, post.channel, post.owner_uid, post.recv_id};
       base::trace::mark(base::trace::Point::kRecvSubmitted);
-      advertise(p, post, f.setup.nic_mask);
+      send_mail(p, post, f.setup.nic_mask);
       return;
     }
     case ring::Op::kSend:
@@ -228,10 +228,6 @@ void FlowEngine::start_send(Peer& p, Transfer* t) {
   p.planning.push_back(t);
 }
 
-void FlowEngine::recv_credit(const std::string& name, const peer::RecvPost& post) {
-  if (Peer* p = find_peer(name)) take_post(*p, post);
-}
-
 void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
   if (post.session != p.session) {
     // Advertised in the session before this one (on the control channel while the new one came
@@ -239,9 +235,10 @@ void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
     refuse_credit(p, "another_session");
     return;
   }
-  if (auto it = p.posts_early.find(post.seq); it != p.posts_early.end() && it->second.keys.empty())
+  const auto early = p.posts_early.find(post.seq);
+  if (early != p.posts_early.end() && early->second.keys.empty())
     return;  // withdrawn before it came: its number is taken without a credit
-  if (post.seq < p.posts_next || p.posts_early.contains(post.seq)) {
+  if (post.seq < p.posts_next || early != p.posts_early.end()) {
     counters_.posts_duplicate.fetch_add(1, std::memory_order_relaxed);  // sent again after a lane failed
     return;
   }
@@ -265,10 +262,6 @@ void FlowEngine::drain_posts(Peer& p) {
     if (!it->second.keys.empty()) add_credit(p, it->second);
     ++p.posts_next;
   }
-}
-
-void FlowEngine::recv_cancel(const std::string& name, const peer::RecvCancel& cancel) {
-  if (Peer* p = find_peer(name)) take_cancel(*p, cancel);
 }
 
 void FlowEngine::take_cancel(Peer& p, const peer::RecvCancel& c) {

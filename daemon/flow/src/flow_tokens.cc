@@ -314,23 +314,13 @@ void FlowService::on_peer_message(const std::string& peer, uint16_t type, const 
       engine_->run_sync([&] { engine_->drop_token(r->token); });
       return;
     }
-    case peer::MessageType::kRecvPost: {
-      base::trace::mark(base::trace::Point::kRecvPostArrived);
-      auto m = peer::decode_recv_post(payload);
-      if (!m) break;
-      engine_->run_sync([&] { engine_->recv_credit(peer, *m); });
-      return;
-    }
-    case peer::MessageType::kSendDone: {
-      auto m = peer::decode_send_done(payload);
-      if (!m) break;
-      engine_->run_sync([&] { engine_->send_done(peer, *m); });
-      return;
-    }
+    case peer::MessageType::kRecvPost:
+    case peer::MessageType::kSendDone:
     case peer::MessageType::kRecvCancel: {
-      auto m = peer::decode_recv_cancel(payload);
+      // Lane mail no lane could take: as if it came on a lane.
+      auto m = peer::decode_mail_frame(static_cast<peer::MessageType>(type), payload);
       if (!m) break;
-      engine_->run_sync([&] { engine_->recv_cancel(peer, *m); });
+      engine_->run_sync([&] { engine_->mail(peer, std::move(*m)); });
       return;
     }
     case peer::MessageType::kRecvQuery: {

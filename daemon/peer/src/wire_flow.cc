@@ -159,28 +159,43 @@ std::optional<RecvCancel> decode_recv_cancel(std::span<const uint8_t> payload) {
   return decode_with<RecvCancel>(payload, kRecvCancelLayout);
 }
 
+// The variant's alternatives are in MailKind order, from 1; each kind has its frame type.
+static_assert(std::is_same_v<std::variant_alternative_t<0, Mail>, SendDone> &&
+              std::is_same_v<std::variant_alternative_t<1, Mail>, RecvPost> &&
+              std::is_same_v<std::variant_alternative_t<2, Mail>, RecvCancel>);
+constexpr MessageType kMailFrameTypes[] = {MessageType::kSendDone, MessageType::kRecvPost, MessageType::kRecvCancel};
+
+MessageType frame_type(const Mail& m) { return kMailFrameTypes[m.index()]; }
+
+std::vector<uint8_t> encode(const Mail& m) {
+  return std::visit([](const auto& msg) { return encode(msg); }, m);
+}
+
+std::optional<Mail> decode_mail_frame(MessageType type, std::span<const uint8_t> payload) {
+  switch (type) {
+    case MessageType::kSendDone:
+      if (auto d = decode_send_done(payload)) return Mail{*d};
+      return std::nullopt;
+    case MessageType::kRecvPost:
+      if (auto r = decode_recv_post(payload)) return Mail{std::move(*r)};
+      return std::nullopt;
+    case MessageType::kRecvCancel:
+      if (auto c = decode_recv_cancel(payload)) return Mail{*c};
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::vector<uint8_t> encode_mail(const Mail& m) {
-  // The variant's alternatives are in MailKind order, from 1.
-  std::vector<uint8_t> out = std::visit([](const auto& msg) { return encode(msg); }, m);
+  std::vector<uint8_t> out = encode(m);
   out.insert(out.begin(), static_cast<uint8_t>(m.index() + 1));
   return out;
 }
 
 std::optional<Mail> decode_mail(std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return std::nullopt;
-  const auto rest = bytes.subspan(1);
-  switch (static_cast<MailKind>(bytes[0])) {
-    case MailKind::kSendDone:
-      if (auto d = decode_send_done(rest)) return Mail{*d};
-      return std::nullopt;
-    case MailKind::kRecvPost:
-      if (auto r = decode_recv_post(rest)) return Mail{std::move(*r)};
-      return std::nullopt;
-    case MailKind::kRecvCancel:
-      if (auto c = decode_recv_cancel(rest)) return Mail{*c};
-      return std::nullopt;
-  }
-  return std::nullopt;
+  if (bytes.empty() || bytes[0] == 0 || bytes[0] > std::size(kMailFrameTypes)) return std::nullopt;
+  return decode_mail_frame(kMailFrameTypes[bytes[0] - 1], bytes.subspan(1));
 }
 
 bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {

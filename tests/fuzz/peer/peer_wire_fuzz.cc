@@ -82,6 +82,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(flow_payload_valid(MessageType::kRecvQuery, payload) == query);
   check(flow_payload_valid(MessageType::kRecvState, payload) == state);
   check(flow_payload_valid(MessageType::kRecvCancel, payload) == cancel);
+  // The same messages as control frames: decode_mail_frame agrees with the decoders.
+  check(decode_mail_frame(MessageType::kSendDone, payload).has_value() == done);
+  check(decode_mail_frame(MessageType::kRecvPost, payload).has_value() == post);
+  check(decode_mail_frame(MessageType::kRecvCancel, payload).has_value() == cancel);
+  check(!decode_mail_frame(MessageType::kGrant, payload).has_value());
   check(flow_payload_valid(MessageType::kPing, payload));  // not a flow frame
   // Lane mail: what a peer SENDs into our lane QPs' receives.
   if (const auto mail = decode_mail(payload)) {

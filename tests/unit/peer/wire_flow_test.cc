@@ -190,6 +190,10 @@ TEST(PeerWireFlow, LaneMailIsAKindByteAndTheMessage) {
   EXPECT_EQ(decode_mail(c), Mail{cancel});
   EXPECT_EQ(decode_recv_cancel(std::span<const uint8_t>(c).subspan(1)), cancel);
   expect_exact(encode(cancel), [](std::span<const uint8_t> b) { return decode_recv_cancel(b); });
+  for (const Mail& m : {Mail{done}, Mail{post}, Mail{cancel}})
+    EXPECT_EQ(decode_mail_frame(frame_type(m), encode(m)), m) << "as a control frame, kind " << m.index() + 1;
+  EXPECT_EQ(frame_type(Mail{post}), MessageType::kRecvPost);
+  EXPECT_FALSE(decode_mail_frame(MessageType::kGrant, encode(Mail{done})).has_value());
   EXPECT_FALSE(decode_mail({}).has_value());
   EXPECT_FALSE(decode_mail(std::span<const uint8_t>(d).first(1)).has_value()) << "kind only";
 }

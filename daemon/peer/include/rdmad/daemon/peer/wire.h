@@ -304,6 +304,12 @@ using Mail = std::variant<SendDone, RecvPost, RecvCancel>;
 std::vector<uint8_t> encode_mail(const Mail& m);
 /// nullopt: an unknown kind, or a message that does not decode.
 std::optional<Mail> decode_mail(std::span<const uint8_t> bytes);
+/// The same messages as control-channel frames, when no lane can take them: the frame's type and
+/// payload (the message's encoding, without the kind byte), and back (nullopt: `type` is not one
+/// of theirs, or the payload does not decode).
+MessageType frame_type(const Mail& m);
+std::vector<uint8_t> encode(const Mail& m);
+std::optional<Mail> decode_mail_frame(MessageType type, std::span<const uint8_t> payload);
 
 /// True when `type` is not a flow frame, or its payload decodes. The connection closes on a
 /// malformed flow frame before it reaches the handlers.
