@@ -66,12 +66,12 @@ if ! in_root dpkg -i $names >"$work/dpkg.log" 2>&1; then
   fi
 fi
 for p in rdmad librdmad0 librdmad-dev; do
-  in_root dpkg-query -W -f='${Status}\n' "$p" | grep -qx "install ok installed" || fail "$p not installed: $(cat "$work/dpkg.log")"
+  grep -qx "install ok installed" <<<"$(in_root dpkg-query -W -f='${Status}\n' "$p")" || fail "$p not installed: $(cat "$work/dpkg.log")"
 done
 # The library package alone is what an application needs at run time; the headers do not pull
 # in the daemon.
-in_root dpkg-query -W -f='${Depends}\n' librdmad-dev | grep -q '^librdmad0 (= ' || fail "librdmad-dev does not depend on librdmad0"
-if in_root dpkg-query -W -f='${Depends}\n' librdmad-dev librdmad0 | grep -q 'rdmad ('; then
+grep -q '^librdmad0 (= ' <<<"$(in_root dpkg-query -W -f='${Depends}\n' librdmad-dev)" || fail "librdmad-dev does not depend on librdmad0"
+if grep -q 'rdmad (' <<<"$(in_root dpkg-query -W -f='${Depends}\n' librdmad-dev librdmad0)"; then
   fail "the library packages depend on the daemon"
 fi
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
@@ -80,14 +80,14 @@ libdir=/usr/lib/$multiarch
 # The NCCL net plugin, where NCCL's dlopen("libnccl-net-rdmad.so") finds it, with its tables.
 [ -f "$root$libdir/libnccl-net-rdmad.so" ] || fail "no $libdir/libnccl-net-rdmad.so in librdmad0"
 for v in 8 9 10; do
-  nm -D --defined-only "$root$libdir/libnccl-net-rdmad.so" | grep -q " ncclNetPlugin_v$v\$" || fail "the plugin exports no ncclNetPlugin_v$v"
+  grep -q " ncclNetPlugin_v$v\$" <<<"$(nm -D --defined-only "$root$libdir/libnccl-net-rdmad.so")" || fail "the plugin exports no ncclNetPlugin_v$v"
 done
 for h in protocol.h admin.h flow_ring.h; do
   [ ! -e "$root/usr/include/rdmad/$h" ] || fail "internal header rdmad/$h installed as public"
 done
 t_install=$(date +%s)
 
-in_root dpkg-query -W -f='${Conffiles}\n' rdmad | grep -q '^ /etc/rdmad/rdmad.toml ' || fail "/etc/rdmad/rdmad.toml is not a conffile"
+grep -q '^ /etc/rdmad/rdmad.toml ' <<<"$(in_root dpkg-query -W -f='${Conffiles}\n' rdmad)" || fail "/etc/rdmad/rdmad.toml is not a conffile"
 in_root getent passwd rdmad >/dev/null || fail "postinst did not create user rdmad"
 [ -f "$root/usr/lib/systemd/system/rdmad.service" ] || fail "no rdmad.service"
 [ -x "$root/usr/sbin/rdmad-supervise" ] || fail "no /usr/sbin/rdmad-supervise"
@@ -110,10 +110,10 @@ chmod 0700 "$root/run/rdmad-admin"
 chroot --userspec=rdmad:rdmad "$root" /usr/sbin/rdmad --config /tmp/rdmad-test.toml >"$work/rdmad.log" 2>&1 &
 daemon_pid=$!
 poll 10 grep -q 'serving metrics url=http://127.0.0.1:' "$work/rdmad.log" || fail "packaged rdmad did not start: $(cat "$work/rdmad.log")"
-port=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$work/rdmad.log" | head -1)
+port=$(sed -n 's|.*serving metrics url=http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p;T;q' "$work/rdmad.log")
 body=$(curl -fsS "http://127.0.0.1:$port/metrics") || fail "scrape of the packaged daemon"
 version=$("$RDMAD" --version | sed -n 's/^rdmad \([^ ]*\) .*/\1/p')
-echo "$body" | grep -q "^rdmad_build_info{.*version=\"$version\"} 1$" || fail "no rdmad_build_info version $version in: $body"
+grep -q "^rdmad_build_info{.*version=\"$version\"} 1$" <<<"$body" || fail "no rdmad_build_info version $version in: $body"
 
 # An application developer's two ways in, from C, against the installed librdmad-dev (compiled
 # by the host's gcc with the root's headers, .pc, CMake files and library; run inside the root).

@@ -23,7 +23,7 @@ metrics=$(curl -fsS "http://127.0.0.1:$RDMAD_PORT/metrics") || fail "GET /metric
 # The daemon runs its embedded soft NIC (no [[nic]] in the test's file), so the per-NIC families
 # are linted too. One finding is by design: DCQCN rates are in bits per second, as link rates
 # are (docs/operations.md, "Metric names"); promtool's linter knows only bytes. Anything else fails.
-echo "$metrics" | grep -q '^rdmad_dcqcn_rate_bits_per_second_bucket' || fail "no DCQCN rate histogram: no NIC? daemon log: $(cat "$work/rdmad.log")"
+grep -q '^rdmad_dcqcn_rate_bits_per_second_bucket' <<<"$metrics" || fail "no DCQCN rate histogram: no NIC? daemon log: $(cat "$work/rdmad.log")"
 lint=$(echo "$metrics" | promtool check metrics 2>&1 || true)
 lint=$(echo "$lint" | grep -v '^rdmad_dcqcn_rate_bits_per_second use base unit "bytes" instead of "bits"$' || true)
 [ -z "$lint" ] || fail "promtool check metrics reported: $lint"

@@ -58,8 +58,8 @@ grep -q '^Wants=.*rdmad-admin.socket' "$units/rdmad.service" || fail "rdmad.serv
 
 mkdir -p "$root/etc"
 users=$(systemd-sysusers --root="$root" --dry-run "$root/usr/lib/sysusers.d/rdmad.conf" 2>&1) || fail "sysusers: $users"
-echo "$users" | grep -q "Creating user 'rdmad'" || fail "sysusers.d does not create user rdmad: $users"
-echo "$users" | grep -q "Creating group 'rdmad'" || fail "sysusers.d does not create group rdmad: $users"
+grep -q "Creating user 'rdmad'" <<<"$users" || fail "sysusers.d does not create user rdmad: $users"
+grep -q "Creating group 'rdmad'" <<<"$users" || fail "sysusers.d does not create group rdmad: $users"
 # With the account created, tmpfiles.d gives /run/rdmad its owner and mode before the socket exists.
 systemd-sysusers --root="$root" "$root/usr/lib/sysusers.d/rdmad.conf" >/dev/null 2>&1 || fail "systemd-sysusers --root"
 uid=$(awk -F: '$1 == "rdmad" { print $3 }' "$root/etc/passwd")
