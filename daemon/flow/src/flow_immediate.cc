@@ -12,8 +12,10 @@
 // The one hard case is a lane that fails while the WRITE is unacknowledged: the peer may or may not
 // have placed it (the ACK may be what was lost), and sending it again after the peer handed the
 // receive back to its client could overwrite memory the client uses again. So the send is held and
-// the peer is asked (RecvQuery, on the control channel, after our rebuild offer for the lane). The
-// peer first takes the lane's QPs to the error state (nothing more of the old QPs executes), then
+// the peer is asked (RecvQuery, on the control channel, after our rebuild offer for the lane; it
+// names the peer's QP the WRITE went to). The peer first takes the lane's QPs to the error state
+// (nothing more of the old QPs executes; when a rebuild of its own replaced them already, it did
+// that before destroying them, and the fresh ones stay up), then
 // polls its CQs (an immediate that arrived completes its receive now), and answers: still pending
 // (we send it again, as WRITEs and a send-done), placed (found in the lane's record of the last
 // kImmHistory receives it completed by immediate: the send completes), or unknown (the receive was
@@ -65,6 +67,9 @@ void FlowEngine::ask_about(Peer& p, Transfer* t, uint16_t nic) {
   q.channel = t->flow != nullptr ? t->flow->setup.channel : 0;
   q.recv_id = t->recv_id;
   q.nic_index = nic;
+  // The lane's QPs are replaced together: any of them names the set the WRITE went to.
+  const auto& lane = p.lanes[nic];
+  q.qp_num = lane.qp_count > 0 ? lane.qps[0].peer_qp_num : 0;
   flow_log()->info("send held peer={} nic={} recv_id={:#x} reason={}", p.name, nic_names_[nic], t->recv_id,
                    base::q("its WRITE with immediate was unacknowledged when the lane failed; asking the peer"));
   hooks_.recv_query(p.name, q);
@@ -78,7 +83,13 @@ peer::RecvState FlowEngine::recv_query(const std::string& name, const peer::Recv
   if (p == nullptr || q.nic_index >= p->lanes.size()) return answer;
   // Normally failed already (the peer's rebuild offer came first); if not, now: from here on
   // nothing of the lane's QPs executes, so a receive still pending after the poll stays unfilled.
-  if (!p->lanes[q.nic_index].dead)
+  // Unless the QPs the WRITE went to are gone: a rebuild replaced them after it had stopped them
+  // and taken their completions (lane_replacing), and the lane's QPs now are fresh ones, which
+  // never saw that WRITE (both nodes saw the lane fail, and ours was rebuilt before the question
+  // came). A question that names no QP (0) fails the lane as before.
+  auto& lane = p->lanes[q.nic_index];
+  const bool went_to_these = q.qp_num == 0 || lane.find_qp(q.qp_num) != nullptr;
+  if (!lane.dead && went_to_these)
     lane_failed(*p, q.nic_index, "the peer lost an unacknowledged WRITE with immediate on this path");
   poll_cqs();
   const Transfer* t = transfer_by_recv_id(q.recv_id);

@@ -96,6 +96,7 @@ constexpr auto kRecvQueryLayout = [](auto& c, auto& m) {
   c.field(m.channel);
   c.field(m.recv_id);
   c.field(m.nic_index);
+  c.field(m.qp_num);
 };
 constexpr auto kRecvStateLayout = [](auto& c, auto& m) {
   c.field(m.recv_id);

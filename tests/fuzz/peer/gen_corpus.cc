@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   rp.keys = {{0, 0x99}};
   frame(dir, "recv_post", MessageType::kRecvPost, rp);
   frame(dir, "send_done", MessageType::kSendDone, SendDone{3, 9, 4096, 0});
-  frame(dir, "recv_query", MessageType::kRecvQuery, RecvQuery{3, 9, 1});
+  frame(dir, "recv_query", MessageType::kRecvQuery, RecvQuery{3, 9, 1, 0x11});
   frame(dir, "recv_state", MessageType::kRecvState, RecvState{9, RecvStateKind::kPlaced});
   const RecvCancel rc{rp.session, rp.seq, rp.channel, 1000, rp.recv_id};
   frame(dir, "recv_cancel", MessageType::kRecvCancel, rc);

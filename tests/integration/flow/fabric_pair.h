@@ -53,15 +53,16 @@ struct FabricPair {
   std::unique_ptr<Pair> pair;
   rdmad_flow* fa = nullptr;
 
-  // `port_keys`, `reverse_keys`: more keys of the fabric's a -> b and b -> a ports (Fabric).
+  // `port_keys`, `reverse_keys`: more keys of the fabric's a -> b and b -> a ports (Fabric);
+  // `a_qp_timeout`: node-a's own QP timeout exponent (-1: `qp_timeout`, as node-b's).
   explicit FabricPair(const std::string& rate, int qp_timeout = 14, const std::string& buffer = "1MB",
                       const std::string& extra = "", const std::string& port_keys = "",
-                      const std::string& reverse_keys = "") {
+                      const std::string& reverse_keys = "", int a_qp_timeout = -1) {
     NodeSpec b = two_nic_node("node-b", 21, kFastRecovery + extra);
     b.qp_timeout = qp_timeout;
     b.nics[0].udp_port = free_port(SOCK_DGRAM);
     NodeSpec a = two_nic_node("node-a", 11, kFastRecovery + extra);
-    a.qp_timeout = qp_timeout;
+    a.qp_timeout = a_qp_timeout >= 0 ? a_qp_timeout : qp_timeout;
     a.nics[0].udp_port = free_port(SOCK_DGRAM);
     fabric = std::make_unique<Fabric>(free_port(SOCK_DGRAM), fmt::format("127.0.0.21:{}", b.nics[0].udp_port),
                                       free_port(SOCK_DGRAM), fmt::format("127.0.0.11:{}", a.nics[0].udp_port), rate,

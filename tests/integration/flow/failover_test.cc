@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <set>
+
 #include "fabric_pair.h"
 
 namespace rdmad::test {
@@ -197,6 +199,55 @@ TEST(FlowFailover, ASendWhoseImmediateWasPlacedButNotAcknowledgedIsNotSentAgain)
   EXPECT_EQ(r->status, RDMAD_OK);
   EXPECT_EQ(r->wr_id, 9u);
   EXPECT_EQ(first_difference(x.src->data() + 1024, x.dst->data(), ImmediateSend::kBytes), -1);
+}
+
+// Both nodes lose a WRITE with immediate on NIC 0 (the path drops opcode 11 both ways), and node-b
+// finds out first: its QPs time out in about 0.5 s (qp_timeout 14), node-a's would take 4.3 s (17).
+// node-b offers the lane's rebuild; node-a, answering it, finds its own WRITE unacknowledged and asks
+// node-b about it, after its answer. So the question reaches node-b when node-b's fresh QPs are up
+// already. They never saw node-a's WRITE (the QPs it went to were stopped and their completions
+// taken before the rebuild destroyed them; the question names one): node-b answers without
+// failing the fresh lane. Before protocol 9 it failed them once more (a rebuild too many).
+TEST(FlowFailover, AQuestionAboutAReplacedLaneLeavesItsFreshQueuePairsUp) {
+  FabricPair fp("0", 14, "1MB", "", ",drop_opcode=11", ",drop_opcode=11", 17);
+  ASSERT_TRUE(fp.start(1u)) << fp.a()->output() << fp.b()->output();  // node-a's flow on NIC 0 only
+  rdmad_flow* fb = nullptr;
+  ASSERT_EQ(rdmad_flow_open_nics(fp.b()->client(), "node-a", nullptr, 1u, &fb), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_wait_connected(fb, 10000), RDMAD_OK);
+  constexpr size_t kBytes = 512;
+  Buffer a_buf(fp.a()->client(), 8192, kAllAccess);  // [0, 4096): sent; [4096, 8192): received into
+  Buffer b_buf(fp.b()->client(), 8192, kAllAccess);
+  fill(a_buf.data(), 8192, 61);
+  fill(b_buf.data(), 8192, 62);
+  ASSERT_EQ(rdmad_flow_recv(fp.fa, 1, a_buf.mr, 4096, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_recv(fb, 2, b_buf.mr, 4096, 4096), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fb, 3, b_buf.mr, 0, kBytes), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_send(fp.fa, 4, a_buf.mr, 0, kBytes), RDMAD_OK);
+  // Each side: its receive and its send, once each, OK; the received bytes are the other's.
+  for (rdmad_flow* f : {fp.fa, fb}) {
+    std::set<uint64_t> done;
+    for (int k = 0; k < 2; ++k) {
+      auto c = wait_completion(f, 60s);
+      ASSERT_TRUE(c.has_value()) << fp.a()->output() << fp.b()->output();
+      EXPECT_EQ(c->status, RDMAD_OK) << c->wr_id;
+      done.insert(c->wr_id);
+    }
+    EXPECT_EQ(done, (f == fb ? std::set<uint64_t>{2, 3} : std::set<uint64_t>{1, 4}));
+    rdmad_completion more{};
+    EXPECT_EQ(rdmad_flow_poll(f, &more, 1), 0u) << "a request completed twice";
+  }
+  EXPECT_EQ(first_difference(b_buf.data(), a_buf.data() + 4096, kBytes), -1);
+  EXPECT_EQ(first_difference(a_buf.data(), b_buf.data() + 4096, kBytes), -1);
+  // Each asked about its own WRITE: never placed, sent again.
+  EXPECT_EQ(fp.a()->metric("rdmad_flow_immediate_queries_total{answer=\"pending\"}").value_or(-1), 1.0)
+      << fp.a()->output();
+  EXPECT_EQ(fp.b()->metric("rdmad_flow_immediate_queries_total{answer=\"pending\"}").value_or(-1), 1.0)
+      << fp.b()->output();
+  // node-b's NIC 0 lane failed once, by its own timeout; node-a's question failed nothing more.
+  EXPECT_EQ(fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(-1), 1.0)
+      << fp.b()->output();
+  EXPECT_EQ(fp.b()->output().find("the peer lost an unacknowledged WRITE"), std::string::npos) << fp.b()->output();
+  rdmad_flow_close(fb);
 }
 
 // Receive advertisements on the lanes (peer protocol 8, flow_mailbox.cc). node-b's flow back to

@@ -199,9 +199,11 @@ TEST(PeerWireFlow, LaneMailIsAKindByteAndTheMessage) {
 }
 
 TEST(PeerWireFlow, RecvQueryAndStateRoundTrip) {
-  const RecvQuery q{.channel = 5, .recv_id = 7ull << 32 | 3, .nic_index = 2};
+  const RecvQuery q{.channel = 5, .recv_id = 7ull << 32 | 3, .nic_index = 2, .qp_num = 0x123456};
   const auto b = encode(q);
-  EXPECT_EQ(b.size(), 18u);
+  EXPECT_EQ(b.size(), 22u);
+  // Version 9: the receiver's QP number follows the NIC index, big-endian.
+  EXPECT_EQ(std::vector<uint8_t>(b.end() - 4, b.end()), (std::vector<uint8_t>{0x00, 0x12, 0x34, 0x56}));
   EXPECT_EQ(decode_recv_query(b), q);
   expect_exact(b, [](std::span<const uint8_t> p) { return decode_recv_query(p); });
   for (auto kind : {RecvStateKind::kPending, RecvStateKind::kPlaced, RecvStateKind::kUnknown}) {

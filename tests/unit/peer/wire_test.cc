@@ -39,8 +39,8 @@ TEST(PeerWire, HelloRoundTrip) {
   Hello h;
   h.node_id = "node-a";
   auto b = encode(h);
-  // magic, version 8, flags 0, id length, id.
-  const std::vector<uint8_t> want = {'R', 'D', 'M', 'P', 0, 8, 0, 6, 'n', 'o', 'd', 'e', '-', 'a'};
+  // magic, version 9, flags 0, id length, id.
+  const std::vector<uint8_t> want = {'R', 'D', 'M', 'P', 0, 9, 0, 6, 'n', 'o', 'd', 'e', '-', 'a'};
   EXPECT_EQ(b, want);
   auto d = decode_hello(b);
   ASSERT_TRUE(d.has_value());

@@ -25,8 +25,9 @@
 // a lane receive is kMailBytes), and a recv post carries the session it belongs to and its number
 // among the receives advertised in that session (the sender takes them in that order, once each,
 // whichever way and however often they came), and adds recv cancel (15: a receive advertised and
-// withdrawn unfilled, whose credit the sender drops). A peer speaking another version is refused
-// at hello.
+// withdrawn unfilled, whose credit the sender drops); version 9 adds to a recv query the number of
+// the receiver's QP the WRITE went to (the receiver fails the lane for it only while that QP is
+// still the lane's). A peer speaking another version is refused at hello.
 // Several QPs per NIC pair ([flow] qps_per_lane) need no new field and no new version: every
 // endpoint has named its (nic index, qp index) since version 1. Each side offers or answers its own
 // qps_per_lane QPs per NIC and pairs QP j only with the other's QP j of the same NIC, so a lane gets
@@ -49,7 +50,7 @@
 namespace rdmad::peer {
 
 inline constexpr uint32_t kMagic = 0x52444D50;  // "RDMP"
-inline constexpr uint16_t kVersion = 8;
+inline constexpr uint16_t kVersion = 9;
 inline constexpr size_t kHeaderBytes = 8;
 inline constexpr size_t kMaxNodeIdBytes = 64;
 
@@ -257,11 +258,15 @@ std::optional<SendDone> decode_send_done(std::span<const uint8_t> payload);
 
 /// Sender → receiver: a send into recv_id went as an RDMA WRITE with immediate on the lane of NIC
 /// `nic_index`, which failed before the WRITE was acknowledged. The receiver stops that lane's QPs
-/// (nothing of them executes any more), then answers with a RecvState.
+/// (nothing of them executes any more), then answers with a RecvState. `qp_num` (version 9) is the
+/// receiver's QP of that lane the sender's QPs were connected to (0: not known): when the lane
+/// has other QPs now, those were stopped and their completions taken before the rebuild that
+/// replaced them, and the fresh ones stay up.
 struct RecvQuery {
   uint64_t channel = 0;
   uint64_t recv_id = 0;
   uint16_t nic_index = 0;
+  uint32_t qp_num = 0;
   bool operator==(const RecvQuery&) const = default;
 };
 std::vector<uint8_t> encode(const RecvQuery& m);
