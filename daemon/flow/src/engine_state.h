@@ -79,7 +79,6 @@ struct FlowEngine::Peer {
   struct LaneQp {
     verbs::QueuePair* qp = nullptr;
     uint32_t qp_num = 0;
-    uint32_t peer_qp_num = 0;  // the peer's QP it is connected to (RecvQuery::qp_num)
     uint32_t posted = 0;  // chunks outstanding on it
     // Mail (send-dones, receive advertisements) sent on it as SENDs and not yet acknowledged,
     // oldest first, with their outbox slot (flow_mailbox.cc): sent again another way if the lane
@@ -110,8 +109,7 @@ struct FlowEngine::Peer {
     void set_qps(std::span<verbs::QueuePair* const> from) {
       qp_count = static_cast<uint8_t>(std::min(from.size(), qps.size()));
       for (auto& q : qps) q = LaneQp{};
-      for (uint8_t j = 0; j < qp_count; ++j)
-        qps[j] = LaneQp{from[j], from[j]->qp_num(), from[j]->query().dest_qp_num, 0, {}, 0};
+      for (uint8_t j = 0; j < qp_count; ++j) qps[j] = LaneQp{from[j], from[j]->qp_num(), 0, {}, 0};
       next_qp = 0;
       posted = 0;
     }

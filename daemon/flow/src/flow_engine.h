@@ -268,6 +268,8 @@ class FlowEngine {
   void take_cancel(Peer& p, const peer::RecvCancel& cancel);
   // Takes the held advertisements whose turn it is.
   void drain_posts(Peer& p);
+  // Holds one that came before its turn (keys empty: withdrawn), within max_receives_per_peer.
+  void hold_early(Peer& p, peer::RecvPost post);
   void fail_flow(Flow& f, const char* why);
   void complete_now(Flow& f, const ring::Sqe& sqe, rdmad_status status, uint64_t length);
 

@@ -67,9 +67,10 @@ void FlowEngine::ask_about(Peer& p, Transfer* t, uint16_t nic) {
   q.channel = t->flow != nullptr ? t->flow->setup.channel : 0;
   q.recv_id = t->recv_id;
   q.nic_index = nic;
-  // The lane's QPs are replaced together: any of them names the set the WRITE went to.
+  // The lane's QPs are replaced together: any of them names the set the WRITE went to. Asked of
+  // the QP here, on this rare path (it is still there: the lane failed, nothing replaced it yet).
   const auto& lane = p.lanes[nic];
-  q.qp_num = lane.qp_count > 0 ? lane.qps[0].peer_qp_num : 0;
+  q.qp_num = lane.qp_count > 0 ? lane.qps[0].qp->query().dest_qp_num : 0;
   flow_log()->info("send held peer={} nic={} recv_id={:#x} reason={}", p.name, nic_names_[nic], t->recv_id,
                    base::q("its WRITE with immediate was unacknowledged when the lane failed; asking the peer"));
   hooks_.recv_query(p.name, q);

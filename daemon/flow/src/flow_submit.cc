@@ -244,11 +244,7 @@ void FlowEngine::take_post(Peer& p, peer::RecvPost post) {
   }
   if (post.seq != p.posts_next) {
     // An earlier one is still on its way (another lane, or sent again after its lane failed).
-    if (p.posts_early.size() + p.credits_held >= options_.max_receives_per_peer) {
-      refuse_credit(p, "max_receives_per_peer");
-      return;
-    }
-    p.posts_early.emplace(post.seq, std::move(post));
+    hold_early(p, std::move(post));
     return;
   }
   add_credit(p, post);
@@ -289,11 +285,19 @@ void FlowEngine::take_cancel(Peer& p, const peer::RecvCancel& c) {
     it->second = peer::RecvPost{};
     return;
   }
+  peer::RecvPost withdrawn;  // no keys: its number goes without a credit
+  withdrawn.seq = c.seq;
+  hold_early(p, std::move(withdrawn));
+}
+
+void FlowEngine::hold_early(Peer& p, peer::RecvPost post) {
+  // Held ones count with the credits: the peer never has more receives advertised to us.
   if (p.posts_early.size() + p.credits_held >= options_.max_receives_per_peer) {
     refuse_credit(p, "max_receives_per_peer");
     return;
   }
-  p.posts_early.emplace(c.seq, peer::RecvPost{});
+  const uint64_t seq = post.seq;
+  p.posts_early.emplace(seq, std::move(post));
 }
 
 void FlowEngine::refuse_credit(const Peer& p, const char* reason) {

@@ -69,12 +69,16 @@ constexpr auto kGrantAckLayout = [](auto& c, auto& m) {
   c.field(m.status);
 };
 constexpr auto kRevokeLayout = [](auto& c, auto& m) { c.field(m.token); };
-constexpr auto kRecvPostLayout = [](auto& c, auto& m) {
+// Which advertised receive: the head of a recv post, and all of a recv cancel.
+constexpr auto kRecvCancelLayout = [](auto& c, auto& m) {
   c.field(m.session);
   c.field(m.seq);
   c.field(m.channel);
   c.field(m.owner_uid);
   c.field(m.recv_id);
+};
+constexpr auto kRecvPostLayout = [](auto& c, auto& m) {
+  kRecvCancelLayout(c, m);
   c.field(m.iova);
   c.field(m.length);
   keys_field(c, m.keys, m.length);
@@ -84,13 +88,6 @@ constexpr auto kSendDoneLayout = [](auto& c, auto& m) {
   c.field(m.recv_id);
   c.field(m.bytes);
   c.field(m.status);
-};
-constexpr auto kRecvCancelLayout = [](auto& c, auto& m) {
-  c.field(m.session);
-  c.field(m.seq);
-  c.field(m.channel);
-  c.field(m.owner_uid);
-  c.field(m.recv_id);
 };
 constexpr auto kRecvQueryLayout = [](auto& c, auto& m) {
   c.field(m.channel);
@@ -208,15 +205,13 @@ bool flow_payload_valid(MessageType type, std::span<const uint8_t> payload) {
     case MessageType::kRevoke:
       return decode_revoke(payload).has_value();
     case MessageType::kRecvPost:
-      return decode_recv_post(payload).has_value();
     case MessageType::kSendDone:
-      return decode_send_done(payload).has_value();
+    case MessageType::kRecvCancel:
+      return decode_mail_frame(type, payload).has_value();
     case MessageType::kRecvQuery:
       return decode_recv_query(payload).has_value();
     case MessageType::kRecvState:
       return decode_recv_state(payload).has_value();
-    case MessageType::kRecvCancel:
-      return decode_recv_cancel(payload).has_value();
     case MessageType::kIdle:
       return payload.empty();
     default:
