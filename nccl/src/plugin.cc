@@ -238,17 +238,33 @@ abi::Result Plugin::listen(int dev, void* handle, void** listen_comm) {
   return abi::kSuccess;
 }
 
+ConnectStage* Plugin::stage_of(const WireHandle& h) {
+  if (h.stage_id == 0) return nullptr;
+  auto it = connecting_.find(h.stage_id);
+  if (it == connecting_.end()) return nullptr;
+  return std::memcmp(it->second->identity, &h, kHandleIdentityBytes) == 0 ? it->second.get() : nullptr;
+}
+
+void Plugin::drop_stage(WireHandle* h) {
+  auto it = connecting_.find(h->stage_id);
+  if (it != connecting_.end()) {
+    if (it->second->comm) close_streams(*it->second->comm);
+    connecting_.erase(it);
+  }
+  h->stage_id = 0;
+}
+
 abi::Result Plugin::connect(int dev, void* handle, void** send_comm) {
   std::lock_guard lock(mu_);
   *send_comm = nullptr;
   if (dev < 0 || static_cast<size_t>(dev) >= devices_.size()) return abi::kInvalidArgument;
   auto* h = static_cast<WireHandle*>(handle);
-  auto* stage = static_cast<ConnectStage*>(h->stage);
+  // The handle's stage_id came from the other node the first time: an id that names no connect of
+  // this very handle (garbage, or another handle's) is not ours, and a new connect starts.
+  ConnectStage* stage = stage_of(*h);
   std::string error;
   auto abort = [&](abi::Result r, const std::string& why) {
-    if (stage != nullptr && stage->comm) close_streams(*stage->comm);
-    delete stage;
-    h->stage = nullptr;
+    drop_stage(h);
     return fail(r, why);
   };
   if (stage == nullptr) {
@@ -257,8 +273,15 @@ abi::Result Plugin::connect(int dev, void* handle, void** send_comm) {
     if (node_ == h->node)
       return fail(abi::kInvalidUsage, "connect: the listening rank is on this node (" + node_ +
                                           "): rdmad flows join two nodes; ranks of one node use NCCL's P2P/SHM transports");
-    stage = new ConnectStage;
-    h->stage = stage;
+    if (connecting_.size() >= kMaxConnecting)
+      return fail(abi::kInternalError, "connect: " + std::to_string(kMaxConnecting) + " connects in progress");
+    uint64_t id = 0;
+    while (id == 0 || connecting_.count(id) != 0) id = random_u64();
+    auto fresh = std::make_unique<ConnectStage>();
+    std::memcpy(fresh->identity, h, kHandleIdentityBytes);
+    stage = fresh.get();
+    connecting_.emplace(id, std::move(fresh));
+    h->stage_id = id;
     if (!stage->rendezvous.start(*h, node_, &error)) return abort(abi::kSystemError, "connect: " + error);
   }
   if (!stage->comm) {
@@ -279,8 +302,7 @@ abi::Result Plugin::connect(int dev, void* handle, void** send_comm) {
     return abi::kSuccess;
   }
   *send_comm = stage->comm.release();
-  delete stage;
-  h->stage = nullptr;
+  drop_stage(h);
   return abi::kSuccess;
 }
 

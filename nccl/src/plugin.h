@@ -103,7 +103,9 @@ struct ListenComm {
   std::unique_ptr<Comm> connecting;
 };
 
+// A connect in progress, found again through its handle's stage_id.
 struct ConnectStage {
+  uint8_t identity[kHandleIdentityBytes];  // the handle's bytes the listener wrote: the same handle?
   Connecting rendezvous;
   std::unique_ptr<Comm> comm;  // after the rendezvous: waiting for the flow
 };
@@ -145,6 +147,8 @@ class Plugin {
   void finish(Request* r);
   abi::Result request_error(Request* r);
   static uint64_t channel_of(uint64_t comm_id, int tag);
+  ConnectStage* stage_of(const WireHandle& h);
+  void drop_stage(WireHandle* h);
 
   std::mutex mu_;
   abi::Logger log_ = nullptr;
@@ -152,6 +156,9 @@ class Plugin {
   std::string node_;
   std::vector<Device> devices_;
   std::unique_ptr<StagingPool> staging_;
+  // Connects in progress by stage id (bounded: NCCL abandons one only when it gives up on the job).
+  static constexpr size_t kMaxConnecting = 4096;
+  std::map<uint64_t, std::unique_ptr<ConnectStage>> connecting_;
   sockaddr_storage address_{};
   std::string interface_;
   int init_result_ = -1;  // -1: not yet

@@ -53,6 +53,13 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// Constant time: how much of a guess matches must not show in when the answer comes.
+bool same_secret(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < sizeof(Secret); ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 }  // namespace
 
 Secret random_secret() {
@@ -142,6 +149,7 @@ bool choose_address(sockaddr_storage* out, std::string* error, std::string* inte
 
 Listener::~Listener() {
   for (auto& p : pending_) close(p.fd);
+  for (auto& a : ready_) close(a.fd);
   if (fd_ >= 0) close(fd_);
 }
 
@@ -184,12 +192,12 @@ void Listener::fill(WireHandle* h, const std::string& node) const {
   std::memcpy(h->secret, secret_.data(), secret_.size());
   h->comm_id = comm_id_;
   std::strncpy(h->node, node.c_str(), sizeof(h->node) - 1);
-  h->stage = nullptr;
+  h->stage_id = 0;
 }
 
 std::optional<Listener::Accepted> Listener::poll() {
   const auto now = Clock::now();
-  while (pending_.size() < kMaxPending) {
+  for (size_t n = 0; n < kMaxAcceptsPerPoll; ++n) {
     int c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) break;  // EAGAIN, or a failure the next call retries
     set_options(c);
@@ -206,13 +214,13 @@ std::optional<Listener::Accepted> Listener::poll() {
     if (!drop && p.got == sizeof(Hello)) {
       const Hello& h = p.hello;
       const bool good = h.magic == kHelloMagic && h.version == kHandleVersion &&
-                        std::memcmp(h.secret, secret_.data(), secret_.size()) == 0 &&
+                        same_secret(h.secret, secret_.data()) &&
                         std::memchr(h.node, '\0', sizeof(h.node)) != nullptr && h.node[0] != '\0';
       uint8_t ack = kAccepted;
       if (good && send(p.fd, &ack, 1, MSG_NOSIGNAL) == 1) {
-        Accepted a{p.fd, h.node};
+        ready_.push_back(Accepted{p.fd, h.node});
         pending_.erase(pending_.begin() + static_cast<long>(i));
-        return a;
+        continue;
       }
       drop = true;  // a stranger, or the other side went away
     }
@@ -223,7 +231,15 @@ std::optional<Listener::Accepted> Listener::poll() {
     }
     ++i;
   }
-  return std::nullopt;
+  // Over the bound: the oldest go (those that have sent least of a hello the longest).
+  while (pending_.size() > kMaxPending) {
+    close(pending_.front().fd);
+    pending_.erase(pending_.begin());
+  }
+  if (ready_.empty()) return std::nullopt;
+  Accepted a = ready_.front();
+  ready_.pop_front();
+  return a;
 }
 
 Connecting::~Connecting() {

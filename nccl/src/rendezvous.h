@@ -10,8 +10,9 @@
 
 #include <array>
 #include <chrono>
-#include <cstddef>
+#include <cstddef>  // offsetof
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,11 +35,15 @@ struct WireHandle {
   uint8_t secret[16];
   uint64_t comm_id;  // names the comm's flow channels (with the tag)
   char node[RDMAD_NODE_ID_BYTES];  // the listener's node id
-  void* stage;  // the connecting process's own progress (NCCL calls connect again with the same buffer)
+  // The connecting process's own progress: NCCL calls connect again with the same buffer until the
+  // comm is up. A random id of the plugin's table of connects in progress, never a pointer: these
+  // bytes came from another node, and an id that names no connect of this handle starts a new one.
+  uint64_t stage_id;
 };
-static_assert(sizeof(WireHandle) <= abi::kHandleMaxBytes);
+static_assert(sizeof(WireHandle) == 120 && sizeof(WireHandle) <= abi::kHandleMaxBytes);
+inline constexpr size_t kHandleIdentityBytes = offsetof(WireHandle, stage_id);  // what the listener wrote
 inline constexpr uint32_t kHandleMagic = 0x52444e43;  // "RDNC"
-inline constexpr uint8_t kHandleVersion = 1;
+inline constexpr uint8_t kHandleVersion = 2;  // 2: stage_id (was a pointer)
 
 // The hello a connecting rank sends.
 struct Hello {
@@ -62,21 +67,26 @@ bool choose_address(sockaddr_storage* out, std::string* error, std::string* inte
 bool interface_matches(const std::string& spec, const std::string& name);
 std::string address_string(const sockaddr_storage& a, bool with_port = true);
 
-// A listening socket and the connections in handshake on it (at most kMaxPending; older than
-// kHandshakeTimeout or with a wrong secret: closed).
+// A listening socket and the connections in handshake on it (older than kHandshakeTimeout or with a
+// wrong secret: closed).
 class Listener {
  public:
   struct Accepted {
     int fd;
     std::string node;
   };
+  // Connections that have not sent a whole hello: at most kMaxPending, the oldest closed first when
+  // more come. A stranger who holds connections open cannot keep the ranks out (they would wait in
+  // the kernel's backlog behind them until kHandshakeTimeout): a rank sends its hello as soon as it
+  // is connected, so only a flood of more than kMaxPending connections in that moment pushes it out.
   static constexpr size_t kMaxPending = 16;
+  static constexpr size_t kMaxAcceptsPerPoll = 64;
   static constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
 
   ~Listener();
   bool open(const sockaddr_storage& address, std::string* error);
   void fill(WireHandle* h, const std::string& node) const;
-  // Accepts and advances handshakes; a completed one is returned (its fd is the caller's).
+  // Accepts and advances handshakes; a completed one is returned, one a call (its fd is the caller's).
   std::optional<Accepted> poll();
 
  private:
@@ -91,6 +101,7 @@ class Listener {
   Secret secret_{};
   uint64_t comm_id_ = 0;
   std::vector<Pending> pending_;
+  std::deque<Accepted> ready_;  // good hellos not yet returned (they carried the secret)
 };
 
 // A connecting rank's handshake, advanced by each connect() call.

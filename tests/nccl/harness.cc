@@ -12,6 +12,8 @@
 //                    reports how test() fails when the other node goes away
 //   MODE properties  prints what the plugin says about each device
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "../../nccl/src/abi.h"
+#include "../../nccl/src/rendezvous.h"
 
 namespace {
 
@@ -221,6 +224,63 @@ void* wait_recv(void* l, const std::string& name) {
   return r;
 }
 
+// A stranger on the network: `n` TCP connections to the listener a handle names, left open without
+// a hello, and one that sends a hello with the wrong secret.
+std::vector<int> strangers(const WireHandle& h, int n) {
+  std::vector<int> fds;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = h.port;
+  std::memcpy(&a.sin_addr, h.address, 4);
+  if (h.family != AF_INET) die("strangers: the handle is not IPv4");
+  for (int i = 0; i <= n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) die("strangers: connect %d", i);
+    if (i == n) {
+      Hello bad{};
+      bad.magic = kHelloMagic;
+      bad.version = kHandleVersion;
+      std::strcpy(bad.node, "stranger");
+      if (send(fd, &bad, sizeof(bad), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(bad))) die("strangers: hello");
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// The sender's side of the four comms of `sequence`, connected together as NCCL's proxy does, with
+// what another node or a stranger may do to them:
+// - c3's handle comes with garbage where the connecting plugin keeps its progress (the stage id);
+// - c1's handle, after c0's first connect call, carries c0's stage id: it must not take over c0's
+//   connect (c0 would then connect twice, c1 never);
+// - c2's listener holds 40 connections of a stranger that never say hello and one with a wrong
+//   secret, opened before the rank's own: c2 is still up within 15 s (not after the strangers'
+//   30 s handshake timeout).
+void connect_four(const char* const names[], void* comms[]) {
+  char handle[4][abi::kHandleMaxBytes] = {};
+  for (int i = 0; i < 4; ++i) get(std::string("h.") + names[i], handle[i], sizeof(handle[i]));
+  auto hw = [&](int i) { return reinterpret_cast<WireHandle*>(handle[i]); };
+  hw(3)->stage_id = 0x4141414141414141ull;
+  std::vector<int> held = strangers(*hw(2), 40);
+  const auto start = Clock::now();
+  check(g_net.connect(g_args.dev, handle[0], &comms[0]), "connect");
+  if (comms[0] == nullptr) {
+    if (hw(0)->stage_id == 0) die("connect c0: pending without a stage id in its handle");
+    hw(1)->stage_id = hw(0)->stage_id;
+  }
+  for (;;) {
+    bool all = true;
+    for (int i = 3; i >= 0; --i) {  // c1 before c0: a c1 that took c0's connect over would finish it
+      if (comms[i] == nullptr) check(g_net.connect(g_args.dev, handle[i], &comms[i]), "connect");
+      all = all && comms[i] != nullptr;
+    }
+    if (all) break;
+    if (Clock::now() - start > std::chrono::seconds(15)) die("connect: the four comms not up within 15 s");
+  }
+  for (int fd : held) close(fd);
+  say("hostile handle bytes and strangers ok");
+}
+
 // Both directions at once, interleaved as NCCL's proxy does: send to `next`, receive from `prev`.
 void connect_ring(const std::string& tag, int next, int prev, void** send, void** recv, void** listen) {
   *listen = open_listen(tag + "." + std::to_string(prev) + "." + std::to_string(g_args.rank));
@@ -355,7 +415,7 @@ int run_sequence() {
   void* comms[4] = {};
   void* listens[4] = {};
   if (sender) {
-    for (int i = 0; i < 4; ++i) comms[i] = wait_send(names[i]);
+    connect_four(names, comms);
   } else {
     for (int i = 0; i < 4; ++i) listens[i] = open_listen(names[i]);
     for (int i = 0; i < 4; ++i) comms[i] = wait_recv(listens[i], names[i]);

@@ -92,6 +92,7 @@ void call_sequence(int abi) {
   ranks.push_back(rank(c.a(), c.dir, 0, 2, {"sequence"}, abi));
   ranks.push_back(rank(c.b(), c.dir, 1, 2, {"sequence"}, abi));
   expect_all_done(ranks, "sequence done", 120s);
+  EXPECT_NE(ranks[0]->output().find("hostile handle bytes and strangers ok"), std::string::npos) << ranks[0]->output();
 }
 
 TEST(NcclPlugin, CallSequenceV10) { call_sequence(10); }
