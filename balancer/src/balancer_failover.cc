@@ -16,9 +16,16 @@ std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::strin
   if (lane.state == LaneState::kUp && now_us - lane.up_since_us >= config_.rejoin_stable_us) {
     lane.backoff_us = config_.rejoin_backoff_min_us;
   }
+  const bool was_up = lane.state == LaneState::kUp;
   lane.state = LaneState::kDown;
   lane.request_fault = fault == Fault::kRequest;
-  if (!lane.request_fault) {
+  lane.check_due = false;
+  lane.path_ok = false;
+  if (!was_up) {
+    // It was recovering: nothing was on it, so nothing fails over; the rejoin failed.
+    lane.stats.rejoins_failed++;
+    counters_.rejoins_failed++;
+  } else if (!lane.request_fault) {
     lane.stats.failovers++;
     counters_.failovers++;
   }
@@ -75,6 +82,9 @@ void Balancer::mark_recovered(uint16_t nic, uint64_t now_us) {
   e.at_us = now_us;
   e.backoff_us = backoff;
   if (!lane.request_fault) lane.backoff_us = std::min(config_.rejoin_backoff_max_us, lane.backoff_us * 2);
+  // A refused request said nothing about the path: no check.
+  lane.path_ok = !config_.check_path_before_rejoin || lane.request_fault;
+  lane.check_due = false;
   lane.request_fault = false;
   emit(std::move(e));
 }
@@ -84,6 +94,15 @@ void Balancer::tick(uint64_t now_us) {
   for (uint16_t i = 0; i < lanes_.size(); ++i) {
     Lane& lane = lanes_[i];
     if (lane.state != LaneState::kRecovering || now_us < lane.rejoin_at_us) continue;
+    if (!lane.path_ok) {
+      if (!lane.check_due) {
+        lane.check_due = true;
+        checks_due_.push_back(i);
+      }
+      continue;
+    }
+    lane.check_due = false;
+    lane.path_ok = false;
     lane.state = LaneState::kUp;
     --recovering_;
     lane.up_since_us = now_us;
@@ -100,6 +119,22 @@ void Balancer::tick(uint64_t now_us) {
     e.at_us = now_us;
     emit(std::move(e));
   }
+}
+
+std::vector<uint16_t> Balancer::take_path_checks() {
+  std::vector<uint16_t> due;
+  due.swap(checks_due_);
+  // A lane that went down again since it was listed is checked after its next back-off (and may
+  // be listed twice if that one has passed too).
+  std::erase_if(due, [&](uint16_t i) { return !lanes_[i].check_due; });
+  std::sort(due.begin(), due.end());
+  due.erase(std::unique(due.begin(), due.end()), due.end());
+  return due;
+}
+
+void Balancer::path_checked(uint16_t nic) {
+  Lane& lane = lanes_[nic];
+  if (lane.state == LaneState::kRecovering && lane.check_due) lane.path_ok = true;
 }
 
 }  // namespace rdmad::balancer

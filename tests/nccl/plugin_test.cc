@@ -127,9 +127,27 @@ TEST(NcclPlugin, RingAllReduceSurvivesANicCutMidRun) {
   ASSERT_TRUE(ranks[0]->wait_for_output("iteration 1 ok", 120s)) << ranks[0]->output();
   fp.fabric->cut();
   expect_all_done(ranks, "allreduce done", 300s);
-  const double failovers = fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0) +
-                           fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0);
-  EXPECT_GE(failovers, 1) << "the cut path was never failed over: did the run cross it?";
+  const double fa = fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0);
+  const double fb = fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0);
+  EXPECT_GE(fa + fb, 1) << "the cut path was never failed over: did the run cross it?";
+  // The path stays cut: each side fails it over once, and its lane's rejoins fail their path
+  // check. A rejoin that put chunks on the broken path again would be another failover (and cost
+  // the run the QPs' retry timeout each time: seconds per iteration).
+  EXPECT_LE(fa, 1);
+  EXPECT_LE(fb, 1);
+  auto checks_failed = [&] {
+    return fp.a()->metric("rdmad_balancer_rejoin_checks_total{device=\"node-a0\",result=\"failed\"}").value_or(0) +
+           fp.b()->metric("rdmad_balancer_rejoin_checks_total{device=\"node-b0\",result=\"failed\"}").value_or(0);
+  };
+  EXPECT_TRUE(eventually([&] { return checks_failed() >= 1; }, 20s)) << "no rejoin of the cut path was checked";
+  EXPECT_LE(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0), 1);
+  EXPECT_LE(fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0), 1);
+  // Nor does lane mail (receive advertisements, send-dones) go on a lane before it rejoined: it
+  // would wait out the retries there, and fail the lane's rejoin itself.
+  for (Node* n : {fp.a(), fp.b()}) {
+    const std::string out = n->output();
+    EXPECT_FALSE(std::regex_search(out, std::regex("rejoin failed[^\n]*mailbox"))) << n->id() << ":\n" << out;
+  }
 }
 
 // RDMAD_NCCL_DEVICES=nic: device 1 is NIC 1, and its comms' bytes stay on that rail.

@@ -105,6 +105,7 @@ struct FlowEngine::Peer {
     // kImmHistory (a ring): what a RecvQuery about a send on the lane is answered from.
     std::vector<uint64_t> placed_by_imm;
     uint32_t placed_next = 0;
+    uint8_t checks_out = 0;  // path checks posted before a rejoin, not yet completed
 
     void set_qps(std::span<verbs::QueuePair* const> from) {
       qp_count = static_cast<uint8_t>(std::min(from.size(), qps.size()));
@@ -112,6 +113,7 @@ struct FlowEngine::Peer {
       for (uint8_t j = 0; j < qp_count; ++j) qps[j] = LaneQp{from[j], from[j]->qp_num(), 0, {}, 0};
       next_qp = 0;
       posted = 0;
+      checks_out = 0;
     }
     LaneQp* find_qp(uint32_t qp_num) {
       for (uint8_t j = 0; j < qp_count; ++j)
@@ -193,6 +195,7 @@ inline constexpr uint32_t kChunkSlotMask = (1u << 24) - 1;
 // (no peer has that slot), then the peer slot, the lane's QP epoch, the peer generation's low
 // byte, outbox (1) or inbox (0), the QP's index in its lane and the mailbox slot.
 inline constexpr uint8_t kMailTag = 0xFF;
+inline constexpr uint16_t kPathCheckSlot = 0xFFFF;  // an outbox "slot" no mail takes: a path check
 inline constexpr uint16_t kMailSlots = 64;  // per QP, each way (QpConnectorOptions::max_recv_wr is 256)
 using peer::kMailBytes;  // a SendDone is 29 bytes, a RecvPost of n keys without slices 50 + 15n
 inline uint64_t make_mail_wr_id(uint8_t peer_slot, uint8_t lane_epoch, uint32_t peer_gen, bool outbox, uint8_t qp,

@@ -25,6 +25,7 @@ rdmad_status wc_to_status(verbs::WcStatus s) {
 constexpr size_t kMaxBacklog = 2;
 
 base::LogLimiter g_spill_log;  // pinned flows leaving their NICs and coming back
+base::LogLimiter g_rejoin_log;  // lanes failing again before they rejoined (a path still broken)
 
 }  // namespace
 
@@ -215,9 +216,16 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   for (auto& q : lane.qps) q.posted = 0;
   resend_lane_mail(p, nic);
   lane.backlog.clear();  // still tracked by the balancer: mark_down hands them back
+  lane.checks_out = 0;
+  // A lane that was recovering carried nothing: its rejoin failed, which is no failover.
+  const bool was_up = p.balancer->state(nic) == balancer::LaneState::kUp;
   std::vector<balancer::Chunk> moved = p.balancer->mark_down(nic, now_us(), reason, fault);
   if (!was_dead) {
-    if (fault == balancer::Balancer::Fault::kPath) {
+    if (!was_up) {
+      base::log_limited(*flow_log(), g_rejoin_log, spdlog::level::info,
+                        "rejoin failed nic={} peer={} reason={} action=rebuild_qp (the lane stays out)",
+                        nic_names_[nic], p.name, base::q(reason));
+    } else if (fault == balancer::Balancer::Fault::kPath) {
       lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
       flow_log()->warn("path failed nic={} peer={} reason={} chunks_moved={}", nic_names_[nic], p.name, base::q(reason),
                        moved.size());

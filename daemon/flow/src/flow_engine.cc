@@ -93,6 +93,7 @@ void FlowEngine::loop() {
     for (auto& p : peers_) {
       if (!p) continue;
       p->balancer->tick(now);
+      for (uint16_t nic : p->balancer->take_path_checks()) check_path(*p, nic);
       progress |= plan_and_post(*p);
     }
     if (now - last_weights_us_ >= 100'000) {
@@ -294,6 +295,7 @@ void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vect
   for (const auto& n : nic_names_) specs.push_back({n});
   balancer::BalancerConfig bc = options_.balancer;
   bc.max_in_flight_chunks = 4096;
+  bc.check_path_before_rejoin = true;
   p->balancer = std::make_unique<balancer::Balancer>(bc, std::move(specs));
   p->chunks.resize(bc.max_in_flight_chunks);
   p->lanes.resize(nic_names_.size());

@@ -94,7 +94,9 @@ struct LaneCounters {
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> chunks_sent{0};
   std::atomic<uint64_t> failovers{0};
-  std::atomic<uint64_t> rejoins{0};
+  // Path checks of recovering lanes before they rejoin (flow_mailbox.cc), by result.
+  std::atomic<uint64_t> rejoin_checks_ok{0};
+  std::atomic<uint64_t> rejoin_checks_failed{0};
   std::atomic<double> weight{0};  // share of chunks under the current weights, averaged over peers
   // Chunks posted on the j-th QP of this NIC's lanes (all peers): [flow] qps_per_lane spreads them.
   std::array<std::atomic<uint64_t>, peer::kMaxQpsPerNic> qp_chunks_sent{};
@@ -310,6 +312,11 @@ class FlowEngine {
   // advertisements and cancels on another lane or the control channel.
   void resend_lane_mail(Peer& p, uint16_t nic);
   void on_mail_completion(uint16_t nic, const verbs::WorkCompletion& wc);
+  // A recovering lane's path, checked before it rejoins: a zero-length RDMA WRITE on each of its
+  // QPs (acknowledged by the peer's NIC, no memory touched); the lane rejoins when every one
+  // completed, and fails again (rebuilt, a longer back-off) when one does not.
+  void check_path(Peer& p, uint16_t nic);
+  void path_check_completed(Peer& p, uint16_t nic, uint8_t epoch, uint8_t qp, const verbs::WorkCompletion& wc);
   // Lane mail from the peer, by whichever way it came.
   void take_mail(Peer& p, peer::Mail m);
   // Something a peer put in our mailbox on lane `nic` completed nothing: counted, logged (limited).

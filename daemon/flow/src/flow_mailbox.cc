@@ -96,7 +96,10 @@ bool FlowEngine::mail_on_lane(Peer& p, const peer::Mail& mail, balancer::LaneMas
     const bool own = prefer == balancer::kEveryLane || (prefer >> nic & 1u) != 0;
     if (own != (i < lanes)) continue;
     auto& lane = p.lanes[nic];
-    if (lane.dead || !lane.mail_mr || lane.qp_count == 0) continue;
+    // Only a lane that is up: a recovering one's path may still be broken (not checked yet), and
+    // a message on it would wait out the QP's retries before it went again another way.
+    if (lane.dead || !lane.mail_mr || lane.qp_count == 0 || p.balancer->state(nic) != balancer::LaneState::kUp)
+      continue;
     // A QP with none of our chunks outstanding: behind them (up to lane_window_chunks of data, in
     // order on the QP) a short message waits longer than the control channel takes.
     uint8_t q = kNoQp;
@@ -178,6 +181,10 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
   Peer& p = *peers_[slot];
   if (nic >= p.lanes.size()) return;
   auto& lane = p.lanes[nic];
+  if (outbox && m == kPathCheckSlot) {
+    path_check_completed(p, nic, epoch, q, wc);
+    return;
+  }
   const bool current = !lane.dead && epoch == lane.epoch && q < lane.qp_count && lane.qps[q].qp_num == wc.qp_num &&
                        m < kMailSlots && lane.mail_mr;
   if (!outbox && wc.status == verbs::WcStatus::kSuccess && wc.opcode == verbs::WcOpcode::kRecvRdmaWithImm) {
@@ -225,6 +232,43 @@ void FlowEngine::on_mail_completion(uint16_t nic, const verbs::WorkCompletion& w
       --mail_unacked_;
     }
   }
+}
+
+void FlowEngine::check_path(Peer& p, uint16_t nic) {
+  auto& lane = p.lanes[nic];
+  if (lane.dead || lane.qp_count == 0) return;  // failed since: its next recovery asks again
+  lane.checks_out = 0;
+  for (uint8_t q = 0; q < lane.qp_count; ++q) {
+    verbs::SendWr wr;
+    wr.wr_id = make_mail_wr_id(p.slot, lane.epoch, p.gen, true, q, kPathCheckSlot);
+    wr.opcode = verbs::WrOpcode::kRdmaWrite;  // zero bytes: no address or key is checked (IBA C9-88)
+    wr.signaled = true;
+    size_t posted = 0;
+    if (!lane.qps[q].qp->post_send({&wr, 1}, &posted).ok() || posted != 1) {
+      lane_counters_[nic]->rejoin_checks_failed.fetch_add(1, std::memory_order_relaxed);
+      lane_failed(p, nic, "posting the rejoin path check failed");
+      return;
+    }
+    ++lane.checks_out;
+  }
+}
+
+void FlowEngine::path_check_completed(Peer& p, uint16_t nic, uint8_t epoch, uint8_t q,
+                                      const verbs::WorkCompletion& wc) {
+  auto& lane = p.lanes[nic];
+  // From QPs given up since (the lane failed, or was rebuilt): ignored.
+  if (lane.dead || epoch != lane.epoch || q >= lane.qp_count || lane.qps[q].qp_num != wc.qp_num ||
+      lane.checks_out == 0)
+    return;
+  if (wc.status != verbs::WcStatus::kSuccess) {
+    lane.checks_out = 0;
+    lane_counters_[nic]->rejoin_checks_failed.fetch_add(1, std::memory_order_relaxed);
+    lane_failed(p, nic, std::string("rejoin path check failed: ") + std::string(verbs::to_string(wc.status)));
+    return;
+  }
+  if (--lane.checks_out > 0) return;
+  lane_counters_[nic]->rejoin_checks_ok.fetch_add(1, std::memory_order_relaxed);
+  p.balancer->path_checked(nic);
 }
 
 void FlowEngine::mail(const std::string& name, peer::Mail m) {

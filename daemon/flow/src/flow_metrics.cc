@@ -53,6 +53,8 @@ class FlowCollector final : public prometheus::Collectable {
       f.add(metric::kBalancerBytesSent, dl, load(l.bytes_sent));
       f.add(metric::kBalancerChunksSent, dl, load(l.chunks_sent));
       f.add(metric::kBalancerFailovers, dl, load(l.failovers));
+      f.add(metric::kBalancerRejoinChecks, {dl[0], {"result", "ok"}}, load(l.rejoin_checks_ok));
+      f.add(metric::kBalancerRejoinChecks, {dl[0], {"result", "failed"}}, load(l.rejoin_checks_failed));
       f.add(metric::kFlowLaneQps, dl, static_cast<double>(l.lane_qps.load(std::memory_order_relaxed)));
       for (uint32_t j = 0; j < qps_per_lane_ && j < l.qp_chunks_sent.size(); ++j)
         f.add(metric::kFlowLaneQpChunks, {{"device", devices_[i]}, {"lane_qp", std::to_string(j)}},

@@ -158,7 +158,10 @@ TEST(BalancerFailover, RejoinBackOffDoublesPerFailureAndResetsWhenStable) {
   }
   EXPECT_EQ(downs, 8);
   EXPECT_EQ(rejoins, 7);
-  EXPECT_EQ(b.counters().failovers, 8u);
+  // The failure while recovering moved nothing: a failed rejoin, not a failover.
+  EXPECT_EQ(b.counters().failovers, 7u);
+  EXPECT_EQ(b.counters().rejoins_failed, 1u);
+  EXPECT_EQ(b.stats(0).rejoins_failed, 1u);
   EXPECT_EQ(b.counters().rejoins, 7u);
   EXPECT_EQ(b.stats(0).rejoins, 7u);
 }
@@ -192,6 +195,51 @@ TEST(BalancerFailover, RequestFaultIsNotAFailoverAndRejoinsWithoutBackOff) {
   b.mark_recovered(0, t + 70);
   EXPECT_EQ(b.rejoin_at_us(0), t + 70 + 200'000);
   EXPECT_EQ(b.counters().failovers, 2u);
+}
+
+// check_path_before_rejoin: a lane whose back-off is over takes no chunk until its owner says its
+// path works; a failed check is a failed rejoin (no failover), and the back-off keeps growing.
+TEST(BalancerFailover, RecoveringLaneRejoinsOnlyAfterItsPathCheck) {
+  BalancerConfig c = config();
+  c.check_path_before_rejoin = true;
+  Balancer b(c, lanes(2));
+  uint64_t t = 1'000'000;
+  b.mark_down(0, t, "qp failure: retry exceeded");
+  b.mark_recovered(0, t + 10);
+  EXPECT_TRUE(b.take_path_checks().empty()) << "asked for before the back-off is over";
+  t += 10 + 100'000;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(b.pick(1, {}, t), 1) << "a lane not checked yet took a chunk";
+  EXPECT_EQ(b.state(0), LaneState::kRecovering);
+  EXPECT_EQ(b.take_path_checks(), (std::vector<uint16_t>{0}));
+  b.tick(t + 1);
+  EXPECT_TRUE(b.take_path_checks().empty()) << "asked for twice in one recovery";
+
+  // The check failed: down again, not a failover; the next back-off is twice as long.
+  EXPECT_TRUE(b.mark_down(0, t + 2, "rejoin check failed: retry exceeded").empty());
+  EXPECT_EQ(b.counters().failovers, 1u);
+  EXPECT_EQ(b.counters().rejoins_failed, 1u);
+  b.path_checked(0);  // late, for the recovery that failed: ignored
+  b.mark_recovered(0, t + 3);
+  EXPECT_EQ(b.rejoin_at_us(0), t + 3 + 200'000);
+  t += 3 + 200'000;
+  b.tick(t);
+  EXPECT_EQ(b.state(0), LaneState::kRecovering);
+  ASSERT_EQ(b.take_path_checks(), (std::vector<uint16_t>{0}));
+
+  // The check passed: the lane rejoins and takes chunks.
+  b.path_checked(0);
+  std::set<uint16_t> used;
+  for (int i = 0; i < 4; ++i) used.insert(b.pick(1, {}, t + 1));
+  EXPECT_EQ(b.state(0), LaneState::kUp);
+  EXPECT_EQ(used, (std::set<uint16_t>{0, 1}));
+  EXPECT_EQ(b.counters().rejoins, 1u);
+
+  // After a refused request the path is known to work: no check.
+  b.mark_down(0, t + 10, "remote access error", Balancer::Fault::kRequest);
+  b.mark_recovered(0, t + 20);
+  b.tick(t + 20);
+  EXPECT_EQ(b.state(0), LaneState::kUp);
+  EXPECT_TRUE(b.take_path_checks().empty());
 }
 
 TEST(BalancerFailover, RejoinedLaneIsMeasuredAfresh) {

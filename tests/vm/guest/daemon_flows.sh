@@ -4,7 +4,7 @@
 # both rails — WRITE, READ and SEND, byte-exact — then rail 1 cut in vm0 mid-transfer (`ip link set
 # eth1 down`): the transfer completes byte-exact on rail 0, and after `ip link set eth1 up` the rail
 # is rebuilt; then eth1's address changes, the daemon re-selects rxe1's GID and rebuilds the lane on
-# it, and rail 1 carries chunks again. rdmactl nics and /metrics show the rxe devices with their
+# it, and rail 1 carries chunks again once its path check passed. rdmactl nics and /metrics show the rxe devices with their
 # hw_counters. Then NCCL's calls through the plugin: a 4-rank ring AllReduce, 2 ranks per guest.
 # Args: GUEST BUILD_DIR (guest 0 is the initiator, guest 1 the target).
 guest=$1
@@ -60,6 +60,8 @@ else
   after=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
   say "rxe1 carried $((${after%.*} - ${before%.*})) bytes after it rejoined"
   check test "${after%.*}" -gt "${before%.*}"
+  # It rejoined after its path check (a zero-length RDMA WRITE on each of its QPs) passed on rxe.
+  check metric_at_least rdmad_balancer_rejoin_checks_total 'device="rxe1",result="ok"' 1
   # perftest as the reference (BENCHMARKS.md): rdmad's flows over both rails, then ib_write_bw on
   # rxe0 and rxe1 at once, the same bytes in the same request size. Reported, not asserted (TCG).
   check "$client" initiator --peer vm1 --dir "$dir" --phase bw --bytes $bytes --seed 5 --request 131072 \

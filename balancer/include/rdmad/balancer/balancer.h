@@ -68,6 +68,8 @@ class Balancer {
   /// The lane's port went down or one of its QPs failed. Its in-flight chunks are re-assigned to
   /// the other lanes and returned for re-posting (nic == kNoNic, and no longer tracked, when no
   /// lane is left: re-post them later with repost()). A lane already down: no-op, empty result.
+  /// A failover (counted) only when the lane was up: a recovering lane that fails carried nothing
+  /// (counted in rejoins_failed), and its back-off keeps growing.
   std::vector<Chunk> mark_down(uint16_t nic, uint64_t now_us, std::string_view reason, Fault fault = Fault::kPath);
 
   /// The lane is healthy again: it rejoins once its back-off has passed (exponential per failure),
@@ -77,8 +79,16 @@ class Balancer {
   /// Assigns a chunk that has no lane (see mark_down) to one and tracks it; false when none is up.
   bool repost(Chunk& chunk, uint64_t now_us);
 
-  /// Rejoins lanes whose back-off has passed (plan and pick do this too).
+  /// Rejoins lanes whose back-off has passed (plan and pick do this too). With
+  /// config.check_path_before_rejoin, such a lane waits instead for path_checked().
   void tick(uint64_t now_us);
+
+  /// check_path_before_rejoin: the lanes whose back-off has passed since the last call, each once
+  /// per recovery; their owner checks each one's path, then calls path_checked() or, when the
+  /// check failed, mark_down().
+  std::vector<uint16_t> take_path_checks();
+  /// The path of a recovering lane whose back-off has passed works: it rejoins at the next tick.
+  void path_checked(uint16_t nic);
 
   /// Called once per down / recovering / rejoined transition.
   void set_event_sink(std::function<void(const Event&)> sink) { sink_ = std::move(sink); }
@@ -110,6 +120,8 @@ class Balancer {
     uint64_t up_since_us = 0;
     bool rejoined_once = false;
     bool request_fault = false;  // down for a kRequest fault: no back-off on recovery
+    bool check_due = false;      // recovering, back-off over: its path check was asked for
+    bool path_ok = false;        // recovering: its path was checked (or needs none)
   };
   struct Slot {
     Chunk chunk;
@@ -146,6 +158,7 @@ class Balancer {
   uint16_t rr_cursor_ = 0;
   uint16_t probe_cursor_ = 0;
   uint16_t recovering_ = 0;  // lanes waiting for their rejoin: tick() is free when 0
+  std::vector<uint16_t> checks_due_;  // take_path_checks()
   BalancerCounters counters_;
   std::function<void(const Event&)> sink_;
 };

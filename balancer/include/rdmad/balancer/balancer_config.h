@@ -38,6 +38,9 @@ struct BalancerConfig {
   uint64_t rejoin_backoff_min_us = 100'000;     // first wait between recovery and rejoin
   uint64_t rejoin_backoff_max_us = 10'000'000;  // the wait doubles per failure up to this
   uint64_t rejoin_stable_us = 30'000'000;       // up this long after a rejoin: the wait resets to min
+  // A recovering lane past its back-off takes no chunks until its owner has checked the path
+  // (take_path_checks, path_checked): a path still broken then costs no chunk a retry timeout.
+  bool check_path_before_rejoin = false;
   uint32_t max_in_flight_chunks = 65536;        // size of the in-flight table (allocated once)
 };
 
@@ -72,7 +75,7 @@ static_assert(sizeof(Chunk) <= 40, "Chunk is copied per chunk on the hot path");
 enum class LaneState : uint8_t {
   kUp,
   kDown,        // port down or QP failure; gets no chunks
-  kRecovering,  // healthy again, waiting for its back-off to end
+  kRecovering,  // healthy again, waiting for its back-off to end (and for its path check)
 };
 
 enum class EventKind : uint8_t { kDown, kRecovering, kRejoined };
@@ -94,8 +97,9 @@ struct LaneStats {
   uint64_t chunks_completed = 0;
   uint64_t bytes_completed = 0;
   uint64_t chunks_moved_away = 0;  // in flight when the lane went down
-  uint64_t failovers = 0;          // times the lane went down
+  uint64_t failovers = 0;          // times the lane went down while up (a path fault)
   uint64_t rejoins = 0;
+  uint64_t rejoins_failed = 0;     // times it went down again while recovering (before it rejoined)
   double throughput_bytes_per_s = 0;  // measured (EWMA); 0 until the first completion
 };
 
@@ -105,6 +109,7 @@ struct BalancerCounters {
   uint64_t probes = 0;  // chunks sent on a left-out lane to measure it again
   uint64_t failovers = 0;
   uint64_t rejoins = 0;
+  uint64_t rejoins_failed = 0;
   uint64_t no_lane = 0;  // picks that found no lane up
   uint64_t spilled = 0;  // picks for a pinned flow outside its lanes (every one of them was down)
 };
