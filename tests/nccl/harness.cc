@@ -4,7 +4,7 @@
 //
 //   nccl_harness --plugin SO --abi 8|9|10 --rank R --nranks N --dir DIR MODE [options]
 //   MODE allreduce   ring AllReduce (float32 sum) and AllGather over the ranks in --ring order,
-//                    --elements E --iterations I; prints "iteration K ok" after each
+//                    --elements E --iterations I; prints "iteration K ok T ms" after each
 //   --dev D          the device every comm uses (default 0)
 //   MODE sequence    2 ranks: the API's corner cases (several comms, multi-receive by tag, truncated,
 //                    zero-size and oversize messages, many requests in flight, close orders)
@@ -363,6 +363,7 @@ int run_allreduce() {
     if (got != static_cast<int>(bytes) || sent != static_cast<int>(bytes)) die("step moved %d/%d of %zu bytes", sent, got, bytes);
   };
   for (int it = 0; it < g_args.iterations; ++it) {
+    const auto started = Clock::now();
     for (size_t i = 0; i < count; ++i) data[i] = value(g_args.rank, i + static_cast<size_t>(it));
     // Reduce-scatter: after n-1 steps, chunk (pos+1) mod n holds the full sum.
     for (int s = 0; s < n - 1; ++s) {
@@ -392,7 +393,8 @@ int run_allreduce() {
       for (size_t i = 0; i < chunk; ++i)
         if (gathered[static_cast<size_t>(r) * chunk + i] != value(r, i + static_cast<size_t>(it) * 7))
           die("allgather iteration %d: rank %d's element %zu is wrong", it, r, i);
-    say("iteration %d ok", it);
+    say("iteration %d ok %lld ms", it,
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count()));
   }
   check(g_net.dereg_mr(recv, mh_data), "deregMr");
   check(g_net.dereg_mr(recv, mh_tmp), "deregMr");

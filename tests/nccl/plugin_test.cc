@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <regex>
 
 #include "../integration/flow/fabric_pair.h"
 
@@ -127,6 +129,12 @@ TEST(NcclPlugin, RingAllReduceSurvivesANicCutMidRun) {
   ASSERT_TRUE(ranks[0]->wait_for_output("iteration 1 ok", 120s)) << ranks[0]->output();
   fp.fabric->cut();
   expect_all_done(ranks, "allreduce done", 300s);
+  // Rank 0's iteration times, for BENCHMARKS.md ("A path that stays cut"); not asserted.
+  std::string times;
+  const std::string r0 = ranks[0]->output();
+  const std::regex iteration(R"(iteration (\d+) ok (\d+) ms)");
+  for (std::sregex_iterator i(r0.begin(), r0.end(), iteration), end; i != end; ++i) times += " " + (*i)[2].str();
+  std::cout << "rank 0 iteration ms (cut after iteration 1):" << times << "\n";
   const double fa = fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0);
   const double fb = fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0);
   EXPECT_GE(fa + fb, 1) << "the cut path was never failed over: did the run cross it?";

@@ -223,7 +223,7 @@ void FlowEngine::lane_failed(Peer& p, uint16_t nic, const std::string& reason, b
   if (!was_dead) {
     if (!was_up) {
       base::log_limited(*flow_log(), g_rejoin_log, spdlog::level::info,
-                        "rejoin failed nic={} peer={} reason={} action=rebuild_qp (the lane stays out)",
+                        "rejoin failed nic={} peer={} reason={} action=rebuild_qp",
                         nic_names_[nic], p.name, base::q(reason));
     } else if (fault == balancer::Balancer::Fault::kPath) {
       lane_counters_[nic]->failovers.fetch_add(1, std::memory_order_relaxed);
