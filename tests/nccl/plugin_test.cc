@@ -175,6 +175,29 @@ TEST(NcclPlugin, PerNicDeviceKeepsItsTrafficOnItsNic) {
   }
 }
 
+// RDMAD_NCCL_DEVICES=nic, device 0's path cut mid-run: its comms' flows, pinned to NIC 0, leave it
+// for NIC 1 while it is out (a spill, counted) and the AllReduce finishes exactly, no error.
+TEST(NcclPlugin, PerNicDeviceSurvivesItsNicCut) {
+  FabricPair fp("0");
+  ASSERT_TRUE(fp.fabric->start());
+  ASSERT_TRUE(fp.pair->start());
+  TempDir dir;
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  const std::vector<std::string> args = {"allreduce", "--dev", "0", "--elements", std::to_string(1 << 20),
+                                         "--iterations", "8"};
+  ranks.push_back(rank(*fp.a(), dir, 0, 2, args, 10, {"RDMAD_NCCL_DEVICES=nic"}));
+  ranks.push_back(rank(*fp.b(), dir, 1, 2, args, 10, {"RDMAD_NCCL_DEVICES=nic"}));
+  ASSERT_TRUE(ranks[0]->wait_for_output("iteration 1 ok", 120s)) << ranks[0]->output();
+  const double a1_before = fp.a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(0);
+  fp.fabric->cut();
+  expect_all_done(ranks, "allreduce done", 300s);
+  EXPECT_EQ(a1_before, 0) << "device 0's traffic was on NIC 1 before the cut";
+  EXPECT_GT(fp.a()->metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(0), 0);
+  EXPECT_GE(fp.a()->metric("rdmad_flow_pinned_spills_total").value_or(0), 1);
+  EXPECT_LE(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(0), 1);
+  EXPECT_LE(fp.b()->metric("rdmad_balancer_failovers_total{device=\"node-b0\"}").value_or(0), 1);
+}
+
 // Rank 0 on node-a posts a send and a receive nobody answers; `kill` takes node-b's side away.
 // Both requests must fail within 5 s with one of `codes` (NCCL's remote error 6, system error 2),
 // never succeed or hang.
