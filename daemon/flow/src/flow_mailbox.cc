@@ -262,8 +262,14 @@ void FlowEngine::path_check_completed(Peer& p, uint16_t nic, uint8_t epoch, uint
     return;
   if (wc.status != verbs::WcStatus::kSuccess) {
     lane.checks_out = 0;
-    lane_counters_[nic]->rejoin_checks_failed.fetch_add(1, std::memory_order_relaxed);
-    lane_failed(p, nic, std::string("rejoin path check failed: ") + std::string(verbs::to_string(wc.status)));
+    // A NAK (a NIC that checks the key of a zero-length WRITE after all) came back over the path:
+    // the path works. The QP is in the error state, so the lane is rebuilt, and rejoins without a
+    // check, as after any refused request; a lane is never kept out by its NIC's reading of C9-88.
+    const bool refused = request_error(wc.status);
+    (refused ? lane_counters_[nic]->rejoin_checks_ok : lane_counters_[nic]->rejoin_checks_failed)
+        .fetch_add(1, std::memory_order_relaxed);
+    lane_failed(p, nic, std::string("rejoin path check failed: ") + std::string(verbs::to_string(wc.status)),
+                refused ? balancer::Balancer::Fault::kRequest : balancer::Balancer::Fault::kPath);
     return;
   }
   if (--lane.checks_out > 0) return;
