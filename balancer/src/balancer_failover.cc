@@ -21,6 +21,7 @@ std::vector<Chunk> Balancer::mark_down(uint16_t nic, uint64_t now_us, std::strin
   lane.request_fault = fault == Fault::kRequest;
   lane.check_due = false;
   lane.path_ok = false;
+  lane.first_check = false;
   if (!was_up) {
     // It was recovering: nothing was on it, so nothing fails over; the rejoin failed.
     lane.stats.rejoins_failed++;
@@ -107,6 +108,11 @@ void Balancer::tick(uint64_t now_us) {
     --recovering_;
     lane.up_since_us = now_us;
     lane.rejoin_at_us = 0;
+    weights_dirty_ = true;
+    if (lane.first_check) {  // joined for the first time: no rejoin to report
+      lane.first_check = false;
+      continue;
+    }
     lane.measured = false;  // measured afresh: the path may not be what it was
     lane.stats.throughput_bytes_per_s = 0;
     lane.current = 0;
@@ -130,6 +136,20 @@ std::vector<uint16_t> Balancer::take_path_checks() {
   std::sort(due.begin(), due.end());
   due.erase(std::unique(due.begin(), due.end()), due.end());
   return due;
+}
+
+void Balancer::check_first(uint16_t nic, uint64_t now_us) {
+  Lane& lane = lanes_[nic];
+  if (!config_.check_path_before_rejoin || lane.state != LaneState::kUp) return;
+  for (const Slot& s : slots_)
+    if (s.used && s.chunk.nic == nic) return;  // carrying chunks already
+  lane.state = LaneState::kRecovering;
+  ++recovering_;
+  lane.rejoin_at_us = now_us;
+  lane.path_ok = false;
+  lane.check_due = false;
+  lane.first_check = true;
+  weights_dirty_ = true;
 }
 
 void Balancer::path_checked(uint16_t nic) {

@@ -15,11 +15,12 @@ PciDistance distance_of(std::span<const PciDistance> distance, size_t i) {
 }  // namespace
 
 LaneMask Balancer::usable(LaneMask lanes) const {
-  // A pinned flow keeps to its lanes while one of them is up; with all of them down it spills
-  // over to the others rather than fail (it returns once one of its own rejoins).
+  // A pinned flow keeps to its lanes while one of them is up (or waiting for its first path
+  // check: it waits for that); with all of them down it spills over to the others rather than
+  // fail (it returns once one of its own rejoins).
   if (lanes == kEveryLane) return lanes;
   for (size_t i = 0; i < lanes_.size() && i < 32; ++i) {
-    if (lane_in(lanes, i) && lanes_[i].state == LaneState::kUp) return lanes;
+    if (lane_in(lanes, i) && (lanes_[i].state == LaneState::kUp || lanes_[i].first_check)) return lanes;
   }
   return kEveryLane;
 }
@@ -28,7 +29,8 @@ PciDistance Balancer::nearest_up(std::span<const PciDistance> distance, LaneMask
   PciDistance nearest = PciDistance::kCrossSocket;
   if (!config_.honour_pci_distance || distance.empty()) return nearest;
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (lanes_[i].state == LaneState::kUp && lane_in(lanes, i)) nearest = std::min(nearest, distance_of(distance, i));
+    const bool placed = lanes_[i].state == LaneState::kUp || lanes_[i].first_check;  // see usable()
+    if (placed && lane_in(lanes, i)) nearest = std::min(nearest, distance_of(distance, i));
   }
   return nearest;
 }

@@ -309,7 +309,11 @@ void FlowEngine::peer_ready(const std::string& name, const std::vector<std::vect
   Peer* raw = p.get();
   peers_[slot] = std::move(p);
   for (uint16_t i = 0; i < raw->lanes.size(); ++i)
-    if (!raw->lanes[i].dead) open_mailbox(*raw, i);
+    if (!raw->lanes[i].dead && open_mailbox(*raw, i)) {
+      // Checked before its first chunk, as before a rejoin: a path broken already when the session
+      // starts then costs no chunk a retry timeout (Balancer::check_first).
+      raw->balancer->check_first(i, now);
+    }
   for (uint16_t i = 0; i < nic_names_.size(); ++i) publish_lane_qps(i);
   for (auto& [id, f] : flows_) {
     if (f->setup.peer != name) continue;

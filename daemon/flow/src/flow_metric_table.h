@@ -73,8 +73,8 @@ inline constexpr Metric kBalancerFailovers{"rdmad_balancer_failovers_total",
                                            "Times this NIC's path to a peer failed and its chunks moved", Kind::kCounter};
 inline constexpr Metric kBalancerRejoinChecks{
     "rdmad_balancer_rejoin_checks_total",
-    "Checks of a recovering lane's path (a zero-length RDMA WRITE on each of its queue pairs) before it rejoins, by "
-    "result: failed keeps the lane out for a longer back-off, and no chunk waited on it",
+    "Checks of a lane's path (a zero-length RDMA WRITE on each of its queue pairs) before it joins (when the peer "
+    "session starts) or rejoins, by result: failed keeps the lane out for a longer back-off, and no chunk waited on it",
     Kind::kCounter};
 
 inline constexpr Metric kPeersConnected{"rdmad_peers_connected", "Peer daemons with an established control connection",

@@ -92,5 +92,22 @@ TEST(FabricImpairments, SameSeedSameSequenceOtherSeedDiffers) {
   EXPECT_NE(a.seqs, c.seqs);
 }
 
+// drop_opcode with drop_opcode_after: the first N datagrams of the opcode pass, then none (the
+// numbered datagrams' first byte, the opcode's place, is 0 for small numbers).
+TEST(FabricImpairments, DropOpcodeAfterLetsTheFirstOnesThrough) {
+  UdpPeer receiver;
+  UdpPeer sender;
+  PortConfig p = test::port_to(receiver);
+  p.drop_opcode = 0;
+  p.drop_opcode_after = 5;
+  auto fabric = test::start_fabric(p);
+  for (size_t i = 0; i < 20; ++i) sender.send(fabric->listen_endpoint(0), test::numbered(i, 16), 0);
+  const PortStats in = test::wait_for_stats(*fabric, [](const PortStats& s) { return s.rx_packets == 20; });
+  EXPECT_EQ(in.drops_loss, 15u);
+  std::vector<uint64_t> seqs;
+  for (const auto& d : receiver.receive_all(5, std::chrono::milliseconds(500))) seqs.push_back(test::seq_of(d.data));
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace rdmad::fabric

@@ -79,6 +79,37 @@ TEST(FlowFailover, LinkCutMidTransferCompletesByteExactAndTheNicRejoins) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8u << 20), 0);
 }
 
+// NIC 0's path is broken before the peers' session starts. Its lane is checked before its first
+// chunk (a zero-length WRITE on each QP), fails the check, and never carries a chunk: the transfer
+// goes over NIC 1 without waiting out a QP's retries, and there is no failover (nothing was on it).
+TEST(FlowFailover, APathBrokenWhenTheSessionStartsIsCheckedNotFailedOver) {
+  FabricPair fp("0");
+  ASSERT_TRUE(fp.fabric->start());
+  fp.fabric->cut();
+  ASSERT_TRUE(fp.pair->start());
+  ASSERT_EQ(rdmad_flow_open_nics(fp.a()->client(), "node-b", nullptr, 0, &fp.fa), RDMAD_OK);
+  ASSERT_EQ(rdmad_flow_wait_connected(fp.fa, 10000), RDMAD_OK);
+  const size_t n = 64u << 20;
+  Buffer src(fp.a()->client(), n, kAllAccess);
+  Buffer dst(fp.b()->client(), n, kAllAccess);
+  fill(src.data(), n, 13);
+  const rdmad_remote remote = fp.export_to_a(dst, n);
+  ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+  auto c = wait_completion(fp.fa, 120s);
+  ASSERT_TRUE(c.has_value()) << fp.a()->output();
+  EXPECT_EQ(c->status, RDMAD_OK);
+  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return fp.a()->metric("rdmad_balancer_rejoin_checks_total{device=\"node-a0\",result=\"failed\"}").value_or(0) >= 1;
+      },
+      20s))
+      << fp.a()->output();
+  EXPECT_EQ(fp.nic_bytes(0), 0) << "a chunk went on the broken path";
+  EXPECT_EQ(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(-1), 0.0) << fp.a()->output();
+  EXPECT_GT(fp.nic_bytes(1), 0);
+}
+
 // A send-done (the sending daemon's word that a SEND's data is placed) goes as a SEND on a lane of
 // the sending flow. Here the path of node-a's NIC 0 drops every RC SEND Only packet and nothing
 // else: the SEND's data (RDMA WRITEs) and the ACKs cross it, the done does not. The lane fails
@@ -171,7 +202,8 @@ TEST(FlowFailover, ASendWhoseImmediateWasLostGoesAgainWhenThePeerSaysItIsPending
 // of it, and its lane fails. Node-b answers "placed" from its record of the lane: node-a completes
 // the send without sending anything again, and node-b's receive completes once, byte-exact.
 TEST(FlowFailover, ASendWhoseImmediateWasPlacedButNotAcknowledgedIsNotSentAgain) {
-  ImmediateSend x("", ",drop_opcode=17");
+  // The first ACK passes: node-b's answer to node-a's path check of the lane, before its first chunk.
+  ImmediateSend x("", ",drop_opcode=17,drop_opcode_after=1");
   ASSERT_NO_FATAL_FAILURE(x.run());
   // The receive is handed back: the client writes into its buffer again, and a copy of the send
   // arriving now would show.
@@ -339,7 +371,8 @@ TEST(FlowFailover, AReceiveAdvertisementLostWithItsLaneGoesAgainOnAnother) {
 // its own send. (Taking the copy as a new receive, node-a sent the second send into the first
 // receive again, and the second receive was never filled.)
 TEST(FlowFailover, AReceiveAdvertisementSentTwiceIsTakenOnce) {
-  AdvertisedReceives x(",drop_opcode=17", "");
+  // The first ACK passes: node-a's answer to node-b's path check of the lane, before its first use.
+  AdvertisedReceives x(",drop_opcode=17,drop_opcode_after=1", "");
   ASSERT_NO_FATAL_FAILURE(x.start(1u));
   ASSERT_NO_FATAL_FAILURE(x.post_recv(0));
   // Sent, then sent again after the lane failed.

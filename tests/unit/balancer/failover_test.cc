@@ -242,6 +242,49 @@ TEST(BalancerFailover, RecoveringLaneRejoinsOnlyAfterItsPathCheck) {
   EXPECT_TRUE(b.take_path_checks().empty());
 }
 
+// check_first: a lane whose QPs just came up is checked before its first chunk. Meanwhile flows
+// pinned to it wait (no spill), others use the lanes that are up; it joins without counting as a
+// rejoin. A failed first check takes it down (no failover) and pinned flows then spill.
+TEST(BalancerFailover, NewLaneIsCheckedBeforeItsFirstChunkAndPinnedFlowsWaitForIt) {
+  BalancerConfig c = config();
+  c.check_path_before_rejoin = true;
+  Balancer b(c, lanes(2));
+  const uint64_t t = 1'000'000;
+  b.check_first(0, t);
+  b.check_first(1, t);
+  EXPECT_EQ(b.state(0), LaneState::kRecovering);
+  EXPECT_EQ(b.pick(1, {}, t, 0b01), kNoNic) << "a flow pinned to a lane being checked waits for it";
+  EXPECT_EQ(b.counters().spilled, 0u);
+  EXPECT_EQ(b.take_path_checks(), (std::vector<uint16_t>{0, 1}));
+  b.path_checked(1);
+  EXPECT_EQ(b.pick(1, {}, t + 1), 1) << "an unpinned flow uses the lane already checked";
+  EXPECT_EQ(b.pick(1, {}, t + 1, 0b01), kNoNic);
+  // PCI distance: lane 0 is the nearer one; while it is checked, near flows wait for it too.
+  const std::vector<PciDistance> near0 = {PciDistance::kSameSwitch, PciDistance::kCrossSocket};
+  EXPECT_EQ(b.pick(1, near0, t + 1), kNoNic);
+  b.path_checked(0);
+  EXPECT_EQ(b.pick(1, {}, t + 2, 0b01), 0);
+  EXPECT_EQ(b.pick(1, near0, t + 2), 0);
+  EXPECT_EQ(b.state(0), LaneState::kUp);
+  EXPECT_EQ(b.counters().rejoins, 0u) << "a first join is not a rejoin";
+  EXPECT_EQ(b.counters().failovers, 0u);
+
+  // Another balancer: lane 0's first check fails. Pinned flows spill; no failover.
+  Balancer d(c, lanes(2));
+  d.check_first(0, t);
+  d.tick(t);
+  ASSERT_EQ(d.take_path_checks(), (std::vector<uint16_t>{0}));
+  d.mark_down(0, t + 1, "rejoin path check failed: transport retry counter exceeded");
+  EXPECT_EQ(d.pick(1, {}, t + 2, 0b01), 1);
+  EXPECT_EQ(d.counters().spilled, 1u);
+  EXPECT_EQ(d.counters().failovers, 0u);
+  EXPECT_EQ(d.counters().rejoins_failed, 1u);
+  // Off unless the owner checks paths.
+  Balancer e(config(), lanes(2));
+  e.check_first(0, t);
+  EXPECT_EQ(e.state(0), LaneState::kUp);
+}
+
 TEST(BalancerFailover, RejoinedLaneIsMeasuredAfresh) {
   BalancerConfig c = config();
   c.policy = Policy::kWeighted;

@@ -41,6 +41,7 @@ else
   check metric_at_least rdmad_balancer_failovers_total 'device="rxe1"' 1
   say "rail 1 failed over; bringing eth1 back"
   rebuilds=$(metric rdmad_peer_rebuilds_total 'cause="path_fault"')
+  checks=$(metric rdmad_balancer_rejoin_checks_total 'device="rxe1",result="ok"')
   check ip link set eth1 up
   check wait_until 30 port_active rxe1
   check wait_until 30 metric_at_least rdmad_peer_rebuilds_total 'cause="path_fault"' $((${rebuilds:-0} + 1))
@@ -60,8 +61,9 @@ else
   after=$(metric rdmad_balancer_bytes_sent_total 'device="rxe1"')
   say "rxe1 carried $((${after%.*} - ${before%.*})) bytes after it rejoined"
   check test "${after%.*}" -gt "${before%.*}"
-  # It rejoined after its path check (a zero-length RDMA WRITE on each of its QPs) passed on rxe.
-  check metric_at_least rdmad_balancer_rejoin_checks_total 'device="rxe1",result="ok"' 1
+  # It rejoined after its path check (a zero-length RDMA WRITE on each of its QPs) passed on rxe
+  # (one more than the checks before the cut: the first one, when the session started).
+  check metric_at_least rdmad_balancer_rejoin_checks_total 'device="rxe1",result="ok"' $((${checks%.*} + 1))
   # perftest as the reference (BENCHMARKS.md): rdmad's flows over both rails, then ib_write_bw on
   # rxe0 and rxe1 at once, the same bytes in the same request size. Reported, not asserted (TCG).
   check "$client" initiator --peer vm1 --dir "$dir" --phase bw --bytes $bytes --seed 5 --request 131072 \

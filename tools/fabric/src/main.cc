@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       "rdmad-fabric: user-space RoCEv2-over-UDP switch with rate limiting, RED/ECN marking and\n"
       "seeded loss, reordering and duplication. Each port listens on one UDP address and\n"
       "forwards to one destination. Port keys: name, listen, forward, rate (e.g. 1gbit),\n"
-      "buffer (e.g. 1MB), ecn, kmin, kmax, pmax, loss, duplicate, reorder, reorder_hold_us, seed, drop_opcode."};
+      "buffer (e.g. 1MB), ecn, kmin, kmax, pmax, loss, duplicate, reorder, reorder_hold_us, seed, drop_opcode, drop_opcode_after."};
   std::string config_file;
   std::vector<std::string> port_specs;
   uint64_t seed = 1;

@@ -107,8 +107,9 @@ void Port::receive(int64_t now_ns) {
         ++local_.not_resealed;
       }
       // Draw every stream for every datagram so each decision depends only on the arrival index.
-      const bool lose = loss_rng_() < config_.loss ||
-                        (config_.drop_opcode >= 0 && !d.data.empty() && d.data[0] == config_.drop_opcode);
+      const bool opcode = config_.drop_opcode >= 0 && !d.data.empty() && d.data[0] == config_.drop_opcode &&
+                          opcode_seen_++ >= config_.drop_opcode_after;
+      const bool lose = loss_rng_() < config_.loss || opcode;
       const bool dup = dup_rng_() < config_.duplicate;
       if (lose) {
         ++local_.drops_loss;

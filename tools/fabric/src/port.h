@@ -60,6 +60,7 @@ class Port {
   size_t held_len_ = 0;
   uint8_t held_tos_ = 0;
   bool holding_ = false;
+  uint64_t opcode_seen_ = 0;  // datagrams of drop_opcode so far (drop_opcode_after)
   int64_t held_deadline_ns_ = 0;
 
   PortStats local_;  // written by the port thread only

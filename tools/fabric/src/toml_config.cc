@@ -64,6 +64,8 @@ void set_port_key(PortConfig& p, const std::string& key, const std::string& v) {
     const uint64_t op = to_u64(v, key);
     if (op > 255) throw std::invalid_argument("drop_opcode must be a BTH opcode (0..255)");
     p.drop_opcode = static_cast<int>(op);
+  } else if (key == "drop_opcode_after") {
+    p.drop_opcode_after = to_u64(v, key);
   } else {
     throw std::invalid_argument("unknown port key '" + key + "'");
   }

@@ -89,6 +89,12 @@ class Balancer {
   std::vector<uint16_t> take_path_checks();
   /// The path of a recovering lane whose back-off has passed works: it rejoins at the next tick.
   void path_checked(uint16_t nic);
+  /// check_path_before_rejoin: a lane that has carried nothing yet (its QPs just came up) is
+  /// checked before its first chunk too. Until then it is recovering, but it holds its place: a
+  /// flow pinned to it, or whose nearest NIC it is, waits for it (kNoNic) rather than going to
+  /// another lane; it joins without being counted as a rejoin. No-op unless the lane is up with
+  /// nothing in flight on it.
+  void check_first(uint16_t nic, uint64_t now_us);
 
   /// Called once per down / recovering / rejoined transition.
   void set_event_sink(std::function<void(const Event&)> sink) { sink_ = std::move(sink); }
@@ -122,6 +128,7 @@ class Balancer {
     bool request_fault = false;  // down for a kRequest fault: no back-off on recovery
     bool check_due = false;      // recovering, back-off over: its path check was asked for
     bool path_ok = false;        // recovering: its path was checked (or needs none)
+    bool first_check = false;    // recovering only for its first check (check_first)
   };
   struct Slot {
     Chunk chunk;

@@ -29,6 +29,9 @@ struct PortConfig {
   // Every datagram whose BTH opcode (its first byte) is this one is dropped at ingress, counted as
   // loss: a path that carries all but one kind of packet (4: RC SEND Only). -1: none.
   int drop_opcode = -1;
+  // The first this many datagrams of drop_opcode pass: a fault that starts after them (a lane's
+  // path check is one zero-length WRITE and its ACK per queue pair).
+  uint64_t drop_opcode_after = 0;
 };
 
 struct FabricConfig {
