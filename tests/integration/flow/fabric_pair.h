@@ -82,6 +82,19 @@ struct FabricPair {
   Node* a() { return pair->a.get(); }
   Node* b() { return pair->b.get(); }
   rdmad_remote export_to_a(const Buffer& dst, size_t n) { return export_and_import(*b(), dst, n, *a(), fa); }
+  // Writes `n` bytes of pattern `seed` from node-a into an export of node-b's over `fa`, waits for
+  // the completion and checks the bytes arrived exactly.
+  void write_byte_exact(size_t n, uint64_t seed) {
+    Buffer src(a()->client(), n, kAllAccess);
+    Buffer dst(b()->client(), n, kAllAccess);
+    fill(src.data(), n, seed);
+    const rdmad_remote remote = export_to_a(dst, n);
+    ASSERT_EQ(rdmad_flow_write(fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
+    auto c = wait_completion(fa, std::chrono::seconds(120));
+    ASSERT_TRUE(c.has_value()) << a()->output();
+    EXPECT_EQ(c->status, RDMAD_OK);
+    EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  }
   double nic_bytes(int i) {
     return a()->metric(fmt::format("rdmad_balancer_bytes_sent_total{{device=\"node-a{}\"}}", i)).value_or(0);
   }

@@ -22,15 +22,7 @@ TEST(FlowFailover, PathThroughTheFabricIsUsedWithoutFailover) {
   FabricPair fp("0", 14, "1MB", "min_lane_fraction = 0\n");
   ASSERT_TRUE(fp.start()) << fp.a()->output() << fp.b()->output();
   const size_t n = 128u << 20;
-  Buffer src(fp.a()->client(), n, kAllAccess);
-  Buffer dst(fp.b()->client(), n, kAllAccess);
-  fill(src.data(), n, 10);
-  const rdmad_remote remote = fp.export_to_a(dst, n);
-  ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  auto c = wait_completion(fp.fa, 120s);
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->status, RDMAD_OK);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  ASSERT_NO_FATAL_FAILURE(fp.write_byte_exact(n, 10));
   EXPECT_EQ(fp.a()->metric("rdmad_balancer_failovers_total{device=\"node-a0\"}").value_or(-1), 0.0) << fp.a()->output();
   // Used: more than its first window. Its share follows its measured speed, and with the CPUs
   // taken (a busy loop on one core, 2026-11-30) the user-space relay got 2% (10 chunks); 3% failed.
@@ -89,16 +81,7 @@ TEST(FlowFailover, APathBrokenWhenTheSessionStartsIsCheckedNotFailedOver) {
   ASSERT_TRUE(fp.pair->start());
   ASSERT_EQ(rdmad_flow_open_nics(fp.a()->client(), "node-b", nullptr, 0, &fp.fa), RDMAD_OK);
   ASSERT_EQ(rdmad_flow_wait_connected(fp.fa, 10000), RDMAD_OK);
-  const size_t n = 64u << 20;
-  Buffer src(fp.a()->client(), n, kAllAccess);
-  Buffer dst(fp.b()->client(), n, kAllAccess);
-  fill(src.data(), n, 13);
-  const rdmad_remote remote = fp.export_to_a(dst, n);
-  ASSERT_EQ(rdmad_flow_write(fp.fa, 1, src.mr, 0, &remote, 0, n), RDMAD_OK);
-  auto c = wait_completion(fp.fa, 120s);
-  ASSERT_TRUE(c.has_value()) << fp.a()->output();
-  EXPECT_EQ(c->status, RDMAD_OK);
-  EXPECT_EQ(first_difference(src.data(), dst.data(), n), -1);
+  ASSERT_NO_FATAL_FAILURE(fp.write_byte_exact(64u << 20, 13));
   EXPECT_TRUE(eventually(
       [&] {
         return fp.a()->metric("rdmad_balancer_rejoin_checks_total{device=\"node-a0\",result=\"failed\"}").value_or(0) >= 1;
