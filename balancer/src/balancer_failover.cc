@@ -128,6 +128,7 @@ void Balancer::tick(uint64_t now_us) {
 }
 
 std::vector<uint16_t> Balancer::take_path_checks() {
+  if (checks_due_.empty()) return {};  // every pass of the owner's loop asks
   std::vector<uint16_t> due;
   due.swap(checks_due_);
   // A lane that went down again since it was listed is checked after its next back-off (and may
@@ -140,9 +141,8 @@ std::vector<uint16_t> Balancer::take_path_checks() {
 
 void Balancer::check_first(uint16_t nic, uint64_t now_us) {
   Lane& lane = lanes_[nic];
-  if (!config_.check_path_before_rejoin || lane.state != LaneState::kUp) return;
-  for (const Slot& s : slots_)
-    if (s.used && s.chunk.nic == nic) return;  // carrying chunks already
+  // Called before the balancer's first chunk (the session just started): nothing can be on it.
+  if (!config_.check_path_before_rejoin || lane.state != LaneState::kUp || in_flight_ > 0) return;
   lane.state = LaneState::kRecovering;
   ++recovering_;
   lane.rejoin_at_us = now_us;

@@ -92,8 +92,8 @@ class Balancer {
   /// check_path_before_rejoin: a lane that has carried nothing yet (its QPs just came up) is
   /// checked before its first chunk too. Until then it is recovering, but it holds its place: a
   /// flow pinned to it, or whose nearest NIC it is, waits for it (kNoNic) rather than going to
-  /// another lane; it joins without being counted as a rejoin. No-op unless the lane is up with
-  /// nothing in flight on it.
+  /// another lane; it joins without being counted as a rejoin. No-op unless the lane is up and no
+  /// chunk is in flight (meant for a balancer that has not planned yet).
   void check_first(uint16_t nic, uint64_t now_us);
 
   /// Called once per down / recovering / rejoined transition.
