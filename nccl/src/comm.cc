@@ -64,6 +64,12 @@ bool Plugin::post_now(Comm& c, Sub& s, bool* full) {
   } else {
     std::string error;
     if (s.staging == nullptr) {
+      if (!staging_told_) {
+        staging_told_ = true;
+        log(abi::kLogInfo,
+            "host memory is copied through registered staging buffers (one copy on each side; GPU memory "
+            "registered through dma-buf is not; docs/nccl.md)");
+      }
       s.staging = staging_->acquire(std::max<size_t>(s.size, 1), &error);
       if (s.staging == nullptr) {
         c.failed = error;
@@ -251,6 +257,9 @@ abi::Result Plugin::test(void* request, int* done, int* sizes) {
     size_t bytes = r->recv ? std::min(s.bytes, s.size) : s.size;
     if (r->recv && s.staging != nullptr && bytes > 0) std::memcpy(s.user, s.staging->data(), bytes);
     if (sizes != nullptr) sizes[i] = static_cast<int>(bytes);
+    ++c.messages;
+    c.bytes += bytes;
+    if (s.staging != nullptr) c.staged_bytes += bytes;
   }
   finish(r);
   *done = 1;

@@ -389,6 +389,9 @@ abi::Result Plugin::close_comm(void* comm) {
   std::lock_guard lock(mu_);
   auto* c = static_cast<Comm*>(comm);
   if (c == nullptr) return abi::kSuccess;
+  log(abi::kLogInfo, "%s: comm with node %s: %llu messages, %llu bytes, %llu bytes of them staged (copied)",
+      c->send ? "closeSend" : "closeRecv", c->peer.c_str(), static_cast<unsigned long long>(c->messages),
+      static_cast<unsigned long long>(c->bytes), static_cast<unsigned long long>(c->staged_bytes));
   close_streams(*c);
   delete c;
   return abi::kSuccess;

@@ -93,6 +93,9 @@ struct Comm {
   std::string failed;  // set once the comm is broken: every request after it fails
   Clock::time_point next_liveness{};
   Clock::time_point peer_gone{};  // when the other rank's end of the rendezvous connection closed
+  // What test() reported done, for the close line: messages, their bytes, and the bytes of them
+  // that were copied through staging buffers (host memory).
+  uint64_t messages = 0, bytes = 0, staged_bytes = 0;
 };
 
 struct ListenComm {
@@ -156,6 +159,7 @@ class Plugin {
   std::string node_;
   std::vector<Device> devices_;
   std::unique_ptr<StagingPool> staging_;
+  bool staging_told_ = false;  // the once-per-process note that host memory is copied
   // Connects in progress by stage id (bounded: NCCL abandons one only when it gives up on the job).
   static constexpr size_t kMaxConnecting = 4096;
   std::map<uint64_t, std::unique_ptr<ConnectStage>> connecting_;

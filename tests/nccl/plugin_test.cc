@@ -10,33 +10,10 @@
 #include <regex>
 
 #include "../integration/flow/fabric_pair.h"
+#include "ranks.h"
 
 namespace rdmad::test {
 namespace {
-
-std::string plugin_path() { return binary("nccl/libnccl-net-rdmad.so"); }
-
-// One rank: the harness on a node's daemon.
-std::unique_ptr<Subprocess> rank(Node& node, const TempDir& dir, int r, int n, const std::vector<std::string>& args,
-                                 int abi = 10, const std::vector<std::string>& env = {}) {
-  std::vector<std::string> argv = {binary("tests/nccl/nccl_harness"), "--plugin", plugin_path(), "--abi",
-                                   std::to_string(abi), "--rank", std::to_string(r), "--nranks", std::to_string(n),
-                                   "--dir", dir.path()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::string> e = {"RDMAD_SOCKET=" + node.socket_path(), "RDMAD_NCCL_SOCKET_IFNAME=lo"};
-  e.insert(e.end(), env.begin(), env.end());
-  return std::make_unique<Subprocess>(argv, e);
-}
-
-// Waits for every rank to exit 0 and to have printed `done`.
-void expect_all_done(std::vector<std::unique_ptr<Subprocess>>& ranks, const std::string& done,
-                     std::chrono::milliseconds deadline) {
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    auto code = ranks[i]->wait_exit(deadline);
-    EXPECT_EQ(code, 0) << "rank " << i << ":\n" << ranks[i]->output();
-    EXPECT_NE(ranks[i]->output().find(done), std::string::npos) << "rank " << i << ":\n" << ranks[i]->output();
-  }
-}
 
 struct Cluster {
   Pair pair{two_nic_node("node-a", 11), two_nic_node("node-b", 21)};
@@ -115,6 +92,22 @@ TEST(NcclPlugin, RingAllReduceAndAllGatherFourRanksOnTwoDaemons) {
   ASSERT_TRUE(c.start());
   auto ranks = four_ranks(c.a(), c.b(), c.dir, 3);
   expect_all_done(ranks, "allreduce done", 180s);
+  // Host memory is staged, every byte of it, and the plugin says so once per process (the GPU
+  // path, staging nothing: vm_dmabuf's NcclPluginMovesGpuMemoryWithoutAStagingCopy).
+  for (auto& r : ranks) {
+    const std::string out = r->output();
+    const auto closes = comm_closes(out);
+    EXPECT_EQ(closes.size(), 2u) << out;
+    for (const CommClose& cl : closes) {
+      // 3 iterations of 9 steps: the AllReduce's reduce-scatter and all-gather, the AllGather.
+      EXPECT_EQ(cl.messages, 3u * 9) << out;
+      EXPECT_GT(cl.bytes, 0u) << out;
+      EXPECT_EQ(cl.staged_bytes, cl.bytes) << out;
+    }
+    const size_t note = out.find("host memory is copied");
+    EXPECT_NE(note, std::string::npos) << out;
+    EXPECT_EQ(out.find("host memory is copied", note + 1), std::string::npos) << out;
+  }
   // The bytes went through the daemons' flows over both NICs.
   EXPECT_GT(c.a().metric("rdmad_balancer_bytes_sent_total{device=\"node-a0\"}").value_or(0), 0);
   EXPECT_GT(c.a().metric("rdmad_balancer_bytes_sent_total{device=\"node-a1\"}").value_or(0), 0);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "integration/flow/flow_cluster.h"
+#include "nccl/ranks.h"
 #include "support/cuda_driver.h"
 
 namespace rdmad::test {
@@ -95,6 +96,34 @@ TEST_F(RealDmabuf, SoftNicsRegisterItByMappingAndMoveItByteExact) {
   EXPECT_EQ(first_difference(gpu_, dst.data(), kBytes), -1);
   rdmad_flow_close(flow);
   EXPECT_EQ(rdmad_deregister(pair.a->client(), gpu_mr), RDMAD_OK);
+}
+
+// The NCCL plugin's zero-copy path, the one GPU memory takes on a hardware NIC: two ranks on two
+// daemons run the harness's ring AllReduce and AllGather (tests/nccl/harness.cc) on device memory
+// registered as NCCL registers it (regMrDmaBuf with the driver's dma-buf for two buffers, regMr of
+// CUDA memory for the third), which the soft NICs reach through their mapping of the dma-buf. The
+// harness checks every element; every comm's close line must say that bytes moved and none of them
+// were staged (copied). On a soft NIC the plugin itself offers NCCL host memory only (a real GPU's
+// dma-buf cannot be mapped); the harness registers device memory anyway, to run this path.
+TEST_F(RealDmabuf, NcclPluginMovesGpuMemoryWithoutAStagingCopy) {
+  Pair pair(soft_node("node-a", 61), soft_node("node-b", 63));
+  ASSERT_TRUE(pair.start());
+  TempDir dir;
+  const std::vector<std::string> args = {"allreduce", "--memory", "gpu", "--elements", "262144", "--iterations", "2"};
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  ranks.push_back(rank(*pair.a, dir, 0, 2, args));
+  ranks.push_back(rank(*pair.b, dir, 1, 2, args));
+  expect_all_done(ranks, "allreduce done", 240s);
+  for (auto& r : ranks) {
+    const std::string out = r->output();
+    const auto closes = comm_closes(out);
+    EXPECT_EQ(closes.size(), 2u) << out;  // its send comm and its recv comm
+    for (const CommClose& c : closes) {
+      EXPECT_GT(c.bytes, 0u) << out;
+      EXPECT_EQ(c.staged_bytes, 0u) << out;
+    }
+    EXPECT_EQ(out.find("host memory is copied"), std::string::npos) << out;
+  }
 }
 
 TEST_F(RealDmabuf, RxeRefusesItWithItsOwnAnswer) {
