@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host_memfd.h"
+
 namespace rdmad::nccl {
 namespace {
 
@@ -349,6 +351,17 @@ abi::Result Plugin::reg_mr_dmabuf(void*, void* data, size_t size, int type, uint
     if (s != RDMAD_OK)
       return fail(s == RDMAD_ERR_CUDA ? abi::kUnhandledCudaError : abi::kSystemError,
                   "registering " + std::to_string(size) + " bytes of GPU memory: " + rdmad_last_error(client_));
+  } else if (type == abi::kPtrHost && size > 0) {
+    // Host memory the daemon can map as it is (host_memfd.h) moves without a staging copy; a
+    // registration the daemon refuses (its quota, say) leaves it staged, as other host memory.
+    if (auto f = find_memfd(data, size)) {
+      if (rdmad_register_host(client_, f->fd, f->offset, size, kAccess, 0, &m->mr) != RDMAD_OK) {
+        log(abi::kLogInfo, "registering %zu bytes of memfd-backed host memory: %s; it is staged", size,
+            rdmad_last_error(client_));
+        m->mr = nullptr;
+      }
+      ::close(f->fd);
+    }
   } else if (type != abi::kPtrHost && type != abi::kPtrCuda) {
     return fail(abi::kInternalError, "regMr: unknown memory type " + std::to_string(type));
   }

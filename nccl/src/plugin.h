@@ -9,7 +9,8 @@
 //   sends of one tag arrive in order, which is what a flow's SEND/RECV pairing gives;
 // - isend is a flow SEND, irecv posts one flow RECV per buffer; GPU memory is registered through
 //   dma-buf and moved without a copy; host memory (NCCL allocates it, so no memfd backs it) goes
-//   through the plugin's staging buffers, one copy on each side.
+//   through the plugin's staging buffers, one copy on each side, unless a sealed memfd of the
+//   process's backs it (host_memfd.h): then it is registered as it is, like GPU memory.
 #pragma once
 
 #include <array>
@@ -45,7 +46,7 @@ struct MemHandle {
   uintptr_t base = 0;
   size_t size = 0;
   int type = abi::kPtrHost;
-  rdmad_mr* mr = nullptr;  // nullptr: host memory, staged
+  rdmad_mr* mr = nullptr;  // nullptr: host memory, staged (a sealed memfd's has one: host_memfd.h)
 };
 
 struct Comm;

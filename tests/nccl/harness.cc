@@ -7,10 +7,12 @@
 //   MODE allreduce   ring AllReduce (float32 sum) and AllGather over the ranks in --ring order,
 //                    --elements E --iterations I; prints "iteration K ok T ms" after each
 //   --dev D          the device every comm uses (default 0)
-//   --memory M       host (default: NCCL's host buffers, which the plugin stages) or gpu: device
-//                    memory of the CUDA driver (the fake one where LD_LIBRARY_PATH puts it first),
-//                    registered as NCCL registers GPU memory: regMrDmaBuf with the driver's dma-buf
-//                    for the data and gather buffers, regMr (type CUDA) for the scratch one
+//   --memory M       host (default: NCCL's host buffers, which the plugin stages); memfd: a sealed
+//                    memfd mapped shared for the data and gather buffers (moved without a copy)
+//                    and privately for the scratch one (staged); gpu: device memory of the CUDA
+//                    driver (the fake one where LD_LIBRARY_PATH puts it first), registered as NCCL
+//                    registers GPU memory: regMrDmaBuf with the driver's dma-buf for the data and
+//                    gather buffers, regMr (type CUDA) for the scratch one
 //   MODE sequence    2 ranks: the API's corner cases (several comms, multi-receive by tag, truncated,
 //                    zero-size and oversize messages, many requests in flight, close orders)
 //   MODE pending     2 ranks: rank 0 posts a send and a receive nobody answers, prints "posted", and

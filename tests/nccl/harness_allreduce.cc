@@ -1,8 +1,12 @@
 // nccl_harness's allreduce mode (usage: harness.cc): a ring AllReduce and AllGather over the ranks,
 // on host memory or on the CUDA driver's device memory registered as NCCL registers it.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,10 +19,7 @@ namespace {
 
 float value(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 251 + 1)); }
 
-// A buffer of `count` floats registered with the plugin on `comm`: host memory (a vector) or, with
-// --memory gpu, device memory registered as NCCL registers it (through its dma-buf when `dmabuf`).
-// The fake driver's device memory is mapped into this process, so the harness reads and writes it
-// where a real job's kernels would.
+// The CUDA driver, loaded on first use (the harness dies with the reason when it cannot be).
 rdmad::test::CudaDriver& cuda() {
   static rdmad::test::CudaDriver d;
   static const std::string why = d.load();
@@ -26,9 +27,14 @@ rdmad::test::CudaDriver& cuda() {
   return d;
 }
 
+// A buffer of `count` floats registered with the plugin on `comm`: host memory (a vector), a sealed
+// memfd (--memory memfd; mapped shared when `zero_copy`, else privately), or device memory (--memory
+// gpu) registered as NCCL registers it (through its dma-buf when `zero_copy`, else regMr of CUDA
+// memory). The fake driver's device memory is mapped into this process, so the harness reads and
+// writes it where a real job's kernels would.
 class Registered {
  public:
-  Registered(void* comm, size_t count, bool dmabuf) : comm_(comm) {
+  Registered(void* comm, size_t count, bool zero_copy) : comm_(comm) {
     const size_t bytes = count * sizeof(float);
     if (g_args.memory == "host") {
       host_.resize(count);
@@ -36,10 +42,25 @@ class Registered {
       check(g_net.reg_mr(comm, data_, bytes, abi::kPtrHost, &mh_), "regMr");
       return;
     }
-    if (g_args.memory != "gpu") die("--memory %s: expected host or gpu", g_args.memory.c_str());
+    if (g_args.memory == "memfd") {
+      // A sealed memfd, as rdmad_alloc_host makes: mapped shared for the data and gather buffers
+      // (registered as they are), privately for the scratch one (whose writes the daemon's own
+      // mapping would not see: it must be staged).
+      memfd_ = memfd_create("harness", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+      if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(bytes)) != 0 ||
+          fcntl(memfd_, F_ADD_SEALS, F_SEAL_SHRINK) != 0)
+        die("memfd of %zu bytes: %s", bytes, std::strerror(errno));
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, zero_copy ? MAP_SHARED : MAP_PRIVATE, memfd_, 0);
+      if (p == MAP_FAILED) die("mmap of the memfd: %s", std::strerror(errno));
+      mapped_ = bytes;
+      data_ = static_cast<float*>(p);
+      check(g_net.reg_mr(comm, data_, bytes, abi::kPtrHost, &mh_), "regMr (memfd)");
+      return;
+    }
+    if (g_args.memory != "gpu") die("--memory %s: expected host, memfd or gpu", g_args.memory.c_str());
     if (cuda().mem_alloc(&dptr_, bytes) != 0) die("cuMemAlloc of %zu bytes failed", bytes);
     data_ = reinterpret_cast<float*>(dptr_);
-    if (!dmabuf) {
+    if (!zero_copy) {
       check(g_net.reg_mr(comm, data_, bytes, abi::kPtrCuda, &mh_), "regMr (CUDA)");
       return;
     }
@@ -57,6 +78,8 @@ class Registered {
   ~Registered() {
     check(g_net.dereg_mr(comm_, mh_), "deregMr");
     if (dptr_ != 0) cuda().mem_free(dptr_);
+    if (mapped_ != 0) munmap(data_, mapped_);
+    if (memfd_ >= 0) close(memfd_);
   }
   Registered(const Registered&) = delete;
   Registered& operator=(const Registered&) = delete;
@@ -67,6 +90,8 @@ class Registered {
   void* comm_;
   std::vector<float> host_;
   unsigned long long dptr_ = 0;
+  int memfd_ = -1;
+  size_t mapped_ = 0;
   float* data_ = nullptr;
   void* mh_ = nullptr;
 };
