@@ -2,6 +2,8 @@
 // (one rank per node) on two real rdmad daemons (two soft NICs each), through three transports in
 // the same run:
 //   plugin  libnccl-net-rdmad.so driven as NCCL drives it (host buffers: staged)
+//   plugin-memfd  the same on host memory a sealed memfd backs (rdmad_alloc_host): registered as it
+//           is and moved without a copy, as GPU memory through dma-buf is (the plugin's own cost)
 //   flow    librdmad flows used directly (SEND/RECV from registered memfd memory, no copy)
 //   tcp     one TCP connection on loopback (the same algorithm over a socket)
 // send/recv, per size: the round trip of a ping-pong (p50 of n, µs, halved = latency) and the
@@ -12,7 +14,8 @@
 // bandwidth (size / time × 2(n-1)/n, = size / time for two ranks). The first AllReduce of each size
 // is checked exactly against a local sum. See BENCHMARKS.md, "NCCL plugin".
 //
-//   nccl_bench [--max-bytes N] [--only plugin,flow,tcp] [--ops sendrecv,allreduce]
+//   nccl_bench [--max-bytes N] [--only plugin,plugin-memfd,flow,tcp] [--ops sendrecv,allreduce]
+//   --only runs the transports in the order given.
 #include <dlfcn.h>
 #include <sched.h>
 #include <netinet/in.h>
@@ -23,6 +26,8 @@
 #include <algorithm>
 #include <deque>
 #include <set>
+#include <sstream>
+#include <cstdarg>
 #include <cstring>
 #include <functional>
 
@@ -184,11 +189,22 @@ void measure_all(Side& s, bool pinger, size_t max_bytes, const char* name) {
 }
 
 // ---- the plugin, as NCCL calls it
-void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes) {
+// NCCL's logger: the plugin's warnings, and its comms' close lines (how many bytes were staged).
+void plugin_log(abi::LogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
+  if (level > abi::kLogInfo) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (level <= abi::kLogWarn || std::strstr(line, ": comm with node ") != nullptr) std::fprintf(stderr, "%s\n", line);
+}
+
+void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes, bool memfd) {
   void* lib = dlopen(RDMAD_NCCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) die(std::string("dlopen: ") + dlerror());
   auto* net = static_cast<abi::NetV10*>(dlsym(lib, "ncclNetPlugin_v10"));
-  if (net == nullptr || net->init(nullptr, nullptr) != abi::kSuccess) die("plugin init failed");
+  if (net == nullptr || net->init(plugin_log, nullptr) != abi::kSuccess) die("plugin init failed");
   char handle[abi::kHandleMaxBytes] = {};
   void* comm = nullptr;
   void* listen = nullptr;
@@ -209,25 +225,37 @@ void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes) {
     while (recv_comm == nullptr) net->accept(listen, &recv_comm, nullptr);
   }
   (void)comm;
-  std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(max_bytes), std::vector<uint8_t>(max_bytes)};
+  // NCCL's own host buffers (not memfd-backed: staged), or librdmad's sealed memfds.
+  std::vector<uint8_t> vectors[2];
+  rdmad_host_buffer hosts[2] = {};
+  uint8_t* bufs[2] = {nullptr, nullptr};
+  for (int b = 0; b < 2; ++b) {
+    if (memfd) {
+      if (rdmad_alloc_host(max_bytes, &hosts[b]) != RDMAD_OK) die("rdmad_alloc_host");
+      bufs[b] = static_cast<uint8_t*>(hosts[b].addr);
+    } else {
+      vectors[b].resize(max_bytes);
+      bufs[b] = vectors[b].data();
+    }
+  }
   void *mh_s = nullptr, *mh_r[2] = {nullptr, nullptr};
-  net->reg_mr(send_comm, bufs[0].data(), max_bytes, abi::kPtrHost, &mh_s);
-  for (int b = 0; b < 2; ++b) net->reg_mr(recv_comm, bufs[b].data(), max_bytes, abi::kPtrHost, &mh_r[b]);
+  net->reg_mr(send_comm, bufs[0], max_bytes, abi::kPtrHost, &mh_s);
+  for (int b = 0; b < 2; ++b) net->reg_mr(recv_comm, bufs[b], max_bytes, abi::kPtrHost, &mh_r[b]);
   std::deque<std::pair<Side::Op, void*>> pending;
   Side::Op op = 0;
   Side s;
-  s.buf[0] = bufs[0].data();
-  s.buf[1] = bufs[1].data();
+  s.buf[0] = bufs[0];
+  s.buf[1] = bufs[1];
   s.send = [&](int b, size_t off, size_t n) {
     void* r = nullptr;
     while (r == nullptr)
-      if (net->isend(send_comm, bufs[b].data() + off, n, 0, mh_s, nullptr, &r) != abi::kSuccess) die("isend");
+      if (net->isend(send_comm, bufs[b] + off, n, 0, mh_s, nullptr, &r) != abi::kSuccess) die("isend");
     pending.emplace_back(++op, r);
     return op;
   };
   s.recv = [&](int b, size_t off, size_t n) {
     void* r = nullptr;
-    void* d = bufs[b].data() + off;
+    void* d = bufs[b] + off;
     int tag = 0;
     while (r == nullptr)
       if (net->irecv(recv_comm, 1, &d, &n, &tag, &mh_r[b], nullptr, &r) != abi::kSuccess) die("irecv");
@@ -244,12 +272,14 @@ void run_plugin(bool pinger, int handle_pipe[2], size_t max_bytes) {
       }
     }
   };
-  measure_all(s, pinger, max_bytes, "plugin");
+  measure_all(s, pinger, max_bytes, memfd ? "plugin-memfd" : "plugin");
   for (int b = 0; b < 2; ++b) net->dereg_mr(recv_comm, mh_r[b]);
   net->dereg_mr(send_comm, mh_s);
   net->close_send(send_comm);
   net->close_recv(recv_comm);
   net->close_listen(listen);
+  for (auto& h : hosts)
+    if (h.addr != nullptr) rdmad_free_host(&h);
 }
 
 // ---- librdmad flows directly
@@ -384,7 +414,7 @@ void run_tcp(bool pinger, int port, size_t max_bytes) {
 
 int main(int argc, char** argv) {
   size_t max_bytes = 256u << 20;
-  std::string only = "plugin,flow,tcp";
+  std::string only = "plugin,plugin-memfd,flow,tcp";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--max-bytes") == 0) max_bytes = std::stoull(argv[i + 1]);
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
@@ -399,26 +429,35 @@ int main(int argc, char** argv) {
   std::printf("nccl_bench: node-a -> node-b, 2 soft NICs each, max %zu bytes; send/recv: %zu messages in flight for "
               "bandwidth; allreduce: 2 ranks, pieces of %zu KiB, %zu in flight\n",
               max_bytes, kWindow, kPiece >> 10, kPiecesInFlight);
-  for (const char* t : {"plugin", "flow", "tcp"}) {
-    if (only.find(t) == std::string::npos) continue;
+  // In the order given (alternate it between runs to cancel any order effect).
+  std::vector<std::string> order;
+  std::stringstream list(only);
+  for (std::string t; std::getline(list, t, ',');) {
+    if (t != "plugin" && t != "plugin-memfd" && t != "flow" && t != "tcp")
+      die("--only " + t + ": expected plugin, plugin-memfd, flow or tcp");
+    order.push_back(t);
+  }
+  for (const std::string& name : order) {
+    const char* t = name.c_str();
+    const bool plugin = std::strncmp(t, "plugin", 6) == 0, memfd = std::strcmp(t, "plugin-memfd") == 0;
     int to_child[2], to_parent[2];
     if (pipe(to_child) != 0 || pipe(to_parent) != 0) die("pipe");
     pid_t pid = fork();
     if (pid == 0) {
       setenv("RDMAD_SOCKET", b.socket_path().c_str(), 1);
       int ends[2] = {to_child[0], to_parent[1]};
-      if (std::strcmp(t, "plugin") == 0) run_plugin(false, ends, max_bytes);
+      if (plugin) run_plugin(false, ends, max_bytes, memfd);
       if (std::strcmp(t, "flow") == 0) run_flow(false, b.socket_path(), "node-a", max_bytes);
       if (std::strcmp(t, "tcp") == 0) run_tcp(false, tcp_port, max_bytes);
       std::_Exit(0);
     }
     setenv("RDMAD_SOCKET", a.socket_path().c_str(), 1);
     int ends[2] = {to_parent[0], to_child[1]};
-    if (std::strcmp(t, "plugin") == 0) {
+    if (plugin) {
       // The plugin keeps one daemon connection per process: run the pinger in a child too.
       pid_t p2 = fork();
       if (p2 == 0) {
-        run_plugin(true, ends, max_bytes);
+        run_plugin(true, ends, max_bytes, memfd);
         std::_Exit(0);
       }
       int st = 0;
