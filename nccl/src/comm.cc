@@ -68,7 +68,7 @@ bool Plugin::post_now(Comm& c, Sub& s, bool* full) {
         staging_told_ = true;
         log(abi::kLogInfo,
             "host memory is copied through registered staging buffers (one copy on each side; GPU memory "
-            "registered through dma-buf is not; docs/nccl.md)");
+            "through dma-buf and host memory a sealed memfd backs are not; docs/nccl.md)");
       }
       s.staging = staging_->acquire(std::max<size_t>(s.size, 1), &error);
       if (s.staging == nullptr) {
